@@ -1,0 +1,47 @@
+# gitutor — build the executable book.
+#   make book            execute every notebook in _toc.yml (quick profile) and render _build/html
+#   make test            run the test suite
+#   make book PROFILE=full    the paper-scale settings (GPU, datasets and weights on disk)
+#   make notebooks NOTEBOOKS=notebooks/01_dlg   execute a subset
+PROFILE ?= quick
+PYTHON ?= python3
+BUILD := build
+STAGE := $(BUILD)/book
+RESULTS := $(abspath $(BUILD)/results)
+NOTEBOOKS ?= $(shell grep -o 'notebooks/[0-9A-Za-z_]*' _toc.yml)
+INSTALLED := $(BUILD)/.installed
+
+.PHONY: install test notebooks book clean
+
+$(INSTALLED): pyproject.toml
+	@$(PYTHON) -c "import gitutor, papermill, jupyter_book, pytest" 2>/dev/null \
+	  || $(PYTHON) -m pip install -e ".[book,dev]"
+	@mkdir -p $(BUILD) && touch $@
+
+install: $(INSTALLED)
+
+test: install
+	$(PYTHON) -m pytest
+
+# Execute each notebook with papermill into $(STAGE) (kernel python3, the notebook's folder as the
+# working directory); stop at the first notebook that fails; print each notebook's wall time.
+notebooks: install
+	@rm -rf $(STAGE) $(RESULTS) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
+	@set -e; for nb in $(NOTEBOOKS); do \
+	  start=$$(date +%s); \
+	  $(PYTHON) -m papermill $$nb.ipynb $(STAGE)/$$nb.ipynb -k python3 --cwd notebooks --log-level WARNING \
+	    -p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS) \
+	    || { echo "make: notebook $$nb FAILED (see $(STAGE)/$$nb.ipynb)"; exit 1; }; \
+	  echo "$$nb: $$(( $$(date +%s) - start )) s ($(PROFILE) profile)"; \
+	done
+
+# Render the executed copies (execute_notebooks: "off"), with the results page built from their records.
+book: notebooks
+	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
+	@$(PYTHON) -m papermill book/results.ipynb $(STAGE)/book/results.ipynb -k python3 --cwd book \
+	  --log-level WARNING -p RESULTS_DIR $(RESULTS)
+	$(PYTHON) -m jupyter_book build $(STAGE) --path-output . --builder html
+	@echo "book: $(abspath _build/html/index.html)"
+
+clean:
+	rm -rf $(BUILD) _build notebooks/results

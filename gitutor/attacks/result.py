@@ -1,0 +1,27 @@
+"""The small object every attack returns, so notebooks can plot and tests can assert."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class AttackResult:
+    """Outcome of a reconstruction attack.
+
+    Attributes:
+        images: ``(B, C, H, W)`` reconstructed images (detached, on the CPU).
+        labels: ``(B,)`` int64 labels, ``(B, C)`` soft labels, or None when the attack does not
+            reconstruct labels.
+        history: per-iteration curves, e.g. ``{"loss": [...]}`` (one float per iteration).
+        snapshots: ``(iteration, images)`` pairs recorded every ``record_every`` iterations,
+            starting with the initialisation at iteration 0.
+        info: anything else worth reporting (e.g. ``{"stopped_early": "non-finite loss"}``).
+    """
+
+    images: torch.Tensor
+    labels: torch.Tensor | None
+    history: dict[str, list[float]] = field(default_factory=dict)
+    snapshots: list[tuple[int, torch.Tensor]] = field(default_factory=list)
+    info: dict = field(default_factory=dict)

@@ -1,0 +1,112 @@
+"""Figures for the notebooks: image grids, iteration strips, curves.
+
+Images are ``(B, C, H, W)`` tensors; values outside [0, 1] (unclamped DLG iterates) are clipped
+for display only.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import torch
+
+
+def _to_display(image: torch.Tensor):
+    image = image.detach().float().cpu().clamp(0, 1)
+    if image.dim() != 3:
+        raise ValueError(f"expected one (C, H, W) image, got shape {tuple(image.shape)}")
+    return image[0].numpy() if image.shape[0] == 1 else image.permute(1, 2, 0).numpy()
+
+
+def show_grid(images: torch.Tensor, titles: Sequence[str] | None = None, ncols: int | None = None,
+              scale: float = 1.4, suptitle: str | None = None):
+    """A grid of images with optional per-image titles; returns the matplotlib Figure.
+
+    Raises:
+        ValueError: if ``images`` is not 4-D or ``titles`` has the wrong length.
+    """
+    if images.dim() != 4:
+        raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
+    if titles is not None and len(titles) != len(images):
+        raise ValueError(f"{len(titles)} titles for {len(images)} images")
+    ncols = ncols or min(len(images), 8)
+    nrows = math.ceil(len(images) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(scale * ncols, scale * nrows + (0.4 if suptitle else 0)),
+                             squeeze=False)
+    for index, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if index < len(images):
+            ax.imshow(_to_display(images[index]), cmap="gray", vmin=0, vmax=1)
+            if titles is not None:
+                ax.set_title(titles[index], fontsize=8)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def iteration_strip(snapshots: Sequence[tuple[int, torch.Tensor]], truth: torch.Tensor | None = None,
+                    columns: int = 10, scale: float = 1.2, row_labels: Sequence[str] | None = None):
+    """The DLG figure: reconstructions over iterations, one row per image of the batch.
+
+    Args:
+        snapshots: ``(iteration, (B, C, H, W))`` pairs, e.g. ``AttackResult.snapshots``.
+        truth: optional ``(B, C, H, W)`` ground truth shown in the last column.
+        columns: at most this many evenly spaced snapshots (first and last always included).
+        row_labels: optional label per row.
+
+    Raises:
+        ValueError: if ``snapshots`` is empty.
+    """
+    if not snapshots:
+        raise ValueError("no snapshots to show (was record_every larger than the iterations?)")
+    picks = sorted({round(i * (len(snapshots) - 1) / max(columns - 1, 1)) for i in range(columns)})
+    chosen = [snapshots[i] for i in picks]
+    batch = chosen[0][1].shape[0]
+    ncols = len(chosen) + (truth is not None)
+    fig, axes = plt.subplots(batch, ncols, figsize=(scale * ncols, scale * batch + 0.3), squeeze=False)
+    for row in range(batch):
+        for col, (iteration, images) in enumerate(chosen):
+            axes[row, col].imshow(_to_display(images[row]), cmap="gray", vmin=0, vmax=1)
+            if row == 0:
+                axes[row, col].set_title(f"it {iteration}", fontsize=8)
+        if truth is not None:
+            axes[row, -1].imshow(_to_display(truth[row]), cmap="gray", vmin=0, vmax=1)
+            if row == 0:
+                axes[row, -1].set_title("truth", fontsize=8)
+        if row_labels is not None:
+            axes[row, 0].set_ylabel(row_labels[row], fontsize=8)
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_curves(curves: Mapping[str, Sequence[float]], *, xlabel: str = "iteration", ylabel: str = "",
+                logy: bool = False, title: str | None = None, x: Mapping[str, Sequence[float]] | None = None,
+                ax=None):
+    """Line plot of named curves (loss, MSE, PSNR, …); returns the Axes.
+
+    Args:
+        curves: name → values.
+        x: optional name → x values (default 0, 1, 2, …).
+        logy: logarithmic y axis (non-positive values are not drawn on it).
+        ax: draw into this Axes instead of a new figure.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.2))
+    for name, values in curves.items():
+        xs = x[name] if x is not None and name in x else range(len(values))
+        ax.plot(list(xs), list(values), label=name)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax

@@ -1,0 +1,17 @@
+import pytest
+import torch
+
+from gitutor.models import LeNet, init_uniform_
+from gitutor.seeding import make_generator
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    torch.set_num_threads(2)
+
+
+@pytest.fixture
+def tiny_lenet():
+    """A DLG LeNet on 1×12×12 inputs with U(−0.5, 0.5) weights (seed 0), 10 classes."""
+    model = LeNet(num_classes=10, in_channels=1, image_size=12)
+    return init_uniform_(model, 0.5, make_generator(0))

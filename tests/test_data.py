@@ -1,0 +1,58 @@
+import pytest
+import torch
+
+from gitutor.data import OfflineDataError, digits, image_folder, lfw_faces, natural_images, resize, torchvision_images
+
+
+def test_natural_images_shape_range_and_determinism():
+    a = natural_images(5, size=16, seed=3)
+    assert a.shape == (5, 3, 16, 16) and a.dtype == torch.float32
+    assert a.min() >= 0 and a.max() <= 1
+    assert torch.equal(a, natural_images(5, size=16, seed=3))
+    assert not torch.equal(a, natural_images(5, size=16, seed=4))
+    assert a.std() > 0.05  # real photographs, not constant images
+
+
+def test_natural_image_pools_are_disjoint_halves(monkeypatch):
+    import gitutor.data as data
+
+    photo = torch.zeros(3, 64, 128)
+    photo[:, :, 64:] = 1.0  # left half black, right half white
+    monkeypatch.setattr(data, "_photograph", lambda name: photo)
+    assert natural_images(6, size=8, seed=0, pool="target").max() == 0
+    assert natural_images(6, size=8, seed=0, pool="aux").min() > 0.999
+
+
+def test_natural_images_errors():
+    with pytest.raises(ValueError, match="pool"):
+        natural_images(2, pool="train")
+    with pytest.raises(ValueError, match="positive"):
+        natural_images(0)
+    with pytest.raises(ValueError, match="size"):
+        natural_images(2, size=0)
+
+
+def test_lfw_faces_and_digits():
+    faces = lfw_faces(size=16, channels=3)
+    assert faces.shape == (100, 3, 16, 16) and 0 <= faces.min() and faces.max() <= 1
+    assert torch.equal(faces[:, 0], faces[:, 2])
+    images, labels = digits(size=12)
+    assert images.shape == (1797, 1, 12, 12) and labels.shape == (1797,)
+    assert set(labels.tolist()) == set(range(10)) and images.max() <= 1
+    with pytest.raises(ValueError, match="channels"):
+        digits(channels=2)
+
+
+def test_resize_checks_shape():
+    assert resize(torch.rand(2, 1, 8, 8), 4).shape == (2, 1, 4, 4)
+    with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
+        resize(torch.rand(8, 8), 4)
+
+
+def test_full_profile_loaders_fail_fast_offline(tmp_path):
+    with pytest.raises(OfflineDataError, match="download=True"):
+        torchvision_images("cifar100", 4, root=tmp_path)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        torchvision_images("imagenet", 4, root=tmp_path)
+    with pytest.raises(OfflineDataError, match="ImageNet validation"):
+        image_folder(tmp_path / "missing", 4)

@@ -1,0 +1,55 @@
+import pytest
+import torch
+
+from gitutor.attacks import dlg, inverting_gradients
+from gitutor.data import digits
+from gitutor.federated import client_gradients
+from gitutor.metrics import psnr
+
+
+@pytest.fixture
+def digit_case(tiny_lenet):
+    images, labels = digits(size=12)
+    x, y = images[:1], labels[:1]
+    return tiny_lenet, x, y, client_gradients(tiny_lenet, x, y)
+
+
+def test_dlg_recovers_image_and_label(digit_case):
+    model, x, y, grads = digit_case
+    result = dlg(model, grads, x.shape, 10, iterations=40, seed=0)
+    assert int(result.labels[0]) == int(y[0])
+    assert float(psnr(result.images, x)[0]) > 30
+    assert result.history["loss"][-1] < 1e-3 * result.history["loss"][0]
+    assert result.snapshots[0][0] == 0 and result.snapshots[-1][0] == 40
+
+
+def test_dlg_with_known_label_and_determinism(digit_case):
+    model, x, y, grads = digit_case
+    first = dlg(model, grads, x.shape, 10, labels=y, iterations=15, seed=3)
+    second = dlg(model, grads, x.shape, 10, labels=y, iterations=15, seed=3)
+    assert torch.equal(first.images, second.images)
+    assert torch.equal(first.labels, y)
+    assert first.history["loss"][-1] < first.history["loss"][0]
+
+
+def test_dlg_errors(digit_case):
+    model, x, y, grads = digit_case
+    with pytest.raises(ValueError, match="body.0.weight"):
+        dlg(model, [torch.zeros(1)] + grads[1:], x.shape, 10)
+    with pytest.raises(ValueError, match="parameters"):
+        dlg(model, grads[:2], x.shape, 10)
+    with pytest.raises(ValueError, match="input_shape"):
+        dlg(model, grads, (1, 12, 12), 10)
+    with pytest.raises(ValueError, match="labels"):
+        dlg(model, grads, x.shape, 10, labels=torch.tensor([1, 2]))
+
+
+def test_inverting_gradients_improves_psnr_and_stays_in_box(digit_case):
+    model, x, y, grads = digit_case
+    result = inverting_gradients(model, grads, y, x.shape, iterations=150, tv_weight=1e-4, lr=0.1, record_every=50)
+    start = result.snapshots[0][1]
+    assert float(psnr(result.images, x)[0]) > float(psnr(start, x)[0]) + 5
+    assert result.images.min() >= 0 and result.images.max() <= 1
+    assert result.history["gradient_distance"][-1] < result.history["gradient_distance"][0]
+    with pytest.raises(ValueError, match="labels for a batch"):
+        inverting_gradients(model, grads, torch.tensor([1, 2]), x.shape, iterations=1, tv_weight=0)
