@@ -63,21 +63,22 @@ def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                          for a, b in zip(x.clamp(0, 1).numpy(), y.numpy())], dtype=torch.float64)
 
 
-_LPIPS_MODEL = None
+_LPIPS: dict = {}  # the loaded model, or the reason it could not be loaded (tried once per process)
 
 
 def _lpips_model():
-    global _LPIPS_MODEL
-    if _LPIPS_MODEL is None:
+    if "model" not in _LPIPS and "error" not in _LPIPS:
         try:
             import lpips
 
-            _LPIPS_MODEL = lpips.LPIPS(net="alex", verbose=False).eval()
+            _LPIPS["model"] = lpips.LPIPS(net="alex", verbose=False).eval()
         except Exception as error:  # no cached AlexNet weights and no network
-            raise LPIPSUnavailable(
+            _LPIPS["error"] = LPIPSUnavailable(
                 "LPIPS needs torchvision's ImageNet AlexNet weights (alexnet-owt-7be5be79.pth) in "
-                f"$TORCH_HOME/hub/checkpoints; they cannot be downloaded here ({error})") from error
-    return _LPIPS_MODEL
+                f"$TORCH_HOME/hub/checkpoints; they cannot be downloaded here ({error})")
+    if "error" in _LPIPS:
+        raise _LPIPS["error"]
+    return _LPIPS["model"]
 
 
 def lpips_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

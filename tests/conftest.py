@@ -5,9 +5,10 @@ from gitutor.models import LeNet, init_uniform_
 from gitutor.seeding import make_generator
 
 
-@pytest.fixture(autouse=True)
-def _threads():
-    torch.set_num_threads(2)
+@pytest.fixture(autouse=True, scope="session")
+def _single_thread():
+    """Small models run fastest single-threaded; several OpenMP threads on 2 shared cores thrash."""
+    torch.set_num_threads(1)
 
 
 @pytest.fixture

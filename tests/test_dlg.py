@@ -53,3 +53,10 @@ def test_inverting_gradients_improves_psnr_and_stays_in_box(digit_case):
     assert result.history["gradient_distance"][-1] < result.history["gradient_distance"][0]
     with pytest.raises(ValueError, match="labels for a batch"):
         inverting_gradients(model, grads, torch.tensor([1, 2]), x.shape, iterations=1, tv_weight=0)
+
+
+def test_dlg_accepts_soft_labels(digit_case):
+    model, x, y, grads = digit_case
+    soft = dlg(model, grads, x.shape, 10, labels=torch.nn.functional.one_hot(y, 10).float(), iterations=5, seed=1)
+    hard = dlg(model, grads, x.shape, 10, labels=y, iterations=5, seed=1)
+    assert torch.allclose(soft.images, hard.images, atol=1e-4)

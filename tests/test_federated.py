@@ -61,3 +61,14 @@ def test_sign_compress_and_noise_statistics():
         sign_compress(torch.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         sign_compress([torch.tensor([float("nan")])])
+
+
+def test_client_gradients_leave_batchnorm_statistics_alone():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 5)).train()
+    before = [b.clone() for b in model.buffers()]
+    x = torch.rand(2, 3, 8, 8, requires_grad=True)
+    grads = client_gradients(model, x, torch.tensor([0, 1]), create_graph=True)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.buffers()))
+    sum(g.pow(2).sum() for g in grads).backward()  # the attacks' second derivative still works
+    assert x.grad is not None and torch.isfinite(x.grad).all()

@@ -10,7 +10,7 @@ Given the labels (e.g. from the iDLG sign rule), only the image is optimised: th
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +25,8 @@ from gitutor.seeding import make_generator
 
 def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Sequence[int],
         num_classes: int, *, labels: torch.Tensor | None = None, iterations: int = 300, seed: int = 0,
-        record_every: int = 10, lr: float = 1.0, progress: bool = False) -> AttackResult:
+        record_every: int = 10, lr: float = 1.0, progress: bool = False,
+        dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
     Args:
@@ -34,16 +35,21 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         target_grads: the observed gradient, aligned with ``model.parameters()``.
         input_shape: ``(B, C, H, W)`` of the private batch.
         num_classes: C of the dummy label logits.
-        labels: ``(B,)`` int64 labels to fix instead of optimising dummy labels.
+        labels: ``(B,)`` int64 labels or ``(B, num_classes)`` soft labels (label smoothing, mixup;
+            Wang et al. 2024, Table 3) to fix instead of optimising dummy labels.
         iterations: L-BFGS steps (the paper's n = 300).
         seed: seed of the N(0, 1) initialisation.
         record_every: store an image snapshot every this many steps (and at step 0).
         lr: L-BFGS learning rate (1 in the DLG code).
         progress: show a tqdm progress bar.
+        dummy_gradients: ``f(dummy_x, dummy_label) -> list of tensors`` (differentiable) that the
+            client would send for that data; default the gradient ``client_gradients(...,
+            create_graph=True)``. The ADMM attacks pass a simulated client update here (the
+            CLIENTUPDATE of the reproduction report's Algorithm 2).
 
     Returns:
         :class:`AttackResult` with ``images`` (unclamped, as DLG returns them), ``labels``
-        (argmax of the recovered label distribution, or the given labels), ``history["loss"]``
+        (argmax of the recovered label distribution, or the given labels as passed), ``history["loss"]``
         (gradient distance at the start of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
         attack stops and returns the last finite state, with ``info["stopped_early"]`` set.
 
@@ -56,8 +62,11 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
     shape = check_input_shape(input_shape)
     if iterations < 1 or record_every < 1:
         raise ValueError("iterations and record_every must be >= 1")
-    if labels is not None and (labels.shape != (shape[0],) or labels.dtype != torch.int64):
-        raise ValueError(f"labels must be int64 of shape ({shape[0]},), got {labels.dtype} {tuple(labels.shape)}")
+    if labels is not None and not (
+            (labels.shape == (shape[0],) and labels.dtype == torch.int64)
+            or (labels.shape == (shape[0], num_classes) and labels.is_floating_point())):
+        raise ValueError(f"labels must be int64 of shape ({shape[0]},) or soft labels of shape "
+                         f"({shape[0]}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
     device = target_grads[0].device
     generator = make_generator(seed, device)
     dummy_x = torch.randn(shape, generator=generator, device=device).requires_grad_(True)
@@ -68,9 +77,13 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
     def current_labels() -> torch.Tensor:
         return labels if labels is not None else F.softmax(dummy_y, dim=-1)
 
+    if dummy_gradients is None:
+        def dummy_gradients(images: torch.Tensor, soft_labels: torch.Tensor) -> list[torch.Tensor]:
+            return client_gradients(model, images, soft_labels, create_graph=True)
+
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
-        dummy_grads = client_gradients(model, dummy_x, current_labels(), create_graph=True)
+        dummy_grads = dummy_gradients(dummy_x, current_labels())
         loss = gradient_l2_distance(dummy_grads, target_grads)
         loss.backward()
         return loss

@@ -7,7 +7,7 @@ iterations, and the image clamped to the pixel box [0, 1] after every step. Labe
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -27,8 +27,8 @@ def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8,
 
 def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
                         input_shape: Sequence[int], *, iterations: int, tv_weight: float, lr: float = 0.1,
-                        signed: bool = True, seed: int = 0, record_every: int = 50,
-                        progress: bool = False) -> AttackResult:
+                        signed: bool = True, seed: int = 0, record_every: int = 50, progress: bool = False,
+                        matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None) -> AttackResult:
     """Geiping et al.'s attack: cosine gradient distance + TV, signed Adam, clamp to [0, 1].
 
     Args:
@@ -43,6 +43,10 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         seed: seed of the N(0, 1) initialisation (clamped into [0, 1]).
         record_every: snapshot interval.
         progress: show a tqdm progress bar.
+        matching_distance: ``f(x) -> scalar`` replacing the gradient-matching term (default: the
+            cosine gradient distance between ``client_gradients(model, x, labels)`` and
+            ``target_grads``). Defense-aware matching (Learning To Invert, App. A) and the
+            user-level objective (Li et al. 2023, Eq. 6) plug in here.
 
     Returns:
         :class:`AttackResult` with images in [0, 1], the given labels, ``history["loss"]`` (total
@@ -54,7 +58,7 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape)
-    if labels.shape[0] != shape[0]:
+    if matching_distance is None and labels.shape[0] != shape[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {shape[0]}")
     if iterations < 1 or record_every < 1 or tv_weight < 0:
         raise ValueError("need iterations >= 1, record_every >= 1 and tv_weight >= 0")
@@ -63,11 +67,14 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
     x.requires_grad_(True)
     optimizer = torch.optim.Adam([x], lr=lr)
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, step_milestones(iterations), gamma=0.1)
+    if matching_distance is None:
+        def matching_distance(images: torch.Tensor) -> torch.Tensor:
+            return cosine_gradient_distance(client_gradients(model, images, labels, create_graph=True), target_grads)
+
     history: dict[str, list[float]] = {"loss": [], "gradient_distance": []}
     snapshots = [(0, x.detach().cpu().clone())]
     for step in tqdm(range(1, iterations + 1), desc="Inverting Gradients", disable=not progress):
-        optimizer.zero_grad()
-        distance = cosine_gradient_distance(client_gradients(model, x, labels, create_graph=True), target_grads)
+        distance = matching_distance(x)
         loss = distance + tv_weight * total_variation(x)
         x.grad, = torch.autograd.grad(loss, x)
         if signed:

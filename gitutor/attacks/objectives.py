@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from gitutor.federated.client import check_parameter_list
+
 
 def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Check that ``target_grads`` is aligned with ``model.parameters()`` and finite.
@@ -25,18 +27,11 @@ def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor
         ValueError: on a count mismatch, or naming the first parameter whose gradient has the wrong
             shape or contains NaN/inf.
     """
-    if isinstance(target_grads, torch.Tensor) or not all(isinstance(g, torch.Tensor) for g in target_grads):
-        raise TypeError("target_grads must be a list of tensors aligned with model.parameters()")
-    named = list(model.named_parameters())
-    if len(target_grads) != len(named):
-        raise ValueError(f"got {len(target_grads)} gradient tensors but the model has {len(named)} parameters")
-    for (name, parameter), grad in zip(named, target_grads):
-        if grad.shape != parameter.shape:
-            raise ValueError(f"gradient for parameter {name!r} has shape {tuple(grad.shape)}, "
-                             f"expected {tuple(parameter.shape)}")
+    grads = check_parameter_list(model, target_grads, "target_grads")
+    for (name, _), grad in zip(model.named_parameters(), grads):
         if not torch.isfinite(grad).all():
             raise ValueError(f"gradient for parameter {name!r} contains NaN or inf")
-    return [g.detach() for g in target_grads]
+    return [g.detach() for g in grads]
 
 
 def check_input_shape(input_shape: Sequence[int]) -> tuple[int, ...]:

@@ -1,9 +1,35 @@
 """What a federated client computes and sends: the gradient of its local loss (DLG Eq. 1)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+
+def check_parameter_list(model: nn.Module, tensors: Sequence[torch.Tensor], what: str) -> list[torch.Tensor]:
+    """Check that ``tensors`` is a list aligned with ``model.parameters()`` (count and shapes).
+
+    Gradients, increments, dual variables and global weights all follow this convention.
+
+    Returns:
+        The tensors as a list.
+
+    Raises:
+        TypeError: if ``tensors`` is not a sequence of tensors.
+        ValueError: on a count mismatch, or naming the first parameter whose entry has the wrong shape.
+    """
+    if isinstance(tensors, torch.Tensor) or not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise TypeError(f"{what} must be a list of tensors aligned with model.parameters()")
+    named = list(model.named_parameters())
+    if len(tensors) != len(named):
+        raise ValueError(f"{what} has {len(tensors)} tensors but the model has {len(named)} parameters")
+    for (name, parameter), tensor in zip(named, tensors):
+        if tensor.shape != parameter.shape:
+            raise ValueError(f"{what} entry for parameter {name!r} has shape {tuple(tensor.shape)}, "
+                             f"expected {tuple(parameter.shape)}")
+    return list(tensors)
 
 
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -36,6 +62,10 @@ def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
         y: ``(B,)`` int64 labels or ``(B, num_classes)`` soft labels.
         create_graph: keep the graph so the result can be differentiated again (attacks set this).
 
+    The model's buffers (BatchNorm running statistics) are restored afterwards, so computing a
+    gradient in train mode — as the client does, and as attacks do thousands of times — never
+    changes the shared model.
+
     Returns:
         One tensor per entry of ``model.parameters()``, same shapes; detached unless
         ``create_graph``.
@@ -49,7 +79,10 @@ def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
     if not torch.isfinite(x).all():
         raise ValueError("x contains NaN or inf")
     parameters = [p for p in model.parameters()]
+    saved = [(buffer, buffer.detach().clone()) for buffer in model.buffers()] if model.training else []
     loss = cross_entropy(model(x), y)
+    for buffer, values in saved:
+        buffer.data = values  # swap the storage: the autograd graph of this forward stays valid
     grads = torch.autograd.grad(loss, parameters, create_graph=create_graph, allow_unused=True)
     missing = [i for i, g in enumerate(grads) if g is None]
     if missing:

@@ -1,0 +1,104 @@
+"""R_BN: the BatchNorm-statistics image prior of DeepInversion (Yin et al., CVPR 2020).
+
+Ye et al. (AAAI 2024) use it as the second image prior of stepwise GradInversion (Eq. 11):
+
+    R_BN(x') = Σ_l ‖μ_l(x') − μ̄_l‖₂ + Σ_l ‖σ_l²(x') − σ̄_l²‖₂,
+
+where μ_l(x'), σ_l²(x') are the per-channel batch mean and (biased) variance of the input of the
+l-th BatchNorm layer when the model sees the candidate batch x', and μ̄_l, σ̄_l² are that layer's
+running statistics (ImageNet statistics of a pretrained model, or statistics calibrated on
+auxiliary images with :func:`gitutor.models.calibrate_batchnorm`).
+
+The statistics are read by forward hooks, so R_BN comes for free from the forward pass that also
+produces the candidate gradients.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _batchnorm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+    layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not layers:
+        raise ValueError("R_BN needs a model with BatchNorm layers; this model has none")
+    if any(m.running_mean is None or m.running_var is None for m in layers):
+        raise ValueError("R_BN needs running statistics; build the BatchNorm layers with "
+                         "track_running_stats=True (and calibrate them, see calibrate_batchnorm)")
+    return layers
+
+
+def _layer_term(layer: nn.modules.batchnorm._BatchNorm, features: torch.Tensor) -> torch.Tensor:
+    """‖μ(features) − μ̄‖₂ + ‖σ²(features) − σ̄²‖₂ for one BatchNorm input ``(B, C, ...)``."""
+    flat = features.transpose(0, 1).reshape(features.shape[1], -1)
+    mean = flat.mean(dim=1)
+    var = flat.var(dim=1, unbiased=False)
+    return torch.linalg.vector_norm(mean - layer.running_mean) + torch.linalg.vector_norm(var - layer.running_var)
+
+
+class BatchNormPrior:
+    """Forward hooks that compute R_BN (Ye et al. Eq. 11; Yin et al. 2020 Eq. 4) on every forward.
+
+    Usage::
+
+        with BatchNormPrior(model) as prior:
+            logits = model(x)        # x: (B, C, H, W)
+            r_bn = prior.value()     # scalar tensor, differentiable w.r.t. x
+
+    Works in train and eval mode: the hooks read the batch statistics of each BatchNorm input
+    themselves, whatever the layer normalises with. Unit: same as the features (no averaging over
+    layers, as in Eq. 11).
+
+    Raises:
+        ValueError: if the model has no BatchNorm layer or a layer keeps no running statistics.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self._terms: list[torch.Tensor] = []
+        self._handles = [layer.register_forward_hook(self._hook) for layer in _batchnorm_layers(model)]
+
+    def _hook(self, layer: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        self._terms.append(_layer_term(layer, inputs[0]))
+
+    def reset(self) -> None:
+        """Forget the terms recorded so far (done automatically by :meth:`value`)."""
+        self._terms = []
+
+    def value(self) -> torch.Tensor:
+        """R_BN of the forward passes since the last call (normally exactly one), then reset.
+
+        Raises:
+            RuntimeError: if no forward pass ran through the model since the last call.
+        """
+        if not self._terms:
+            raise RuntimeError("no forward pass recorded: call model(x) inside the BatchNormPrior first")
+        total = torch.stack(self._terms).sum()
+        self.reset()
+        return total
+
+    def remove(self) -> None:
+        """Unregister the hooks; the model behaves as before."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def __enter__(self) -> "BatchNormPrior":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.remove()
+
+
+def bn_statistics_loss(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """R_BN of ``images`` ``(B, C, H, W)`` under ``model`` (Ye et al. Eq. 11), as a scalar tensor.
+
+    One forward pass of ``model`` (in its current train/eval mode) with temporary hooks.
+
+    Raises:
+        ValueError: if ``images`` is not 4-D, or the model has no BatchNorm with running statistics.
+    """
+    if images.dim() != 4:
+        raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
+    with BatchNormPrior(model) as prior:
+        model(images)
+        return prior.value()

@@ -1,0 +1,134 @@
+"""Diffusion priors for the user-level attack (Li et al. 2023, §2.3, Eq. 8–14).
+
+- :func:`face_ddpm` — the small 32×32 grey face DDPM shipped with the package, trained by
+  ``scripts/train_face_ddpm.py`` on the first :data:`PRIOR_TRAIN_FACES` LFW faces bundled with
+  scikit-image (the rest are held out to build the quick profile's users). Loads offline and checks
+  the weights' sha256.
+- :func:`pretrained_face_ddpm` — a face DDPM from the Hugging Face hub (full profile; the paper used
+  an FFHQ-256 DDPM), loaded with ``from_pretrained``; offline it fails fast with what to download.
+
+Both return a :class:`DiffusionPrior`: the noise predictor ε_θ(x_t, t) (a diffusers
+``UNet2DModel``), its ``DDPMScheduler`` (β_t, ᾱ_t of Eq. 8–10) and the image side it works at.
+Images enter the UNet scaled to [−1, 1].
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+WEIGHTS_DIR = Path(__file__).parent / "weights" / "face_ddpm_lfw32"
+WEIGHTS_FILE = "diffusion_pytorch_model.safetensors"
+#: sha256 of WEIGHTS_DIR / WEIGHTS_FILE as written by ``scripts/train_face_ddpm.py`` (seed 0).
+FACE_DDPM_SHA256 = "4e65412c893ff27208b9d94d8f82c4e585c1310870b561573b32371ca637a8c4"
+#: LFW faces 0 … PRIOR_TRAIN_FACES − 1 train the prior; the remaining ones are never seen by it.
+PRIOR_TRAIN_FACES = 80
+#: Architecture of the shipped prior (diffusers ``UNet2DModel`` keyword arguments).
+FACE_DDPM_CONFIG = dict(sample_size=32, in_channels=1, out_channels=1, layers_per_block=1,
+                        block_out_channels=(16, 32, 64), norm_num_groups=8,
+                        down_block_types=("DownBlock2D", "DownBlock2D", "DownBlock2D"),
+                        up_block_types=("UpBlock2D", "UpBlock2D", "UpBlock2D"))
+#: Noise schedule of the shipped prior: Ho et al.'s linear β from 1e-4 to 0.02 over T = 1000 steps.
+FACE_DDPM_SCHEDULER = dict(num_train_timesteps=1000, beta_schedule="linear", beta_start=1e-4, beta_end=0.02)
+#: Default hub model for the full profile (an unconditional CelebA-HQ 256×256 DDPM).
+HUB_FACE_DDPM = "google/ddpm-celebahq-256"
+
+
+class PriorChecksumError(RuntimeError):
+    """The shipped prior's weights do not have the recorded sha256 (corrupted or retrained file)."""
+
+
+@dataclass
+class DiffusionPrior:
+    """A pretrained DDPM used as image prior.
+
+    Attributes:
+        unet: ε_θ(x_t, t), called as ``unet(x_t, t).sample``; ``x_t`` is ``(N, C, side, side)`` in
+            the [−1, 1] scale.
+        scheduler: diffusers ``DDPMScheduler`` holding β_t and ``alphas_cumprod`` (ᾱ_t).
+        image_size: the side the UNet was trained at; the attack resizes to the classifier's input.
+        channels: image channels of the UNet (1 for the shipped grey prior).
+    """
+
+    unet: torch.nn.Module
+    scheduler: object
+    image_size: int
+    channels: int
+
+    @property
+    def num_timesteps(self) -> int:
+        """T, the number of diffusion steps (1000)."""
+        return int(self.scheduler.config.num_train_timesteps)
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def face_ddpm(device: str | torch.device = "cpu", *, weights_dir: str | Path = WEIGHTS_DIR,
+              expected_sha256: str = FACE_DDPM_SHA256) -> DiffusionPrior:
+    """Load the shipped 32×32 grey LFW face DDPM offline, after checking its sha256.
+
+    Args:
+        device: where to put the UNet.
+        weights_dir: folder with ``config.json`` and the safetensors weights (default: the copy
+            inside the package).
+        expected_sha256: the checksum the weights must have.
+
+    Returns:
+        :class:`DiffusionPrior` in eval mode with gradients of the UNet parameters switched off.
+
+    Raises:
+        FileNotFoundError: if the weights are missing (re-run ``scripts/train_face_ddpm.py``).
+        PriorChecksumError: if the file's sha256 differs from ``expected_sha256``.
+    """
+    from diffusers import DDPMScheduler, UNet2DModel
+
+    weights_dir = Path(weights_dir)
+    weights = weights_dir / WEIGHTS_FILE
+    if not weights.is_file():
+        raise FileNotFoundError(f"face DDPM weights not found at {weights}; "
+                                "run `python scripts/train_face_ddpm.py` to recreate them")
+    actual = sha256_of(weights)
+    if actual != expected_sha256:
+        raise PriorChecksumError(f"sha256 of {weights} is {actual}, expected {expected_sha256}; the file is "
+                                 "corrupted or was retrained: restore it from the repository or re-run "
+                                 "scripts/train_face_ddpm.py and update FACE_DDPM_SHA256")
+    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True).to(device).eval().requires_grad_(False)
+    return DiffusionPrior(unet=unet, scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
+                          image_size=FACE_DDPM_CONFIG["sample_size"], channels=FACE_DDPM_CONFIG["in_channels"])
+
+
+def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.device = "cpu", *,
+                         cache_dir: str | Path | None = None, local_files_only: bool = False) -> DiffusionPrior:
+    """Load a hub face DDPM (full profile) with ``from_pretrained``.
+
+    The paper used an FFHQ-256 DDPM (Baranchuk et al.); ``google/ddpm-celebahq-256`` is a face DDPM
+    of the same size that diffusers' ``DDPMPipeline`` loads directly. The attack resizes its
+    256×256 samples to the classifier's input (Li et al. 2023, App. C).
+
+    Raises:
+        RuntimeError: if the model is neither cached nor downloadable, naming the model and how to
+            fetch it (``huggingface-cli download <model_id>`` on a machine with network, then set
+            ``HF_HOME`` or ``cache_dir``).
+    """
+    from diffusers import DDPMPipeline
+
+    try:
+        pipeline = DDPMPipeline.from_pretrained(model_id, cache_dir=cache_dir, local_files_only=local_files_only)
+    except (OSError, ValueError) as error:
+        raise RuntimeError(f"could not load the diffusion prior {model_id!r} ({type(error).__name__}). It is "
+                           f"not in the local Hugging Face cache and the hub is unreachable: run "
+                           f"`huggingface-cli download {model_id}` with network access (≈450 MB), or use the "
+                           "quick profile's shipped prior gitutor.priors.face_ddpm()") from error
+    unet, scheduler = pipeline.unet, pipeline.scheduler
+    unet = unet.to(device).eval().requires_grad_(False)
+    return DiffusionPrior(unet=unet, scheduler=scheduler, image_size=int(unet.config.sample_size),
+                          channels=int(unet.config.in_channels))

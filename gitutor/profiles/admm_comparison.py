@@ -1,0 +1,46 @@
+"""Settings of notebook 07_admm_comparison (DLG reproduction report §4–5, Algorithm 2, Fig. 1–2).
+
+FedADMM client: ρ = 0.01 and client learning rate η = 0.1 (the official FedADMM defaults the report
+builds on); the attacked round is the first one (local model = global model, dual = 0).
+"""
+
+QUICK = {
+    "image_size": 32,                       # DLG LeNet input side
+    "kinds": ["digits", "photos", "lfw"],   # stand-ins for MNIST, CIFAR-100, LFW
+    "num_classes": {"digits": 10, "photos": 100, "lfw": 100},
+    "channels": {"digits": 1, "photos": 3, "lfw": 1},
+    "images_per_kind": 1,                   # attacked images; one more is the client's earlier batch
+    # the paper runs 300 L-BFGS steps (Fig. 1 shows up to 280); DLG converges on digits and faces
+    # within ~20 here, photographs are slower
+    "iterations": {"digits": 20, "photos": 30, "lfw": 20},
+    "record_every": 4,
+    "rho": 0.01,
+    "lr": 0.1,
+    "local_steps": 1,
+    "success_psnr": 20.0,                   # dB (MSE ≤ 0.01): the image is plainly recognisable
+    "ablation_kind": "digits",
+    "ablation_iterations": 10,
+    # (rho, local_steps, round): round 2 follows one earlier round on another image of the client,
+    # so the dual and the local model differ from 0 and from the global model
+    "ablation_settings": [(0.01, 1, 1), (0.01, 3, 1), (1.0, 3, 1), (0.01, 1, 2)],
+    "cosine_rhos": [0.01, 0.1, 1.0],
+    "cosine_local_steps": [1, 3, 10],
+    "torch_threads": 1,                     # LeNet on one image gains nothing from intra-op threads
+    "data": "bundled: scikit-learn digits (MNIST stand-in), skimage photographs (CIFAR stand-in), "
+            "skimage LFW subset",
+}
+
+FULL = {
+    **QUICK,
+    "kinds": ["mnist", "cifar100", "lfw_people"],
+    "num_classes": {"mnist": 10, "cifar100": 100, "lfw_people": 5749},   # LFWPeople identities
+    "channels": {"mnist": 1, "cifar100": 3, "lfw_people": 3},
+    "images_per_kind": 4,
+    "iterations": {"mnist": 300, "cifar100": 300, "lfw_people": 300},
+    "record_every": 20,
+    "ablation_kind": "mnist",
+    "ablation_iterations": 300,
+    "ablation_settings": [(0.01, 1, 1), (0.01, 3, 1), (1.0, 3, 1), (0.01, 1, 2), (0.01, 10, 1), (1.0, 10, 1)],
+    "torch_threads": None,                  # leave torch's default
+    "data": "MNIST and CIFAR-100 test images and LFW (LFWPeople) via torchvision",
+}

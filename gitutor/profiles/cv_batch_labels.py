@@ -1,0 +1,48 @@
+"""Settings of notebook 03_cv_batch_labels (Ye et al., AAAI 2024, Stage I and §Label Inference).
+
+FULL is the paper's setting: ImageNet-pretrained ResNet34 in eval mode, 224×224 ImageNet validation
+images (an ImageFolder tree given by IMAGE_ROOT), 40 auxiliary web images (AUX_ROOT), M = 20,
+population 20, p_r = 0.5, < 200 generations. QUICK keeps the algorithm and its hyper-parameters
+but runs a randomly initialised ResNet34 (eval mode, default BatchNorm statistics) on 64×64 crops
+of the bundled photographs, auxiliary crops from the disjoint pool="aux" half of every photograph.
+"""
+
+QUICK = {
+    "pretrained": False,             # no ImageNet weights offline
+    "num_classes": 1000,
+    "image_size": 64,
+    "data": "bundled photographs (skimage.data crops; attacked pool='target', auxiliary pool='aux')",
+    "image_root": None,              # ImageNet validation ImageFolder (full profile)
+    "aux_root": None,                # auxiliary web images, ImageFolder with one sub-folder (full profile)
+    "aux_images": 40,                # the paper's 40 auxiliary images
+    "target_pool": 128,              # attacked crops; batches are random subsets with random labels
+    "top_m": 20,                     # M (Eq. 5)
+    "population": 20,                # m
+    "iterations": 200,               # generations (paper: < 200)
+    "crossover": 0.5,                # p_r (Eq. 7)
+    "batch_size": 8,                 # acceptance setting: B = 8, repeats over ≤ 5 classes
+    "max_classes": 5,
+    "trials": 20,
+    "batch_sizes": [4, 8, 16, 32, 64],
+    "sweep_trials": 8,               # batches per batch size in the sweep
+    "sweep_class_fraction": 0.5,     # a batch of N holds at most max(2, N/2) classes
+    "figure_batch_size": 64,         # Fig. 4(a): the paper draws 64 ImageNet validation images
+    "figure_classes": 20,            # classes in that batch (quick: so that labels repeat)
+    "m_values": [5, 20, 50, 200],
+    "aux_counts": [5, 10, 20, 40, 80],
+    "head_steps": 10,                # plain SGD steps of the FC layer on the batch ("trained model")
+    "head_lr": 0.5,
+}
+
+FULL = {
+    **QUICK,
+    "pretrained": True,              # torchvision ResNet34_Weights.IMAGENET1K_V1, eval mode
+    "image_size": 224,
+    "data": "ImageNet ILSVRC2012 validation images (IMAGE_ROOT) and 40 auxiliary web images (AUX_ROOT)",
+    "image_root": "data/imagenet/val",
+    "aux_root": "data/aux_web",
+    "target_pool": 5000,             # ~5 validation images per class, so classes can repeat
+    "trials": 100,
+    "sweep_trials": 50,
+    "aux_counts": [5, 10, 20, 40],
+}

@@ -1,0 +1,75 @@
+"""Settings of notebook 06_learning_to_invert (Wu et al. 2022, Learning To Invert, §4.1).
+
+FULL is the paper's vision setting: CIFAR-10 (train split = auxiliary set, test split = targets,
+through torchvision), untrained LeNet (Sigmoid, U(−0.5, 0.5), seed 1234) and ResNet20 (gradient
+hashed to 50 %), MLP hidden size 3 000 (B = 1) / 10 000 (B = 4), Adam lr 1e-4, batch 256,
+200 epochs with lr ×0.1 after 150, 1 000 evaluation images, defenses none / sign / prune α = 0.99 /
+Gaussian σ = 0.1. QUICK keeps the algorithm but shrinks everything to run on a 2-core CPU in a few
+minutes: scikit-learn's 1 797 digits upscaled to 16×16 (grey), the same LeNet built for 16×16,
+the gradient hashed to 25 % (the paper hashes only ResNet20), hidden 192 (B = 1) / 256 (B = 4),
+15 epochs at lr 1e-3, Inverting Gradients on 5 targets (B = 1) and 1 batch (B = 4) with 200 iterations.
+"""
+
+QUICK = {
+    "dataset": "digits",            # sklearn digits, upscaled; the held-out images are never in the auxiliary set
+    "data_root": None,              # torchvision root (full profile)
+    "image_size": 16,
+    "channels": 1,
+    "num_classes": 10,
+    "models": ["lenet"],
+    "model_seed": 1234,             # LeNet U(-0.5, 0.5) seed of the authors' code
+    "init_a": 0.5,
+    "n_aux": None,                  # None: every digit that is not held out (1 597)
+    "n_heldout": 200,               # held-out targets (LTI is scored on all of them)
+    "n_ig_targets": 5,              # B = 1 targets also attacked by Inverting Gradients (Table 1)
+    "n_ig_batches": 1,              # B = 4 batches attacked by Inverting Gradients
+    "hash_fraction": {"lenet": 0.25, "resnet20": 0.5},  # k / m of the feature hash (None: no hashing)
+    "hidden": {1: 192, 4: 256},     # MLP hidden size per batch size B
+    "batch_sizes": [1, 4],
+    "b4_batches": 1200,             # aggregated B = 4 gradients made from the auxiliary set
+    "epochs": 15,
+    "lr": 1e-3,
+    "train_batch": 64,
+    "val_fraction": 0.1,
+    "lr_drop_at": 0.75,
+    "prune_rate": 0.99,
+    "sigma": 0.1,
+    "ig_iterations": 200,
+    "ig_tv_weight": 1e-2,
+    "ig_lr": 0.1,
+    "aux_sizes": [100, 400],        # Fig. 3a: smaller auxiliary sets (the full set is added)
+    "ood_target_classes": [0, 1, 2, 3, 4],  # Table 2: targets from these classes, auxiliary set from the others
+    "grid_targets": 4,              # Fig. 2: images shown per defense
+}
+
+FULL = {
+    "dataset": "cifar10",
+    "data_root": "data",
+    "image_size": 32,
+    "channels": 3,
+    "num_classes": 10,
+    "models": ["lenet", "resnet20"],
+    "model_seed": 1234,
+    "init_a": 0.5,
+    "n_aux": 50000,                 # CIFAR-10 train split
+    "n_heldout": 1000,              # random CIFAR-10 test images
+    "n_ig_targets": 1000,
+    "n_ig_batches": 250,
+    "hash_fraction": {"lenet": None, "resnet20": 0.5},
+    "hidden": {1: 3000, 4: 10000},
+    "batch_sizes": [1, 4],
+    "b4_batches": 12500,            # ⌊50 000 / 4⌋: every auxiliary image once
+    "epochs": 200,
+    "lr": 1e-4,
+    "train_batch": 256,
+    "val_fraction": 0.1,
+    "lr_drop_at": 0.75,
+    "prune_rate": 0.99,
+    "sigma": 0.1,
+    "ig_iterations": 4800,          # not stated by Wu et al. (our choice)
+    "ig_tv_weight": 1e-4,
+    "ig_lr": 0.1,
+    "aux_sizes": [500, 5000, 15000, 25000, 35000, 45000],
+    "ood_target_classes": [0, 1, 2, 3, 4],
+    "grid_targets": 4,
+}

@@ -1,0 +1,153 @@
+"""FedADMM client update (Algorithm 2 lines 11–22) and the attacks on its increments."""
+import pytest
+import torch
+from torch import nn
+
+from gitutor.attacks.admm import adaptive_admm_inversion, dlg_admm, idlg_admm
+from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gradient
+from gitutor.metrics import psnr
+from gitutor.models import LeNet, init_uniform_
+from gitutor.seeding import make_generator
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models: intra-op threads only add synchronisation (10x slower on a shared 2-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _linear_model() -> nn.Linear:
+    model = nn.Linear(2, 2).double()
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.5, -1.0], [1.5, 0.25]]))
+        model.bias.copy_(torch.tensor([0.1, -0.2]))
+    return model
+
+
+def _lenet(seed: int = 0, size: int = 8, classes: int = 4) -> nn.Module:
+    model = LeNet(num_classes=classes, in_channels=1, image_size=size).double()
+    return init_uniform_(model, generator=make_generator(seed))
+
+
+def _like(model: nn.Module, seed: int, scale: float) -> list[torch.Tensor]:
+    generator = make_generator(seed)
+    return [scale * torch.randn(p.shape, generator=generator, dtype=p.dtype) for p in model.parameters()]
+
+
+def test_increment_on_a_linear_model_matches_a_hand_computation():
+    model = _linear_model()
+    x = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+    y = torch.tensor([1])
+    w = [p.detach().clone() for p in model.parameters()]
+    z = [w[0] + 0.1, w[1] - 0.2]                       # the global model differs from the local one
+    pi = [torch.full_like(w[0], 0.3), torch.full_like(w[1], -0.1)]
+    rho, lr = 0.5, 0.2
+
+    # By hand: softmax cross-entropy of a linear layer has dL/dW = (p − e_y) xᵀ and dL/db = p − e_y.
+    W, b = w
+    for _ in range(2):
+        p = torch.softmax(W @ x[0] + b, dim=0)
+        r = p - torch.tensor([0.0, 1.0], dtype=torch.float64)
+        W = W - lr * (torch.outer(r, x[0]) + pi[0] + rho * (W - z[0]))
+        b = b - lr * (r + pi[1] + rho * (b - z[1]))
+    new_pi = [pi[0] + rho * (W - z[0]), pi[1] + rho * (b - z[1])]
+    expected_delta = [(W + new_pi[0] / rho) - (w[0] + pi[0] / rho), (b + new_pi[1] / rho) - (w[1] + pi[1] / rho)]
+
+    update = fedadmm_client_update(model, x, y, z, pi, rho=rho, lr=lr, local_steps=2)
+    for got, want in zip(update.delta, expected_delta):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(update.local_params, [W, b])
+    # Δ simplifies to 2 w⁺ − w − z: the dual's change ρ(w⁺ − z), divided by ρ, adds w⁺ − z.
+    torch.testing.assert_close(update.delta, [2 * W - w[0] - z[0], 2 * b - w[1] - z[1]])
+    torch.testing.assert_close(list(model.parameters()), w)   # the model is not modified
+
+
+def test_dual_update_is_pi_plus_rho_times_local_minus_global():
+    model = _lenet()
+    x = torch.rand(2, 1, 8, 8, generator=make_generator(1), dtype=torch.float64)
+    y = torch.tensor([0, 3])
+    z = [p.detach() + d for p, d in zip(model.parameters(), _like(model, 2, 0.05))]
+    pi = _like(model, 3, 0.1)
+    update = fedadmm_client_update(model, x, y, z, pi, rho=0.7, lr=0.05, local_steps=3)
+    for new, old, local, glob in zip(update.dual, pi, update.local_params, z):
+        torch.testing.assert_close(new, old + 0.7 * (local - glob))
+    # a first round (π = 0, w = z) with ρ → the dual after it is −ρη∇f(z) for one step
+    zero = [torch.zeros_like(p) for p in model.parameters()]
+    start = [p.detach().clone() for p in model.parameters()]
+    first = fedadmm_client_update(model, x, y, start, zero, rho=0.7, lr=0.05, local_steps=1)
+    for new, g in zip(first.dual, client_gradients(model, x, y)):
+        torch.testing.assert_close(new, -0.7 * 0.05 * g)
+
+
+def test_one_step_from_the_global_model_gives_twice_gradient_plus_dual():
+    model = _lenet(seed=4)
+    x = torch.rand(1, 1, 8, 8, generator=make_generator(5), dtype=torch.float64)
+    y = torch.tensor([2])
+    z = [p.detach().clone() for p in model.parameters()]
+    pi = _like(model, 6, 0.01)
+    gradient = client_gradients(model, x, y)
+    for rho in (0.01, 1.0):
+        update = fedadmm_client_update(model, x, y, z, pi, rho=rho, lr=0.1, local_steps=1)
+        for got, g, p in zip(pseudo_gradient(update.delta, 0.1), gradient, pi):
+            torch.testing.assert_close(got, 2 * (g + p))  # −Δ/η = 2(∇f(z) + π), independent of ρ
+
+
+def test_one_step_from_a_different_local_model_follows_the_general_closed_form():
+    model = _lenet(seed=7)
+    x = torch.rand(1, 1, 8, 8, generator=make_generator(8), dtype=torch.float64)
+    y = torch.tensor([1])
+    w = [p.detach().clone() for p in model.parameters()]
+    z = [p + d for p, d in zip(w, _like(model, 9, 0.02))]
+    pi = _like(model, 10, 0.01)
+    rho, lr = 0.3, 0.1
+    update = fedadmm_client_update(model, x, y, z, pi, rho=rho, lr=lr, local_steps=1)
+    for got, g, p, wi, zi in zip(pseudo_gradient(update.delta, lr), client_gradients(model, x, y), pi, w, z):
+        torch.testing.assert_close(got, 2 * (g + p) + (2 * rho - 1 / lr) * (wi - zi))
+
+
+def test_bad_hyperparameters_and_misaligned_lists_raise():
+    model = _lenet()
+    x, y = torch.rand(1, 1, 8, 8, dtype=torch.float64), torch.tensor([0])
+    z = [p.detach() for p in model.parameters()]
+    with pytest.raises(ValueError, match="rho must be > 0"):
+        fedadmm_client_update(model, x, y, z, z, rho=0.0, lr=0.1, local_steps=1)
+    with pytest.raises(ValueError, match="local_steps"):
+        fedadmm_client_update(model, x, y, z, z, rho=0.1, lr=0.1, local_steps=0)
+    with pytest.raises(ValueError, match="dual entry for parameter 'fc.weight'"):
+        fedadmm_client_update(model, x, y, z, z[:-2] + [torch.zeros(1, 1), z[-1]], rho=0.1, lr=0.1, local_steps=1)
+    with pytest.raises(ValueError, match="lr"):
+        pseudo_gradient(z, 0.0)
+    with pytest.raises(ValueError, match="ONE sample"):
+        idlg_admm(model, z, 0.1, (2, 1, 8, 8), 4, iterations=1)
+
+
+def _first_round(seed: int = 0, local_steps: int = 1):
+    model = LeNet(num_classes=4, in_channels=1, image_size=8)
+    init_uniform_(model, generator=make_generator(seed))
+    x = torch.rand(1, 1, 8, 8, generator=make_generator(seed + 100))
+    y = torch.tensor([3])
+    z = [p.detach().clone() for p in model.parameters()]
+    zero = [torch.zeros_like(p) for p in z]
+    update = fedadmm_client_update(model, x, y, z, zero, rho=0.01, lr=0.1, local_steps=local_steps)
+    return model, x, y, z, zero, update
+
+
+def test_idlg_admm_reads_the_true_label_from_a_first_round_increment():
+    model, x, y, _, _, update = _first_round()
+    result = idlg_admm(model, update.delta, 0.1, x.shape, 4, iterations=2)
+    assert result.info["label"] == int(y)
+    assert result.labels.tolist() == y.tolist()
+
+
+def test_adaptive_attack_lowers_its_objective_and_beats_dlg_admm_on_two_local_steps():
+    model, x, _, z, zero, update = _first_round(local_steps=2)
+    adaptive = adaptive_admm_inversion(model, update.delta, x.shape, 4, global_params=z, dual=zero, rho=0.01,
+                                       lr=0.1, local_steps=2, iterations=4, record_every=2)
+    loss = adaptive.history["loss"]
+    assert loss[-1] < 1e-3 * loss[0]
+    assert [step for step, _ in adaptive.snapshots] == [0, 2, 4]
+    naive = dlg_admm(model, update.delta, 0.1, x.shape, 4, iterations=4)
+    assert float(psnr(adaptive.images, x)) > float(psnr(naive.images, x)) + 5

@@ -1,0 +1,183 @@
+"""Learning To Invert (Wu et al. 2022): feature hashing, Eq. 3, per-example defenses, training, DCT augmentation."""
+import itertools
+
+import pytest
+import torch
+
+from gitutor.attacks import (FeatureHasher, InversionMLP, aggregate_batches, apply_defense, dct_gaussian_augment,
+                             defended_inverting_gradients, make_gradient_dataset, permutation_invariant_mse,
+                             train_inversion_model)
+from gitutor.attacks.defended_ig import sign_matching_loss
+from gitutor.attacks.lti import gradient_dimension, observed_gradient
+from gitutor.data import digits
+from gitutor.federated import client_gradients, sign_compress
+from gitutor.models import LeNet, init_uniform_, resnet20
+from gitutor.seeding import make_generator
+
+
+@pytest.fixture(scope="module")
+def lenet():
+    model = LeNet(num_classes=10, in_channels=1, image_size=8)
+    return init_uniform_(model, a=0.5, generator=make_generator(1234))
+
+
+@pytest.fixture(scope="module")
+def small_digits():
+    images, labels = digits(size=8)
+    return images[:300], labels[:300]
+
+
+def test_hasher_is_a_fixed_linear_map_that_preserves_sums():
+    hasher = FeatureHasher(1000, 64, seed=3)
+    u, v = torch.randn(2, 1000, generator=make_generator(0), dtype=torch.float64)
+    assert torch.allclose(hasher(2.0 * u - 3.0 * v), 2.0 * hasher(u) - 3.0 * hasher(v))
+    assert torch.allclose(hasher(u).sum(), u.sum())
+    batch = torch.stack([u, v])
+    assert hasher(batch).shape == (2, 64) and torch.allclose(hasher(batch)[1], hasher(v))
+
+
+def test_hasher_is_deterministic_by_seed():
+    x = torch.randn(500, generator=make_generator(1))
+    assert torch.equal(FeatureHasher(500, 50, seed=7)(x), FeatureHasher(500, 50, seed=7)(x))
+    assert not torch.equal(FeatureHasher(500, 50, seed=7).bins, FeatureHasher(500, 50, seed=8).bins)
+
+
+def test_hasher_rejects_wrong_length():
+    with pytest.raises(ValueError, match="length 500"):
+        FeatureHasher(500, 50)(torch.zeros(499))
+    with pytest.raises(ValueError, match="out_dim"):
+        FeatureHasher(500, 0)
+
+
+def test_hungarian_loss_equals_minimum_over_permutations():
+    generator = make_generator(0)
+    reconstructed = torch.rand(2, 3, 1, 4, 4, generator=generator)
+    images = torch.rand(2, 3, 1, 4, 4, generator=generator)
+    brute = 0.0
+    for n in range(2):
+        brute += min(sum(((reconstructed[n, i] - images[n, p[i]]) ** 2).mean() for i in range(3))
+                     for p in itertools.permutations(range(3))) / 3
+    assert torch.isclose(permutation_invariant_mse(reconstructed, images), torch.as_tensor(brute / 2), atol=1e-6)
+    # a permuted copy of the truth costs nothing
+    assert permutation_invariant_mse(images[:, [2, 0, 1]], images).item() < 1e-12
+    assert torch.isclose(permutation_invariant_mse(reconstructed[:, :1], images[:, :1]),
+                         ((reconstructed[:, 0] - images[:, 0]) ** 2).mean())
+
+
+def test_hungarian_loss_rejects_shape_mismatch():
+    with pytest.raises(ValueError, match="same shape"):
+        permutation_invariant_mse(torch.rand(2, 3, 1, 4, 4), torch.rand(2, 2, 1, 4, 4))
+
+
+def test_defense_is_applied_per_example_before_averaging(lenet, small_digits):
+    images, labels = small_digits[0][:2], small_digits[1][:2]
+    features, batches = make_gradient_dataset(lenet, images, labels, sign_compress, 2, num_batches=1)
+    per_example = [torch.cat([g.sign().flatten() for g in client_gradients(lenet, images[i:i + 1], labels[i:i + 1])])
+                   for i in range(2)]
+    assert torch.allclose(features[0], (per_example[0] + per_example[1]) / 2)
+    assert (features[0] == 0).any()  # the two signs disagree somewhere: not the sign of the averaged gradient
+    assert batches.shape == (1, 2, 1, 8, 8)
+    observed = torch.cat([g.flatten() for g in observed_gradient(lenet, images, labels, sign_compress)])
+    assert torch.allclose(observed, features[0])
+
+
+def test_observed_gradient_without_defense_is_the_batch_gradient(lenet, small_digits):
+    images, labels = small_digits[0][:4], small_digits[1][:4]
+    for a, b in zip(observed_gradient(lenet, images, labels), client_gradients(lenet, images, labels)):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_aggregate_batches_uses_distinct_examples():
+    features = torch.arange(10.0)[:, None]
+    images = torch.arange(10.0).view(10, 1, 1, 1)
+    mean, batches = aggregate_batches(features, images, 4, num_batches=7, seed=0)
+    assert mean.shape == (7, 1) and batches.shape == (7, 4, 1, 1, 1)
+    for row in batches.flatten(1):
+        assert len(set(row.tolist())) == 4
+    assert torch.allclose(mean[:, 0], batches.flatten(1).mean(1))
+
+
+def test_make_gradient_dataset_errors(lenet, small_digits):
+    images, labels = small_digits
+    with pytest.raises(ValueError, match="labels must be"):
+        make_gradient_dataset(lenet, images[:5], labels[:4])
+    with pytest.raises(ValueError, match="hasher expects"):
+        make_gradient_dataset(lenet, images[:5], labels[:5], hasher=FeatureHasher(10, 5))
+    with pytest.raises(ValueError, match="batch_size"):
+        make_gradient_dataset(lenet, images[:5], labels[:5], batch_size=6)
+
+
+def test_apply_defense_rejects_invalid_defenses(lenet, small_digits):
+    grads = client_gradients(lenet, small_digits[0][:1], small_digits[1][:1])
+    with pytest.raises(ValueError, match="changed the shape"):
+        apply_defense(lambda g: [t.flatten() for t in g], grads)
+    with pytest.raises(TypeError, match="list of tensors"):
+        apply_defense(lambda g: torch.cat([t.flatten() for t in g]), grads)
+    with pytest.raises(ValueError, match="NaN"):
+        apply_defense(lambda g: [t / 0 for t in g], grads)
+    assert apply_defense(None, grads) == grads
+
+
+def test_inversion_mlp_shapes_and_errors():
+    mlp = InversionMLP(20, (1, 8, 8), batch_size=4, hidden=16)
+    out = mlp(torch.randn(3, 20))
+    assert out.shape == (3, 4, 1, 8, 8) and out.min() >= 0 and out.max() <= 1
+    with pytest.raises(ValueError, match=r"\(N, 20\)"):
+        mlp(torch.randn(3, 21))
+    with pytest.raises(ValueError, match="image_shape"):
+        InversionMLP(20, (8, 8))
+
+
+def test_tiny_training_run_lowers_validation_loss(lenet, small_digits):
+    images, labels = small_digits
+    features, batches = make_gradient_dataset(lenet, images, labels, sign_compress, 1)
+    assert features.shape == (300, gradient_dimension(lenet))
+    mlp = InversionMLP(features.shape[1], (1, 8, 8), 1, hidden=64, seed=0)
+    history = train_inversion_model(mlp, features, batches, epochs=8, lr=1e-3, batch_size=32, seed=0,
+                                    progress=False)
+    assert len(history["val_loss"]) == 8 and history["lr"][-1] == pytest.approx(1e-4)
+    mean_image_mse = ((images - images.mean(0)) ** 2).mean().item()
+    assert history["val_loss"][-1] < 0.8 * history["val_loss"][0]
+    assert history["val_loss"][-1] < mean_image_mse  # better than guessing the average digit
+
+
+def test_training_rejects_mismatched_images(lenet):
+    mlp = InversionMLP(10, (1, 8, 8), 1, hidden=8)
+    with pytest.raises(ValueError, match="images must be"):
+        train_inversion_model(mlp, torch.randn(20, 10), torch.rand(20, 1, 1, 4, 4), epochs=1, progress=False)
+    with pytest.raises(ValueError, match="features must be"):
+        train_inversion_model(mlp, torch.randn(19, 10), torch.rand(20, 1, 1, 8, 8), epochs=1, progress=False)
+
+
+def test_dct_gaussian_augment_matches_pixel_mean_and_is_seeded(small_digits):
+    images = 0.25 + 0.5 * small_digits[0]  # mid-grey range, so the final clamp to [0, 1] rarely acts
+    samples = dct_gaussian_augment(images, 4000, seed=0)
+    assert samples.shape == (4000, 1, 8, 8) and samples.min() >= 0 and samples.max() <= 1
+    assert torch.equal(samples[:5], dct_gaussian_augment(images, 4000, seed=0)[:5])
+    assert not torch.equal(samples[:5], dct_gaussian_augment(images, 4000, seed=1)[:5])
+    # the DCT is orthonormal and linear: the pixel mean and the total variance (trace) are preserved
+    assert (samples.mean(0) - images.mean(0)).abs().max() < 0.02
+    assert samples.var(0).sum().item() == pytest.approx(images.var(0).sum().item(), rel=0.1)
+    with pytest.raises(ValueError, match="at least 2"):
+        dct_gaussian_augment(images[:1], 3)
+
+
+def test_sign_matching_loss_is_zero_iff_signs_agree():
+    target = [torch.tensor([1.0, -1.0, 0.0])]
+    assert sign_matching_loss([torch.tensor([0.5, -2.0, 3.0])], target).item() == 0.0
+    assert sign_matching_loss([torch.tensor([-0.5, -2.0, 3.0])], target).item() == pytest.approx(0.25)
+
+
+def test_defended_ig_rejects_unknown_defense(lenet, small_digits):
+    grads = client_gradients(lenet, small_digits[0][:1], small_digits[1][:1])
+    with pytest.raises(ValueError, match="defense must be one of"):
+        defended_inverting_gradients(lenet, grads, small_digits[1][:1], (1, 1, 8, 8), "dropout",
+                                     iterations=1, tv_weight=0.0)
+
+
+def test_resnet20_has_270k_parameters_and_parameter_free_shortcuts():
+    model = resnet20(num_classes=10, seed=0)
+    assert 0.26e6 < gradient_dimension(model) < 0.28e6
+    assert model(torch.rand(2, 3, 32, 32)).shape == (2, 10)
+    same = resnet20(num_classes=10, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), same.parameters()))

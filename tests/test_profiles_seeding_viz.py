@@ -1,0 +1,61 @@
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+import gitutor  # noqa: E402
+from gitutor.profiles import NOTEBOOK_MODULES, get_profile  # noqa: E402
+from gitutor.viz import iteration_strip, plot_curves, show_grid  # noqa: E402
+
+
+def test_get_profile_quick_full_and_errors():
+    quick = get_profile("01_dlg", "quick")
+    full = get_profile("01_dlg", "full")
+    assert quick.iterations == 300 and quick.profile == "quick" and full.profile == "full"
+    assert len(full.seeds) > len(quick.seeds)
+    quick["iterations"] = 1
+    assert get_profile("01_dlg").iterations == 300  # a fresh copy every time
+    with pytest.raises(ValueError, match="unknown profile"):
+        get_profile("01_dlg", "medium")
+    with pytest.raises(ValueError, match="unknown notebook"):
+        get_profile("99_nothing")
+    with pytest.raises(AttributeError, match="no setting"):
+        quick.not_a_setting
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_MODULES))
+def test_every_existing_profile_module_has_quick_and_full(notebook):
+    import importlib.util
+
+    name = f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}"
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} not written yet")
+    assert get_profile(notebook, "quick") and get_profile(notebook, "full")
+
+
+def test_generators_are_reproducible_and_checked():
+    a = torch.rand(3, generator=gitutor.make_generator(5))
+    assert torch.equal(a, torch.rand(3, generator=gitutor.make_generator(5)))
+    with pytest.raises(TypeError):
+        gitutor.make_generator(1.5)
+    gitutor.seed_everything(3)
+    first = torch.rand(2)
+    gitutor.seed_everything(3)
+    assert torch.equal(first, torch.rand(2))
+    assert gitutor.resolve_device("cpu").type == "cpu"
+    assert gitutor.resolve_device("auto").type in ("cpu", "cuda")
+
+
+def test_viz_figures():
+    images = torch.rand(3, 3, 8, 8)
+    fig = show_grid(images, titles=["a", "b", "c"], ncols=2)
+    assert len(fig.axes) == 4
+    strip = iteration_strip([(i, images) for i in range(0, 50, 10)], truth=images, columns=3)
+    assert len(strip.axes) == 3 * 4
+    ax = plot_curves({"loss": [3, 2, 1]}, logy=True)
+    assert ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match="titles"):
+        show_grid(images, titles=["a"])
+    with pytest.raises(ValueError, match="no snapshots"):
+        iteration_strip([])

@@ -1,0 +1,148 @@
+"""Soft-label λ recovery, label generators, FCN analytic inversion and iDLG (Wang et al., ICLR 2024)."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from gitutor.attacks import invert_fcn
+from gitutor.federated import client_gradients, mixup, smooth_labels
+from gitutor.labels import idlg_label, recover_soft_label
+from gitutor.models import FCN, LeNet, init_uniform_
+
+NUM_CLASSES = 10
+TOLERANCE = 1e-3  # L1 error of a recovered label (the chapter's "label recovered")
+
+
+@pytest.fixture(scope="module")
+def lenet():
+    model = LeNet(num_classes=NUM_CLASSES, image_size=16, fc_bias=False)
+    return init_uniform_(model, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture(scope="module")
+def images():
+    return torch.rand(4, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+
+
+def _l1(result, y):
+    return float((result.label - y[0].double()).abs().sum())
+
+
+@pytest.mark.parametrize("index, eps", [(0, 0.05), (1, 0.3), (2, 0.49)])
+def test_label_smoothing_recovered(lenet, images, index, eps):
+    y = smooth_labels(torch.tensor([index + 3]), eps, NUM_CLASSES)
+    grads = client_gradients(lenet, images[index:index + 1], y)
+    result = recover_soft_label(lenet.fc, grads[-1], exclude_top=1)
+    assert result.accepted and result.method in ("lbfgs", "pso")
+    assert _l1(result, y) < TOLERANCE
+    assert math.isclose(float(result.label.sum()), 1.0, abs_tol=1e-6)  # Thm. 1 (float32 gradients)
+    feature = lenet.features(images[index:index + 1])[0].double()
+    assert torch.allclose(result.feature, feature, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("weight", [0.15, 0.5, 0.8])
+def test_mixup_recovered(lenet, images, weight):
+    x, y = mixup(images[:1], torch.tensor([2]), images[1:2], torch.tensor([7]), weight, num_classes=NUM_CLASSES)
+    grads = client_gradients(lenet, x, y)
+    result = recover_soft_label(lenet.fc, grads[-1], exclude_top=2)
+    assert _l1(result, y) < TOLERANCE
+
+
+def test_one_hot_recovered_and_matches_idlg(lenet, images):
+    for index, label in enumerate([0, 4, 9]):
+        y = torch.tensor([label])
+        grads = client_gradients(lenet, images[index:index + 1], y)
+        result = recover_soft_label(lenet.fc, grads[-1])
+        assert _l1(result, nn.functional.one_hot(y, NUM_CLASSES)) < TOLERANCE
+        assert idlg_label(grads[-1]) == label == int(result.label.argmax())
+
+
+def test_idlg_one_hot_is_wrong_for_mixup(lenet, images):
+    x, y = mixup(images[:1], torch.tensor([1]), images[1:2], torch.tensor([5]), 0.5, num_classes=NUM_CLASSES)
+    grads = client_gradients(lenet, x, y)
+    one_hot = nn.functional.one_hot(torch.tensor(idlg_label(grads[-1])), NUM_CLASSES).double()
+    assert float((one_hot - y[0].double()).abs().sum()) >= 1.0 - 1e-6
+
+
+def test_large_lambda_needs_search_beyond_first_minimum():
+    """A confident (trained-like) prediction: λ far from ±1 is still found (synthetic Eq. 2 gradient)."""
+    generator = torch.Generator().manual_seed(3)
+    weight = torch.randn(NUM_CLASSES, 24, generator=generator, dtype=torch.float64)
+    feature = torch.rand(24, generator=generator, dtype=torch.float64)
+    weight = weight * 8 / (weight @ feature).std()
+    p = torch.softmax(weight @ feature, 0)
+    y = smooth_labels(p.argmax().view(1), 0.1, NUM_CLASSES)[0].double()
+    grad = torch.outer(p - y, feature)
+    result = recover_soft_label(weight, grad)
+    assert float((result.label - y).abs().sum()) < TOLERANCE
+    assert torch.allclose(result.feature, feature, rtol=1e-4)
+
+
+def test_same_seed_same_result_on_pso_path():
+    generator = torch.Generator().manual_seed(4)
+    weight = torch.randn(6, 8, generator=generator, dtype=torch.float64)
+    grad = torch.outer(torch.tensor([0.3, -0.5, 0.1, 0.05, 0.03, 0.02], dtype=torch.float64),
+                       torch.rand(8, generator=generator, dtype=torch.float64))
+    grad[0, 0] += 0.05  # not a rank-one gradient: no λ is accepted, so every search runs
+    first, second = (recover_soft_label(weight, grad, seed=1, bound=6.0) for _ in range(2))
+    assert not first.accepted
+    assert first.lam == second.lam and torch.equal(first.label, second.label)
+
+
+def test_zero_gradient_returns_prediction():
+    weight = torch.randn(NUM_CLASSES, 5)
+    prediction = torch.zeros(NUM_CLASSES)
+    prediction[6] = 30.0
+    result = recover_soft_label(weight, torch.zeros_like(weight), prediction=prediction)
+    assert result.method == "zero-gradient" and int(result.label.argmax()) == 6 and float(result.label.sum()) == 1.0
+    with pytest.raises(ValueError, match="prediction"):
+        recover_soft_label(weight, torch.zeros_like(weight))
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="bias"):
+        recover_soft_label(nn.Linear(5, NUM_CLASSES), torch.ones(NUM_CLASSES, 5))
+    with pytest.raises(ValueError, match="bias gradient"):
+        recover_soft_label(torch.ones(NUM_CLASSES, 5), torch.ones(NUM_CLASSES))
+    with pytest.raises(ValueError, match="shape"):
+        recover_soft_label(torch.ones(NUM_CLASSES, 5), torch.ones(NUM_CLASSES, 4))
+    with pytest.raises(ValueError, match="exclude_top"):
+        recover_soft_label(torch.ones(3, 5), torch.ones(3, 5), exclude_top=2)
+    with pytest.raises(TypeError):
+        recover_soft_label([[1.0]], torch.ones(1, 1))
+
+
+def test_label_generators():
+    y = smooth_labels(torch.tensor([1, 0]), torch.tensor([0.0, 0.5]), 4)
+    assert torch.allclose(y, torch.tensor([[0, 1, 0, 0], [0.625, 0.125, 0.125, 0.125]]))
+    x, y = mixup(torch.ones(1, 1, 2, 2), torch.tensor([0]), torch.zeros(1, 1, 2, 2), torch.tensor([2]), 0.25,
+                 num_classes=3)
+    assert torch.allclose(x, torch.full((1, 1, 2, 2), 0.25)) and torch.allclose(y, torch.tensor([[0.25, 0, 0.75]]))
+    with pytest.raises(ValueError, match="eps"):
+        smooth_labels(torch.tensor([0]), 1.5, 4)
+    with pytest.raises(TypeError, match="num_classes"):
+        mixup(x, torch.tensor([0]), x, torch.tensor([1]), 0.5)
+
+
+def test_invert_fcn_recovers_image_from_recovered_feature():
+    torch.manual_seed(5)
+    model = FCN(NUM_CLASSES, image_shape=(3, 8, 8), widths=(256, 128, 64))
+    image = torch.rand(1, 3, 8, 8, generator=torch.Generator().manual_seed(6))
+    y = smooth_labels(torch.tensor([3]), 0.2, NUM_CLASSES)
+    grads = client_gradients(model, image, y)
+    result = recover_soft_label(model.fc, grads[-1])
+    reconstruction = invert_fcn(model, grads, result.feature, result.label)
+    mse = float(((reconstruction - image) ** 2).mean())
+    assert reconstruction.shape == image.shape and 10 * math.log10(1 / mse) > 60
+
+
+def test_invert_fcn_bad_inputs():
+    model = FCN(NUM_CLASSES, image_shape=(1, 4, 4), widths=(8,))
+    grads = [torch.zeros_like(p) for p in model.parameters()]
+    with pytest.raises(TypeError):
+        invert_fcn(LeNet(NUM_CLASSES), grads, torch.ones(8), torch.ones(NUM_CLASSES))
+    with pytest.raises(ValueError, match="aligned"):
+        invert_fcn(model, grads[:1], torch.ones(8), torch.ones(NUM_CLASSES))
+    with pytest.raises(ValueError, match="feature"):
+        invert_fcn(model, grads, torch.ones(7), torch.ones(NUM_CLASSES))
