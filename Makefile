@@ -5,6 +5,7 @@
 #   make notebooks NOTEBOOKS=notebooks/01_dlg   execute a subset
 PROFILE ?= quick
 PYTHON ?= python3
+JUPYTER_BOOK ?= jupyter-book
 BUILD := build
 STAGE := $(BUILD)/book
 RESULTS := $(abspath $(BUILD)/results)
@@ -29,7 +30,7 @@ notebooks: install
 	@rm -rf $(STAGE) $(RESULTS) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
 	@set -e; for nb in $(NOTEBOOKS); do \
 	  start=$$(date +%s); \
-	  $(PYTHON) -m papermill $$nb.ipynb $(STAGE)/$$nb.ipynb -k python3 --cwd notebooks --log-level WARNING \
+	  $(PYTHON) -m papermill $$nb.ipynb $(STAGE)/$$nb.ipynb -k python3 --cwd notebooks --log-level WARNING --no-progress-bar \
 	    -p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS) \
 	    || { echo "make: notebook $$nb FAILED (see $(STAGE)/$$nb.ipynb)"; exit 1; }; \
 	  echo "$$nb: $$(( $$(date +%s) - start )) s ($(PROFILE) profile)"; \
@@ -39,8 +40,8 @@ notebooks: install
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
 	@$(PYTHON) -m papermill book/results.ipynb $(STAGE)/book/results.ipynb -k python3 --cwd book \
-	  --log-level WARNING -p RESULTS_DIR $(RESULTS)
-	$(PYTHON) -m jupyter_book build $(STAGE) --path-output . --builder html
+	  --log-level WARNING --no-progress-bar -p RESULTS_DIR $(RESULTS)
+	$(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html
 	@echo "book: $(abspath _build/html/index.html)"
 
 clean:
