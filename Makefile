@@ -14,8 +14,10 @@ INSTALLED := $(BUILD)/.installed
 
 .PHONY: install test notebooks book clean
 
+# Install (editable) unless this checkout's gitutor and the tools are already importable.
 $(INSTALLED): pyproject.toml
-	@$(PYTHON) -c "import gitutor, papermill, jupyter_book, pytest" 2>/dev/null \
+	@$(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest; \
+	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('gitutor').resolve())" 2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book,dev]"
 	@mkdir -p $(BUILD) && touch $@
 
