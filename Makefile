@@ -16,8 +16,9 @@ INSTALLED := $(BUILD)/.installed
 
 # Install (editable) unless this checkout's gitutor and the tools are already importable.
 $(INSTALLED): pyproject.toml
-	@$(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest; \
-	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('gitutor').resolve())" 2>/dev/null \
+	@(cd / && $(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest; \
+	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('$(CURDIR)/gitutor').resolve())") \
+	  2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book,dev]"
 	@mkdir -p $(BUILD) && touch $@
 
