@@ -21,18 +21,18 @@ from gitutor.attacks.dlg import dlg
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.federated.admm import fedadmm_client_update, pseudo_gradient
+from gitutor.labels.feature_cv import last_linear
 from gitutor.labels.idlg import idlg_label
 
 
 def fc_weight_index(model: nn.Module) -> int:
-    """Position of the last layer's weight ``model.fc.weight`` in ``list(model.parameters())``.
+    """Position of the last linear layer's weight (see :func:`gitutor.labels.last_linear`) in
+    ``list(model.parameters())``; the iDLG rule reads that entry of the gradient.
 
     Raises:
-        ValueError: if the model has no ``fc`` linear layer (the iDLG rule needs the last layer).
+        ValueError: if the model has no ``nn.Linear`` layer.
     """
-    fc = getattr(model, "fc", None)
-    if not isinstance(fc, nn.Linear):
-        raise ValueError("iDLG needs the last linear layer as model.fc (e.g. gitutor.models.LeNet)")
+    fc = last_linear(model)
     return next(i for i, p in enumerate(model.parameters()) if p is fc.weight)
 
 
