@@ -5,10 +5,13 @@ come back as ``(B,)`` tensors; take ``.mean()`` for the batch figure the papers 
 """
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import numpy as np
 import torch
 
-LPIPS_NA = "n/a (weights unavailable offline)"
+LPIPS_NA = "n/a (AlexNet weights not on disk; see running the book)"
 
 
 class LPIPSUnavailable(RuntimeError):
@@ -64,18 +67,29 @@ def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 _LPIPS: dict = {}  # the loaded model, or the reason it could not be loaded (tried once per process)
+ALEXNET_FILE = "alexnet-owt-7be5be79.pth"  # torchvision's ImageNet AlexNet, LPIPS's backbone
+
+
+def alexnet_weights_path() -> Path:
+    """Where torchvision keeps the AlexNet weights LPIPS needs: ``torch.hub.get_dir()/checkpoints``."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / ALEXNET_FILE
 
 
 def _lpips_model():
+    """The LPIPS (AlexNet) model, built only from weights already on disk: this never downloads."""
     if "model" not in _LPIPS and "error" not in _LPIPS:
-        try:
+        weights = alexnet_weights_path()
+        if not weights.is_file():
+            _LPIPS["error"] = LPIPSUnavailable(
+                f"LPIPS needs torchvision's ImageNet AlexNet weights at {weights}; gitutor never downloads "
+                "them. On a machine with internet run: python -c \"import torchvision; "
+                "torchvision.models.alexnet(weights='IMAGENET1K_V1')\"")
+        else:
             import lpips
 
-            _LPIPS["model"] = lpips.LPIPS(net="alex", verbose=False).eval()
-        except Exception as error:  # no cached AlexNet weights and no network
-            _LPIPS["error"] = LPIPSUnavailable(
-                "LPIPS needs torchvision's ImageNet AlexNet weights (alexnet-owt-7be5be79.pth) in "
-                f"$TORCH_HOME/hub/checkpoints; they cannot be downloaded here ({error})")
+            with warnings.catch_warnings():  # lpips still passes torchvision's deprecated `pretrained=`
+                warnings.simplefilter("ignore", UserWarning)
+                _LPIPS["model"] = lpips.LPIPS(net="alex", verbose=False).eval()
     if "error" in _LPIPS:
         raise _LPIPS["error"]
     return _LPIPS["model"]
