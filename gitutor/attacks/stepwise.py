@@ -83,7 +83,7 @@ class StepwiseObjective:
         for index in range(start, len(self.targets)):
             buffer = self._uniform.setdefault(index, torch.empty_like(self.targets[index]))
             torch.rand(buffer.shape, generator=self.generator, out=buffer)
-            masks.append(buffer >= self.dropout)
+            masks.append(buffer.ge_(self.dropout))  # 1.0 kept, 0.0 dropped, in place
         return masks
 
     def __call__(self, x: torch.Tensor, t: int) -> dict[str, torch.Tensor | int]:
