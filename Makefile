@@ -49,3 +49,17 @@ book: notebooks
 
 clean:
 	rm -rf $(BUILD) _build notebooks/results
+
+# Record chapters at a larger budget into book/recorded/<notebook>.ipynb + .json (results record with
+# provenance: commit, device, torch version, wall time, command). Commit first: the record names the commit.
+#   make record NOTEBOOKS=notebooks/04_stepwise_gradinversion PROFILE=full DEVICE=cpu \
+#        RECORD_PARAMETERS="-p PRETRAINED False -p IMAGE_ROOT bundled -p BUDGET cpu_recording"
+DEVICE ?= auto
+RECORD_PARAMETERS ?=
+record:
+	$(PYTHON) scripts/record.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) $(RECORD_PARAMETERS)
+
+# Every chapter's $(PROFILE) code path for a handful of iterations on offline substitutes (GPU check):
+#   make smoke PROFILE=full DEVICE=cuda     (executed copies in build/smoke/, wall time per chapter)
+smoke:
+	$(PYTHON) scripts/smoke.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) --output $(BUILD)/smoke

@@ -122,9 +122,8 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             info["stopped_early"] = f"non-finite loss at iteration {t}"
             break
         grad = terms.pop("grad", None)
-        x.grad = grad.detach().clone() if grad is not None else torch.autograd.grad(terms["loss"], x)[0]
-        if signed:
-            x.grad.sign_()
+        grad = grad.detach() if grad is not None else torch.autograd.grad(terms["loss"], x)[0]
+        x.grad = torch.sign(grad) if signed else grad.clone()
         _record(history, t, optimizer.param_groups[0]["lr"], terms)
         optimizer.step()
         if scheduler is not None:

@@ -2,13 +2,16 @@
 
 FULL is the paper's setting: ImageNet-pretrained ResNet34 in eval mode, 224×224 ImageNet
 validation images with distinct labels, batch 8, 15 000 iterations, dropout 0.3, β = 2,
-λ_tv = 0.01, λ_BN = 1e-4, T1 = 3000, T2 = 5000, Adam lr 0.1 on the sign of the gradient.
-QUICK keeps the algorithm and every schedule *fraction* (the schedule is
+λ_tv = 0.01, λ_BN = 1e-4, T1 = 3000, T2 = 5000, Adam lr 0.1 on the sign of the gradient; its
+trials run on Ray. QUICK keeps the algorithm and every schedule *fraction* (the schedule is
 ``StepwiseSchedule.paper(iterations, ...)``, which scales interval, T1, T2 and the lr steps with
 the budget) but runs a randomly initialised ResNet34 whose BatchNorm statistics are calibrated
-on auxiliary crops, on 64×64 crops of the bundled photographs, for a few dozen iterations
-(a ResNet34 attack iteration costs about a second of CPU time; the whole chapter has to fit in
-five minutes on two cores).
+on auxiliary crops, on 32×32 crops of the bundled photographs, for a few iterations per trial,
+so that three batches per comparison fit in three minutes on two cores.
+
+:data:`BUDGETS` are larger budgets for recorded runs (``book/recorded/``), applied on top of a
+profile by the notebook's ``BUDGET`` parameter: ``"cpu_recording"`` is what one CPU thread
+does in about half an hour; ``"smoke"`` runs a profile's code path for a few iterations.
 """
 
 QUICK = {
@@ -16,16 +19,17 @@ QUICK = {
     "pretrained": False,             # no ImageNet weights offline
     "calibrate_bn_images": 64,       # auxiliary crops (pool="aux") for the BN running statistics
     "num_classes": 1000,
-    "image_size": 64,
-    "batch_size": 4,
+    "image_size": 32,
+    "batch_size": 2,
+    "n_batches": 3,                  # every comparison runs on this many batches (mean, 95 % interval)
     "data": "bundled photographs (skimage.data crops, held-out pool='target')",
-    "image_root": None,
-    # Table 1: every method gets the same number of image updates
-    "iterations": 50,
+    "image_root": "bundled",         # the notebook's IMAGE_ROOT parameter overrides it
+    "budgets": [2, 4, 8],            # budget curve (iterations) for IG, GradInversion, stepwise
+    "iterations": 8,                # Table 1: every method gets the same number of image updates
     "dlg_inner_steps": 20,           # L-BFGS function evaluations per DLG step (max_iter)
-    # ablations, dropout, batch size and blocks run with a smaller budget (stated on the page)
-    "ablation_iterations": 20,
-    "batch_sizes": [1, 2, 4],
+    "ablation_iterations": 8,        # Table 2 and dropout on/off
+    "study_iterations": 4,           # Fig. 7 (batch size) and Fig. 8 (first matched block)
+    "batch_sizes": [1, 2],
     "first_blocks": ["layer4", "layer1"],   # Fig. 8: match from this residual block to fc
     # the paper's hyper-parameters (Ye et al. §Experiments); the schedule scales T1, T2 to the budget
     "dropout": 0.3,
@@ -35,7 +39,10 @@ QUICK = {
     "t2": 5000,
     "lr": 0.1,
     "ig_tv_weight": 0.01,
-    "record_every": 10,
+    "record_every": 2,
+    "torch_threads": 1,              # two OpenMP threads on two cores shared with other work thrash
+    "sweep_engine": "local",         # "ray": gitutor.sweeps on a local Ray or RAY_ADDRESS
+    "sweep_cpus": None,              # CPUs of a local Ray (None: all)
 }
 
 FULL = {
@@ -44,10 +51,51 @@ FULL = {
     "calibrate_bn_images": 0,        # use the pretrained ImageNet running statistics
     "image_size": 224,
     "batch_size": 8,
+    "n_batches": 5,
     "data": "ImageNet ILSVRC2012 validation images (ImageFolder tree given by IMAGE_ROOT)",
+    "image_root": None,              # must be given (IMAGE_ROOT), or "bundled" for the offline substitute
+    "budgets": [500, 1500, 5000, 15_000],
     "iterations": 15_000,
     "ablation_iterations": 15_000,
+    "study_iterations": 15_000,
     "batch_sizes": [1, 2, 4, 8, 16, 32],
     "first_blocks": ["layer4", "layer3", "layer2", "layer1"],
     "record_every": 500,
+    "torch_threads": None,           # torch's default
+    "sweep_engine": "ray",
 }
+
+BUDGETS = {
+    # one CPU thread, ~30 minutes: B = 4 at 32×32, three batches, budgets up to 100 iterations
+    "cpu_recording": {
+        "image_size": 32, "batch_size": 4, "n_batches": 3, "budgets": [10, 30, 100], "iterations": 100,
+        "ablation_iterations": 30, "study_iterations": 30, "batch_sizes": [1, 2, 4],
+        "first_blocks": ["layer4", "layer1"], "record_every": 10, "torch_threads": 1, "sweep_cpus": 1,
+    },
+    # `make smoke`: the code path of a profile for a handful of iterations, two batches
+    "smoke": {
+        "n_batches": 2, "budgets": [2, 4], "iterations": 4, "ablation_iterations": 4, "study_iterations": 2,
+        "batch_sizes": [1], "first_blocks": ["layer4"], "record_every": 2,
+    },
+}
+
+
+def chapter_settings(cfg, budget: str | None = None, **overrides):
+    """The notebook's settings: profile ``cfg`` plus :data:`BUDGETS`\\ ``[budget]`` plus ``overrides`` (None ones skipped).
+
+    Returns a ``types.SimpleNamespace`` (attribute access, like a profile) with ``budget`` added.
+
+    Raises:
+        ValueError: for an unknown budget name or an override that is not a setting of the profile.
+    """
+    import types
+
+    settings = dict(cfg) if isinstance(cfg, dict) else cfg.as_dict()
+    if budget is not None and budget not in BUDGETS:
+        raise ValueError(f"BUDGET must be None or one of {sorted(BUDGETS)}, got {budget!r}")
+    unknown = sorted(set(overrides) - set(settings))
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}; settings: {sorted(settings)}")
+    settings.update(BUDGETS.get(budget, {}))
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return types.SimpleNamespace(**settings, budget=budget)

@@ -1,0 +1,116 @@
+"""Independent trials (method × batch × seed × budget) run in-process or on Ray.
+
+``run_trials(function, trials, context=…)`` calls ``function(context, **trial)`` once per trial
+and returns one :class:`TrialOutcome` per trial, in the order given. A trial that raises is
+reported (its ``error`` holds the exception) and the others go on.
+
+* ``engine="local"``: a plain loop in this process (what the quick profiles use; Ray is not
+  imported).
+* ``engine="ray"``: one Ray task per trial (``pip install "gitutor[sweeps]"``). Without a running
+  Ray, ``ray.init()`` starts a local one, which uses every core (and GPU) of the machine unless
+  ``num_cpus`` caps it; with ``RAY_ADDRESS`` set (``ray.init`` reads it) the trials go to that
+  cluster. ``context`` (e.g. the model and the batches) is put in Ray's object store once and
+  shared by every task. Each task reserves ``cpus_per_trial`` CPUs (Ray sets the task's
+  ``OMP_NUM_THREADS``, hence torch's thread count, to it) and ``gpus_per_trial`` GPUs.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+ENGINES = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """One trial: its parameters, what ``function`` returned (or None) and the error (or None)."""
+
+    trial: dict
+    value: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _call(function: Callable, context: Any, trial: Mapping) -> TrialOutcome:
+    start = time.perf_counter()
+    try:
+        value = function(context, **trial)
+    except Exception as error:  # noqa: BLE001 - a failing trial is reported, not fatal
+        last = traceback.format_exception_only(type(error), error)[-1].strip()
+        return TrialOutcome(dict(trial), None, last, time.perf_counter() - start)
+    return TrialOutcome(dict(trial), value, None, time.perf_counter() - start)
+
+
+def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]], *, context: Any = None,
+               engine: str = "local", num_cpus: int | None = None, cpus_per_trial: float = 1,
+               gpus_per_trial: float = 0, progress: bool = False) -> list[TrialOutcome]:
+    """Run ``function(context, **trial)`` for every trial; see the module docstring.
+
+    Args:
+        function: a module-level function or closure (pickled by Ray's cloudpickle for ``"ray"``).
+        trials: keyword arguments, one mapping per trial.
+        context: shared read-only data passed as the first argument.
+        engine: ``"local"`` or ``"ray"``.
+        num_cpus: CPUs of a local Ray started here (None: all); ignored for ``"local"`` or when Ray
+            is already running or ``RAY_ADDRESS`` points to a cluster.
+        cpus_per_trial, gpus_per_trial: resources each Ray task reserves.
+        progress: show a tqdm bar.
+
+    Returns:
+        One :class:`TrialOutcome` per trial, in the order of ``trials``.
+
+    Raises:
+        ValueError: for an unknown engine, a trial that is not a mapping, or non-positive resources.
+        ImportError: for ``engine="ray"`` when Ray is not installed (``pip install "gitutor[sweeps]"``).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if not all(isinstance(trial, Mapping) for trial in trials):
+        raise ValueError("trials must be a sequence of mappings (keyword arguments of function)")
+    if cpus_per_trial <= 0 or gpus_per_trial < 0:
+        raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
+    if engine == "local":
+        return [_call(function, context, trial) for trial in tqdm(trials, desc="trials", disable=not progress)]
+    return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress)
+
+
+def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress):
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError('engine="ray" needs Ray: pip install "gitutor[sweeps]"') from error
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        task = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_retries=0)(_call)
+        shared = ray.put(context)
+        pending = {task.remote(function, shared, dict(trial)): index for index, trial in enumerate(trials)}
+        outcomes: list[TrialOutcome | None] = [None] * len(trials)
+        with tqdm(total=len(trials), desc="trials (ray)", disable=not progress) as bar:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                index = pending.pop(done[0])
+                try:
+                    outcomes[index] = ray.get(done[0])
+                except ray.exceptions.RayError as error:  # the worker died: report the trial, go on
+                    outcomes[index] = TrialOutcome(dict(trials[index]), None, f"{type(error).__name__}: {error}")
+                bar.update()
+        return outcomes
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def failures(outcomes: Sequence[TrialOutcome]) -> str:
+    """A short Markdown list of the failed trials ("" when every trial succeeded)."""
+    return "\n".join(f"* trial {outcome.trial}: {outcome.error}" for outcome in outcomes if not outcome.ok)

@@ -1,0 +1,66 @@
+"""gitutor.stats: mean and 95 % interval over trials, and comparisons that can say "not resolved"."""
+import math
+
+import pytest
+from scipy import stats as scipy_stats
+
+from gitutor.stats import NOT_RESOLVED, budget_for, compare, format_interval, interval, interval_table, ordering
+
+
+def test_interval_is_the_student_t_interval():
+    values = [10.0, 12.0, 11.0, 13.0]
+    summary = interval(values)
+    half = scipy_stats.t.ppf(0.975, 3) * scipy_stats.tstd(values) / 2
+    assert summary.mean == pytest.approx(11.5)
+    assert (summary.low, summary.high) == pytest.approx((11.5 - half, 11.5 + half))
+    assert summary.n == 4 and format_interval(summary) == f"11.50 [{11.5 - half:.2f}, {11.5 + half:.2f}] (n = 4)"
+
+
+def test_one_trial_has_no_interval_and_claims_nothing():
+    single = interval([5.0])
+    assert math.isinf(single.low) and math.isinf(single.high)
+    assert compare([5.0], [1.0]) == NOT_RESOLVED
+    assert single.as_dict() == {"mean": 5.0, "low": "-inf", "high": "inf", "n": 1}
+
+
+def test_compare_claims_only_separated_intervals():
+    high, low = [15.0, 15.2, 14.9, 15.1], [12.0, 12.1, 11.9, 12.2]
+    assert compare(high, low, ("stepwise", "IG")) == "stepwise > IG"
+    assert compare(low, high, ("IG", "stepwise")) == "IG < stepwise"
+    noisy = [10.0, 16.0, 12.0, 15.0]  # mean 13.25 above low's mean, but its interval overlaps
+    assert compare(noisy, low) == NOT_RESOLVED
+
+
+def test_ordering_needs_every_neighbour_separated():
+    a, b, c = [3.0, 3.1, 2.9], [2.0, 2.1, 1.9], [1.0, 1.1, 0.9]
+    assert ordering({"B": b, "A": a, "C": c}) == "A > B > C"
+    assert ordering({"A": a, "B": b, "C": [1.5, 2.5, 2.0]}) == NOT_RESOLVED
+    with pytest.raises(ValueError, match="two"):
+        ordering({"A": a})
+
+
+def test_bad_values_raise():
+    with pytest.raises(ValueError, match="empty"):
+        interval([])
+    with pytest.raises(ValueError, match="NaN"):
+        interval([1.0, float("nan")])
+    with pytest.raises(TypeError, match="real"):
+        interval(["a", "b"])
+    with pytest.raises(ValueError, match="confidence"):
+        interval([1.0, 2.0], confidence=1.5)
+
+
+def test_budget_for_inverts_a_log_linear_trend():
+    budgets = [10, 100, 1000]
+    means = [0.1 + 0.05 * math.log(b) for b in budgets]
+    assert budget_for(budgets, means, 0.1 + 0.05 * math.log(5000)) == pytest.approx(5000)
+    assert budget_for(budgets, [0.3, 0.2, 0.1], 0.5) is None
+    assert budget_for(budgets, means, 0.1 + 0.05 * math.log(5e6)) is None  # beyond 1000 × the largest budget
+    with pytest.raises(ValueError, match="budgets"):
+        budget_for([10], [0.1], 0.3)
+
+
+def test_interval_table_renders_rows_and_extra_columns():
+    table = interval_table({"IG": {"PSNR": interval([1.0, 2.0, 3.0]), "LPIPS": None}}, {"IG": ["11.99"]}, ["paper"])
+    assert table.splitlines()[0] == "| | PSNR | LPIPS | paper |"
+    assert "| IG | 2.00 [" in table and table.endswith("| n/a | 11.99 |")
