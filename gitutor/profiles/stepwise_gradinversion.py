@@ -84,6 +84,8 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
     """The notebook's settings: profile ``cfg`` plus :data:`BUDGETS`\\ ``[budget]`` plus ``overrides`` (None ones skipped).
 
     Returns a ``types.SimpleNamespace`` (attribute access, like a profile) with ``budget`` added.
+    A randomly initialised model (``pretrained`` False) always gets BatchNorm statistics calibrated
+    on auxiliary crops (QUICK's ``calibrate_bn_images`` when the profile sets none).
 
     Raises:
         ValueError: for an unknown budget name or an override that is not a setting of the profile.
@@ -98,4 +100,6 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
         raise ValueError(f"unknown settings {unknown}; settings: {sorted(settings)}")
     settings.update(BUDGETS.get(budget, {}))
     settings.update({k: v for k, v in overrides.items() if v is not None})
+    if not settings["pretrained"] and not settings["calibrate_bn_images"]:  # random weights need BN statistics
+        settings["calibrate_bn_images"] = QUICK["calibrate_bn_images"]
     return types.SimpleNamespace(**settings, budget=budget)

@@ -1,0 +1,63 @@
+"""Smoke-run every chapter's code path of a profile for a handful of iterations (``make smoke``).
+
+    python scripts/smoke.py notebooks/04_stepwise_gradinversion --profile full --device cuda
+
+Each chapter says how to run its profile briefly and offline in its profile module
+(``gitutor/profiles/<module>.py``) as ``SMOKE_PARAMETERS``: papermill parameters such as
+``{"PRETRAINED": False, "IMAGE_ROOT": "bundled", "BUDGET": "smoke"}``. A chapter without them is
+listed as skipped (it would run at full scale). Executed copies go to ``--output``; the script
+prints each chapter's wall time and exits non-zero if a chapter failed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def smoke_parameters(notebook: str) -> dict | None:
+    """The chapter's ``SMOKE_PARAMETERS`` (None when its profile module defines none)."""
+    from gitutor.profiles import NOTEBOOK_MODULES
+
+    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}")
+    return getattr(module, "SMOKE_PARAMETERS", None)
+
+
+def main() -> int:
+    import papermill
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="+", help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
+    parser.add_argument("--profile", default="full")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--output", default="build/smoke")
+    args = parser.parse_args()
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for notebook in args.notebooks:
+        name = Path(notebook).name.removesuffix(".ipynb")
+        parameters = smoke_parameters(name)
+        if parameters is None:
+            print(f"{name}: skipped (gitutor/profiles defines no SMOKE_PARAMETERS for it)", flush=True)
+            continue
+        start = time.perf_counter()
+        try:
+            papermill.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(output / f"{name}.ipynb"),
+                                       kernel_name="python3", cwd=str(ROOT / "notebooks"), progress_bar=False,
+                                       parameters={"PROFILE": args.profile, "DEVICE": args.device,
+                                                   "RESULTS_DIR": str((output / "results").resolve()), **parameters})
+            status = "ok"
+        except Exception as error:  # noqa: BLE001 - report every chapter, then fail
+            status, _ = f"FAILED ({type(error).__name__}; see {output / f'{name}.ipynb'})", failed.append(name)
+        print(f"{name}: {status} in {time.perf_counter() - start:.0f} s ({args.profile} profile, {parameters})",
+              flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
