@@ -109,7 +109,8 @@ def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra
     ``summaries[name][metric]`` may be None (written "n/a").
     """
     metrics = list(next(iter(summaries.values())))
-    lines = ["| | " + " | ".join(metrics + list(extra_headers)) + " |", "|---" * (1 + len(metrics) + len(extra_headers)) + "|"]
+    header = metrics + list(extra_headers)
+    lines = ["| | " + " | ".join(header) + " |", "|---" * (1 + len(header)) + "|"]
     for name, row in summaries.items():
         cells = ["n/a" if row[m] is None else format_interval(row[m], digits) for m in metrics]
         lines.append(f"| {name} | " + " | ".join(cells + list(extra.get(name, ()))) + " |")

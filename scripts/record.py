@@ -83,9 +83,8 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
         wall = time.perf_counter() - start
         record_ = json.loads((Path(results_dir) / f"{name}.json").read_text())
     executed = json.loads(output.read_text())
-    threads = parameters.get("TORCH_THREADS")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    described = device_description(device, threads if threads else _threads_of(executed))
+    described = device_description(device, _threads_of(executed))
     retitle(executed, date, described)
     output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
     record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,
@@ -120,7 +119,8 @@ def main() -> None:
     command = shlex.join([Path(sys.executable).name, "scripts/record.py", *sys.argv[1:]])
     parameters = {key: _parameter(value) for key, value in args.parameter}
     for notebook in args.notebooks:
-        print(f"record: {notebook} -> {record(notebook.removesuffix('.ipynb'), args.profile, args.device, parameters, command)}")
+        path = record(notebook.removesuffix(".ipynb"), args.profile, args.device, parameters, command)
+        print(f"record: {notebook} -> {path}")
 
 
 if __name__ == "__main__":

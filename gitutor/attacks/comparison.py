@@ -63,8 +63,9 @@ def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations
     if method == "ℓ_grad":  # Table 2, row 1: cosine over every tensor, no prior, no dropout
         return stepwise_inversion(model, grads, y, shape, iterations=iterations, dropout=0.0, tv_weight=0.0,
                                   bn_weight=0.0, schedule=StepwiseSchedule.all_tensors(iterations), **common)
+    schedule = _schedule(method, iterations, len(grads), s, first_tensor)
     return stepwise_inversion(model, grads, y, shape, iterations=iterations, tv_weight=s["tv_weight"],
-                              bn_weight=s["bn_weight"], schedule=_schedule(method, iterations, len(grads), s, first_tensor),
+                              bn_weight=s["bn_weight"], schedule=schedule,
                               dropout=0.0 if method == "Stepwise, no dropout" else s["dropout"], **common)
 
 
@@ -87,7 +88,12 @@ def score(images: torch.Tensor, truth: torch.Tensor) -> dict[str, float | None]:
 
 def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: int, seed: int,
           first_tensor: int | None = None) -> dict:
-    """One scored run: ``{"PSNR", "SSIM", "LPIPS", "loss" (per iteration), "images" (matched), "snapshots", "seconds"}``."""
+    """One scored run of :func:`run_attack` (what a sweep calls).
+
+    Returns:
+        ``{"PSNR", "SSIM", "LPIPS", "loss" (per iteration), "info", "images" (matched to the truth),
+        "snapshots", "seconds"}``.
+    """
     start = time.perf_counter()
     result = run_attack(context, method, batch, iterations, seed, first_tensor)
     truth = context["batches"][batch][0]

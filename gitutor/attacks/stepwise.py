@@ -26,8 +26,7 @@ from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_ima
 from gitutor.attacks.objectives import (CosineToTarget, check_input_shape, check_target_gradients,
                                         gradient_l2_distance, total_variation)
 from gitutor.attacks.result import AttackResult
-from gitutor.attacks.stepwise_schedule import (PAPER_ITERATIONS, PAPER_TENSORS,  # noqa: F401  (re-exported)
-                                               StepwiseSchedule)
+from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.federated.client import client_gradients, cross_entropy
 
 DISTANCES = ("cosine", "l2")

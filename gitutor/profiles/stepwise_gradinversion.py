@@ -81,7 +81,7 @@ BUDGETS = {
 
 
 def chapter_settings(cfg, budget: str | None = None, **overrides):
-    """The notebook's settings: profile ``cfg`` plus :data:`BUDGETS`\\ ``[budget]`` plus ``overrides`` (None ones skipped).
+    """The notebook's settings: profile ``cfg``, then :data:`BUDGETS` ``[budget]``, then ``overrides`` (None skipped).
 
     Returns a ``types.SimpleNamespace`` (attribute access, like a profile) with ``budget`` added.
     A randomly initialised model (``pretrained`` False) always gets BatchNorm statistics calibrated

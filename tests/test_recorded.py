@@ -1,0 +1,77 @@
+"""Every recorded page (book/recorded/<notebook>.ipynb + .json) is consistent with itself and the repository.
+
+A recorded page is a chapter executed at a larger budget by ``make record`` (scripts/record.py).
+For each one: the notebook is valid and ran without errors; its results record holds the rows the
+page shows and a provenance (commit, device, torch version, wall time, command); that commit is in
+this repository's history; its profile (and budget) are defined in ``gitutor.profiles``.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gitutor.profiles import NOTEBOOK_MODULES, PROFILES
+from gitutor.results import results_table
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "book" / "recorded").glob("*.ipynb"))
+PROVENANCE = ("commit", "device", "torch", "wall_seconds", "command")
+
+
+def _record(page: Path) -> dict:
+    path = page.with_suffix(".json")
+    assert path.is_file(), f"{page.name} has no results record {path.name} beside it"
+    return json.loads(path.read_text())
+
+
+def _markdown_outputs(notebook) -> str:
+    return "\n".join("".join(output.get("data", {}).get("text/markdown", ""))
+                     for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_recorded_notebook_is_valid_complete_and_titled(page):
+    notebook = nbformat.read(page, as_version=4)
+    nbformat.validate(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count is not None for cell in code), "a code cell was not executed"
+    errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
+    assert not errors, f"the recorded run raised {errors[0].ename}: {errors[0].evalue}"
+    title = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    assert "at a larger budget, recorded on" in title.splitlines()[0]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_recorded_results_match_the_page(page):
+    record = _record(page)
+    assert record["notebook"] == page.stem and record["rows"]
+    assert all(key in record["provenance"] for key in PROVENANCE), record["provenance"].keys()
+    shown = _markdown_outputs(nbformat.read(page, as_version=4))
+    assert results_table(record["rows"]) in shown, "the rows of the record are not the table the page shows"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_recorded_profile_and_budget_are_defined(page):
+    record = _record(page)
+    assert record["profile"] in PROFILES
+    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[record['notebook']]}")
+    budget = record["provenance"].get("parameters", {}).get("BUDGET")
+    assert budget is None or budget in getattr(module, "BUDGETS", {}), f"budget {budget!r} is not defined"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_recorded_commit_is_in_history(page):
+    commit = _record(page)["provenance"]["commit"]
+    git = (lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True))
+    inside = git("rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        pytest.skip("not a git checkout: the recorded commit cannot be looked up")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("shallow clone: older commits are missing (fetch with full history to check)")
+    assert git("cat-file", "-e", f"{commit}^{{commit}}").returncode == 0, f"commit {commit} is not in this history"
+    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, f"{commit} is not an ancestor of HEAD"
