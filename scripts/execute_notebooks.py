@@ -46,6 +46,8 @@ def execute(notebook: str, stage: Path, parameters: dict, cwd: str) -> Path:
     source = Path(f"{notebook}.ipynb")
     target = stage / source
     target.parent.mkdir(parents=True, exist_ok=True)
+    known = papermill.inspect_notebook(str(source))  # pass only the parameters the notebook declares
+    parameters = {name: value for name, value in parameters.items() if name in known}
     papermill.execute_notebook(str(source), str(target), parameters=parameters, kernel_name="python3",
                                cwd=cwd, progress_bar=False, log_output=False)
     hide_injected_parameters(target)

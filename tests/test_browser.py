@@ -61,6 +61,13 @@ def _prose_text(driver) -> str:
         return copy.innerText;""")
 
 
+def _table_headers(driver) -> list[str]:
+    """The header row of every rendered <table>, cells joined by ' | ', lower case."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll('table')].filter(t => t.rows.length)
+            .map(t => [...t.rows[0].cells].map(c => c.innerText.trim()).join(' | ').toLowerCase());""")
+
+
 def _screenshot(driver, page: Path) -> None:
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1400, min(max(height, 1000), 30000))
@@ -84,8 +91,9 @@ def test_page_reads_as_a_reader_needs(browser, page):
     body = browser.execute_script("return document.body.innerText")
     assert not MACHINE_PATH.search(body), f"{page.name}: shows a machine path: {MACHINE_PATH.search(body).group(0)}"
     links = browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))")
+    here = Path(unquote(urlparse(browser.current_url).path)).parent  # index.html redirects to the first page
     missing = [href for href in links if not urlparse(href).scheme and not href.startswith("#")
-               and not (page.parent / unquote(urlparse(href).path)).exists()]
+               and not (here / unquote(urlparse(href).path)).exists()]
     assert not missing, f"{page.name}: in-book links to missing files: {missing[:5]}"
 
 
@@ -95,15 +103,13 @@ def test_chapter_shows_figures_and_its_paper_vs_run_table(browser, page):
     figures = browser.execute_script(
         "return [...document.querySelectorAll('.cell_output img')].filter(i => i.naturalWidth > 0).length")
     assert figures > 0, f"{page.name}: no figure rendered in the cell outputs"
-    headers = browser.execute_script(
-        "return [...document.querySelectorAll('table')].map(t => t.innerText.split('\\n')[0].toLowerCase())")
+    headers = _table_headers(browser)
     assert any("paper" in h and "this run" in h for h in headers), f"{page.name}: no paper-vs-run <table>"
 
 
 def test_results_page_has_verdicts(browser):
     page = HTML / "book" / "results.html"
     _open(browser, page)
-    headers = browser.execute_script(
-        "return [...document.querySelectorAll('table')].map(t => t.innerText.split('\\n')[0].toLowerCase())")
+    headers = _table_headers(browser)
     assert any("verdict" in h for h in headers), "results page: no table with a verdict column"
     assert any("meets" in h and "falls short" in h for h in headers), "results page: no per-chapter verdict count"
