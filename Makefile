@@ -59,6 +59,7 @@ clean:
 #        RECORD_PARAMETERS="-p PRETRAINED False -p IMAGE_ROOT bundled -p BUDGET cpu_recording"
 DEVICE ?= auto
 RECORD_PARAMETERS ?=
+.PHONY: record smoke
 record:
 	$(PYTHON) scripts/record.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) $(RECORD_PARAMETERS)
 

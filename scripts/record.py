@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
+import os
 import platform
 import shlex
 import subprocess
@@ -63,6 +65,14 @@ def retitle(notebook: dict, date: str, device: str) -> None:
     raise ValueError("the notebook has no Markdown cell starting with a '# ' title")
 
 
+def hide_injected_parameters(path: Path) -> None:
+    """Hide papermill's injected cell on the page, as the book build does (scripts/execute_notebooks.py)."""
+    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.hide_injected_parameters(path)
+
+
 def record(notebook: str, profile: str, device: str, parameters: dict, command: str) -> Path:
     """Execute ``notebook`` (e.g. ``notebooks/04_stepwise_gradinversion``) and store it with provenance."""
     import papermill
@@ -74,6 +84,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
     commit = _git("rev-parse", "HEAD")
     RECORDED.mkdir(parents=True, exist_ok=True)
     output = RECORDED / f"{name}.ipynb"
+    os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars on the page
     with tempfile.TemporaryDirectory() as results_dir:
         start = time.perf_counter()
         papermill.execute_notebook(str(ROOT / f"{notebook}.ipynb"), str(output), kernel_name="python3",
@@ -87,6 +98,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
     described = device_description(device, _threads_of(executed))
     retitle(executed, date, described)
     output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
+    hide_injected_parameters(output)
     record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,
                              "torch": torch.__version__, "python": platform.python_version(),
                              "wall_seconds": round(wall), "command": command, "parameters": parameters,
