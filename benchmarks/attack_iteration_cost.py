@@ -16,7 +16,8 @@ measures, for a ResNet34 and one batch:
 * with ``--baseline REF``, the same attack timings with the package as it was at git revision
   ``REF`` (exported with ``git archive`` and run in a subprocess), and the speed-up.
 
-Timings depend on the machine and its load; run it alone. Usage::
+Times are CPU seconds of this process on the CPU (robust to other load; use ``--threads 1``) and
+wall seconds on a GPU. Usage::
 
     python3 benchmarks/attack_iteration_cost.py --threads 1 --baseline 9fe8b62
     python3 benchmarks/attack_iteration_cost.py --sizes 64 --iterations 5 --device cuda
@@ -43,15 +44,21 @@ def _synchronise(device: torch.device) -> None:
 
 
 def best_of(function, repeats: int, device: torch.device) -> float:
-    """Shortest wall time of ``function()`` over ``repeats`` calls (after one untimed warm-up)."""
+    """Shortest time of ``function()`` over ``repeats`` calls (after one untimed warm-up).
+
+    On the CPU the clock is this process's CPU time (user + system, ``time.process_time``), which
+    other processes on a shared machine barely disturb (run with one thread: with more, CPU time
+    adds up over threads); on a GPU it is wall time after synchronising.
+    """
+    clock = time.process_time if device.type == "cpu" else time.perf_counter
     function()
     times = []
     for _ in range(repeats):
         _synchronise(device)
-        start = time.perf_counter()
+        start = clock()
         function()
         _synchronise(device)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
 
 
@@ -162,7 +169,8 @@ def main() -> None:
     if args.attacks_only:
         print(json.dumps(attacks))
         return
-    print(f"ResNet34, batch {args.batch_size}, {device}, {args.threads} thread(s)\n")
+    clock = "CPU seconds of this process" if device.type == "cpu" else "wall seconds"
+    print(f"ResNet34, batch {args.batch_size}, {device}, {args.threads} thread(s); times are {clock}\n")
     before = baseline_seconds(args.baseline, args) if args.baseline else None
     for size in args.sizes:
         parts = iteration_parts(size, args.batch_size, args.repeats, device)

@@ -178,3 +178,56 @@ def test_gradinversion_matches_every_tensor_from_the_start(victim):
         result = gradinversion(model, grads, y, x.shape, iterations=4, distance=distance, record_every=1)
         assert result.history["start_index"] == [0, 0, 0, 0]
         assert all(v > 0 for v in result.history["r_bn"])
+
+
+# --- chapter 04's trials (gitutor.attacks.comparison) and settings ---------------------------------
+
+def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
+    import gitutor
+    from gitutor.attacks.comparison import chapter_trials
+    from gitutor.profiles.stepwise_gradinversion import chapter_settings
+
+    cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
+    trials = chapter_trials(cfg, {"layer1": 4, "layer4": 70}, seed=5)
+    keys = [(t["method"], t["batch"], t["iterations"], t["first_tensor"]) for t in trials]
+    assert len(keys) == len(set(keys))  # the Table 1, Table 2 and budget-curve runs are shared, not repeated
+    assert {t["seed"] for t in trials if t["batch"][1] == 1} == {6}
+    assert ("Stepwise", (cfg.batch_size, 0), cfg.iterations, None) in keys
+    assert ("Stepwise", (cfg.batch_size, 2), cfg.study_iterations, 4) in keys
+    assert {t["method"] for t in trials} == {"DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad",
+                                            "+ ℓ̃_grad", "Stepwise, no dropout"}
+
+
+def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
+    import gitutor
+    from gitutor.attacks.comparison import offline_problems
+    from gitutor.profiles.stepwise_gradinversion import chapter_settings
+
+    full = gitutor.get_profile("04_stepwise_gradinversion", "full")
+    cfg = chapter_settings(full, "cpu_recording", pretrained=False, image_root="bundled")
+    assert (cfg.iterations, cfg.batch_size, cfg.calibrate_bn_images) == (100, 4, 64)  # random weights: calibrated
+    with pytest.raises(ValueError, match="BUDGET"):
+        chapter_settings(full, "huge")
+    with pytest.raises(ValueError, match="unknown settings"):
+        chapter_settings(full, iterationz=3)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # an empty hub cache
+    problems = offline_problems(True, None)
+    assert len(problems) == 2 and "PRETRAINED = False" in problems[0] and "IMAGE_ROOT is not set" in problems[1]
+    assert "is not a folder" in offline_problems(False, tmp_path / "missing")[0]
+    assert offline_problems(False, "bundled") == [] and offline_problems(False, tmp_path) == []
+
+
+def test_a_trial_scores_the_attack_on_its_batch(victim):
+    from gitutor.attacks.comparison import run_attack, trial
+
+    model, x, y, grads = victim
+    settings = dict(dropout=0.3, tv_weight=0.01, bn_weight=1e-4, lr=0.1, t1=3000, t2=5000, ig_tv_weight=0.01,
+                    dlg_inner_steps=20, num_classes=4, record_every=5)
+    context = {"model": model, "batches": {(2, 0): (x, y, grads)}, "settings": settings}
+    value = trial(context, method="Stepwise", batch=(2, 0), iterations=60, seed=0, first_tensor=2)
+    start = psnr(value["snapshots"][0][1], x).mean().item()
+    assert value["PSNR"] > start + 2 and len(value["loss"]) == 60 and value["images"].shape == x.shape
+    with pytest.raises(ValueError, match="first_tensor"):
+        run_attack(context, "GradInversion", (2, 0), 2, 0, first_tensor=3)
+    with pytest.raises(ValueError, match="batch"):
+        run_attack(context, "Stepwise", (4, 0), 2, 0)
