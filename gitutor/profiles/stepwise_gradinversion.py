@@ -103,3 +103,6 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
     if not settings["pretrained"] and not settings["calibrate_bn_images"]:  # random weights need BN statistics
         settings["calibrate_bn_images"] = QUICK["calibrate_bn_images"]
     return types.SimpleNamespace(**settings, budget=budget)
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few iterations.
+SMOKE_PARAMETERS = {"PRETRAINED": False, "IMAGE_ROOT": "bundled", "BUDGET": "smoke"}
