@@ -6,12 +6,15 @@ reported (its ``error`` holds the exception) and the others go on.
 
 * ``engine="local"``: a plain loop in this process (what the quick profiles use; Ray is not
   imported).
-* ``engine="ray"``: one Ray task per trial (``pip install "gitutor[sweeps]"``). Without a running
+* ``engine="ray"``: trials run on Ray actors, one per ``cpus_per_trial`` CPUs of the cluster
+  (``pip install "gitutor[sweeps]"``). Without a running
   Ray, ``ray.init()`` starts a local one, which uses every core (and GPU) of the machine unless
   ``num_cpus`` caps it; with ``RAY_ADDRESS`` set (``ray.init`` reads it) the trials go to that
   cluster. ``context`` (e.g. the model and the batches) is put in Ray's object store once and
-  shared by every task. Each task reserves ``cpus_per_trial`` CPUs (Ray sets the task's
-  ``OMP_NUM_THREADS``, hence torch's thread count, to it) and ``gpus_per_trial`` GPUs.
+  unpickled once per actor (unpickling it for every trial made a worker grow by one context per
+  trial). Each actor reserves ``cpus_per_trial`` CPUs (Ray sets its ``OMP_NUM_THREADS``, hence
+  torch's thread count, to it) and ``gpus_per_trial`` GPUs; an actor that dies (e.g. out of
+  memory) fails its trial, which is reported, and is replaced.
 """
 from __future__ import annotations
 
@@ -42,10 +45,7 @@ class TrialOutcome:
 
 
 def _call(function: Callable, context: Any, trial: Mapping) -> TrialOutcome:
-    # A Ray worker unpickles ``context`` for every task; what earlier tasks left in reference cycles
-    # (e.g. a model) is freed only by the cyclic collector, which counts objects, not bytes: collect
-    # now, or a worker grows by one context per task (13 GB after ~40 tasks with a ResNet34 context).
-    gc.collect()
+    gc.collect()  # what the previous trial left in reference cycles (counted in objects, not bytes)
     start = time.perf_counter()
     try:
         value = function(context, **trial)
@@ -67,7 +67,7 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
         engine: ``"local"`` or ``"ray"``.
         num_cpus: CPUs of a local Ray started here (None: all); ignored for ``"local"`` or when Ray
             is already running or ``RAY_ADDRESS`` points to a cluster.
-        cpus_per_trial, gpus_per_trial: resources each Ray task reserves.
+        cpus_per_trial, gpus_per_trial: resources each Ray actor (one trial at a time) reserves.
         progress: show a tqdm bar.
 
     Returns:
@@ -88,6 +88,16 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
     return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress)
 
 
+class _Runner:
+    """A Ray actor holding ``function`` and ``context``: the context is unpickled once per actor, not per trial."""
+
+    def __init__(self, function: Callable, context: Any) -> None:
+        self.function, self.context = function, context
+
+    def run(self, trial: Mapping) -> TrialOutcome:
+        return _call(self.function, self.context, trial)
+
+
 def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress):
     try:
         import ray
@@ -97,19 +107,27 @@ def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_tr
     if started_here:
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        task = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_retries=0)(_call)
+        runner = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_restarts=0)(_Runner)
         shared = ray.put(context)
-        pending = {task.remote(function, shared, dict(trial)): index for index, trial in enumerate(trials)}
+        slots = max(1, min(len(trials), int(ray.cluster_resources().get("CPU", 1) // cpus_per_trial)))
+        idle = [runner.remote(function, shared) for _ in range(slots)]
+        queue, pending = list(enumerate(trials)), {}
         outcomes: list[TrialOutcome | None] = [None] * len(trials)
         with tqdm(total=len(trials), desc="trials (ray)", disable=not progress) as bar:
-            while pending:
+            while queue or pending:
+                while queue and idle:
+                    index, trial = queue.pop(0)
+                    actor = idle.pop()
+                    pending[actor.run.remote(dict(trial))] = (index, actor)
                 done, _ = ray.wait(list(pending), num_returns=1)
-                index = pending.pop(done[0])
+                index, actor = pending.pop(done[0])
                 try:
                     outcomes[index] = ray.get(done[0])
-                except ray.exceptions.RayError as error:  # the worker died: report the trial, go on
+                    idle.append(actor)
+                except ray.exceptions.RayError as error:  # the actor died (e.g. out of memory): report, replace
                     first_line = (str(error).strip().splitlines() or [""])[0]
                     outcomes[index] = TrialOutcome(dict(trials[index]), None, f"{type(error).__name__}: {first_line}")
+                    idle.append(runner.remote(function, shared))
                 bar.update()
         return outcomes
     finally:
