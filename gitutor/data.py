@@ -14,6 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gitutor.errors import OfflineDataError
 from gitutor.seeding import make_generator
 
 #: Photographs bundled in the scikit-image wheel (names of ``skimage.data`` functions).
@@ -21,10 +22,6 @@ PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_dee
                "immunohistochemistry", "colorwheel")
 POOLS = ("all", "target", "aux")
 TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST"}
-
-
-class OfflineDataError(RuntimeError):
-    """A dataset or weight file is not on disk and cannot be downloaded here."""
 
 
 def _check_size(size: int) -> None:

@@ -24,7 +24,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from gitutor.labels.feature_cv import FeatureCV, last_linear
+from gitutor.labels.feature_cv import FeatureCV
+from gitutor.models.introspect import last_linear
 
 #: Largest number of count vectors :func:`exhaustive_label_counts` will enumerate.
 MAX_EXHAUSTIVE = 2_000_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torchvision
 from torch import nn
 
-from gitutor.data import OfflineDataError
+from gitutor.errors import OfflineDataError
 
 
 def resnet18(num_classes: int = 10, fc_bias: bool = True) -> nn.Module:
