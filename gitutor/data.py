@@ -21,7 +21,7 @@ from gitutor.seeding import make_generator
 PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
                "immunohistochemistry", "colorwheel")
 POOLS = ("all", "target", "aux")
-TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST"}
+TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST", "lfw_people": "LFWPeople"}
 
 
 def _check_size(size: int) -> None:
@@ -140,7 +140,8 @@ def digits(size: int = 8, channels: int = 1) -> tuple[torch.Tensor, torch.Tensor
 def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: bool = False,
                        size: int = 32, seed: int = 0, download: bool = False
                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` random images and labels of CIFAR-10, CIFAR-100 or MNIST through torchvision (full profile).
+    """``n`` random images and labels of CIFAR-10, CIFAR-100, MNIST or LFW (people) through torchvision
+    (full profile); ``train`` picks the training split (LFWPeople: ``split="train"``, else ``"test"``).
 
     Images are ``ToTensor`` only (no mean/std normalisation), as in the DLG code, resized to ``size``.
 
@@ -157,16 +158,15 @@ def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: b
         raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(TORCHVISION_DATASETS)}")
     cls = getattr(torchvision.datasets, TORCHVISION_DATASETS[name])
     try:
-        dataset = cls(root=str(root), train=train, download=download,
-                      transform=torchvision.transforms.ToTensor())
+        split = {"split": "train" if train else "test"} if name == "lfw_people" else {"train": train}
+        dataset = cls(root=str(root), download=download, transform=torchvision.transforms.ToTensor(), **split)
     except Exception as error:  # torchvision raises RuntimeError/URLError depending on the failure
         raise OfflineDataError(
             f"{TORCHVISION_DATASETS[name]} is not in {Path(root).resolve()}. On a machine with internet, "
             f"run torchvision.datasets.{TORCHVISION_DATASETS[name]}(root={str(root)!r}, download=True) "
             f"once, or set DATA_ROOT to the folder that holds it. ({error})") from error
-    indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
-    images, labels = zip(*(dataset[int(i)] for i in indices))
-    return resize(torch.stack(images), size), torch.as_tensor(labels, dtype=torch.int64)
+    images, labels = _sample(dataset, n, seed)
+    return resize(images, size), labels
 
 
 def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
@@ -189,6 +189,78 @@ def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
             "one sub-folder per class (e.g. n01440764/...), or set IMAGE_ROOT to that folder")
     transform = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.ToTensor()])
     dataset = torchvision.datasets.ImageFolder(str(root), transform=transform)
+    return _sample(dataset, n, seed)
+
+
+def _sample(dataset, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random (image, label) items of a torchvision dataset, stacked."""
     indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
     images, labels = zip(*(dataset[int(i)] for i in indices))
     return torch.stack(images), torch.as_tensor(labels, dtype=torch.int64)
+
+
+#: Image sources of :func:`load`.
+KINDS = ("photos", "digits", "lfw", "imagefolder", *TORCHVISION_DATASETS)
+
+
+def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int = 0, channels: int | None = None,
+         num_classes: int | None = None, pool: str = "target", root: str | Path = "data", train: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``n`` images and labels of one source, the entry point for every chapter's data.
+
+    Sources (``kind``): ``"photos"`` (:func:`natural_images` crops from ``pool``), ``"digits"``
+    (:func:`digits`), ``"lfw"`` (:func:`lfw_faces`) — bundled, for the quick profile — and, for the
+    full profile, ``"cifar10"``, ``"cifar100"``, ``"mnist"``, ``"lfw_people"``
+    (:func:`torchvision_images` under ``root``) and ``"imagefolder"`` (:func:`image_folder`).
+    Photos and the LFW subset have no labels of their own: they get labels uniform in
+    [0, ``num_classes``) when it is given, else None. The picks (and those labels) come from one generator seeded with ``seed``.
+
+    Args:
+        kind: one of :data:`KINDS`.
+        n: number of images; None takes the whole of ``digits`` or ``lfw`` in its own order.
+        size: output side in pixels (default: the source's own; 32 for photos and torchvision, 224
+            for image folders).
+        seed: seed of the picks, the crops and the labels.
+        channels: 3 replicates grey sources to RGB; None keeps the source's channels.
+        num_classes: label range for sources without labels.
+        pool, root, train: see above.
+
+    Returns:
+        ``images`` ``(n, C, size, size)`` float in [0, 1] and ``labels`` ``(n,)`` int64 or None.
+
+    Raises:
+        ValueError: for an unknown ``kind``, ``n`` < 1 or larger than the source, ``n=None`` for
+            another source, a bad ``size``, ``channels`` or ``num_classes``, or ``channels=1`` for a
+            colour source.
+        OfflineDataError: when a full-profile source is not on disk.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {KINDS}")
+    if n is None and kind not in ("digits", "lfw") or n is not None and (type(n) is not int or n < 1):
+        raise ValueError(f"n must be a positive int (None only for 'digits' and 'lfw'), got {n!r}")
+    if channels not in (None, 1, 3):
+        raise ValueError(f"channels must be 1, 3 or None, got {channels!r}")
+    if num_classes is not None and (type(num_classes) is not int or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+    generator = make_generator(seed)
+    if kind in ("digits", "lfw"):
+        images, labels = digits() if kind == "digits" else (lfw_faces(), None)
+        if n is not None:
+            if n > len(images):
+                raise ValueError(f"n={n} but {kind!r} holds only {len(images)} images")
+            pick = torch.randperm(len(images), generator=generator)[:n]
+            images, labels = images[pick], None if labels is None else labels[pick]
+    elif kind == "photos":
+        images, labels = natural_images(n, size or 32, seed=seed, pool=pool), None
+    elif kind == "imagefolder":
+        images, labels = image_folder(root, n, size=size or 224, seed=seed)
+    else:
+        images, labels = torchvision_images(kind, n, root=root, train=train, size=size or 32, seed=seed)
+    if labels is None and num_classes is not None:
+        labels = torch.randint(num_classes, (len(images),), generator=generator)
+    images = images if size is None else resize(images, size)
+    if channels is not None and channels != images.shape[1]:
+        if channels == 1:
+            raise ValueError(f"channels=1 but {kind!r} images have {images.shape[1]} channels")
+        images = images.repeat(1, 3, 1, 1)
+    return images, labels
