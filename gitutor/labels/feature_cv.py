@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import torch
 
-from gitutor.models.introspect import fc_input_features, last_linear  # noqa: F401 (re-exported: gitutor.labels)
-
 
 @dataclass(frozen=True)
 class FeatureCV:
