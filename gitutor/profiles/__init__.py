@@ -52,7 +52,7 @@ class Profile:
         if unknown:
             raise ValueError(f"cannot replace {unknown} in the {self.profile} profile of {self.notebook}; "
                              f"settings: {sorted(names - {'notebook', 'profile'})}")
-        return dataclasses.replace(self, **changes)
+        return type(self)(**{**self.as_dict(), **changes})  # copies: the two profiles share no list or dict
 
     def as_dict(self) -> dict:
         """All settings (and ``notebook``, ``profile``) as a plain dict (deep copies)."""
