@@ -78,15 +78,20 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
         ``(n, 3, size, size)`` float tensor in [0, 1].
 
     Raises:
-        ValueError: for ``n < 1``, a bad ``size`` or an unknown ``pool``.
+        ValueError: for ``n < 1``, an unknown ``pool``, or a ``size`` that is not a positive int or
+            is larger than the smallest photograph region of the pool.
     """
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     _check_size(size)
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
-    generator = make_generator(seed)
     photos = [_photograph(name) for name in PHOTOGRAPHS]
+    regions = {"all": lambda w: w, "target": lambda w: w // 2, "aux": lambda w: w - w // 2}[pool]
+    largest = min(min(photo.shape[1], regions(photo.shape[2])) for photo in photos)
+    if size > largest:
+        raise ValueError(f"size={size} exceeds the smallest {pool!r} region of the photographs ({largest} px)")
+    generator = make_generator(seed)
     crops = []
     for _ in range(n):
         photo = photos[int(torch.randint(len(photos), (1,), generator=generator))]

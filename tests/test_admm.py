@@ -184,3 +184,11 @@ def test_fedadmm_leaves_batchnorm_running_statistics_alone():
     assert dummy.grad is not None and torch.isfinite(dummy.grad).all()
     for name, buffer in model.named_buffers():
         assert torch.equal(buffer, before[name]), name
+
+
+def test_idlg_admm_info_is_json():
+    import json
+
+    model, x, _, _, _, update = _first_round()
+    result = idlg_admm(model, update.delta, 0.1, x.shape, 4, iterations=1)
+    assert json.loads(json.dumps(result.info)) == result.info

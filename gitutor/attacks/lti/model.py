@@ -113,7 +113,8 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
 
     Raises:
         ValueError: on mismatched counts or shapes, ``epochs < 1``, ``val_fraction`` outside
-            [0, 1), or a split that leaves no training pair.
+            [0, 1), ``lr`` not finite and > 0, ``lr_drop_at`` outside (0, 1], ``batch_size < 1``,
+            NaN/inf in the data, or a split that leaves no training pair.
     """
     if features.dim() != 2 or features.shape[0] != images.shape[0]:
         raise ValueError(f"features must be (N, in_dim) with N = {images.shape[0]} images, got {tuple(features.shape)}")
@@ -125,6 +126,14 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
         raise ValueError(f"epochs must be a positive int, got {epochs!r}")
     if not 0.0 <= val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
+    if not 0.0 < lr < math.inf:
+        raise ValueError(f"lr must be finite and > 0, got {lr!r}")
+    if not 0.0 < lr_drop_at <= 1.0:
+        raise ValueError(f"lr_drop_at must be a fraction of the epochs in (0, 1], got {lr_drop_at!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not (torch.isfinite(features).all() and torch.isfinite(images).all()):
+        raise ValueError("features or images contain NaN or inf")
     generator = make_generator(seed)
     order = torch.randperm(features.shape[0], generator=generator)
     n_val = int(round(val_fraction * features.shape[0]))
