@@ -20,9 +20,17 @@ import torch
 
 from gitutor.labels.feature_cv import FeatureCV
 
+
 def check_fc_weight_grad(fc_weight_grad: torch.Tensor) -> None:
-    if not isinstance(fc_weight_grad, torch.Tensor):
-        raise TypeError(f"fc_weight_grad must be a torch.Tensor, got {type(fc_weight_grad).__name__}")
+    """Check a last-layer weight gradient: a finite float ``(C, m)`` tensor.
+
+    Raises:
+        TypeError: if it is not a float tensor.
+        ValueError: if it is not 2-D or holds NaN/inf.
+    """
+    if not isinstance(fc_weight_grad, torch.Tensor) or not fc_weight_grad.is_floating_point():
+        kind = getattr(fc_weight_grad, "dtype", None) or type(fc_weight_grad).__name__
+        raise TypeError(f"fc_weight_grad must be a float torch.Tensor, got {kind}")
     if fc_weight_grad.dim() != 2:
         raise ValueError("fc_weight_grad must be the (classes, features) gradient of the last Linear layer's "
                          f"weight, got shape {tuple(fc_weight_grad.shape)}")
@@ -31,6 +39,7 @@ def check_fc_weight_grad(fc_weight_grad: torch.Tensor) -> None:
 
 
 def check_batch_size(batch_size: int, num_classes_present: int) -> None:
+    """Check that ``batch_size`` is an int of at least ``num_classes_present`` (TypeError / ValueError)."""
     if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool):
         raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
     if batch_size < num_classes_present:

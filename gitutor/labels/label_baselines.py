@@ -76,10 +76,13 @@ def bias_label_counts(fc_bias_grad: torch.Tensor | None, batch_size: int) -> tor
     Raises:
         ValueError: if the FC layer has no bias (``None``), the gradient is not a finite 1-D tensor,
             or N < 1.
+        TypeError: for an integer gradient.
     """
     if fc_bias_grad is None:
         raise ValueError("the FC layer has no bias, so there is no bias gradient to count labels from; "
                          "use recover_batch_labels (weight gradient) instead")
+    if not isinstance(fc_bias_grad, torch.Tensor) or not fc_bias_grad.is_floating_point():
+        raise TypeError(f"fc_bias_grad must be a float tensor, got {getattr(fc_bias_grad, 'dtype', type(fc_bias_grad))}")
     if fc_bias_grad.dim() != 1 or not torch.isfinite(fc_bias_grad).all():
         raise ValueError(f"fc_bias_grad must be a finite (classes,) vector, got shape {tuple(fc_bias_grad.shape)}")
     if batch_size < 1:
