@@ -41,6 +41,11 @@ def test_preserved_buffers_restores_running_statistics_and_keeps_graphs_valid():
     assert _unchanged(model, before)
     loss.backward()
     assert torch.isfinite(x.grad).all()
+    model.eval()
+    model[1].train()  # a BatchNorm layer left in training mode inside an evaluation-mode model still updates
+    with preserved_buffers(model):
+        model(x)
+    assert _unchanged(model, before)
     with pytest.raises(TypeError, match="model"):
         with preserved_buffers("not a model"):
             pass

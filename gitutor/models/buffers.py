@@ -20,14 +20,17 @@ def preserved_buffers(model: nn.Module) -> Iterator[nn.Module]:
 
     The buffers get their saved values by swapping storage (``buffer.data = saved``), not by an
     in-place copy, so autograd graphs built inside the block (which may have saved a buffer) stay
-    valid and can still be differentiated after the block, e.g. with ``create_graph=True``.
+    valid and can still be differentiated after the block, e.g. with ``create_graph=True``. Only
+    the buffers of submodules in training mode are saved (PyTorch's layers update buffers only
+    then), so an attack's many calls on a model in evaluation mode copy nothing.
 
     Raises:
         TypeError: if ``model`` is not an ``nn.Module``.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    saved = [(buffer, buffer.detach().clone()) for buffer in model.buffers()]
+    saved = [(buffer, buffer.detach().clone()) for module in model.modules() if module.training
+             for buffer in module.buffers(recurse=False)]
     try:
         yield model
     finally:
