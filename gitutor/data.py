@@ -81,7 +81,7 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
         ValueError: for ``n < 1``, an unknown ``pool``, or a ``size`` that is not a positive int or
             is larger than the smallest photograph region of the pool.
     """
-    if not isinstance(n, int) or n < 1:
+    if type(n) is not int or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     _check_size(size)
     if pool not in POOLS:

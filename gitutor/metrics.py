@@ -138,10 +138,13 @@ def hungarian_assignment(cost: torch.Tensor) -> torch.Tensor:
         ``(B,)`` or ``(N, B)`` int64 on the CPU: π(i) for every row i.
 
     Raises:
+        TypeError: if ``cost`` is not a tensor.
         ValueError: if the matrices are not square or hold NaN.
     """
     from scipy.optimize import linear_sum_assignment
 
+    if not isinstance(cost, torch.Tensor):
+        raise TypeError(f"cost must be a torch.Tensor, got {type(cost).__name__}")
     if cost.dim() not in (2, 3) or cost.shape[-1] != cost.shape[-2]:
         raise ValueError(f"cost must be (B, B) or (N, B, B), got {tuple(cost.shape)}")
     if torch.isnan(cost).any():

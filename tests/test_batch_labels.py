@@ -158,6 +158,8 @@ def test_errors(stats):
         bias_label_counts(-torch.ones(3, dtype=torch.int64), 2)
     with pytest.raises(TypeError, match="batch_size"):
         evolve_label_counts(weight_grad, classes, 8.0, stats)
+    with pytest.raises(TypeError, match="population and iterations must be ints"):
+        evolve_label_counts(weight_grad, classes, 8, stats, population=2.5)
     with pytest.raises(ValueError, match="smaller than the 3 classes"):
         evolve_label_counts(weight_grad, classes, 2, stats)
     with pytest.raises(ValueError, match="features per row"):

@@ -126,6 +126,10 @@ def test_inversion_mlp_shapes_and_errors():
         mlp(torch.randn(3, 21))
     with pytest.raises(ValueError, match="image_shape"):
         InversionMLP(20, (8, 8))
+    with pytest.raises(ValueError, match="hidden must be a positive int"):
+        InversionMLP(20, (1, 8, 8), hidden=2.5)
+    with pytest.raises(ValueError, match="features contain NaN"):
+        aggregate_batches(torch.full((4, 2), float("nan")), torch.rand(4, 1, 2, 2), 2)
 
 
 def test_tiny_training_run_lowers_validation_loss(lenet, small_digits):

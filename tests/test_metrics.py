@@ -71,6 +71,8 @@ def test_score_batch_matches_each_batch_and_subsumes_the_scorers():
     assert hungarian_assignment(cost).tolist() == [[1, 0], [0, 1]]
     with pytest.raises(ValueError, match="cost"):
         hungarian_assignment(torch.zeros(2, 3))
+    with pytest.raises(TypeError, match="cost"):
+        hungarian_assignment([[0.0, 1.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match=r"\(N, B, C, H, W\)"):
         score_batch(truth, truth[:, :2])
 

@@ -114,11 +114,14 @@ def evolve_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor, bat
     Raises:
         ValueError: if N is smaller than the number of classes, ``population < 2``, ``iterations < 0``,
             ``crossover`` outside [0, 1], or the gradient / classes / statistics do not fit together.
-        TypeError: for a non-int ``batch_size`` or a ``stats`` that is not a FeatureCV.
+        TypeError: for a non-int ``batch_size``, ``population`` or ``iterations``, or a ``stats`` that is
+            not a FeatureCV.
     """
     direction = objective_direction(fc_weight_grad, classes, stats)
     length = direction.shape[0]
     check_batch_size(batch_size, length)
+    if type(population) is not int or type(iterations) is not int:
+        raise TypeError(f"population and iterations must be ints, got {population!r} and {iterations!r}")
     if population < 2:
         raise ValueError(f"population must be ≥ 2 (crossover needs a partner), got {population}")
     if iterations < 0:

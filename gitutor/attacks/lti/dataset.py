@@ -102,7 +102,9 @@ def aggregate_batches(features: torch.Tensor, images: torch.Tensor, batch_size: 
     if images.shape[0] != n or images.dim() != 4:
         raise ValueError(f"need (N, k) features and (N, C, H, W) images with the same N, got "
                          f"{tuple(features.shape)} and {tuple(images.shape)}")
-    if not isinstance(batch_size, int) or not 1 <= batch_size <= n:
+    if not torch.isfinite(features).all():
+        raise ValueError("features contain NaN or inf")
+    if type(batch_size) is not int or not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must be an int in [1, {n}], got {batch_size!r}")
     if batch_size == 1:
         if num_batches not in (None, n):

@@ -46,8 +46,9 @@ class InversionMLP(nn.Module):
         image_shape = tuple(image_shape)
         if len(image_shape) != 3 or min(image_shape) < 1:
             raise ValueError(f"image_shape must be (C, H, W) with positive sides, got {image_shape!r}")
-        if min(in_dim, batch_size, hidden) < 1:
-            raise ValueError("in_dim, batch_size and hidden must be positive")
+        for name, value in (("in_dim", in_dim), ("batch_size", batch_size), ("hidden", hidden)):
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.in_dim, self.image_shape, self.batch_size = in_dim, image_shape, batch_size
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
