@@ -60,3 +60,18 @@ def test_dlg_accepts_soft_labels(digit_case):
     soft = dlg(model, grads, x.shape, 10, labels=torch.nn.functional.one_hot(y, 10).float(), iterations=5, seed=1)
     hard = dlg(model, grads, x.shape, 10, labels=y, iterations=5, seed=1)
     assert torch.allclose(soft.images, hard.images, atol=1e-4)
+
+
+def test_dlg_strong_wolfe_option_recovers_and_is_validated(digit_case):
+    model, x, y, grads = digit_case
+    result = dlg(model, grads, x.shape, 10, iterations=40, seed=0, line_search="strong_wolfe")
+    assert int(result.labels[0]) == int(y[0])
+    assert float(psnr(result.images, x)[0]) > 30
+    plain = dlg(model, grads, x.shape, 10, iterations=3, seed=0)
+    wolfe = dlg(model, grads, x.shape, 10, iterations=3, seed=0, line_search="strong_wolfe")
+    assert not torch.equal(plain.images, wolfe.images)  # the option reaches the optimiser
+    with pytest.raises(ValueError, match="line_search"):
+        dlg(model, grads, x.shape, 10, iterations=1, line_search="wolfe")
+    for lr in (0.0, float("nan"), -1.0):
+        with pytest.raises(ValueError, match="lr"):
+            dlg(model, grads, x.shape, 10, iterations=1, lr=lr)
