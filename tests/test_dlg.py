@@ -75,3 +75,12 @@ def test_dlg_strong_wolfe_option_recovers_and_is_validated(digit_case):
     for lr in (0.0, float("nan"), -1.0):
         with pytest.raises(ValueError, match="lr"):
             dlg(model, grads, x.shape, 10, iterations=1, lr=lr)
+
+
+def test_dlg_rejects_labels_outside_the_classes(digit_case):
+    model, x, y, grads = digit_case
+    for bad in (torch.tensor([-100]), torch.tensor([10])):
+        with pytest.raises(ValueError, match="num_classes"):
+            dlg(model, grads, x.shape, 10, labels=bad, iterations=1)
+    with pytest.raises(ValueError, match="finite"):
+        dlg(model, grads, x.shape, 10, labels=torch.full((1, 10), float("nan")), iterations=1)

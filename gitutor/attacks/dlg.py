@@ -64,7 +64,7 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
 
     Raises:
         ValueError: for a bad ``input_shape``, ``iterations < 1``, ``record_every < 1``,
-            ``labels`` of the wrong shape, a non-positive or non-finite ``lr``, an unknown
+            ``labels`` of the wrong shape, outside [0, num_classes) or not finite, a non-positive or non-finite ``lr``, an unknown
             ``line_search``, or gradients that do not match the model (the message names the parameter).
     """
     target_grads = check_target_gradients(model, target_grads)
@@ -80,6 +80,10 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
             or (labels.shape == (shape[0], num_classes) and labels.is_floating_point())):
         raise ValueError(f"labels must be int64 of shape ({shape[0]},) or soft labels of shape "
                          f"({shape[0]}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
+    if labels is not None and not labels.is_floating_point() and not ((labels >= 0) & (labels < num_classes)).all():
+        raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}")
+    if labels is not None and labels.is_floating_point() and not torch.isfinite(labels).all():
+        raise ValueError("soft labels must be finite")
     device = target_grads[0].device
     generator = make_generator(seed, device)
     dummy_x = torch.randn(shape, generator=generator, device=device).requires_grad_(True)

@@ -2,7 +2,8 @@
 
 ``load_kinds`` gives the attacked images of each data kind (bundled stand-ins offline, torchvision
 datasets for the full profile, all missing ones named in ONE error); ``first_round`` and
-``client_round`` build the round the server observes; ``model_at`` and ``relative_error`` are the
+``client_round`` build the round the server observes; ``attack_first_round`` runs the report's four
+attacks and this book's adaptive one on it; ``model_at`` and ``relative_error`` are the
 small tools the closed-form check and the ablation need.
 """
 from __future__ import annotations
@@ -14,8 +15,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from gitutor.attacks import AttackResult, adaptive_admm_inversion, dlg, dlg_admm, fc_weight_index, idlg_admm
 from gitutor.data import OfflineDataError, digits, lfw_faces, resize, torchvision_images, whole_photographs
-from gitutor.federated import FedADMMUpdate, fedadmm_client_update
+from gitutor.federated import FedADMMUpdate, client_gradients, fedadmm_client_update
+from gitutor.labels import idlg_label
 from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
@@ -129,3 +132,25 @@ def relative_error(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> floa
     """‖a − b‖ / ‖b‖ over whole parameter lists."""
     return float(sum(((u - v) ** 2).sum() for u, v in zip(a, b, strict=True)).sqrt()
                  / sum((v ** 2).sum() for v in b).sqrt())
+
+
+ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "adaptive ADMM")
+
+
+def attack_first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int, *, rho: float, lr: float,
+                       local_steps: int, **options) -> dict[str, AttackResult]:
+    """The report's Fig. 1 comparison on one private batch ``(x, y)``: DLG and iDLG (label from the sign rule)
+    against the SGD gradient, DLG-ADMM and iDLG-ADMM against −Δ/η of the first FedADMM round (Algorithm 2), and
+    the adaptive attack that simulates the round. ``options`` (iterations, seed, record_every) go to every attack,
+    so all five start from the same dummy. Returns ``{name: AttackResult}`` in the order of :data:`ATTACKS`."""
+    gradient = client_gradients(model, x, y)
+    z, zero, update = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps)
+    label = torch.tensor([idlg_label(gradient[fc_weight_index(model)])], device=x.device)
+    return {
+        "DLG": dlg(model, gradient, x.shape, num_classes, **options),
+        "iDLG": dlg(model, gradient, x.shape, num_classes, labels=label, **options),
+        "DLG-ADMM": dlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
+        "iDLG-ADMM": idlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
+        "adaptive ADMM": adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=zero,
+                                                 rho=rho, lr=lr, local_steps=local_steps, **options),
+    }
