@@ -84,3 +84,11 @@ def test_dlg_rejects_labels_outside_the_classes(digit_case):
             dlg(model, grads, x.shape, 10, labels=bad, iterations=1)
     with pytest.raises(ValueError, match="finite"):
         dlg(model, grads, x.shape, 10, labels=torch.full((1, 10), float("nan")), iterations=1)
+
+
+def test_dlg_stops_at_an_lbfgs_fixed_point_with_the_full_budget_result(digit_case):
+    model, x, y, grads = digit_case
+    short = dlg(model, grads, x.shape, 10, iterations=200, seed=0, line_search="strong_wolfe")
+    assert short.info["converged_at"] < 200 and len(short.history["loss"]) == 200 and short.snapshots[-1][0] == 200
+    longer = dlg(model, grads, x.shape, 10, iterations=400, seed=0, line_search="strong_wolfe")
+    assert torch.equal(short.images, longer.images) and longer.history["loss"][:200] == short.history["loss"]

@@ -60,7 +60,10 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         :class:`AttackResult` with ``images`` (unclamped, as DLG returns them), ``labels``
         (argmax of the recovered label distribution, or the given labels as passed), ``history["loss"]``
         (gradient distance at the start of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
-        attack stops and returns the last finite state, with ``info["stopped_early"]`` set.
+        attack stops and returns the last finite state, with ``info["stopped_early"]`` set. If a step leaves
+        the dummy data exactly unchanged, L-BFGS has reached a fixed point (every later step would repeat
+        it): the attack stops computing there, sets ``info["converged_at"]`` and fills history and snapshots
+        as the remaining steps would, so the result equals that of the full budget.
 
     Raises:
         ValueError: for a bad ``input_shape``, ``iterations < 1``, ``record_every < 1``,
@@ -115,10 +118,16 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
             info["stopped_early"] = f"non-finite loss at step {step}; returning step {step - 1}"
             dummy_x.data, dummy_y.data = last_finite
             break
-        last_finite = (dummy_x.detach().clone(), dummy_y.detach().clone())
         history["loss"].append(loss)
         if step % record_every == 0:
             snapshots.append((step, dummy_x.detach().cpu().clone()))
+        if torch.equal(dummy_x, last_finite[0]) and torch.equal(dummy_y, last_finite[1]):
+            # L-BFGS left the dummy unchanged: a fixed point; every later step would repeat this one exactly
+            info["converged_at"] = step
+            history["loss"] += [loss] * (iterations - step)
+            snapshots += [(later, snapshots[-1][1]) for later in range(step + 1, iterations + 1) if later % record_every == 0]
+            break
+        last_finite = (dummy_x.detach().clone(), dummy_y.detach().clone())
     recovered = labels if labels is not None else dummy_y.detach().argmax(dim=-1)
     return AttackResult(images=dummy_x.detach().cpu(), labels=recovered.cpu(), history=history,
                         snapshots=snapshots, info=info)
