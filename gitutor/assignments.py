@@ -130,7 +130,7 @@ def run_tests(question: Question, env: dict) -> list[tuple[str, bool, str]]:
     for code in question.test_cells:
         namespace: dict = {}
         exec(compile(code, f"<tests of {question.name}>", "exec"), namespace)
-        for name, test in namespace.items():
+        for name, test in list(namespace.items()):
             if name.startswith("test_") and callable(test):
                 args = {arg: env.get(arg) for arg in inspect.signature(test).parameters}
                 try:
