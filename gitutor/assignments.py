@@ -159,6 +159,13 @@ def leaked_lines(chapter_nb: dict, student_nb: dict) -> list[str]:
     return [line for q in questions for cell in q.solution_cells for line in solution_lines(cell) if line in text]
 
 
+def _otter(*args: str) -> None:
+    """Run the otter command line quietly; on failure show its output and stop."""
+    done = subprocess.run([sys.executable, "-m", "otter", *args], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"otter {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+
+
 def build(out: Path, notebooks: list[Path]) -> None:
     """``otter assign`` every chapter into ``out/<chapter>/{student,autograder}``."""
     for path in notebooks:
@@ -168,8 +175,7 @@ def build(out: Path, notebooks: list[Path]) -> None:
         master.write_text(json.dumps(grading_master(read_notebook(path)), indent=1, ensure_ascii=False) + "\n")
         target = out / chapter
         subprocess.run(["rm", "-rf", str(target)], check=True)
-        subprocess.run([sys.executable, "-m", "otter", "assign", "--no-pdfs", str(master), str(target)], check=True,
-                       stdout=subprocess.DEVNULL)
+        _otter("assign", "--no-pdfs", str(master), str(target))
         leaks = leaked_lines(read_notebook(path), read_notebook(target / "student" / f"{chapter}.ipynb"))
         if leaks:
             raise SystemExit(f"{chapter}: the student notebook contains solution lines: {leaks}")
@@ -179,8 +185,7 @@ def build(out: Path, notebooks: list[Path]) -> None:
 def _grade(zip_path: Path, notebook: Path, out: Path) -> dict[str, bool]:
     """``otter run`` one notebook; {question: full score?}."""
     out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "otter", "run", "-a", str(zip_path), "-o", str(out), str(notebook)],
-                   check=True, stdout=subprocess.DEVNULL)
+    _otter("run", "-a", str(zip_path), "-o", str(out), str(notebook))
     tests = json.loads((out / "results.json").read_text())["tests"]
     return {t["name"]: t["score"] == t["max_score"] for t in tests if t.get("max_score")}
 
