@@ -27,24 +27,27 @@ install: $(INSTALLED)
 test: install
 	$(PYTHON) -m pytest
 
-# Execute each notebook with papermill into $(STAGE) (kernel python3, the notebook's folder as the
-# working directory); stop at the first notebook that fails; print each notebook's wall time.
+# The build runs with a network guard: every process gets scripts/netguard first on PYTHONPATH, whose
+# audit hook refuses and logs each non-loopback connection attempt to $(NET_LOG); a non-empty log fails it.
+NET_LOG := $(abspath $(BUILD)/network-attempts.log)
+GUARD := GITUTOR_NET_LOG=$(NET_LOG) PYTHONPATH=$(CURDIR)/scripts/netguard$${PYTHONPATH:+:$$PYTHONPATH}
+CHECK_NET = @if [ -s $(NET_LOG) ]; then echo "make: network connection attempts during the build:"; \
+	  cat $(NET_LOG); exit 1; fi
+
+# Execute each notebook with papermill into $(STAGE) (scripts/execute_notebooks.py: kernel python3, the
+# notebook's folder as working directory, injected cell hidden on the page); stop at the first failure.
 notebooks: install
-	@rm -rf $(STAGE) $(RESULTS) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
-	@set -e; for nb in $(NOTEBOOKS); do \
-	  start=$$(date +%s); \
-	  $(PYTHON) -m papermill $$nb.ipynb $(STAGE)/$$nb.ipynb -k python3 --cwd notebooks --log-level WARNING --no-progress-bar \
-	    -p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS) \
-	    || { echo "make: notebook $$nb FAILED (see $(STAGE)/$$nb.ipynb)"; exit 1; }; \
-	  echo "$$nb: $$(( $$(date +%s) - start )) s ($(PROFILE) profile)"; \
-	done
+	@rm -rf $(STAGE) $(RESULTS) $(NET_LOG) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
+	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) $(NOTEBOOKS)
+	$(CHECK_NET)
 
 # Render the executed copies (execute_notebooks: "off"), with the results page built from their records.
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
-	@$(PYTHON) -m papermill book/results.ipynb $(STAGE)/book/results.ipynb -k python3 --cwd book \
-	  --log-level WARNING --no-progress-bar -p RESULTS_DIR $(RESULTS)
-	$(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html
+	@if [ -d book/recorded ]; then cp -r book/recorded $(STAGE)/book/; fi
+	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results
+	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html
+	$(CHECK_NET)
 	@echo "book: $(abspath _build/html/index.html)"
 
 clean:

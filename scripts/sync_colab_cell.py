@@ -43,6 +43,7 @@ def sync(path: Path, source: str) -> bool:
 
 
 if __name__ == "__main__":
-    changed = [p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if sync(p, colab_cell())]
+    pages = sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "book" / "results.ipynb"]
+    changed = [p.name for p in pages if sync(p, colab_cell())]
     print("updated: " + (", ".join(changed) or "nothing"))
     sys.exit(0)

@@ -51,3 +51,22 @@ def test_notebook_uses_its_profile_and_saves_results(path):
 def test_every_toc_notebook_exists():
     for name in re.findall(r"notebooks/(\w+)", TOC):
         assert (ROOT / "notebooks" / f"{name}.ipynb").exists(), f"_toc.yml lists missing notebooks/{name}"
+
+
+def _sync_script():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sync_colab_cell", ROOT / "scripts" / "sync_colab_cell.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "book" / "results.ipynb"], ids=lambda p: p.stem)
+def test_colab_setup_cell_comes_first_and_installs_the_books_version(path):
+    sync = _sync_script()
+    code = [c for c in _cells(path) if c["cell_type"] == "code"]
+    assert code[0].get("id") == sync.CELL_ID, f"{path.name}: the first code cell is not the Colab setup"
+    assert "".join(code[0]["source"]) == sync.colab_cell(), \
+        f"{path.name}: Colab cell differs from _config.yml/pyproject.toml; run python scripts/sync_colab_cell.py"
+    target = sync.install_target()
+    assert "github.com/gitutor/gitutor@v" in target and target.endswith(__import__("gitutor").__version__)

@@ -1,0 +1,82 @@
+"""Execute the book's notebooks with papermill for rendering (used by `make notebooks` / `make book`).
+
+Each notebook runs in a fresh ``python3`` kernel with ``notebooks/`` as working directory and the
+parameters ``PROFILE`` and ``RESULTS_DIR`` injected; its executed copy goes to ``<stage>/<path>.ipynb``.
+For the rendered page the injected-parameters cell is tagged ``remove-cell`` (it stays in the
+executed notebook), and progress bars are off (``TQDM_DISABLE=1``; interactive runs keep them).
+Stops at the first notebook that fails (exit code 1); prints each notebook's wall time and any
+stderr output it left (the book hides stderr; this log does not).
+
+    python scripts/execute_notebooks.py --stage build/book --results build/results --profile quick notebooks/01_dlg
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import papermill
+
+HIDE_TAG = "remove-cell"
+
+
+def hide_injected_parameters(path: Path) -> None:
+    """Tag papermill's ``injected-parameters`` cell ``remove-cell`` so the page does not show it."""
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if "injected-parameters" in tags and HIDE_TAG not in tags:
+            tags.append(HIDE_TAG)
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+
+
+def stderr_lines(path: Path) -> list[str]:
+    """The first line of every stderr stream output in an executed notebook."""
+    cells = json.loads(path.read_text())["cells"]
+    return ["".join(output.get("text", "")).strip().splitlines()[0]
+            for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+            if output.get("name") == "stderr" and "".join(output.get("text", "")).strip()]
+
+
+def execute(notebook: str, stage: Path, parameters: dict, cwd: str) -> Path:
+    """Run ``notebook`` (a path without ``.ipynb``) into ``stage``; returns the executed copy's path."""
+    source = Path(f"{notebook}.ipynb")
+    target = stage / source
+    target.parent.mkdir(parents=True, exist_ok=True)
+    known = papermill.inspect_notebook(str(source))  # pass only the parameters the notebook declares
+    parameters = {name: value for name, value in parameters.items() if name in known}
+    papermill.execute_notebook(str(source), str(target), parameters=parameters, kernel_name="python3",
+                               cwd=cwd, progress_bar=False, log_output=False)
+    hide_injected_parameters(target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", help="notebook paths without .ipynb, e.g. notebooks/01_dlg")
+    parser.add_argument("--stage", type=Path, required=True, help="folder of the executed copies")
+    parser.add_argument("--results", type=Path, required=True, help="RESULTS_DIR given to every notebook")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--cwd", default=None, help="working directory of the kernel (default: the notebook's folder)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
+    for notebook in args.notebooks:
+        start = time.perf_counter()
+        try:
+            target = execute(notebook, args.stage, parameters, args.cwd or str(Path(notebook).parent))
+        except Exception as error:  # papermill raises PapermillExecutionError with the failing cell
+            print(f"notebook {notebook} FAILED ({type(error).__name__}); see {args.stage / notebook}.ipynb\n{error}",
+                  file=sys.stderr)
+            return 1
+        print(f"{notebook}: {time.perf_counter() - start:.0f} s ({args.profile} profile)", flush=True)
+        for line in stderr_lines(target):
+            print(f"  stderr (hidden on the page): {line[:160]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Network guard for the book build: record and refuse every non-loopback connection attempt.
+
+`make notebooks` puts this folder first on PYTHONPATH, so Python runs this file at start-up in every
+process of the build (papermill, each notebook's kernel, jupyter-book). A Python audit hook
+(PEP 578) sees each ``socket.connect`` and ``socket.getaddrinfo``; an attempt to reach anything but
+this machine is appended to the file named by ``GITUTOR_NET_LOG`` and refused with ``OSError``, so an
+offline download fails at once instead of hanging. The Makefile fails the build when the log is not
+empty. Without ``GITUTOR_NET_LOG`` the hook is not installed.
+"""
+import ipaddress
+import os
+import socket
+import sys
+import traceback
+
+_LOG = os.environ.get("GITUTOR_NET_LOG")
+_LOCAL_NAMES = {"", "localhost", "localhost.localdomain", "ip6-localhost", socket.gethostname()}
+
+
+def _is_local(host) -> bool:
+    if host is None or isinstance(host, int):
+        return True
+    host = host.decode() if isinstance(host, bytes) else str(host)
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False  # a host name that is not this machine's
+    return address.is_loopback or address.is_unspecified
+
+
+def _refuse(what: str) -> None:
+    where = "".join(traceback.format_stack(limit=8)[:-2])
+    with open(_LOG, "a") as log:
+        log.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:120]}): {what}\n{where}\n")
+    raise OSError(f"network access is disabled during the book build: {what}")
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "socket.connect":
+        sock, address = args
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address[0]):
+            _refuse(f"connect to {address!r}")
+    elif event == "socket.getaddrinfo" and not _is_local(args[0]):
+        _refuse(f"resolve {args[0]!r}")
+
+
+if _LOG:
+    sys.addaudithook(_audit)
