@@ -52,3 +52,18 @@ book: notebooks
 
 clean:
 	rm -rf $(BUILD) _build notebooks/results
+
+# Course assignments (otter-grader; see book/teaching.md). `assignments` writes, per chapter, the student
+# notebook (no solutions, no hidden checks) and the autograder into $(ASSIGNMENTS)/<chapter>/;
+# `check-assignments` grades the reference and the untouched student notebooks with `otter run`.
+ASSIGNMENTS := $(BUILD)/assignments
+CHAPTER_NOTEBOOKS := $(addsuffix .ipynb,$(filter notebooks/%,$(NOTEBOOKS)))
+
+.PHONY: assignments check-assignments
+
+assignments: install
+	@$(PYTHON) -c "import otter" 2>/dev/null || $(PYTHON) -m pip install -e ".[book,dev,assign]"
+	$(PYTHON) -m gitutor.assignments build $(ASSIGNMENTS) $(CHAPTER_NOTEBOOKS)
+
+check-assignments: assignments
+	$(PYTHON) -m gitutor.assignments check $(ASSIGNMENTS) $(CHAPTER_NOTEBOOKS)
