@@ -30,7 +30,7 @@ FULL = dict(
 )
 
 
-def missing_inputs(settings: dict, data_root: str | Path) -> list[str]:
+def missing_inputs(settings, data_root: str | Path) -> list[str]:
     """Everything the profile needs that is not on this machine, one line each with the fix (disk checks only).
 
     The lines name the notebook parameter ``DATA_ROOT`` and the exact download commands.
@@ -39,11 +39,11 @@ def missing_inputs(settings: dict, data_root: str | Path) -> list[str]:
     from gitutor.priors import hub_download_command, hub_prior_cached
 
     missing = []
-    if settings["prior"] != "lfw32" and not hub_prior_cached(settings["prior"]):
-        missing.append(f"the diffusion prior {settings['prior']!r} is not in the Hugging Face cache: run "
-                       f"`{hub_download_command(settings['prior'])}` on a machine with network (≈450 MB), "
+    if settings.prior != "lfw32" and not hub_prior_cached(settings.prior):
+        missing.append(f"the diffusion prior {settings.prior!r} is not in the Hugging Face cache: run "
+                       f"`{hub_download_command(settings.prior)}` on a machine with network (≈450 MB), "
                        "then copy the cache here (or point HF_HOME at it)")
-    if settings["data"] == "celeba" and celeba_missing(data_root):
+    if settings.data == "celeba" and celeba_missing(data_root):
         missing.append(f"CelebA is incomplete under DATA_ROOT = {str(data_root)!r}: missing "
                        f"{', '.join(celeba_missing(data_root))}; download img_align_celeba.zip (unzipped) and the "
                        "list_*.txt / identity_CelebA.txt files from the CelebA page "
