@@ -42,7 +42,7 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
     if settings.prior != "lfw32" and not hub_prior_cached(settings.prior):
         missing.append(f"the diffusion prior {settings.prior!r} is not in the Hugging Face cache: run "
                        f"`{hub_download_command(settings.prior)}` on a machine with network (≈450 MB), "
-                       "then copy the cache here (or point HF_HOME at it)")
+                       "then copy the cache here (or point the environment variable $HF_HOME at it)")
     if settings.data == "celeba" and celeba_missing(data_root):
         missing.append(f"CelebA is incomplete under DATA_ROOT = {str(data_root)!r}: missing "
                        f"{', '.join(celeba_missing(data_root))}; download img_align_celeba.zip (unzipped) and the "
