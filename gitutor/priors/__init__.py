@@ -109,7 +109,8 @@ def face_ddpm(device: str | torch.device = "cpu", *, weights_dir: str | Path = W
         raise PriorChecksumError(f"sha256 of {weights_dir}/{{{CONFIG_FILE}, {WEIGHTS_FILE}}} is {actual}, expected "
                                  f"{expected_sha256}; a file is corrupted or changed: restore it from the repository "
                                  "or re-run scripts/train_face_ddpm.py and update FACE_DDPM_SHA256")
-    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True).to(device).eval().requires_grad_(False)
+    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True, low_cpu_mem_usage=False)  # no accelerate
+    unet = unet.to(device).eval().requires_grad_(False)
     return DiffusionPrior(unet=unet, scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
                           image_size=FACE_DDPM_CONFIG["sample_size"], channels=FACE_DDPM_CONFIG["in_channels"])
 
