@@ -53,6 +53,21 @@ book: notebooks
 clean:
 	rm -rf $(BUILD) _build notebooks/results
 
+# Course assignments (otter-grader; see book/teaching.md). `assignments` writes, per chapter, the student
+# notebook (no solutions, no hidden checks) and the autograder into $(ASSIGNMENTS)/<chapter>/;
+# `check-assignments` grades the reference and the untouched student notebooks with `otter run`.
+ASSIGNMENTS := $(BUILD)/assignments
+CHAPTER_NOTEBOOKS := $(addsuffix .ipynb,$(filter notebooks/%,$(NOTEBOOKS)))
+
+.PHONY: assignments check-assignments
+
+assignments: install
+	@$(PYTHON) -c "import otter" 2>/dev/null || $(PYTHON) -m pip install -e ".[book,dev,assign]"
+	$(PYTHON) -m gitutor.assignments build $(ASSIGNMENTS) $(CHAPTER_NOTEBOOKS)
+
+check-assignments: assignments
+	$(PYTHON) -m gitutor.assignments check $(ASSIGNMENTS) $(CHAPTER_NOTEBOOKS)
+
 # Record chapters at a larger budget into book/recorded/<notebook>.ipynb + .json (results record with
 # provenance: commit, device, torch version, wall time, command). Commit first: the record names the commit.
 #   make record NOTEBOOKS=notebooks/04_stepwise_gradinversion PROFILE=full DEVICE=cpu \

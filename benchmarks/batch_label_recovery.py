@@ -3,10 +3,10 @@
 Setting of issue 4's acceptance: randomly initialised torchvision ResNet34 (1000 classes), 64×64
 crops of the bundled photographs, 40 auxiliary crops from the disjoint pool="aux" half of every
 photograph, M = 20, batches of B = 8 different crops whose labels repeat over 2–5 classes, 20
-trials. The batch gradient is gitutor.federated.client_gradients on the whole model, in training
-mode (BatchNorm batch statistics, a freshly built model) and in evaluation mode (the paper's
-pretrained model is attacked in eval mode; here with the default running statistics of a fresh
-copy, since training-mode passes update them).
+trials. The server's view is gitutor.federated.gradient_case: the whole model's batch gradient, in
+training mode (BatchNorm batch statistics) and in evaluation mode (the paper's pretrained model is
+attacked in eval mode; here with the default running statistics of a fresh model, which the
+client's training-mode passes leave unchanged). Stage I is gitutor.labels.recover_batch_labels.
 
 Prints per method the per-label accuracy and the exact-batch rate (with a 95 % Wilson interval),
 the exhaustive minimum of Eq. 6 (what the objective itself allows), where the errors come from,
@@ -17,7 +17,6 @@ and the time per recovery (coarse labels + evolutionary search, population 20 ×
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import math
 import time
@@ -27,12 +26,12 @@ import numpy as np
 import torch
 
 from gitutor import make_generator
-from gitutor.data import natural_images
-from gitutor.federated import client_gradients
+from gitutor.data import load
+from gitutor.federated import gradient_case
 from gitutor.labels import (FeatureCV, batch_label_scores, bias_label_counts, class_evidence, coarse_labels,
-                            evolve_label_counts, exhaustive_label_counts, fc_input_features, idlg_batch_labels,
-                            sample_repeated_labels, yin_batch_labels)
-from gitutor.models import resnet34
+                            exhaustive_label_counts, idlg_batch_labels, recover_batch_labels, sample_repeated_labels,
+                            yin_batch_labels)
+from gitutor.models import fc_input_features, fc_weight_index, resnet34
 
 METHODS = ("ours (evolutionary)", "Eq. 6 exhaustive", "Yin et al. 2021", "iDLG sign rule", "bias count")
 
@@ -46,9 +45,10 @@ def wilson(successes: float, trials: int) -> tuple[float, float]:
 
 
 def run(model: torch.nn.Module, args: argparse.Namespace) -> None:
-    stats = FeatureCV.fit(functools.partial(fc_input_features, model),
-                          natural_images(args.aux, size=args.size, seed=args.seed, pool="aux"), top_m=args.top_m)
-    images = natural_images(args.trials * args.batch_size, size=args.size, seed=args.seed + 1, pool="target")
+    aux_images, _ = load("photos", args.aux, size=args.size, seed=args.seed, pool="aux")
+    stats = FeatureCV.fit(functools.partial(fc_input_features, model), aux_images, top_m=args.top_m)
+    images, _ = load("photos", args.trials * args.batch_size, size=args.size, seed=args.seed + 1, pool="target")
+    fc_index = fc_weight_index(model)
     generator = make_generator(args.seed)
     scores = {name: [] for name in METHODS}
     seconds, causes = [], {"coarse set wrong": 0, "Eq. 6 minimum != truth": 0, "search missed the minimum": 0}
@@ -56,13 +56,14 @@ def run(model: torch.nn.Module, args: argparse.Namespace) -> None:
     for trial in range(args.trials):
         labels = sample_repeated_labels(args.batch_size, 1000, args.max_classes, generator)
         batch = images[trial * args.batch_size:(trial + 1) * args.batch_size]
-        weight_grad, bias_grad = client_gradients(model, batch, labels)[-2:]
+        weight_grad, bias_grad = gradient_case(model, batch, labels).update[fc_index:fc_index + 2]
         start = time.perf_counter()
-        classes = coarse_labels(weight_grad)
-        counts = evolve_label_counts(weight_grad, classes, args.batch_size, stats, seed=trial).counts
+        ours = recover_batch_labels(model, weight_grad, args.batch_size, stats, seed=trial)
         seconds.append(time.perf_counter() - start)
+        classes = coarse_labels(weight_grad)
+        counts = torch.bincount(ours, minlength=1000)[classes]
         best = exhaustive_label_counts(weight_grad, classes, args.batch_size, stats)
-        predictions = {"ours (evolutionary)": classes.repeat_interleave(counts),
+        predictions = {"ours (evolutionary)": ours,
                        "Eq. 6 exhaustive": classes.repeat_interleave(best),
                        "Yin et al. 2021": yin_batch_labels(weight_grad, args.batch_size),
                        "iDLG sign rule": idlg_batch_labels(weight_grad, args.batch_size),
@@ -116,8 +117,7 @@ def main() -> None:
     torch.manual_seed(args.seed)  # torchvision's initialisers draw from the global generator
     initial = resnet34(num_classes=1000)
     for mode in (("train", "eval") if args.mode == "both" else (args.mode,)):
-        model = copy.deepcopy(initial)  # training-mode passes update BatchNorm running statistics
-        model.train(mode == "train")
+        model = initial.train(mode == "train")  # the client's passes leave its BatchNorm statistics alone
         print(f"\n== ResNet34 (random init, {mode} mode), {args.size}x{args.size}, B={args.batch_size}, "
               f"2..{args.max_classes} classes per batch, {args.trials} trials, {args.aux} aux images, "
               f"M={args.top_m}, seed {args.seed}")

@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 
 from gitutor.attacks import invert_fcn
-from gitutor.data import natural_images
-from gitutor.federated import client_gradients, mixup, smooth_labels
+from gitutor.data import load
+from gitutor.federated import gradient_case, mixup, smooth_labels
 from gitutor.labels import recover_soft_label
-from gitutor.metrics import psnr, ssim
+from gitutor.metrics import score_batch
 from gitutor.models import FCN, LeNet, init_uniform_, resnet18
 
 NUM_CLASSES = 10
@@ -50,7 +50,7 @@ def label_recovery(model, images, n: int, generator: torch.Generator) -> dict[st
         errors, seconds, cpu_seconds = [], [], []
         for index in range(n):
             x, y, exclude_top = random_sample(kind, images, index, generator)
-            grads = client_gradients(model, x, y)
+            grads = gradient_case(model, x, y).update  # what the server observes
             start, cpu_start = time.perf_counter(), time.process_time()
             result = recover_soft_label(model.fc, grads[-1], exclude_top=exclude_top, seed=index)
             seconds.append(time.perf_counter() - start)
@@ -68,11 +68,12 @@ def fcn_inversion(images: torch.Tensor, n: int, generator: torch.Generator) -> t
     psnrs, ssims = [], []
     for index in range(n):
         x, y, _ = random_sample("smoothing", images, index, generator)
-        grads = client_gradients(model, x, y)
+        grads = gradient_case(model, x, y).update  # what the server observes
         result = recover_soft_label(model.fc, grads[-1])
         reconstruction = invert_fcn(model, grads, result.feature, result.label).clamp(0, 1)
-        psnrs.append(float(psnr(reconstruction, x)))
-        ssims.append(float(ssim(reconstruction, x)))
+        scores = score_batch(reconstruction, x, match=False)
+        psnrs.append(scores["psnr"])
+        ssims.append(scores["ssim"])
     return float(np.mean(psnrs)), float(np.min(psnrs)), float(np.mean(ssims))
 
 
@@ -84,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # small CPU work; thread synchronisation costs more than it saves on shared cores
     generator = torch.Generator().manual_seed(args.seed)
-    images = natural_images(args.n + 1, size=32, seed=args.seed)
+    images, _ = load("photos", args.n + 1, size=32, seed=args.seed, pool="all")
     lenet = init_uniform_(LeNet(NUM_CLASSES, fc_bias=False), generator=generator)
     torch.manual_seed(args.seed)
     networks = {"untrained LeNet (bias-free fc)": lenet, "untrained ResNet18 (bias-free fc)":

@@ -14,17 +14,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gitutor.errors import OfflineDataError
 from gitutor.seeding import make_generator
 
 #: Photographs bundled in the scikit-image wheel (names of ``skimage.data`` functions).
 PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
                "immunohistochemistry", "colorwheel")
 POOLS = ("all", "target", "aux")
-TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST"}
-
-
-class OfflineDataError(RuntimeError):
-    """A dataset or weight file is not on disk and cannot be downloaded here."""
+TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST", "lfw_people": "LFWPeople"}
 
 
 def _check_size(size: int) -> None:
@@ -81,15 +78,20 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
         ``(n, 3, size, size)`` float tensor in [0, 1].
 
     Raises:
-        ValueError: for ``n < 1``, a bad ``size`` or an unknown ``pool``.
+        ValueError: for ``n < 1``, an unknown ``pool``, or a ``size`` that is not a positive int or
+            is larger than the smallest photograph region of the pool.
     """
-    if not isinstance(n, int) or n < 1:
+    if type(n) is not int or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     _check_size(size)
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
-    generator = make_generator(seed)
     photos = [_photograph(name) for name in PHOTOGRAPHS]
+    regions = {"all": lambda w: w, "target": lambda w: w // 2, "aux": lambda w: w - w // 2}[pool]
+    largest = min(min(photo.shape[1], regions(photo.shape[2])) for photo in photos)
+    if size > largest:
+        raise ValueError(f"size={size} exceeds the smallest {pool!r} region of the photographs ({largest} px)")
+    generator = make_generator(seed)
     crops = []
     for _ in range(n):
         photo = photos[int(torch.randint(len(photos), (1,), generator=generator))]
@@ -143,7 +145,8 @@ def digits(size: int = 8, channels: int = 1) -> tuple[torch.Tensor, torch.Tensor
 def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: bool = False,
                        size: int = 32, seed: int = 0, download: bool = False
                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` random images and labels of CIFAR-10, CIFAR-100 or MNIST through torchvision (full profile).
+    """``n`` random images and labels of CIFAR-10, CIFAR-100, MNIST or LFW (people) through torchvision
+    (full profile); ``train`` picks the training split (LFWPeople: ``split="train"``, else ``"test"``).
 
     Images are ``ToTensor`` only (no mean/std normalisation), as in the DLG code, resized to ``size``.
 
@@ -160,16 +163,15 @@ def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: b
         raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(TORCHVISION_DATASETS)}")
     cls = getattr(torchvision.datasets, TORCHVISION_DATASETS[name])
     try:
-        dataset = cls(root=str(root), train=train, download=download,
-                      transform=torchvision.transforms.ToTensor())
+        split = {"split": "train" if train else "test"} if name == "lfw_people" else {"train": train}
+        dataset = cls(root=str(root), download=download, transform=torchvision.transforms.ToTensor(), **split)
     except Exception as error:  # torchvision raises RuntimeError/URLError depending on the failure
         raise OfflineDataError(
             f"{TORCHVISION_DATASETS[name]} is not in {Path(root).resolve()}. On a machine with internet, "
             f"run torchvision.datasets.{TORCHVISION_DATASETS[name]}(root={str(root)!r}, download=True) "
             f"once, or set DATA_ROOT to the folder that holds it. ({error})") from error
-    indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
-    images, labels = zip(*(dataset[int(i)] for i in indices))
-    return resize(torch.stack(images), size), torch.as_tensor(labels, dtype=torch.int64)
+    images, labels = _sample(dataset, n, seed)
+    return resize(images, size), labels
 
 
 def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
@@ -192,6 +194,119 @@ def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
             "one sub-folder per class (e.g. n01440764/...), or set IMAGE_ROOT to that folder")
     transform = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.ToTensor()])
     dataset = torchvision.datasets.ImageFolder(str(root), transform=transform)
+    return _sample(dataset, n, seed)
+
+
+def _sample(dataset, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random (image, label) items of a torchvision dataset, stacked."""
     indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
     images, labels = zip(*(dataset[int(i)] for i in indices))
     return torch.stack(images), torch.as_tensor(labels, dtype=torch.int64)
+
+
+#: Image sources of :func:`load`.
+KINDS = ("photos", "digits", "lfw", "imagefolder", *TORCHVISION_DATASETS)
+
+
+def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int = 0, channels: int | None = None,
+         num_classes: int | None = None, pool: str = "target", root: str | Path = "data", train: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``n`` images and labels of one source, the entry point for every chapter's data.
+
+    Sources (``kind``): ``"photos"`` (:func:`natural_images` crops from ``pool``), ``"digits"``
+    (:func:`digits`), ``"lfw"`` (:func:`lfw_faces`) — bundled, for the quick profile — and, for the
+    full profile, ``"cifar10"``, ``"cifar100"``, ``"mnist"``, ``"lfw_people"``
+    (:func:`torchvision_images` under ``root``) and ``"imagefolder"`` (:func:`image_folder`).
+    Photos and the LFW subset have no labels of their own: they get labels uniform in
+    [0, ``num_classes``) when it is given, else None. The picks (and those labels) come from one generator seeded with ``seed``.
+
+    Args:
+        kind: one of :data:`KINDS`.
+        n: number of images; None takes the whole of ``digits`` or ``lfw`` in its own order.
+        size: output side in pixels (default: the source's own; 32 for photos and torchvision, 224
+            for image folders).
+        seed: seed of the picks, the crops and the labels.
+        channels: 3 replicates grey sources to RGB; None keeps the source's channels.
+        num_classes: label range for sources without labels.
+        pool, root, train: see above.
+
+    Returns:
+        ``images`` ``(n, C, size, size)`` float in [0, 1] and ``labels`` ``(n,)`` int64 or None.
+
+    Raises:
+        ValueError: for an unknown ``kind``, ``n`` < 1 or larger than the source, ``n=None`` for
+            another source, a bad ``size``, ``channels`` or ``num_classes``, or ``channels=1`` for a
+            colour source.
+        OfflineDataError: when a full-profile source is not on disk.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {KINDS}")
+    if n is None and kind not in ("digits", "lfw") or n is not None and (type(n) is not int or n < 1):
+        raise ValueError(f"n must be a positive int (None only for 'digits' and 'lfw'), got {n!r}")
+    if channels not in (None, 1, 3):
+        raise ValueError(f"channels must be 1, 3 or None, got {channels!r}")
+    if num_classes is not None and (type(num_classes) is not int or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+    generator = make_generator(seed)
+    if kind in ("digits", "lfw"):
+        images, labels = digits() if kind == "digits" else (lfw_faces(), None)
+        if n is not None:
+            if n > len(images):
+                raise ValueError(f"n={n} but {kind!r} holds only {len(images)} images")
+            pick = torch.randperm(len(images), generator=generator)[:n]
+            images, labels = images[pick], None if labels is None else labels[pick]
+    elif kind == "photos":
+        images, labels = natural_images(n, size or 32, seed=seed, pool=pool), None
+    elif kind == "imagefolder":
+        images, labels = image_folder(root, n, size=size or 224, seed=seed)
+    else:
+        images, labels = torchvision_images(kind, n, root=root, train=train, size=size or 32, seed=seed)
+    if labels is None and num_classes is not None:
+        labels = torch.randint(num_classes, (len(images),), generator=generator)
+    images = images if size is None else resize(images, size)
+    if channels is not None and channels != images.shape[1]:
+        if channels == 1:
+            raise ValueError(f"channels=1 but {kind!r} images have {images.shape[1]} channels")
+        images = images.repeat(1, 3, 1, 1)
+    return images, labels
+
+
+#: Whole pictures a reader recognises at 32×32, all bundled in the scikit-image wheel: an astronaut,
+#: a coffee cup, a cat, a rocket, a retina, a colour wheel, a cameraman, coins, a horse, the
+#: scikit-image logo, stained tissue and the Hubble deep field (grey ones replicated to RGB).
+WHOLE_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "colorwheel", "camera", "coins", "horse",
+                     "logo", "immunohistochemistry", "hubble_deep_field")
+
+
+def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS) -> torch.Tensor:
+    """Whole bundled photographs, centre-cropped to a square and resized to ``size`` (CIFAR-like).
+
+    Unlike :func:`natural_images` (small random crops), every image shows a whole scene a reader
+    recognises, so a reconstruction can be judged by eye.
+
+    Args:
+        size: output side in pixels.
+        names: ``skimage.data`` function names, each a photograph in the scikit-image wheel.
+
+    Returns:
+        ``(len(names), 3, size, size)`` float tensor in [0, 1], in the order of ``names``.
+
+    Raises:
+        ValueError: for a bad ``size``, an empty ``names`` or a name that is not a bundled photograph.
+    """
+    import skimage.data
+
+    _check_size(size)
+    if not names:
+        raise ValueError("names must list at least one skimage.data photograph")
+    unknown = [name for name in names if not callable(getattr(skimage.data, name, None))]
+    if unknown:
+        raise ValueError(f"names {unknown} are not skimage.data photographs; e.g. {WHOLE_PHOTOGRAPHS[:3]}")
+    squares = []
+    for name in names:
+        photo = _photograph(name)
+        height, width = photo.shape[1:]
+        side = min(height, width)
+        top, left = (height - side) // 2, (width - side) // 2
+        squares.append(resize(photo[None, :, top:top + side, left:left + side], size))
+    return torch.cat(squares)

@@ -2,6 +2,8 @@
 
 All image arguments are float tensors ``(B, C, H, W)`` in [0, 1] (data range 1). Per-image values
 come back as ``(B,)`` tensors; take ``.mean()`` for the batch figure the papers report.
+:func:`score_batch` gives every chapter's batch figures in one call. This module imports nothing
+else from gitutor, so any room may use it.
 """
 from __future__ import annotations
 
@@ -18,11 +20,15 @@ class LPIPSUnavailable(RuntimeError):
     """The LPIPS backbone weights (AlexNet from torchvision) cannot be loaded on this machine."""
 
 
-def _check_pair(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-        raise TypeError("images must be torch tensors")
-    if x.shape != y.shape or x.dim() != 4:
-        raise ValueError(f"need two (B, C, H, W) batches of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+def _check_pair(x: torch.Tensor, y: torch.Tensor, dims: tuple[int, ...] = (4,)) -> tuple[torch.Tensor, torch.Tensor]:
+    for name, value in (("reconstruction", x), ("truth", y)):
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            raise TypeError(f"{name} images must be float torch tensors, got {getattr(value, 'dtype', type(value))}")
+        if not torch.isfinite(value).all():
+            raise ValueError(f"{name} images contain NaN or inf")
+    if x.shape != y.shape or x.dim() not in dims:
+        shapes = " or ".join({4: "(B, C, H, W)", 5: "(N, B, C, H, W)"}[d] for d in dims)
+        raise ValueError(f"need two {shapes} batches of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}")
     return x.detach().float().cpu(), y.detach().float().cpu()
 
 
@@ -56,11 +62,16 @@ def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Structural similarity per image (``skimage.metrics.structural_similarity``, data range 1), ``(B,)``.
 
     Images smaller than 7×7 use the largest odd window that fits.
+
+    Raises:
+        ValueError: for images smaller than 3×3 (no SSIM window fits), or as :func:`mse`.
     """
     from skimage.metrics import structural_similarity
 
     x, y = _check_pair(x, y)
     side = min(x.shape[-2:])
+    if side < 3:
+        raise ValueError(f"ssim needs images of at least 3×3 pixels (its smallest window), got {tuple(x.shape[-2:])}")
     window = min(7, side if side % 2 else side - 1)
     return torch.tensor([structural_similarity(b, a, data_range=1.0, channel_axis=0, win_size=window)
                          for a, b in zip(x.clamp(0, 1).numpy(), y.numpy())], dtype=torch.float64)
@@ -119,11 +130,36 @@ def lpips_or_none(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
         return None
 
 
+def hungarian_assignment(cost: torch.Tensor) -> torch.Tensor:
+    """For one ``(B, B)`` or N ``(N, B, B)`` cost matrices (row i vs column j), the permutation π with
+    minimal Σ_i cost[i, π(i)], found with ``scipy.optimize.linear_sum_assignment`` (Kuhn 1955).
+
+    Returns:
+        ``(B,)`` or ``(N, B)`` int64 on the CPU: π(i) for every row i.
+
+    Raises:
+        TypeError: if ``cost`` is not a tensor.
+        ValueError: if the matrices are not square or hold NaN.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if not isinstance(cost, torch.Tensor):
+        raise TypeError(f"cost must be a torch.Tensor, got {type(cost).__name__}")
+    if cost.dim() not in (2, 3) or cost.shape[-1] != cost.shape[-2]:
+        raise ValueError(f"cost must be (B, B) or (N, B, B), got {tuple(cost.shape)}")
+    if torch.isnan(cost).any():
+        raise ValueError("cost contains NaN")
+    matrices = cost.detach().cpu().numpy()
+    if cost.dim() == 2:
+        return torch.as_tensor(linear_sum_assignment(matrices)[1], dtype=torch.int64)
+    return torch.as_tensor(np.stack([linear_sum_assignment(c)[1] for c in matrices]), dtype=torch.int64)
+
+
 def match_batch(reconstruction: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     """Order the reconstructed batch to best match the true batch (Hungarian matching on MSE).
 
     Batch attacks recover images in arbitrary order; the papers compare each true image with its
-    best-matching reconstruction, a linear assignment solved by ``scipy.optimize.linear_sum_assignment``.
+    best-matching reconstruction, a linear assignment (:func:`hungarian_assignment`).
 
     Returns:
         ``reconstruction`` permuted so that row i matches ``truth[i]``, ``(B, C, H, W)``.
@@ -131,20 +167,55 @@ def match_batch(reconstruction: torch.Tensor, truth: torch.Tensor) -> torch.Tens
     Raises:
         ValueError / TypeError: for mismatched batches.
     """
-    from scipy.optimize import linear_sum_assignment
-
     x, y = _check_pair(reconstruction, truth)
     cost = torch.cdist(y.flatten(1).double(), x.flatten(1).double()) ** 2
-    _, columns = linear_sum_assignment(cost.numpy())
-    return reconstruction[torch.as_tensor(columns, device=reconstruction.device)]
+    return reconstruction[hungarian_assignment(cost).to(reconstruction.device)]
+
+
+def score_batch(reconstruction: torch.Tensor, truth: torch.Tensor, match: bool = True, *,
+                lpips: bool = False) -> dict[str, float | None]:
+    """Mean MSE, PSNR (dB) and SSIM (and optionally LPIPS) of reconstructions against the truth.
+
+    With ``match`` every batch is first put in its best order by :func:`match_batch` (batch attacks
+    return images in arbitrary order; Wu et al. 2022 §4.1, Geiping et al. 2020). Means are over all
+    images; PSNR of an exact copy is ``inf``.
+
+    Args:
+        reconstruction, truth: ``(B, C, H, W)`` one batch, or ``(N, B, C, H, W)`` N batches (each
+            matched on its own), float in [0, 1].
+        match: Hungarian matching within each batch (False: compare row by row).
+        lpips: also report ``"lpips"`` — a float, or None when the AlexNet weights are not on disk
+            (show :data:`LPIPS_NA`).
+
+    Returns:
+        ``{"mse": ..., "psnr": ..., "ssim": ...}`` (+ ``"lpips"``), plain floats.
+
+    Raises:
+        ValueError / TypeError: for batches of different shapes, non-float or non-finite values, or
+            images smaller than 3×3 (SSIM).
+    """
+    _check_pair(reconstruction, truth, dims=(4, 5))
+    if reconstruction.dim() == 4:
+        reconstruction, truth = reconstruction[None], truth[None]
+    matched = torch.cat([match_batch(r, x) if match else r for r, x in zip(reconstruction, truth)])
+    truth = truth.flatten(0, 1)
+    scores = {"mse": mse(matched, truth).mean().item(), "psnr": psnr(matched, truth).mean().item(),
+              "ssim": ssim(matched, truth).mean().item()}
+    if lpips:
+        distance = lpips_or_none(matched, truth)
+        scores["lpips"] = None if distance is None else distance.mean().item()
+    return scores
 
 
 def label_accuracy(predicted: torch.Tensor, truth: torch.Tensor) -> float:
     """Fraction of equal entries of two int label tensors of the same shape.
 
     Raises:
+        TypeError: for float label tensors.
         ValueError: if the shapes differ.
     """
+    if predicted.is_floating_point() or truth.is_floating_point():
+        raise TypeError(f"labels must be integer tensors, got {predicted.dtype} and {truth.dtype}")
     if predicted.shape != truth.shape:
         raise ValueError(f"label shapes differ: {tuple(predicted.shape)} vs {tuple(truth.shape)}")
     return float((predicted.cpu() == truth.cpu()).float().mean())

@@ -36,18 +36,33 @@ def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Gener
     return generator
 
 
-def resolve_device(device: str = "auto") -> torch.device:
-    """Turn the notebooks' ``DEVICE`` parameter into a ``torch.device``.
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """Turn the notebooks' ``DEVICE`` parameter into a ``torch.device`` that exists on this machine.
 
-    ``"auto"`` picks CUDA when available, else the CPU; anything else is passed to
-    ``torch.device``.
+    ``"auto"`` picks CUDA when available, else the CPU; ``"cpu"``, ``"cuda"``, ``"cuda:N"`` and
+    ``"mps"`` are accepted when that device is present.
 
     Raises:
-        ValueError: if a CUDA device is requested but none is available.
+        TypeError: if ``device`` is not a str or ``torch.device``.
+        ValueError: naming ``device`` for a string torch does not know, a device type gitutor does not
+            run on, or a CUDA / MPS device that this machine does not have.
     """
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str such as 'auto', 'cpu' or 'cuda', got {type(device).__name__}")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(device)
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"DEVICE={device!r} but CUDA is not available; use DEVICE='auto' or 'cpu'")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"device={device!r} is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'") from error
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but CUDA is not available here; use DEVICE='auto' or 'cpu'")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif resolved.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"device={device!r} but Apple's MPS backend is not available here; use 'auto' or 'cpu'")
+    elif resolved.type != "cpu":
+        raise ValueError(f"device={device!r}: gitutor runs on 'cpu', 'cuda' or 'mps', not {resolved.type!r}")
     return resolved

@@ -14,7 +14,8 @@ with other jobs (load average ~15); one thread is much faster than two on a busy
     python scripts/train_face_ddpm.py            # writes gitutor/priors/weights/face_ddpm_lfw32/
     python scripts/train_face_ddpm.py --steps 50 --out /tmp/ddpm   # smoke test
 
-It prints the sha256 to record in gitutor/priors/__init__.py (FACE_DDPM_SHA256).
+It prints the sha256 over config.json and the weights (gitutor.priors.prior_sha256) to record in
+gitutor/priors/__init__.py (FACE_DDPM_SHA256).
 """
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ from diffusers import DDPMScheduler, UNet2DModel
 from tqdm.auto import tqdm
 
 from gitutor.data import lfw_faces
-from gitutor.priors import (FACE_DDPM_CONFIG, FACE_DDPM_SCHEDULER, PRIOR_TRAIN_FACES, WEIGHTS_DIR, WEIGHTS_FILE,
-                            sha256_of)
+from gitutor.priors import (FACE_DDPM_CONFIG, FACE_DDPM_SCHEDULER, PRIOR_TRAIN_FACES, WEIGHTS_DIR, prior_sha256)
 from gitutor.seeding import make_generator, seed_everything
 
 
@@ -81,7 +81,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     ema = train(args.steps, args.batch_size, args.lr, args.ema_decay, args.seed)
     ema.save_pretrained(args.out, safe_serialization=True)
-    print(f"saved {args.out / WEIGHTS_FILE}\nsha256 {sha256_of(args.out / WEIGHTS_FILE)}")
+    print(f"saved {args.out}\nsha256 (config.json + weights) {prior_sha256(args.out)}")
 
 
 if __name__ == "__main__":

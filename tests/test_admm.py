@@ -112,8 +112,20 @@ def test_bad_hyperparameters_and_misaligned_lists_raise():
     model = _lenet()
     x, y = torch.rand(1, 1, 8, 8, dtype=torch.float64), torch.tensor([0])
     z = [p.detach() for p in model.parameters()]
-    with pytest.raises(ValueError, match="rho must be > 0"):
+    with pytest.raises(ValueError, match="rho must be finite and > 0"):
         fedadmm_client_update(model, x, y, z, z, rho=0.0, lr=0.1, local_steps=1)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="rho"):
+            fedadmm_client_update(model, x, y, z, z, rho=bad, lr=0.1, local_steps=1)
+        with pytest.raises(ValueError, match="lr"):
+            fedadmm_client_update(model, x, y, z, z, rho=0.1, lr=bad, local_steps=1)
+    nan_dual = [torch.full_like(t, float("nan")) for t in z]
+    with pytest.raises(ValueError, match="dual entry for parameter .* NaN"):
+        fedadmm_client_update(model, x, y, z, nan_dual, rho=0.1, lr=0.1, local_steps=1)
+    with pytest.raises(TypeError, match="global_params entry .* float"):
+        fedadmm_client_update(model, x, y, [t.long() for t in z], z, rho=0.1, lr=0.1, local_steps=1)
+    with pytest.raises(ValueError, match=r"labels y must lie in \[0, 4\)"):
+        fedadmm_client_update(model, x, torch.tensor([-100]), z, z, rho=0.1, lr=0.1, local_steps=1)
     with pytest.raises(ValueError, match="local_steps"):
         fedadmm_client_update(model, x, y, z, z, rho=0.1, lr=0.1, local_steps=0)
     with pytest.raises(ValueError, match="dual entry for parameter 'fc.weight'"):
@@ -151,3 +163,32 @@ def test_adaptive_attack_lowers_its_objective_and_beats_dlg_admm_on_two_local_st
     assert [step for step, _ in adaptive.snapshots] == [0, 2, 4]
     naive = dlg_admm(model, update.delta, 0.1, x.shape, 4, iterations=4)
     assert float(psnr(adaptive.images, x)) > float(psnr(naive.images, x)) + 5
+
+
+def test_fedadmm_leaves_batchnorm_running_statistics_alone():
+    """The bug of issue 12: in training mode every local step used to update the BN running statistics."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 3, 3), torch.nn.BatchNorm2d(3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(3 * 6 * 6, 4)).double().train()
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    x, y = torch.rand(2, 1, 8, 8, dtype=torch.float64, generator=make_generator(0)), torch.tensor([0, 3])
+    z = [p.detach().clone() for p in model.parameters()]
+    zero = [torch.zeros_like(p) for p in z]
+    update = fedadmm_client_update(model, x, y, z, zero, rho=0.01, lr=0.1, local_steps=3)
+    for name, buffer in model.named_buffers():
+        assert torch.equal(buffer, before[name]), name
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), z))
+    assert any(d.abs().sum() > 0 for d in update.delta)  # the round did train (batch statistics were used)
+    dummy = x.clone().requires_grad_(True)
+    attacked = fedadmm_client_update(model, dummy, y, z, zero, rho=0.01, lr=0.1, local_steps=2, create_graph=True)
+    sum(d.pow(2).sum() for d in attacked.delta).backward()  # the adaptive attack differentiates through it
+    assert dummy.grad is not None and torch.isfinite(dummy.grad).all()
+    for name, buffer in model.named_buffers():
+        assert torch.equal(buffer, before[name]), name
+
+
+def test_idlg_admm_info_is_json():
+    import json
+
+    model, x, _, _, _, update = _first_round()
+    result = idlg_admm(model, update.delta, 0.1, x.shape, 4, iterations=1)
+    assert json.loads(json.dumps(result.info)) == result.info

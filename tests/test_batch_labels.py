@@ -152,6 +152,14 @@ def test_errors(stats):
         coarse_labels(torch.zeros(10))
     with pytest.raises(ValueError, match="NaN"):
         coarse_labels(torch.full((3, 4), float("nan")))
+    with pytest.raises(TypeError, match="fc_weight_grad must be a float"):
+        coarse_labels(-torch.ones(3, 4, dtype=torch.int64))
+    with pytest.raises(TypeError, match="fc_bias_grad must be a float"):
+        bias_label_counts(-torch.ones(3, dtype=torch.int64), 2)
+    with pytest.raises(TypeError, match="batch_size"):
+        evolve_label_counts(weight_grad, classes, 8.0, stats)
+    with pytest.raises(TypeError, match="population and iterations must be ints"):
+        evolve_label_counts(weight_grad, classes, 8, stats, population=2.5)
     with pytest.raises(ValueError, match="smaller than the 3 classes"):
         evolve_label_counts(weight_grad, classes, 2, stats)
     with pytest.raises(ValueError, match="features per row"):

@@ -60,3 +60,35 @@ def test_dlg_accepts_soft_labels(digit_case):
     soft = dlg(model, grads, x.shape, 10, labels=torch.nn.functional.one_hot(y, 10).float(), iterations=5, seed=1)
     hard = dlg(model, grads, x.shape, 10, labels=y, iterations=5, seed=1)
     assert torch.allclose(soft.images, hard.images, atol=1e-4)
+
+
+def test_dlg_strong_wolfe_option_recovers_and_is_validated(digit_case):
+    model, x, y, grads = digit_case
+    result = dlg(model, grads, x.shape, 10, iterations=40, seed=0, line_search="strong_wolfe")
+    assert int(result.labels[0]) == int(y[0])
+    assert float(psnr(result.images, x)[0]) > 30
+    plain = dlg(model, grads, x.shape, 10, iterations=3, seed=0)
+    wolfe = dlg(model, grads, x.shape, 10, iterations=3, seed=0, line_search="strong_wolfe")
+    assert not torch.equal(plain.images, wolfe.images)  # the option reaches the optimiser
+    with pytest.raises(ValueError, match="line_search"):
+        dlg(model, grads, x.shape, 10, iterations=1, line_search="wolfe")
+    for lr in (0.0, float("nan"), -1.0):
+        with pytest.raises(ValueError, match="lr"):
+            dlg(model, grads, x.shape, 10, iterations=1, lr=lr)
+
+
+def test_dlg_rejects_labels_outside_the_classes(digit_case):
+    model, x, y, grads = digit_case
+    for bad in (torch.tensor([-100]), torch.tensor([10])):
+        with pytest.raises(ValueError, match="num_classes"):
+            dlg(model, grads, x.shape, 10, labels=bad, iterations=1)
+    with pytest.raises(ValueError, match="finite"):
+        dlg(model, grads, x.shape, 10, labels=torch.full((1, 10), float("nan")), iterations=1)
+
+
+def test_dlg_stops_at_an_lbfgs_fixed_point_with_the_full_budget_result(digit_case):
+    model, x, y, grads = digit_case
+    short = dlg(model, grads, x.shape, 10, iterations=200, seed=0, line_search="strong_wolfe")
+    assert short.info["converged_at"] < 200 and len(short.history["loss"]) == 200 and short.snapshots[-1][0] == 200
+    longer = dlg(model, grads, x.shape, 10, iterations=400, seed=0, line_search="strong_wolfe")
+    assert torch.equal(short.images, longer.images) and longer.history["loss"][:200] == short.history["loss"]

@@ -72,3 +72,68 @@ def test_client_gradients_leave_batchnorm_statistics_alone():
     assert all(torch.equal(a, b) for a, b in zip(before, model.buffers()))
     sum(g.pow(2).sum() for g in grads).backward()  # the attacks' second derivative still works
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_labels_out_of_range_and_nan_soft_labels_are_rejected(tiny_lenet):
+    x = torch.rand(2, 1, 12, 12)
+    with pytest.raises(ValueError, match=r"labels y must lie in \[0, 10\)"):
+        client_gradients(tiny_lenet, x, torch.tensor([-100, 1]))  # cross-entropy's ignore_index, silently skipped
+    with pytest.raises(ValueError, match=r"labels y must lie in \[0, 10\)"):
+        client_gradients(tiny_lenet, x, torch.tensor([3, 10]))
+    soft = torch.full((2, 10), 0.1)
+    soft[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="soft labels y contain NaN"):
+        client_gradients(tiny_lenet, x, soft)
+    with pytest.raises(TypeError, match="x must be a float"):
+        client_gradients(tiny_lenet, (x * 255).long(), torch.tensor([1, 2]))
+
+
+def test_frozen_parameters_are_named(tiny_lenet):
+    import copy
+
+    frozen = copy.deepcopy(tiny_lenet)
+    first = next(frozen.named_parameters())
+    first[1].requires_grad_(False)
+    with pytest.raises(ValueError, match=f"{first[0]}.*frozen"):
+        client_gradients(frozen, torch.rand(1, 1, 12, 12), torch.tensor([0]))
+
+
+def test_defenses_reject_integer_gradients_and_bad_strengths():
+    with pytest.raises(TypeError, match="float"):
+        sign_compress([torch.tensor([1, -2, 3])])
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="sigma"):
+            add_gaussian_noise([torch.zeros(3)], bad)
+    with pytest.raises(ValueError, match="rate"):
+        prune_gradients([torch.zeros(3)], float("nan"))
+
+
+def test_defense_type_carries_name_function_and_matching_term():
+    from gitutor.federated import MATCHING_TERMS, Defense, apply_defense, paper_defenses
+
+    defenses = paper_defenses(prune_rate=0.5, sigma=0.0)
+    assert [d.name for d in defenses.values()] == list(defenses) == ["none", "sign", "prune", "gauss"]
+    assert {d.matching for d in defenses.values()} <= set(MATCHING_TERMS)
+    assert defenses["sign"].matching == "sign" and defenses["prune"].matching == "masked_cosine"
+    grads = [torch.tensor([-2.0, 0.5, 3.0, -0.1])]
+    assert torch.equal(defenses["sign"](grads)[0], torch.tensor([-1.0, 1.0, 1.0, -1.0]))
+    assert torch.equal(apply_defense(defenses["prune"], grads)[0], torch.tensor([-2.0, 0.0, 3.0, 0.0]))
+    assert torch.equal(defenses["none"](grads)[0], grads[0]) and torch.equal(defenses["gauss"](grads)[0], grads[0])
+    with pytest.raises(ValueError, match="matching"):
+        Defense("mine", sign_compress, "l2")
+    with pytest.raises(TypeError, match="apply"):
+        Defense("mine", "not callable")
+    with pytest.raises(ValueError, match="prune_rate"):
+        paper_defenses(prune_rate=1.5)
+
+
+def test_parameter_lists_must_be_finite_floats(tiny_lenet):
+    from gitutor.federated.client import check_parameter_list
+
+    grads = [torch.zeros_like(p) for p in tiny_lenet.parameters()]
+    assert len(check_parameter_list(tiny_lenet, grads, "grads")) == len(grads)
+    with pytest.raises(TypeError, match="grads entry for parameter .* float"):
+        check_parameter_list(tiny_lenet, [g.int() for g in grads], "grads")
+    grads[1] = grads[1] + float("inf")
+    with pytest.raises(ValueError, match="grads entry for parameter .* NaN or inf"):
+        check_parameter_list(tiny_lenet, grads, "grads")

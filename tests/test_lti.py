@@ -126,6 +126,10 @@ def test_inversion_mlp_shapes_and_errors():
         mlp(torch.randn(3, 21))
     with pytest.raises(ValueError, match="image_shape"):
         InversionMLP(20, (8, 8))
+    with pytest.raises(ValueError, match="hidden must be a positive int"):
+        InversionMLP(20, (1, 8, 8), hidden=2.5)
+    with pytest.raises(ValueError, match="features contain NaN"):
+        aggregate_batches(torch.full((4, 2), float("nan")), torch.rand(4, 1, 2, 2), 2)
 
 
 def test_tiny_training_run_lowers_validation_loss(lenet, small_digits):
@@ -181,3 +185,46 @@ def test_resnet20_has_270k_parameters_and_parameter_free_shortcuts():
     assert model(torch.rand(2, 3, 32, 32)).shape == (2, 10)
     same = resnet20(num_classes=10, seed=0)
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), same.parameters()))
+
+
+def test_lti_dataset_path_rejects_nan_images_and_bad_labels(lenet, small_digits):
+    images, labels = small_digits[0][:3].clone(), small_digits[1][:3]
+    images[1, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="images contain NaN"):
+        make_gradient_dataset(lenet, images, labels)
+    with pytest.raises(ValueError, match=r"labels y must lie in \[0, 10\)"):
+        make_gradient_dataset(lenet, small_digits[0][:2], torch.tensor([1, -100]))
+    with pytest.raises(ValueError, match="images must be a float"):
+        make_gradient_dataset(lenet, (small_digits[0][:2] * 16).long(), small_digits[1][:2])
+
+
+def test_reconstruct_returns_an_attack_result_with_json_info(lenet, small_digits):
+    import json
+
+    from gitutor.attacks import AttackResult, reconstruct
+
+    mlp = InversionMLP(7, (1, 8, 8), batch_size=2, hidden=8)
+    result = reconstruct(mlp, torch.randn(5, 7), chunk=2)
+    assert isinstance(result, AttackResult) and result.images.shape == (5, 2, 1, 8, 8) and result.labels is None
+    assert json.loads(json.dumps(result.info)) == {"observations": 5, "batch_size": 2}
+    assert not result.images.requires_grad and result.images.device.type == "cpu"
+    with pytest.raises(ValueError, match="features contain NaN"):
+        reconstruct(mlp, torch.full((1, 7), float("nan")))
+    with pytest.raises(TypeError, match="InversionMLP"):
+        reconstruct(torch.nn.Linear(7, 7), torch.randn(1, 7))
+
+
+def test_training_rejects_bad_hyperparameters(lenet):
+    mlp = InversionMLP(4, (1, 2, 2), hidden=4)
+    features, images = torch.randn(10, 4), torch.rand(10, 1, 1, 2, 2)
+    for kwargs, message in ((dict(lr=float("nan")), "lr must be"), (dict(lr=-1.0), "lr must be"),
+                            (dict(lr_drop_at=0.0), "lr_drop_at"), (dict(batch_size=0), "batch_size")):
+        with pytest.raises(ValueError, match=message):
+            train_inversion_model(mlp, features, images, epochs=1, progress=False, **kwargs)
+
+
+def test_reconstruction_scores_are_score_batch():
+    from gitutor.attacks.lti import reconstruction_scores
+    from gitutor.metrics import score_batch
+
+    assert reconstruction_scores is score_batch

@@ -51,3 +51,39 @@ def test_label_accuracy():
     assert label_accuracy(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 3])) == pytest.approx(2 / 3)
     with pytest.raises(ValueError):
         label_accuracy(torch.tensor([1]), torch.tensor([1, 2]))
+
+
+def test_score_batch_matches_each_batch_and_subsumes_the_scorers():
+    from gitutor.metrics import hungarian_assignment, score_batch
+
+    truth = torch.rand(2, 3, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    shuffled = truth[:, [2, 0, 1]]
+    matched = score_batch(shuffled, truth)
+    assert matched["mse"] == 0 and matched["psnr"] == float("inf") and matched["ssim"] == pytest.approx(1.0)
+    unmatched = score_batch(shuffled, truth, match=False)
+    assert unmatched["mse"] > 0.01 and unmatched["ssim"] < 0.5
+    noisy = (truth[0] + 0.1).clamp(0, 1)
+    single = score_batch(noisy, truth[0])
+    assert single["mse"] == pytest.approx(float(mse(noisy, truth[0]).mean()))
+    assert single["psnr"] == pytest.approx(float(psnr(noisy, truth[0]).mean()))
+    assert "lpips" in score_batch(noisy, truth[0], lpips=True)
+    cost = torch.tensor([[[5.0, 1.0], [1.0, 5.0]], [[0.0, 9.0], [9.0, 0.0]]])
+    assert hungarian_assignment(cost).tolist() == [[1, 0], [0, 1]]
+    with pytest.raises(ValueError, match="cost"):
+        hungarian_assignment(torch.zeros(2, 3))
+    with pytest.raises(TypeError, match="cost"):
+        hungarian_assignment([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match=r"\(N, B, C, H, W\)"):
+        score_batch(truth, truth[:, :2])
+
+
+def test_metrics_reject_tiny_and_non_finite_images():
+    with pytest.raises(ValueError, match="3×3"):
+        ssim(torch.rand(1, 1, 2, 2), torch.rand(1, 1, 2, 2))
+    nan = torch.full((1, 1, 4, 4), float("nan"))
+    with pytest.raises(ValueError, match="reconstruction images contain NaN"):
+        psnr(nan, torch.rand(1, 1, 4, 4))
+    with pytest.raises(TypeError, match="truth images must be float"):
+        mse(torch.rand(1, 1, 4, 4), torch.ones(1, 1, 4, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match="integer"):
+        label_accuracy(torch.tensor([1.0]), torch.tensor([1]))

@@ -53,3 +53,22 @@ def test_resnet34_pretrained_fails_fast_offline(monkeypatch, tmp_path):
     monkeypatch.setattr(api, "load_state_dict_from_url", offline)
     with pytest.raises(OfflineDataError, match="PRETRAINED=False"):
         resnet34(pretrained=True)
+
+
+def test_introspection_helpers_find_the_last_linear_layer():
+    from gitutor.models import fc_weight_index, imagenet_resnet34, last_linear
+
+    model = LeNet(num_classes=10, in_channels=1, image_size=12)
+    assert last_linear(model) is model.fc
+    assert list(model.parameters())[fc_weight_index(model)] is model.fc.weight
+    sequential = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    assert last_linear(sequential) is sequential[3] and fc_weight_index(sequential) == 2
+    with pytest.raises(ValueError, match="no nn.Linear"):
+        last_linear(torch.nn.Sequential(torch.nn.ReLU()))
+    with pytest.raises(TypeError, match="model"):
+        last_linear("resnet")
+    state = torch.get_rng_state()
+    a, b = imagenet_resnet34(10, seed=3), imagenet_resnet34(10, seed=3)
+    assert torch.equal(torch.get_rng_state(), state)  # the global generator is left alone
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert last_linear(a) is a[1].fc and a.eval()(torch.rand(1, 3, 32, 32)).shape == (1, 10)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import matplotlib
 import pytest
 import torch
@@ -14,8 +16,17 @@ def test_get_profile_quick_full_and_errors():
     full = get_profile("01_dlg", "full")
     assert quick.iterations == 300 and quick.profile == "quick" and full.profile == "full"
     assert len(full.seeds) > len(quick.seeds)
-    quick["iterations"] = 1
-    assert get_profile("01_dlg").iterations == 300  # a fresh copy every time
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quick.iterations = 1
+    changed = quick.replace(iterations=1)
+    assert changed.iterations == 1 and quick.iterations == 300 and changed.seeds == quick.seeds
+    changed.seeds.append(99)  # values are copies: nothing reaches the next profile
+    assert get_profile("01_dlg").seeds == quick.seeds != changed.seeds
+    with pytest.raises(ValueError, match="not_a_setting"):
+        quick.replace(not_a_setting=1)
+    with pytest.raises(ValueError, match="profile"):
+        quick.replace(profile="full")
+    assert quick.as_dict()["iterations"] == 300 and get_profile("03_cv_batch_labels").torch_threads == 2
     with pytest.raises(ValueError, match="unknown profile"):
         get_profile("01_dlg", "medium")
     with pytest.raises(ValueError, match="unknown notebook"):
@@ -45,6 +56,20 @@ def test_generators_are_reproducible_and_checked():
     assert torch.equal(first, torch.rand(2))
     assert gitutor.resolve_device("cpu").type == "cpu"
     assert gitutor.resolve_device("auto").type in ("cpu", "cuda")
+
+
+def test_resolve_device_rejects_devices_this_machine_lacks(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert gitutor.resolve_device("auto").type == "cpu"
+    for device, message in (("cuda", "CUDA is not available"), ("cuda:0", "CUDA is not available"),
+                            ("mps", "MPS backend is not available"), ("gpu0", "not a device name"),
+                            ("meta", "runs on 'cpu', 'cuda' or 'mps'")):
+        with pytest.raises(ValueError, match=message) as error:
+            gitutor.resolve_device(device)
+        assert "device=" in str(error.value)
+    with pytest.raises(TypeError, match="device"):
+        gitutor.resolve_device(0)
 
 
 def test_viz_figures():

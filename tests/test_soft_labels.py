@@ -146,3 +146,16 @@ def test_invert_fcn_bad_inputs():
         invert_fcn(model, grads[:1], torch.ones(8), torch.ones(NUM_CLASSES))
     with pytest.raises(ValueError, match="feature"):
         invert_fcn(model, grads, torch.ones(7), torch.ones(NUM_CLASSES))
+
+
+def test_pso_only_search_recovers_and_leaves_threads_alone(lenet, images):
+    """Table 5's setting: PSO without the L-BFGS starts still finds the smoothed label; no global state changes."""
+    y = smooth_labels(torch.tensor([6]), 0.2, NUM_CLASSES)
+    grads = client_gradients(lenet, images[3:4], y)
+    threads = torch.get_num_threads()
+    result = recover_soft_label(lenet.fc, grads[-1], search="pso", bound=6.0)
+    assert torch.get_num_threads() == threads
+    assert result.method == "pso" and result.accepted
+    assert _l1(result, y) < TOLERANCE
+    with pytest.raises(ValueError, match="search"):
+        recover_soft_label(lenet.fc, grads[-1], search="adam")

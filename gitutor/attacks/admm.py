@@ -21,19 +21,8 @@ from gitutor.attacks.dlg import dlg
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.federated.admm import fedadmm_client_update, pseudo_gradient
-from gitutor.labels.feature_cv import last_linear
 from gitutor.labels.idlg import idlg_label
-
-
-def fc_weight_index(model: nn.Module) -> int:
-    """Position of the last linear layer's weight (see :func:`gitutor.labels.last_linear`) in
-    ``list(model.parameters())``; the iDLG rule reads that entry of the gradient.
-
-    Raises:
-        ValueError: if the model has no ``nn.Linear`` layer.
-    """
-    fc = last_linear(model)
-    return next(i for i, p in enumerate(model.parameters()) if p is fc.weight)
+from gitutor.models.introspect import fc_weight_index
 
 
 def dlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_shape: Sequence[int],

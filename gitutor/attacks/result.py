@@ -11,13 +11,16 @@ class AttackResult:
     """Outcome of a reconstruction attack.
 
     Attributes:
-        images: ``(B, C, H, W)`` reconstructed images (detached, on the CPU).
+        images: ``(B, C, H, W)`` reconstructed images (detached, on the CPU); an attack that inverts
+            N observations at once (Learning To Invert) returns ``(N, B, C, H, W)``.
         labels: ``(B,)`` int64 labels, ``(B, C)`` soft labels, or None when the attack does not
             reconstruct labels.
         history: per-iteration curves, e.g. ``{"loss": [...]}`` (one float per iteration).
         snapshots: ``(iteration, images)`` pairs recorded every ``record_every`` iterations,
             starting with the initialisation at iteration 0.
-        info: anything else worth reporting (e.g. ``{"stopped_early": "non-finite loss"}``).
+        info: anything else worth reporting, JSON-able values only (str, int, float, bool, None,
+            lists and dicts of them), e.g. ``{"stopped_early": "non-finite loss"}``; tensors go in
+            ``images``, ``labels`` or ``history``.
     """
 
     images: torch.Tensor

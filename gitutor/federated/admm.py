@@ -17,6 +17,7 @@ gradient: −Δ/η = 2 (∇f(z) + π); in general, for one step, −Δ/η = 2 (�
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -24,7 +25,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from gitutor.federated.client import check_parameter_list, cross_entropy
+from gitutor.federated.client import check_client_batch, check_parameter_list, cross_entropy
+from gitutor.models.buffers import preserved_buffers
 
 
 class FedADMMUpdate(NamedTuple):
@@ -42,10 +44,10 @@ class FedADMMUpdate(NamedTuple):
 
 
 def _check_hyperparameters(rho: float, lr: float, local_steps: int) -> None:
-    if not rho > 0:
-        raise ValueError(f"rho must be > 0 (the increment divides by rho), got {rho!r}")
-    if not lr > 0:
-        raise ValueError(f"lr (the client learning rate eta) must be > 0, got {lr!r}")
+    if not 0 < rho < math.inf:
+        raise ValueError(f"rho must be finite and > 0 (the increment divides by rho), got {rho!r}")
+    if not 0 < lr < math.inf:
+        raise ValueError(f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}")
     if not isinstance(local_steps, int) or isinstance(local_steps, bool) or local_steps < 1:
         raise ValueError(f"local_steps must be a positive int (E · number of batches), got {local_steps!r}")
 
@@ -59,7 +61,9 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
     Runs ``local_steps`` gradient steps w ← w − η(∇f(w) + π + ρ(w − z)) on the batch-mean
     cross-entropy f (one full-batch step per local step, so E epochs over one batch give E steps),
-    then π⁺ = π + ρ(w⁺ − z) and Δ = (w⁺ + π⁺/ρ) − (w + π/ρ). The model itself is not modified.
+    then π⁺ = π + ρ(w⁺ − z) and Δ = (w⁺ + π⁺/ρ) − (w + π/ρ). The model itself is not modified:
+    neither its parameters nor its buffers (BatchNorm running statistics in training mode are kept
+    by :func:`~gitutor.models.preserved_buffers`).
 
     Args:
         model: the network; it is evaluated at the local parameters through
@@ -81,10 +85,11 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         :class:`FedADMMUpdate` ``(delta, dual, local_params)``; detached unless ``create_graph``.
 
     Raises:
-        ValueError: for ρ ≤ 0, η ≤ 0, local_steps < 1, non-finite ``x``, a batch-size mismatch, or a
-            parameter list whose length or shapes do not match the model (the message names the
-            parameter).
-        TypeError: if a parameter list is not a list of tensors, or integer labels are not int64.
+        ValueError: for ρ or η not finite and > 0, local_steps < 1, non-finite ``x``, a batch-size
+            mismatch, labels out of range, or a parameter list whose length or
+            shapes do not match the model or that holds NaN/inf (the message names the parameter).
+        TypeError: if a parameter list is not a list of float tensors, ``x`` is not a float tensor,
+            or integer labels are not int64.
     """
     _check_hyperparameters(rho, lr, local_steps)
     names = [name for name, _ in model.named_parameters()]
@@ -92,18 +97,16 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     pi = [t.detach() for t in check_parameter_list(model, dual, "dual")]
     start = list(model.parameters()) if local_params is None else check_parameter_list(model, local_params, "local_params")
     start = [t.detach() for t in start]
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"batch size mismatch: x has {x.shape[0]} images, y has {y.shape[0]} labels")
-    if not torch.isfinite(x).all():
-        raise ValueError("x contains NaN or inf")
+    check_client_batch(x, y)
 
     w = [t.clone().requires_grad_(True) for t in start]
-    for _ in range(local_steps):
-        loss = cross_entropy(functional_call(model, dict(zip(names, w)), (x,)), y)
-        grads = torch.autograd.grad(loss, w, create_graph=create_graph)
-        w = [wi - lr * (gi + pi_i + rho * (wi - zi)) for wi, gi, pi_i, zi in zip(w, grads, pi, z)]
-        if not create_graph:
-            w = [wi.detach().requires_grad_(True) for wi in w]
+    with preserved_buffers(model):
+        for _ in range(local_steps):
+            loss = cross_entropy(functional_call(model, dict(zip(names, w)), (x,)), y)
+            grads = torch.autograd.grad(loss, w, create_graph=create_graph)
+            w = [wi - lr * (gi + pi_i + rho * (wi - zi)) for wi, gi, pi_i, zi in zip(w, grads, pi, z)]
+            if not create_graph:
+                w = [wi.detach().requires_grad_(True) for wi in w]
     if not create_graph:
         w = [wi.detach() for wi in w]
     new_dual = [pi_i + rho * (wi - zi) for pi_i, wi, zi in zip(pi, w, z)]
@@ -127,8 +130,12 @@ def pseudo_gradient(delta: Sequence[torch.Tensor], lr: float) -> list[torch.Tens
         ValueError: if ``lr <= 0``.
         TypeError: if ``delta`` is not a list of tensors.
     """
-    if not lr > 0:
-        raise ValueError(f"lr (the client learning rate eta) must be > 0, got {lr!r}")
+    if not 0 < lr < math.inf:
+        raise ValueError(f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}")
     if isinstance(delta, torch.Tensor) or not all(isinstance(d, torch.Tensor) for d in delta):
         raise TypeError("delta must be a list of tensors aligned with model.parameters()")
+    if not all(d.is_floating_point() for d in delta):
+        raise TypeError("delta must hold float tensors")
+    if not all(torch.isfinite(d).all() for d in delta):
+        raise ValueError("delta contains NaN or inf")
     return [-d / lr for d in delta]

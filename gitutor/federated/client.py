@@ -1,15 +1,23 @@
-"""What a federated client computes and sends: the gradient of its local loss (DLG Eq. 1)."""
+"""What a federated client computes and sends: the gradient of its local loss (DLG Eq. 1).
+
+Also the per-example view of Learning To Invert (Wu et al. 2022, §3.1): B clients holding one
+image each, every one sending its own (defended) gradient, and the server averaging them.
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from gitutor.federated.defenses import Defense, apply_defense
+from gitutor.models.buffers import preserved_buffers
 
 
 def check_parameter_list(model: nn.Module, tensors: Sequence[torch.Tensor], what: str) -> list[torch.Tensor]:
-    """Check that ``tensors`` is a list aligned with ``model.parameters()`` (count and shapes).
+    """Check that ``tensors`` is a list aligned with ``model.parameters()`` (count, shapes, finite floats).
 
     Gradients, increments, dual variables and global weights all follow this convention.
 
@@ -17,8 +25,9 @@ def check_parameter_list(model: nn.Module, tensors: Sequence[torch.Tensor], what
         The tensors as a list.
 
     Raises:
-        TypeError: if ``tensors`` is not a sequence of tensors.
-        ValueError: on a count mismatch, or naming the first parameter whose entry has the wrong shape.
+        TypeError: if ``tensors`` is not a sequence of tensors, or an entry is not a floating-point tensor.
+        ValueError: on a count mismatch, or naming the first parameter whose entry has the wrong shape
+            or holds NaN/inf.
     """
     if isinstance(tensors, torch.Tensor) or not all(isinstance(t, torch.Tensor) for t in tensors):
         raise TypeError(f"{what} must be a list of tensors aligned with model.parameters()")
@@ -29,6 +38,10 @@ def check_parameter_list(model: nn.Module, tensors: Sequence[torch.Tensor], what
         if tensor.shape != parameter.shape:
             raise ValueError(f"{what} entry for parameter {name!r} has shape {tuple(tensor.shape)}, "
                              f"expected {tuple(parameter.shape)}")
+        if not tensor.is_floating_point():
+            raise TypeError(f"{what} entry for parameter {name!r} has dtype {tensor.dtype}; it must be a float tensor")
+        if not torch.isfinite(tensor).all():
+            raise ValueError(f"{what} entry for parameter {name!r} contains NaN or inf")
     return list(tensors)
 
 
@@ -36,20 +49,73 @@ def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Batch-mean cross-entropy for integer labels ``(B,)`` or soft labels ``(B, C)`` (rows sum to 1).
 
     Soft labels cover one-hot, label smoothing and mixup targets: −Σ_c y_c log softmax(z)_c.
+    Integer labels must lie in [0, C): PyTorch would silently skip −100 (its ``ignore_index``).
 
     Raises:
-        ValueError: on a batch-size or class-count mismatch.
+        ValueError: on a batch-size or class-count mismatch, integer labels outside [0, C), or soft
+            labels with NaN/inf.
         TypeError: for integer labels that are not int64.
     """
     if y.shape[0] != logits.shape[0]:
         raise ValueError(f"batch size mismatch: {logits.shape[0]} inputs but {y.shape[0]} labels")
+    check_labels(y, logits.shape[1])
+    return _cross_entropy(logits, y)
+
+
+def _cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if y.dim() == 1:
+        return F.cross_entropy(logits, y)
+    return -(y * F.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
+
+
+def check_labels(y: torch.Tensor, num_classes: int) -> None:
+    """Check labels ``y``: int64 ``(B,)`` in [0, num_classes) or finite soft labels ``(B, num_classes)``.
+
+    Raises:
+        TypeError: for integer labels that are not int64.
+        ValueError: for labels out of range (e.g. −100, which cross-entropy would silently ignore),
+            soft labels of the wrong width, or NaN/inf soft labels.
+    """
     if y.dim() == 1:
         if y.dtype != torch.int64:
-            raise TypeError(f"integer labels must be int64 (torch.long), got {y.dtype}")
-        return F.cross_entropy(logits, y)
-    if y.dim() != 2 or y.shape[1] != logits.shape[1]:
-        raise ValueError(f"soft labels must be (B, {logits.shape[1]}), got {tuple(y.shape)}")
-    return -(y * F.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
+            raise TypeError(f"integer labels y must be int64 (torch.long), got {y.dtype}")
+        if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+            raise ValueError(f"labels y must lie in [0, {num_classes}), got {y.tolist()}")
+        return
+    if y.dim() != 2 or y.shape[1] != num_classes:
+        raise ValueError(f"soft labels y must be (B, {num_classes}), got {tuple(y.shape)}")
+    if not torch.isfinite(y).all():
+        raise ValueError("soft labels y contain NaN or inf")
+
+
+def check_client_batch(x: torch.Tensor, y: torch.Tensor) -> None:
+    """Check a client's batch: float, finite images ``x`` and as many labels ``y``.
+
+    Raises:
+        TypeError: if ``x`` is not a float tensor or ``y`` is not a tensor.
+        ValueError: on a batch-size mismatch or NaN/inf in ``x``.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a float tensor of images, got {getattr(x, 'dtype', type(x).__name__)}")
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"y must be a tensor of labels, got {type(y).__name__}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"batch size mismatch: x has {x.shape[0]} images, y has {y.shape[0]} labels")
+    if not torch.isfinite(x).all():
+        raise ValueError("x contains NaN or inf")
+
+
+def trainable_parameters(model: nn.Module) -> list[torch.Tensor]:
+    """``list(model.parameters())``, all of which must require gradients (the update has one entry each).
+
+    Raises:
+        ValueError: naming the frozen parameters (``requires_grad=False``).
+    """
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    if frozen:
+        raise ValueError(f"parameters {frozen} of model are frozen (requires_grad=False); the shared update has one "
+                         "entry per parameter, so unfreeze them (parameter.requires_grad_(True))")
+    return list(model.parameters())
 
 
 def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
@@ -59,32 +125,83 @@ def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
     Args:
         model: the shared model; its parameters' ``.grad`` are not touched.
         x: ``(B, C, H, W)`` images in [0, 1].
-        y: ``(B,)`` int64 labels or ``(B, num_classes)`` soft labels.
+        y: ``(B,)`` int64 labels in [0, num_classes) or ``(B, num_classes)`` soft labels.
         create_graph: keep the graph so the result can be differentiated again (attacks set this).
 
-    The model's buffers (BatchNorm running statistics) are restored afterwards, so computing a
-    gradient in train mode — as the client does, and as attacks do thousands of times — never
-    changes the shared model.
+    The model's buffers (BatchNorm running statistics) are kept by
+    :func:`~gitutor.models.preserved_buffers`, so computing a gradient in train mode — as the client
+    does, and as attacks do thousands of times — never changes the shared model.
 
     Returns:
         One tensor per entry of ``model.parameters()``, same shapes; detached unless
         ``create_graph``.
 
     Raises:
-        ValueError: on batch-size mismatch, non-finite inputs, or a parameter that gets no gradient.
-        TypeError: for integer labels that are not int64.
+        ValueError: on batch-size mismatch, non-finite inputs, labels out of range, frozen
+            parameters, or a parameter that gets no gradient.
+        TypeError: for non-float images or integer labels that are not int64.
     """
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"batch size mismatch: x has {x.shape[0]} images, y has {y.shape[0]} labels")
-    if not torch.isfinite(x).all():
-        raise ValueError("x contains NaN or inf")
-    parameters = [p for p in model.parameters()]
-    saved = [(buffer, buffer.detach().clone()) for buffer in model.buffers()] if model.training else []
-    loss = cross_entropy(model(x), y)
-    for buffer, values in saved:
-        buffer.data = values  # swap the storage: the autograd graph of this forward stays valid
+    check_client_batch(x, y)
+    parameters = trainable_parameters(model)
+    with preserved_buffers(model):
+        loss = cross_entropy(model(x), y)
     grads = torch.autograd.grad(loss, parameters, create_graph=create_graph, allow_unused=True)
-    missing = [i for i, g in enumerate(grads) if g is None]
+    missing = [name for (name, _), g in zip(model.named_parameters(), grads) if g is None]
     if missing:
-        raise ValueError(f"parameters {missing} get no gradient from this loss (frozen or unused layers?)")
+        raise ValueError(f"parameters {missing} get no gradient from this loss (unused layers?)")
     return list(grads) if create_graph else [g.detach() for g in grads]
+
+
+def gradient_dimension(model: nn.Module) -> int:
+    """m, the number of gradient coordinates of ``model`` (its parameter count)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def per_example_gradients(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
+                          chunk: int = 256) -> Iterator[list[torch.Tensor]]:
+    """Yield ∇_w ℓ(f_w(x_i), y_i) for every example i alone, as a gradient list (one client each).
+
+    Without BatchNorm the gradients of a chunk of examples come from one vectorised call
+    (``torch.func.vmap`` over ``torch.func.grad``); a model with BatchNorm couples the examples of
+    a batch, so each example then goes through :func:`client_gradients` on its own.
+
+    Raises:
+        ValueError / TypeError: as :func:`client_gradients`.
+    """
+    check_client_batch(images, labels)
+    trainable_parameters(model)
+    device = next(model.parameters()).device
+    with preserved_buffers(model), torch.no_grad():
+        check_labels(labels, model(images[:1].to(device)).shape[1])
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        for i in range(images.shape[0]):
+            yield client_gradients(model, images[i:i + 1].to(device), labels[i:i + 1].to(device))
+        return
+    params = {name: p.detach() for name, p in model.named_parameters()}
+
+    def loss(parameters, x, y):
+        return _cross_entropy(functional_call(model, parameters, (x[None],)), y[None])
+
+    per_example_grad = vmap(grad(loss), in_dims=(None, 0, 0))
+    with preserved_buffers(model):
+        for start in range(0, images.shape[0], chunk):
+            grads = per_example_grad(params, images[start:start + chunk].to(device),
+                                     labels[start:start + chunk].to(device))
+            for i in range(len(next(iter(grads.values())))):
+                yield [grads[name][i] for name in params]
+
+
+def observed_gradient(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                      defense: Defense | None = None) -> list[torch.Tensor]:
+    """What the server receives from B clients holding one image each (Wu et al. §3.1, threat model):
+    (1/B) Σ_i DM[∇_w ℓ(f_w(x_i), y_i)], a gradient list aligned with ``model.parameters()``.
+
+    Args:
+        images: ``(B, C, H, W)``; labels: ``(B,)`` int64; defense: a :class:`Defense`, a function
+            grads -> grads, or None.
+
+    Raises:
+        ValueError / TypeError: as :func:`~gitutor.federated.apply_defense` and :func:`client_gradients`.
+    """
+    defended = [apply_defense(defense, g) for g in per_example_gradients(model, images, labels)]
+    return [torch.stack(layer).mean(dim=0) for layer in zip(*defended)]

@@ -13,60 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch import nn
-
-
-def last_linear(model: nn.Module) -> nn.Linear:
-    """The model's last fully connected layer W^FC: ``model.fc`` when it is a Linear, else the last Linear module.
-
-    Raises:
-        ValueError: if the model has no ``nn.Linear`` layer.
-    """
-    fc = getattr(model, "fc", None)
-    if isinstance(fc, nn.Linear):
-        return fc
-    linears = [module for module in model.modules() if isinstance(module, nn.Linear)]
-    if not linears:
-        raise ValueError(f"{type(model).__name__} has no nn.Linear layer; label recovery needs the FC layer's gradient")
-    return linears[-1]
-
-
-def fc_input_features(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
-    """The input h = Φ(x) of the model's last Linear layer (penultimate features), without gradients.
-
-    The images pass through the model in one forward pass in its current mode (in training mode
-    BatchNorm uses this batch's statistics, as during the client's step). Buffers such as BatchNorm
-    running statistics are restored afterwards, so the call leaves the model unchanged.
-
-    Args:
-        model: a classifier whose last Linear layer is found by :func:`last_linear`.
-        images: ``(n, C, H, W)`` float images in [0, 1].
-
-    Returns:
-        ``(n, m)`` features, m = ``in_features`` of the last Linear layer (512 for ResNet34).
-
-    Raises:
-        ValueError: if ``images`` is not a non-empty 4-D float tensor with finite values, or the model
-            has no Linear layer.
-    """
-    if images.dim() != 4 or images.shape[0] == 0 or not images.is_floating_point():
-        raise ValueError(f"images must be a non-empty float (n, C, H, W) batch, got {images.dtype} "
-                         f"{tuple(images.shape)}")
-    if not torch.isfinite(images).all():
-        raise ValueError("images contain NaN or inf")
-    fc = last_linear(model)
-    captured = []
-    hook = fc.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0].detach()))
-    buffers = {name: buffer.clone() for name, buffer in model.named_buffers()}
-    try:
-        with torch.no_grad():
-            model(images)
-    finally:
-        hook.remove()
-        with torch.no_grad():
-            for name, buffer in model.named_buffers():
-                buffer.copy_(buffers[name])
-    return captured[-1].flatten(1)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from gitutor.labels.batch_labels import _check_batch_size, _check_fc_weight_grad, coarse_labels
+from gitutor.labels.batch_labels import check_batch_size, check_fc_weight_grad, coarse_labels
 from gitutor.labels.idlg import idlg_label
 
 
@@ -30,7 +30,7 @@ def yin_batch_labels(fc_weight_grad: torch.Tensor, batch_size: int) -> torch.Ten
     Raises:
         ValueError: if the gradient is not a finite 2-D tensor or N exceeds the number of classes.
     """
-    _check_fc_weight_grad(fc_weight_grad)
+    check_fc_weight_grad(fc_weight_grad)
     if not 1 <= batch_size <= fc_weight_grad.shape[0]:
         raise ValueError(f"batch_size must be in [1, {fc_weight_grad.shape[0]}] (one distinct class per image), "
                          f"got {batch_size}")
@@ -53,7 +53,7 @@ def idlg_batch_labels(fc_weight_grad: torch.Tensor, batch_size: int) -> torch.Te
     classes = coarse_labels(fc_weight_grad)
     if classes.numel() == 0:
         raise ValueError("no row of fc_weight_grad has a negative mean; the sign rule finds no class")
-    _check_batch_size(batch_size, classes.numel())
+    check_batch_size(batch_size, classes.numel())
     repeats = torch.full((batch_size - classes.numel(),), idlg_label(fc_weight_grad), dtype=torch.int64)
     return torch.cat([classes.cpu(), repeats]).sort().values
 
@@ -76,10 +76,13 @@ def bias_label_counts(fc_bias_grad: torch.Tensor | None, batch_size: int) -> tor
     Raises:
         ValueError: if the FC layer has no bias (``None``), the gradient is not a finite 1-D tensor,
             or N < 1.
+        TypeError: for an integer gradient.
     """
     if fc_bias_grad is None:
         raise ValueError("the FC layer has no bias, so there is no bias gradient to count labels from; "
                          "use recover_batch_labels (weight gradient) instead")
+    if not isinstance(fc_bias_grad, torch.Tensor) or not fc_bias_grad.is_floating_point():
+        raise TypeError(f"fc_bias_grad must be a float tensor, got {getattr(fc_bias_grad, 'dtype', type(fc_bias_grad))}")
     if fc_bias_grad.dim() != 1 or not torch.isfinite(fc_bias_grad).all():
         raise ValueError(f"fc_bias_grad must be a finite (classes,) vector, got shape {tuple(fc_bias_grad.shape)}")
     if batch_size < 1:

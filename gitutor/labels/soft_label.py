@@ -9,42 +9,24 @@ h = λ g_r for one unknown scalar λ = (p_r − y_r)⁻¹, and the label is a fu
 where g / g_r is the per-row ratio (p_i − y_i) / (p_r − y_r). Every ŷ(λ) sums to 1 (Thm. 1); the
 true λ is picked by the label-variance loss of Eq. 5: the variance of all entries but the largest
 ``exclude_top`` (1 for label smoothing and one-hot labels, 2 for mixup), which is 0 at the truth.
-The search follows the authors' code (App. E): L-BFGS from λ = +1 and from λ = −1, then particle
-swarm optimisation (pyswarms) over widening windows of λ up to |λ| = 70; a candidate is accepted
-when 1000 × variance < 1e-9 (App. B.1).
+The search (:mod:`gitutor.labels.lambda_search`) follows the authors' code (App. E): L-BFGS from
+λ = +1 and from λ = −1, then particle swarm optimisation (pyswarms) over widening windows of λ up to
+|λ| = 70; a candidate is accepted when 1000 × variance < 1e-9 (App. B.1).
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 
+from gitutor.labels.lambda_search import ACCEPT_LOSS, LAMBDA_BOUND, PSO_START, search_lambda
+
 #: The authors scale the variance by 1000 before comparing it with the acceptance bar (App. B.1).
 LOSS_SCALE = 1000.0
-#: Accept a λ whose scaled loss is below this (App. B.1).
-ACCEPT_LOSS = 1e-9
-#: L-BFGS settings of the authors' code (App. E): learning rate, steps per start, starting points.
-LBFGS_LR = 0.5
-LBFGS_STEPS = 100
-LBFGS_STARTS = (1.0, -1.0)
-#: An L-BFGS run stops when its last three losses differ by less than this fraction (authors' code).
-PLATEAU = 1e-3
-#: Default largest |λ| searched (App. B.2: the loss tends to 0 for |λ| → ∞, so the search is bounded).
-LAMBDA_BOUND = 70.0
-#: PSO settings (App. E): particles, iterations, first window start, window width, left margin.
-PSO_PARTICLES = 500
-PSO_ITERATIONS = 40
-PSO_START = 1.0
-PSO_WIDTH = 5.0
-PSO_MARGIN = 0.3
-#: Inertia and acceleration coefficients (the defaults of scikit-opt's PSO, used by the authors).
-PSO_OPTIONS = {"w": 0.8, "c1": 0.5, "c2": 0.5}
-#: Parts of a PSO window whose best personal best is polished by L-BFGS (our addition, see _pso).
-PSO_POLISH_BINS = 10
 METHODS = ("lbfgs", "pso", "zero-gradient")
+#: ``search`` values of :func:`recover_soft_label`: the authors' L-BFGS-then-PSO, or PSO only (Table 5).
+SEARCHES = ("lbfgs+pso", "pso")
 
 
 @dataclass(frozen=True)
@@ -153,94 +135,6 @@ def lambda_problem(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Te
     return LambdaProblem(weight @ row_gradient, ratios, row_gradient, row, exclude_top)
 
 
-@contextlib.contextmanager
-def _numpy_global_seed(seed: int):
-    """pyswarms draws from NumPy's global generator; seed it for the call and restore it after."""
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
-@contextlib.contextmanager
-def _single_thread():
-    """The λ problem is a handful of C-vectors; intra-op threading only adds synchronisation cost."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _lbfgs(problem: LambdaProblem, start: float, tol: float, bound: float) -> tuple[float, float]:
-    """L-BFGS on λ from ``start`` (App. E, Alg. 1); stops when accepted or |λ| leaves the bound."""
-    lam = torch.tensor(start, dtype=torch.float64, requires_grad=True)
-    # torch's default tolerances stop at |dloss/dλ| < 1e-7, far above the 1e-9 bar's resolution
-    optimizer = torch.optim.LBFGS([lam], lr=LBFGS_LR, tolerance_grad=1e-15, tolerance_change=1e-15)
-
-    def closure():
-        optimizer.zero_grad()
-        loss = problem.loss(lam)
-        loss.backward()
-        return loss
-
-    best = (start, float(problem.loss(lam.detach())))
-    recent: list[float] = []
-    for _ in range(LBFGS_STEPS):
-        value = float(problem.loss(lam.detach()))
-        if not np.isfinite(value) or abs(lam.item()) > bound:
-            break
-        if value < best[1]:
-            best = (lam.item(), value)
-        recent = [*recent[-2:], value]
-        if value < tol or (len(recent) == 3 and max(recent) - min(recent) < PLATEAU * sum(recent) / 3):
-            break  # accepted, or stuck on a plateau / non-zero local minimum: leave it to PSO
-        optimizer.step(closure)
-    return best
-
-
-def _pso(problem: LambdaProblem, low: float, high: float, tol: float, bound: float) -> tuple[float, float]:
-    """Global-best PSO (pyswarms) on λ ∈ [low, high] (App. E, Alg. 2), then L-BFGS polishes.
-
-    The swarm's best and the best personal best in each of ``PSO_POLISH_BINS`` equal parts of the
-    window are polished: the true minimum can be a narrow basin the swarm left for a wider, shallower
-    local minimum (App. B.1).
-    """
-    from pyswarms.single import GlobalBestPSO
-
-    def cost(positions: np.ndarray) -> np.ndarray:
-        lam = torch.from_numpy(positions[:, 0]).to(torch.float64)
-        return torch.nan_to_num(problem.loss(lam), nan=np.inf).numpy()
-
-    swarm = GlobalBestPSO(n_particles=PSO_PARTICLES, dimensions=1, options=PSO_OPTIONS,
-                          bounds=(np.array([low]), np.array([high])))
-    value, position = swarm.optimize(cost, iters=PSO_ITERATIONS, verbose=False)
-    best = (float(position[0]), float(value))
-    positions, costs = swarm.swarm.pbest_pos[:, 0], swarm.swarm.pbest_cost
-    bins = np.minimum(((positions - low) / (high - low) * PSO_POLISH_BINS).astype(int), PSO_POLISH_BINS - 1)
-    starts = [best[0]] + [float(positions[bins == b][np.argmin(costs[bins == b])])
-                          for b in range(PSO_POLISH_BINS) if np.any(bins == b)]
-    for start in starts:
-        polished = _lbfgs(problem, start, tol, bound)
-        best = min(best, polished, key=lambda candidate: candidate[1])
-        if best[1] < tol:
-            break
-    return best
-
-
-def _pso_windows(bound: float):
-    """[0.7, 6], [−6.3, −1], [5.7, 11], [−11.3, −6], … up to |λ| = ``bound`` (authors' code)."""
-    low = PSO_START
-    while low < bound:
-        high = min(low + PSO_WIDTH, bound)
-        yield low - PSO_MARGIN, high
-        yield -high - PSO_MARGIN, -low
-        low = high
-
-
 def _result(problem: LambdaProblem, lam: float, loss: float, method: str, tol: float) -> SoftLabelResult:
     lam_t = torch.tensor(lam, dtype=torch.float64)
     return SoftLabelResult(label=problem.labels(lam_t).detach(), feature=(lam_t * problem.row_gradient).detach(),
@@ -249,16 +143,18 @@ def _result(problem: LambdaProblem, lam: float, loss: float, method: str, tol: f
 
 def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Tensor, *,
                        exclude_top: int = 1, seed: int = 0, tol: float = ACCEPT_LOSS,
-                       bound: float = LAMBDA_BOUND, prediction: torch.Tensor | None = None) -> SoftLabelResult:
+                       bound: float = LAMBDA_BOUND, prediction: torch.Tensor | None = None,
+                       search: str = "lbfgs+pso") -> SoftLabelResult:
     """Recover a sample's soft label and last-layer feature from the last-layer gradient (§3, Eq. 2–5).
 
-    Search order (App. E): L-BFGS (lr 0.5, up to 100 steps, left early on a loss plateau) from
-    λ = +1, then from λ = −1; if neither reaches a scaled loss below ``tol``, PSO (pyswarms, 500
+    Search order (App. E, ``search="lbfgs+pso"``): L-BFGS (lr 0.5, up to 100 steps, left early on a loss
+    plateau) from λ = +1, then from λ = −1; if neither reaches a scaled loss below ``tol``, PSO (pyswarms, 500
     particles, 40 iterations) over the windows [0.7, 6], [−6.3, −1], [5.7, 11], … up to |λ| = 70.
     Our additions to the paper's recipe: each window's swarm best and the best personal best of
     each tenth of the window are polished by L-BFGS. The first accepted λ is returned; if none is
     accepted the lowest-loss candidate is returned with ``accepted=False``. The truth is never
-    consulted.
+    consulted. ``search="pso"`` skips the L-BFGS starts, as the paper's noise study does ("only the
+    PSO algorithm is utilized", §5.2, Table 5).
 
     Args:
         fc_weight: bias-free last layer (``nn.Linear`` without bias) or its weight ``(C, d)``.
@@ -272,6 +168,7 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
         prediction: the model's output (logits or probabilities, ``(C,)``) for the sample; only
             used when the gradient is exactly zero: the model then predicts the one-hot label
             perfectly and the label is the one-hot of its argmax (App. B.3).
+        search: ``"lbfgs+pso"`` (App. E) or ``"pso"`` (PSO windows only, §5.2).
 
     Returns:
         :class:`SoftLabelResult` (``label`` ``(C,)``, ``feature`` ``(d,)``, ``lam``, ``loss``,
@@ -280,8 +177,11 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
     Raises:
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient of the wrong shape, too few classes,
-            non-finite values, ``bound`` ≤ 1, or a zero gradient without ``prediction``.
+            non-finite values, ``bound`` ≤ 1, an unknown ``search``, or a zero gradient without
+            ``prediction``.
     """
+    if search not in SEARCHES:
+        raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
     weight = _as_weight(fc_weight)
     if isinstance(fc_weight_grad, torch.Tensor) and fc_weight_grad.shape == weight.shape \
             and not torch.any(fc_weight_grad):
@@ -289,27 +189,8 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
     problem = lambda_problem(weight, fc_weight_grad, exclude_top=exclude_top)
     if not bound > PSO_START:
         raise ValueError(f"bound must exceed {PSO_START} (every true λ has |λ| ≥ 1), got {bound!r}")
-    with _single_thread():
-        lam, loss, method = _search(problem, seed, tol, bound)
+    lam, loss, method = search_lambda(problem, seed, tol, bound, lbfgs_first=search == "lbfgs+pso")
     return _result(problem, lam, loss, method, tol)
-
-
-def _search(problem: LambdaProblem, seed: int, tol: float, bound: float) -> tuple[float, float, str]:
-    """L-BFGS from ±1, then PSO windows; the first accepted (λ, loss, method), else the best one."""
-    candidates = []
-    for start in LBFGS_STARTS:
-        lam, loss = _lbfgs(problem, start, tol, bound)
-        if loss < tol:
-            return lam, loss, "lbfgs"
-        candidates.append((loss, lam, "lbfgs"))
-    with _numpy_global_seed(seed):
-        for low, high in _pso_windows(bound):
-            lam, loss = _pso(problem, low, high, tol, bound)
-            if loss < tol:
-                return lam, loss, "pso"
-            candidates.append((loss, lam, "pso"))
-    loss, lam, method = min(candidates)
-    return lam, loss, method
 
 
 def _zero_gradient_result(weight: torch.Tensor, prediction: torch.Tensor | None) -> SoftLabelResult:

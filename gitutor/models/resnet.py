@@ -1,10 +1,11 @@
 """torchvision ResNets with the options the papers need (random init offline, bias-free fc)."""
 from __future__ import annotations
 
+import torch
 import torchvision
 from torch import nn
 
-from gitutor.data import OfflineDataError
+from gitutor.errors import OfflineDataError
 
 
 def resnet18(num_classes: int = 10, fc_bias: bool = True) -> nn.Module:
@@ -43,3 +44,26 @@ def resnet34(num_classes: int = 1000, pretrained: bool = False) -> nn.Module:
             f"could not load {weights.url}: download it on a machine with internet into "
             "$TORCH_HOME/hub/checkpoints/ (default ~/.cache/torch/hub/checkpoints/), or run with "
             f"PRETRAINED=False ({error})") from error
+
+
+#: ImageNet channel mean and standard deviation that torchvision's pretrained weights expect.
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def imagenet_resnet34(num_classes: int = 1000, pretrained: bool = False, seed: int = 0) -> nn.Sequential:
+    """ResNet-34 behind ImageNet normalisation, taking images in [0, 1] (Ye et al., AAAI 2024 setting).
+
+    A random initialisation is drawn from torch's global generator seeded with ``seed`` inside
+    ``torch.random.fork_rng``, so the same seed gives the same weights and the global generator is
+    left as it was. The last layer is ``model[1].fc`` (found by :func:`gitutor.models.last_linear`).
+
+    Raises:
+        ValueError / OfflineDataError: as :func:`resnet34`.
+        TypeError: if ``seed`` is not an int.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # torchvision's initialisers draw from the global generator
+        network = resnet34(num_classes=num_classes, pretrained=pretrained)
+    return nn.Sequential(torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD), network)

@@ -3,13 +3,14 @@
 - :func:`face_ddpm` — the small 32×32 grey face DDPM shipped with the package, trained by
   ``scripts/train_face_ddpm.py`` on the first :data:`PRIOR_TRAIN_FACES` LFW faces bundled with
   scikit-image (the rest are held out to build the quick profile's users). Loads offline and checks
-  the weights' sha256.
+  one sha256 over its ``config.json`` and its weights (:func:`prior_sha256`), so a changed
+  architecture fails as loudly as changed weights.
 - :func:`pretrained_face_ddpm` — a face DDPM from the Hugging Face hub (full profile; the paper used
   an FFHQ-256 DDPM), loaded with ``from_pretrained``; offline it fails fast with what to download.
 
 Both return a :class:`DiffusionPrior`: the noise predictor ε_θ(x_t, t) (a diffusers
 ``UNet2DModel``), its ``DDPMScheduler`` (β_t, ᾱ_t of Eq. 8–10) and the image side it works at.
-Images enter the UNet scaled to [−1, 1].
+Images enter the UNet scaled to [−1, 1]. Sampling and noising: :mod:`gitutor.priors.sampling`.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ import torch
 
 WEIGHTS_DIR = Path(__file__).parent / "weights" / "face_ddpm_lfw32"
 WEIGHTS_FILE = "diffusion_pytorch_model.safetensors"
-#: sha256 of WEIGHTS_DIR / WEIGHTS_FILE as written by ``scripts/train_face_ddpm.py`` (seed 0).
-FACE_DDPM_SHA256 = "4e65412c893ff27208b9d94d8f82c4e585c1310870b561573b32371ca637a8c4"
+CONFIG_FILE = "config.json"
+#: :func:`prior_sha256` of WEIGHTS_DIR (config.json, then the weights) as written by
+#: ``scripts/train_face_ddpm.py`` (seed 0).
+FACE_DDPM_SHA256 = "b6805792d6036c5ff1b9587772343ff981717148071f12a3123ea3bbeca37d28"
 #: LFW faces 0 … PRIOR_TRAIN_FACES − 1 train the prior; the remaining ones are never seen by it.
 PRIOR_TRAIN_FACES = 80
 #: Architecture of the shipped prior (diffusers ``UNet2DModel`` keyword arguments).
@@ -63,12 +66,17 @@ class DiffusionPrior:
         return int(self.scheduler.config.num_train_timesteps)
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
+def prior_sha256(weights_dir: str | Path) -> str:
+    """Hex sha256 over the bytes of ``config.json`` followed by those of the safetensors weights.
+
+    Raises:
+        FileNotFoundError: if either file is missing.
+    """
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        with open(Path(weights_dir) / name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
 
 
@@ -80,30 +88,43 @@ def face_ddpm(device: str | torch.device = "cpu", *, weights_dir: str | Path = W
         device: where to put the UNet.
         weights_dir: folder with ``config.json`` and the safetensors weights (default: the copy
             inside the package).
-        expected_sha256: the checksum the weights must have.
+        expected_sha256: the :func:`prior_sha256` the folder must have.
 
     Returns:
         :class:`DiffusionPrior` in eval mode with gradients of the UNet parameters switched off.
 
     Raises:
-        FileNotFoundError: if the weights are missing (re-run ``scripts/train_face_ddpm.py``).
-        PriorChecksumError: if the file's sha256 differs from ``expected_sha256``.
+        FileNotFoundError: if the weights or config are missing (re-run ``scripts/train_face_ddpm.py``).
+        PriorChecksumError: if the sha256 of config and weights differs from ``expected_sha256``.
     """
     from diffusers import DDPMScheduler, UNet2DModel
 
     weights_dir = Path(weights_dir)
-    weights = weights_dir / WEIGHTS_FILE
-    if not weights.is_file():
-        raise FileNotFoundError(f"face DDPM weights not found at {weights}; "
+    missing = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (weights_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"face DDPM {' and '.join(missing)} not found in {weights_dir}; "
                                 "run `python scripts/train_face_ddpm.py` to recreate them")
-    actual = sha256_of(weights)
+    actual = prior_sha256(weights_dir)
     if actual != expected_sha256:
-        raise PriorChecksumError(f"sha256 of {weights} is {actual}, expected {expected_sha256}; the file is "
-                                 "corrupted or was retrained: restore it from the repository or re-run "
-                                 "scripts/train_face_ddpm.py and update FACE_DDPM_SHA256")
-    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True).to(device).eval().requires_grad_(False)
+        raise PriorChecksumError(f"sha256 of {weights_dir}/{{{CONFIG_FILE}, {WEIGHTS_FILE}}} is {actual}, expected "
+                                 f"{expected_sha256}; a file is corrupted or changed: restore it from the repository "
+                                 "or re-run scripts/train_face_ddpm.py and update FACE_DDPM_SHA256")
+    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True, low_cpu_mem_usage=False)  # no accelerate
+    unet = unet.to(device).eval().requires_grad_(False)
     return DiffusionPrior(unet=unet, scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
                           image_size=FACE_DDPM_CONFIG["sample_size"], channels=FACE_DDPM_CONFIG["in_channels"])
+
+
+def hub_prior_cached(model_id: str = HUB_FACE_DDPM, cache_dir: str | Path | None = None) -> bool:
+    """Whether ``model_id``'s pipeline index is in the local Hugging Face cache (no network access)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(model_id, "model_index.json", cache_dir=cache_dir), str)
+
+
+def hub_download_command(model_id: str = HUB_FACE_DDPM) -> str:
+    """The shell command that fetches ``model_id`` into the Hugging Face cache (``hf``, huggingface_hub >= 0.34)."""
+    return f"hf download {model_id}"
 
 
 def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.device = "cpu", *,
@@ -116,8 +137,8 @@ def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.devi
 
     Raises:
         RuntimeError: if the model is neither cached nor downloadable, naming the model and how to
-            fetch it (``huggingface-cli download <model_id>`` on a machine with network, then set
-            ``HF_HOME`` or ``cache_dir``).
+            fetch it (:func:`hub_download_command`, on a machine with network, then set ``HF_HOME`` or
+            ``cache_dir``).
     """
     from diffusers import DDPMPipeline
 
@@ -126,7 +147,7 @@ def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.devi
     except (OSError, ValueError) as error:
         raise RuntimeError(f"could not load the diffusion prior {model_id!r} ({type(error).__name__}). It is "
                            f"not in the local Hugging Face cache and the hub is unreachable: run "
-                           f"`huggingface-cli download {model_id}` with network access (≈450 MB), or use the "
+                           f"`{hub_download_command(model_id)}` with network access (≈450 MB), or use the "
                            "quick profile's shipped prior gitutor.priors.face_ddpm()") from error
     unet, scheduler = pipeline.unet, pipeline.scheduler
     unet = unet.to(device).eval().requires_grad_(False)

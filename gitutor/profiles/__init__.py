@@ -1,11 +1,16 @@
-"""Quick and full settings for every notebook.
+"""Quick and full settings for every notebook, as frozen dataclasses.
 
 Each notebook's settings live in one module of this package that defines two dicts, ``QUICK``
 (CPU, offline, bundled data, a few minutes on 2 cores) and ``FULL`` (the paper's settings, for a
-GPU). Notebooks call ``get_profile("01_dlg", PROFILE)``.
+GPU). Notebooks call ``cfg = get_profile("01_dlg", PROFILE)`` and read ``cfg.iterations``; a
+notebook that overrides settings makes a new profile, ``cfg = cfg.replace(iterations=50)``. A
+profile never changes after it is made, so no cell can alter a setting another cell relies on.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import importlib
 
 NOTEBOOK_MODULES = {
@@ -18,22 +23,61 @@ NOTEBOOK_MODULES = {
     "07_admm_comparison": "admm_comparison",
 }
 PROFILES = ("quick", "full")
+#: Settings every profile has; a chapter module may leave them out. ``torch_threads`` is the
+#: thread count the notebook pins with ``torch.set_num_threads`` (None: torch's default).
+DEFAULTS = {"torch_threads": None}
 
 
-class Profile(dict):
-    """A dict of settings whose keys can also be read as attributes (``cfg.iterations``)."""
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """Settings of one notebook under one profile; every setting is a field (``cfg.iterations``).
 
-    def __getattr__(self, name: str):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"profile has no setting {name!r}; settings: {sorted(self)}") from None
+    Attributes:
+        notebook: e.g. ``"01_dlg"``.
+        profile: ``"quick"`` or ``"full"``.
+    """
+
+    notebook: str
+    profile: str
+
+    def replace(self, **changes) -> Profile:
+        """A copy with some settings changed, e.g. ``cfg.replace(epochs=50)``.
+
+        Raises:
+            ValueError: naming settings this profile does not have, or for ``notebook``/``profile``
+                (get another profile with :func:`get_profile` instead).
+        """
+        names = {field.name for field in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names | set(changes) & {"notebook", "profile"})
+        if unknown:
+            raise ValueError(f"cannot replace {unknown} in the {self.profile} profile of {self.notebook}; "
+                             f"settings: {sorted(names - {'notebook', 'profile'})}")
+        return type(self)(**{**self.as_dict(), **changes})  # copies: the two profiles share no list or dict
+
+    def as_dict(self) -> dict:
+        """All settings (and ``notebook``, ``profile``) as a plain dict (deep copies)."""
+        return copy.deepcopy({field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
+
+    def __getattr__(self, name: str):  # only called for names that are not settings
+        if name.startswith("__"):
+            raise AttributeError(name)
+        settings = sorted(field.name for field in dataclasses.fields(self))
+        raise AttributeError(f"profile has no setting {name!r}; settings: {settings}")
+
+
+@functools.cache
+def _profile_class(module: str, names: tuple[str, ...]) -> type[Profile]:
+    title = "".join(part.title() for part in module.split("_"))
+    return dataclasses.make_dataclass(f"{title}Profile", [(name, object) for name in names], bases=(Profile,),
+                                      frozen=True)
 
 
 def get_profile(notebook: str, profile: str = "quick") -> Profile:
     """Settings of ``notebook`` (e.g. ``"01_dlg"``) for ``profile`` (``"quick"`` or ``"full"``).
 
-    Returns a fresh copy, so a notebook may change a setting without affecting another.
+    Returns a frozen :class:`Profile` holding deep copies of the module's values (plus
+    :data:`DEFAULTS` for settings the module leaves out), so nothing a notebook does to a value
+    reaches another notebook or a later call.
 
     Raises:
         ValueError: for an unknown notebook or profile name.
@@ -42,6 +86,9 @@ def get_profile(notebook: str, profile: str = "quick") -> Profile:
         raise ValueError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOK_MODULES)}")
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose 'quick' (CPU, minutes) or 'full' (paper scale, GPU)")
-    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}")
-    settings = module.QUICK if profile == "quick" else module.FULL
-    return Profile(dict(settings, profile=profile, notebook=notebook))
+    module = NOTEBOOK_MODULES[notebook]
+    chapter = importlib.import_module(f"gitutor.profiles.{module}")
+    settings = {**DEFAULTS, **copy.deepcopy(chapter.QUICK if profile == "quick" else chapter.FULL)}
+    for reserved in ("notebook", "profile"):
+        settings.pop(reserved, None)
+    return _profile_class(module, tuple(settings))(notebook=notebook, profile=profile, **settings)

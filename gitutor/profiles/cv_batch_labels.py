@@ -8,6 +8,7 @@ of the bundled photographs, auxiliary crops from the disjoint pool="aux" half of
 """
 
 QUICK = {
+    "torch_threads": 2,              # pinned so that ResNet34's features (and every number) repeat across machines
     "pretrained": False,             # no ImageNet weights offline
     "num_classes": 1000,
     "image_size": 64,
@@ -36,6 +37,7 @@ QUICK = {
 
 FULL = {
     **QUICK,
+    "torch_threads": None,           # leave torch's default (GPU run)
     "pretrained": True,              # torchvision ResNet34_Weights.IMAGENET1K_V1, eval mode
     "image_size": 224,
     "data": "ImageNet ILSVRC2012 validation images (IMAGE_ROOT) and 40 auxiliary web images (AUX_ROOT)",

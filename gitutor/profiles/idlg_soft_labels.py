@@ -1,12 +1,14 @@
 """Settings of notebook 02_idlg_soft_labels (Wang, Liang & He, ICLR 2024, §4 and App. E)."""
 
 QUICK = {
-    "data": "bundled photographs (skimage.data crops, 32×32) and scikit-learn digits",
+    "torch_threads": 1,              # pinned: LeNet-sized CPU work, and the same numbers on any core count
+    "data": "bundled photographs (skimage.data: crops for label trials, whole photographs for reconstructions) "
+            "and scikit-learn digits",
     "num_classes": 10,               # CIFAR-10-sized label space, as in Table 2
     "image_size": 32,
     "tolerance": 1e-3,               # L1 error under which a label counts as recovered
     "idlg_samples": 20,              # one-hot / smoothing / mixup samples for the sign-rule section
-    "table2_samples": 10,            # random labels per network × augmentation (paper: 1000)
+    "table2_samples": 10,            # random labels per network × augmentation (count not stated in Table 2)
     "smoothing_max": 0.5,            # ε ~ U(0, 0.5)
     "digits_size": 8,                # trained LeNet (ReLU, bias-free fc) on the 8×8 grey digits
     "trained_split": 1500,           # first 1500 shuffled digits train the LeNet, the rest are attacked
@@ -18,10 +20,13 @@ QUICK = {
     "fcn_widths": (4096, 1024, 256),     # FCN-4 as in the paper; input 3·32·32 instead of 3·64·64
     "fcn_image_size": 32,
     "fcn_images": 4,
-    "table3_image_size": 16,         # reconstructions on 16×16 crops to fit the CPU budget (paper 32×32)
-    "table3_iterations": 20,         # L-BFGS steps of DLG, L2 matching (paper: 300)
-    "table3_ig_iterations": 300,     # signed-Adam steps of the cosine matching (inverting gradients)
+    "table3_image_size": 16,         # reconstructions on 16×16 images to fit the CPU budget (paper 32×32)
+    "table3_samples": {"mixup": 1, "smoothing": 1},  # paper: 45 mixup class pairs, 30 smoothing images
+    "table3_repeats": 1,             # paper: 10
+    "table3_iterations": 20,         # L-BFGS steps of DLG, L2 matching (paper: not stated)
+    "table3_ig_iterations": 900,     # signed-Adam steps of the cosine matching (300 leave a mixup case at ~17 dB)
     "table3_tv_weight": 1e-4,
+    "table3_success_psnr": 20.0,     # dB: the reconstruction is recognisable (the chapter's criterion)
     "noise_variances": [1e-4, 1e-3, 1e-2, 1e-1],
     "noise_samples": 4,              # paper: 100
     "noise_bound": 6.0,              # PSO windows up to |λ| = 6 (untrained ResNet18 has |λ| < 3)
@@ -29,16 +34,18 @@ QUICK = {
 
 FULL = {
     **QUICK,
+    "torch_threads": None,           # leave torch's default (GPU run)
     "data": "CIFAR-10 test images via torchvision (set DATA_ROOT); trained LeNet on CIFAR-10 train images",
-    "data_root": "data",
     "idlg_samples": 200,
-    "table2_samples": 1000,
+    "table2_samples": 1000,          # as the paper's Table 1
     "trained_images": 11000,         # CIFAR-10 train images: 10000 train the LeNet, 1000 are attacked
     "trained_split": 10000,
     "train_epochs": 10,
     "fcn_image_size": 64,            # the paper's 64×64 FCN-4 input (12288 features)
     "fcn_images": 100,
     "table3_image_size": 32,
+    "table3_samples": {"mixup": 45, "smoothing": 30},
+    "table3_repeats": 10,
     "table3_iterations": 300,
     "table3_ig_iterations": 4000,
     "noise_samples": 100,

@@ -1,5 +1,7 @@
 """Users for user-level gradient inversion (Li et al. 2023, §3 "Setup"): one batch of one person.
 
+Scores of a representative image against a user live in :mod:`gitutor.attacks.user_level.evaluation`.
+
 - Quick profile (:func:`lfw_user`): the bundled LFW subset has no identities, so a user is ONE
   held-out LFW face (index >= ``gitutor.priors.PRIOR_TRAIN_FACES``, never seen by the DDPM prior)
   and B photometric/geometric variations of it — small rotation, scale and shift, horizontal flip,
@@ -11,7 +13,6 @@
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -22,6 +23,9 @@ from gitutor.priors import PRIOR_TRAIN_FACES
 from gitutor.seeding import make_generator
 
 NUM_LFW_FACES = 100
+#: Files torchvision's CelebA loader needs under ``root/celeba``.
+CELEBA_FILES = ("img_align_celeba", "list_attr_celeba.txt", "identity_CelebA.txt", "list_eval_partition.txt",
+                "list_bbox_celeba.txt", "list_landmarks_align_celeba.txt")
 
 
 def _uniform(generator: torch.Generator, low: float, high: float) -> float:
@@ -59,8 +63,8 @@ def lfw_user(face_index: int, batch_size: int = 30, *, size: int = 32, channels:
     if not PRIOR_TRAIN_FACES <= face_index < NUM_LFW_FACES:
         raise ValueError(f"face_index must be a held-out face in [{PRIOR_TRAIN_FACES}, {NUM_LFW_FACES}) so "
                          f"that the DDPM prior has never seen it, got {face_index}")
-    if batch_size < 2:
-        raise ValueError(f"batch_size must be >= 2, got {batch_size}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 2:
+        raise ValueError(f"batch_size must be an int >= 2, got {batch_size!r}")
     face = lfw_faces(size=size, channels=channels)[face_index:face_index + 1]
     generator = make_generator(seed * NUM_LFW_FACES + face_index)
     photos = []
@@ -120,46 +124,11 @@ def celeba_users(n_users: int, batch_size: int = 30, *, root: str | Path = "data
     return users
 
 
-@lru_cache(maxsize=1)
-def _lpips_available() -> bool:
-    from gitutor.metrics import lpips_or_none
+def celeba_missing(root: str | Path = "data") -> list[str]:
+    """The CelebA files (of :data:`CELEBA_FILES`) absent from ``root/celeba``; empty when all are there.
 
-    return lpips_or_none(torch.zeros(1, 3, 16, 16), torch.zeros(1, 3, 16, 16)) is not None
-
-
-def paired_scores(x: torch.Tensor, y: torch.Tensor) -> dict[str, float | None]:
-    """MSE, PSNR (dB) and LPIPS (None offline) of x[i] against y[i], averaged over i (Table 1a).
-
-    LPIPS availability is probed once per process, so an offline machine does not retry the
-    AlexNet download for every call."""
-    from gitutor.metrics import lpips_distance, mse, psnr
-
-    lpips = lpips_distance(x, y) if _lpips_available() else None
-    return {"mse": float(mse(x, y).mean()), "psnr": float(psnr(x, y).mean()),
-            "lpips": None if lpips is None else float(lpips.mean())}
-
-
-def representative_scores(representative: torch.Tensor, batch: torch.Tensor) -> dict[str, float | None]:
-    """MSE, PSNR (dB) and LPIPS (None offline) of one image against every image of the user's batch,
-    averaged (Li et al. Table 1a for the user-level attack).
-
-    Raises:
-        ValueError: if ``representative`` is not one ``(1, C, H, W)`` image shaped like the batch's.
+    Checks the disk only, so a notebook can list everything the full profile lacks at once, offline.
     """
-    if representative.dim() != 4 or representative.shape[0] != 1 or representative.shape[1:] != batch.shape[1:]:
-        raise ValueError(f"representative must be (1, {', '.join(map(str, batch.shape[1:]))}), "
-                         f"got {tuple(representative.shape)}")
-    return paired_scores(representative.expand_as(batch), batch)
+    folder = Path(root) / "celeba"
+    return [str(folder / name) for name in CELEBA_FILES if not (folder / name).exists()]
 
-
-def intra_user_scores(batch: torch.Tensor) -> dict[str, float | None]:
-    """The intra-user reference of Li et al. Table 1a: the scores averaged over all pairs
-    i < j of the user's own photos (all three scores are symmetric).
-
-    Raises:
-        ValueError: for a batch of fewer than 2 images.
-    """
-    if batch.dim() != 4 or batch.shape[0] < 2:
-        raise ValueError(f"need a (B >= 2, C, H, W) batch, got shape {tuple(batch.shape)}")
-    i, j = torch.triu_indices(len(batch), len(batch), offset=1)
-    return paired_scores(batch[i], batch[j])

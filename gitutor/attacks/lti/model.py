@@ -1,0 +1,200 @@
+"""The inversion model g_θ of Learning To Invert, its training and the attack itself.
+
+Wu et al. (2022), §3.2. g_θ: R^m → R^{B×d} is an MLP fitted by minimising the reconstruction
+error (Eq. 2), which for B > 1 is permutation invariant (Eq. 3):
+
+    ℓ^attack(g_θ(grad), S_B) = min_π Σ_i ℓ_single(g_θ(grad)_i, x_{π(i)})              (Eq. 3)
+
+with ℓ_single the squared error and the minimum over permutations found by the Hungarian method
+(:func:`gitutor.metrics.hungarian_assignment`). The attack is one forward pass of g_θ.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from gitutor.attacks.result import AttackResult
+from gitutor.metrics import hungarian_assignment
+from gitutor.seeding import make_generator
+
+
+class InversionMLP(nn.Module):
+    """g_θ of Wu et al. §4.1: Linear(m, h) – ReLU – Linear(h, h) – ReLU – Linear(h, B·d) – Sigmoid.
+
+    Args:
+        in_dim: m (or the hashed k), the length of one aggregated gradient vector.
+        image_shape: ``(C, H, W)`` of one image; d = C·H·W.
+        batch_size: B, the number of images reconstructed from one gradient.
+        hidden: h (the paper: 3 000 for B = 1, 10 000 for B = 4).
+        seed: seed of the initial weights (PyTorch's default Linear initialisation, drawn under
+            ``torch.random.fork_rng`` so the global generator is left untouched).
+
+    ``forward`` maps ``(N, in_dim)`` to ``(N, B, C, H, W)`` in (0, 1).
+
+    Raises:
+        ValueError: for non-positive sizes or a bad ``image_shape``; in ``forward``, for an input
+            that is not ``(N, in_dim)``.
+    """
+
+    def __init__(self, in_dim: int, image_shape: Sequence[int], batch_size: int = 1, hidden: int = 3000,
+                 seed: int = 0):
+        super().__init__()
+        image_shape = tuple(image_shape)
+        if len(image_shape) != 3 or min(image_shape) < 1:
+            raise ValueError(f"image_shape must be (C, H, W) with positive sides, got {image_shape!r}")
+        for name, value in (("in_dim", in_dim), ("batch_size", batch_size), ("hidden", hidden)):
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.in_dim, self.image_shape, self.batch_size = in_dim, image_shape, batch_size
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.net = nn.Sequential(
+                nn.Linear(in_dim, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(hidden, batch_size * math.prod(image_shape)), nn.Sigmoid(),
+            )
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if features.dim() != 2 or features.shape[1] != self.in_dim:
+            raise ValueError(f"InversionMLP expects (N, {self.in_dim}) gradient features, got {tuple(features.shape)}")
+        return self.net(features).view(-1, self.batch_size, *self.image_shape)
+
+
+def _check_batches(reconstructed: torch.Tensor, images: torch.Tensor) -> None:
+    if reconstructed.dim() != 5 or reconstructed.shape != images.shape:
+        raise ValueError(f"reconstructed and images must both be (N, B, C, H, W) of the same shape, "
+                         f"got {tuple(reconstructed.shape)} and {tuple(images.shape)}")
+
+
+def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+    """ℓ^attack of Eq. 3 with ℓ_single = pixel MSE: min over π of the mean squared error between
+    output i and image π(i), averaged over outputs and samples. For B = 1 it is the plain MSE.
+
+    Args:
+        reconstructed, images: ``(N, B, C, H, W)``.
+
+    Returns:
+        Scalar tensor (differentiable w.r.t. ``reconstructed``; the matching itself is not).
+
+    Raises:
+        ValueError: if the shapes differ or are not 5-D.
+    """
+    _check_batches(reconstructed, images)
+    cost = (reconstructed[:, :, None] - images[:, None]).pow(2).flatten(3).mean(-1)  # (N, B, B)
+    if reconstructed.shape[1] == 1:
+        return cost.mean()
+    permutation = hungarian_assignment(cost).to(cost.device)
+    return cost.gather(2, permutation[..., None]).mean()
+
+
+def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor, images: torch.Tensor, *,
+                          epochs: int, lr: float = 1e-4, batch_size: int = 256, val_fraction: float = 0.1,
+                          lr_drop_at: float = 0.75, seed: int = 0, device: str | torch.device = "cpu",
+                          progress: bool = True) -> dict[str, list[float]]:
+    """Fit g_θ on auxiliary pairs by minimising Eq. 2 with the loss of Eq. 3 (Wu et al. §4.1).
+
+    Adam with learning rate ``lr``, multiplied by 0.1 after ``lr_drop_at`` of the epochs (the paper:
+    1e-4 → 1e-5 after 150 of 200 epochs, batch 256). A random ``val_fraction`` of the pairs is held
+    out; its loss is measured after every epoch. The model is trained in place and left in eval mode.
+
+    Args:
+        inversion_model: an :class:`InversionMLP` whose ``in_dim`` and output shape fit the data.
+        features: ``(N, in_dim)`` aggregated gradients, from :func:`make_gradient_dataset`.
+        images: ``(N, B, C, H, W)`` the batches behind them.
+        epochs: number of passes over the training part (≥ 1).
+        seed: seed of the train/validation split and of the mini-batch order.
+
+    Returns:
+        ``{"train_loss": [...], "val_loss": [...], "lr": [...]}``, one float per epoch
+        (``val_loss`` is empty when ``val_fraction`` is 0).
+
+    Raises:
+        ValueError: on mismatched counts or shapes, ``epochs < 1``, ``val_fraction`` outside
+            [0, 1), ``lr`` not finite and > 0, ``lr_drop_at`` outside (0, 1], ``batch_size < 1``,
+            NaN/inf in the data, or a split that leaves no training pair.
+    """
+    if features.dim() != 2 or features.shape[0] != images.shape[0]:
+        raise ValueError(f"features must be (N, in_dim) with N = {images.shape[0]} images, got {tuple(features.shape)}")
+    expected = (inversion_model.batch_size, *inversion_model.image_shape)
+    if images.dim() != 5 or tuple(images.shape[1:]) != expected:
+        raise ValueError(f"images must be (N, {', '.join(map(str, expected))}) for this inversion model, "
+                         f"got {tuple(images.shape)}")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
+    if not 0.0 < lr < math.inf:
+        raise ValueError(f"lr must be finite and > 0, got {lr!r}")
+    if not 0.0 < lr_drop_at <= 1.0:
+        raise ValueError(f"lr_drop_at must be a fraction of the epochs in (0, 1], got {lr_drop_at!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not (torch.isfinite(features).all() and torch.isfinite(images).all()):
+        raise ValueError("features or images contain NaN or inf")
+    generator = make_generator(seed)
+    order = torch.randperm(features.shape[0], generator=generator)
+    n_val = int(round(val_fraction * features.shape[0]))
+    if n_val >= features.shape[0]:
+        raise ValueError("the validation split leaves no training pair; use more data or a smaller val_fraction")
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    inversion_model.to(device)
+    optimizer = torch.optim.Adam(inversion_model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[int(lr_drop_at * epochs)], gamma=0.1)
+    history: dict[str, list[float]] = {"train_loss": [], "val_loss": [], "lr": []}
+    bar = tqdm(range(epochs), desc="training g_θ", disable=not progress)
+    for _ in bar:
+        inversion_model.train()
+        total = 0.0
+        for chunk in train_idx[torch.randperm(len(train_idx), generator=generator)].split(batch_size):
+            x, target = features[chunk].to(device), images[chunk].to(device)
+            loss = permutation_invariant_mse(inversion_model(x), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(chunk)
+        history["lr"].append(optimizer.param_groups[0]["lr"])
+        scheduler.step()
+        history["train_loss"].append(total / len(train_idx))
+        if n_val:
+            reconstructed = reconstruct(inversion_model, features[val_idx], device=device).images
+            history["val_loss"].append(permutation_invariant_mse(reconstructed, images[val_idx]).item())
+        bar.set_postfix(train=history["train_loss"][-1], val=history["val_loss"][-1] if n_val else None)
+    inversion_model.eval()
+    return history
+
+
+@torch.no_grad()
+def reconstruct(inversion_model: InversionMLP, features: torch.Tensor, *, chunk: int = 1024,
+                device: str | torch.device = "cpu") -> AttackResult:
+    """The LTI attack itself: one forward pass g_θ(grad) per observed aggregated gradient (Wu et al. §3.2).
+
+    Args:
+        inversion_model: a trained :class:`InversionMLP`.
+        features: ``(N, in_dim)`` observed (defended, aggregated, optionally hashed) gradients,
+            made exactly like the training features (e.g. :func:`make_gradient_dataset`).
+        chunk: observations per forward pass.
+        device: where g_θ runs.
+
+    Returns:
+        :class:`AttackResult` whose ``images`` are ``(N, B, C, H, W)`` reconstructions in (0, 1) on
+        the CPU (one batch of B per observation), ``labels`` None (LTI reconstructs no labels) and
+        ``info`` ``{"observations": N, "batch_size": B}``.
+
+    Raises:
+        TypeError: if ``inversion_model`` is not an :class:`InversionMLP`.
+        ValueError: if ``features`` is not a finite ``(N, in_dim)`` tensor or ``chunk < 1``.
+    """
+    if not isinstance(inversion_model, InversionMLP):
+        raise TypeError(f"inversion_model must be an InversionMLP, got {type(inversion_model).__name__}")
+    if not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be a positive int, got {chunk!r}")
+    if not torch.isfinite(features).all():
+        raise ValueError("features contain NaN or inf")
+    inversion_model.eval()
+    images = torch.cat([inversion_model(part.to(device)).cpu() for part in features.split(chunk)])
+    return AttackResult(images=images, labels=None,
+                        info={"observations": int(images.shape[0]), "batch_size": inversion_model.batch_size})

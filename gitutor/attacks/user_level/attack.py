@@ -1,0 +1,217 @@
+"""User-level gradient inversion with a diffusion prior (Li et al., NeurIPS 2023 workshop, Algorithm 1).
+
+The observed gradient ∇w comes from a batch of B photos of one user. Instead of B images, the
+attacker recovers ONE representative image x̂ (Eq. 6–7): B random semantics-preserving augmentations
+𝒜(x̂) = {𝒯(x̂)}_{i=1..B} must reproduce ∇w (cosine distance), and a DDPM ε_θ keeps x̂ on the image
+manifold through its denoising loss (Eq. 13–14, constant w_t):
+
+    x̂* = argmin_x̂ λ d(F(𝒜(x̂)), ∇w) + ||ε − ε_θ(√ᾱ_τ x̂ + √(1 − ᾱ_τ) ε, τ)||².
+
+Algorithm 1, step i: g_p = ∇_x̂ of the prior term at τ_i; g_gm = ∇_x̂ of the matching term with
+per-layer weights of a sliding window (§2.3.2, Fig. 5b); g_gm ← g_gm / max(1, ||g_gm|| / (ζ_i ||g_p||));
+x̂ ← x̂ − η (g_p + g_gm), where we let Adam (Graikos et al.'s optimiser) scale the step: with the linear
+β schedule ||g_p|| ∝ ᾱ_τ/(1 − ᾱ_τ) changes by orders of magnitude between τ = 999 and 500, which a
+fixed plain-gradient step cannot follow. After S steps the DDPM denoises from t*.
+
+λ (``matching_weight``) is ours: Eq. 14 adds the two terms unweighted, and Algorithm 1's clip only
+*caps* g_gm at ζ ||g_p||. A cosine distance near 0 has a gradient orders of magnitude smaller than the
+prior's (measured in ``history["grad_ratio"]``), so unweighted the prior alone moves x̂ and every user
+gets the same image. A large λ makes the clip bind at every step: g_gm then has norm ζ_i ||g_p|| —
+matching and prior get a fixed share of the step, as Algorithm 1's ζ intends.
+
+x̂ lives in the DDPM's scale [−1, 1] at the prior's resolution; the classifier sees
+(clamp(x̂, −1, 1) + 1) / 2 resized to its input side.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from gitutor.attacks.inverting_gradients import inverting_gradients
+from gitutor.attacks.objectives import check_target_gradients, cosine_gradient_distance
+from gitutor.attacks.result import AttackResult
+from gitutor.attacks.user_level.augment import Augmentation
+from gitutor.attacks.user_level.schedules import LayerWindow, TauSchedule, ZetaSchedule
+from gitutor.federated.client import client_gradients
+from gitutor.priors.sampling import add_noise, ddpm_denoise
+from gitutor.seeding import make_generator
+
+
+def clip_matching_gradient(g_gm: torch.Tensor, g_prior: torch.Tensor, zeta: float) -> torch.Tensor:
+    """Algorithm 1's clipping: g_gm / max(1, ||g_gm|| / (ζ ||g_p||)), so ||result|| <= ζ ||g_p||.
+
+    Raises:
+        ValueError: naming ``zeta`` if it is not a finite positive number.
+    """
+    if not math.isfinite(zeta) or zeta <= 0:
+        raise ValueError(f"zeta must be a finite number > 0, got {zeta}")
+    ratio = g_gm.norm() / (zeta * g_prior.norm() + 1e-12)
+    return g_gm / torch.clamp(ratio, min=1.0)
+
+
+def matching_distance(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
+                      batch: torch.Tensor, layer_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Cosine gradient distance d(F(𝒜(x̂)), ∇w) (Li et al. Eq. 6, Algorithm 1 line 6).
+
+    Args:
+        batch: ``(B, C, H, W)`` augmented copies of x̂ in [0, 1], one per label.
+        layer_weights: ``(L,)`` per-tensor weights of :class:`LayerWindow` (None: all 1); tensors
+            with weight 0 are left out, the others scaled by √weight in both gradients so that
+            each tensor's terms in the inner product and the norms carry its weight.
+    """
+    grads = client_gradients(model, batch, labels, create_graph=True)
+    if layer_weights is None:
+        return cosine_gradient_distance(grads, target_grads)
+    indices = [i for i, w in enumerate(layer_weights.tolist()) if w > 0]
+    masks = [layer_weights[i].sqrt().to(batch.device) for i in indices]
+    return cosine_gradient_distance(grads, target_grads, indices=indices, masks=masks)
+
+
+def to_classifier_input(x: torch.Tensor, image_size: int) -> torch.Tensor:
+    """DDPM-scale images ([−1, 1]) → classifier images in [0, 1] of side ``image_size``."""
+    images = (x.clamp(-1, 1) + 1) / 2
+    if images.shape[-1] != image_size:
+        images = F.interpolate(images, size=(image_size, image_size), mode="bilinear", antialias=True,
+                               align_corners=False).clamp(0, 1)
+    return images
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _check_common(model, target_grads, labels, batch_size, steps):
+    target_grads = check_target_gradients(model, target_grads)
+    for name, value in (("batch_size", batch_size), ("steps", steps)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if labels.dim() != 1 or labels.shape[0] != batch_size:
+        raise ValueError(f"labels must be (batch_size,) = ({batch_size},), got shape {tuple(labels.shape)}")
+    return target_grads
+
+
+def user_level_inversion(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor, prior, *,
+                         batch_size: int, steps: int, augment: Augmentation | None = None,
+                         tau_schedule: TauSchedule | None = None, zeta_schedule: ZetaSchedule | None = None,
+                         layer_window: LayerWindow | None = None, lr: float = 0.05, t_star: int = 200,
+                         matching_weight: float = 1.0, image_size: int | None = None, seed: int = 0,
+                         record_every: int = 50, progress: bool = False) -> AttackResult:
+    """Li et al.'s DiffULA: one representative image from a user's batch gradient (Algorithm 1).
+
+    Args:
+        model: the shared classifier in the client's mode.
+        target_grads: observed batch-mean gradient ∇w, aligned with ``model.parameters()``.
+        labels: ``(batch_size,)`` int64 labels of the user's batch (known to the attacker).
+        prior: a :class:`gitutor.priors.DiffusionPrior` (ε_θ and its ``DDPMScheduler``).
+        batch_size: B, the number of augmented copies of x̂ matched against ∇w.
+        steps: S optimisation steps (4 000 in the paper).
+        augment: 𝒯 (default :class:`Augmentation()`, each transform with p = 0.5).
+        tau_schedule, zeta_schedule, layer_window: the schedules of App. C (defaults: τ 999 → 500
+            with ±50 noise, ζ 1.5 → 1.0, window fully open at half of the steps).
+        lr: η, the Adam learning rate of the update with g_p + clipped g_gm (x̂ in the [−1, 1] scale).
+        t_star: start of the final DDPM denoising (200); 0 skips it.
+        matching_weight: λ multiplying the matching distance before the clip (1 = Eq. 14 as written;
+            see the module docstring).
+        image_size: classifier input side (default: the prior's side); x̂ is resized to it.
+        seed: seeds x̂'s N(0, I) start, ε, τ noise, the augmentations and the denoising noise.
+        record_every: snapshot interval; step S is always recorded (snapshots are classifier-side
+            images in [0, 1], the last one is x̂ before denoising).
+        progress: show a tqdm bar.
+
+    Returns:
+        :class:`AttackResult` with ``images`` the denoised representative image ``(1, C, s, s)`` in
+        [0, 1]; ``history`` per step: ``gradient_distance``, ``prior_loss``, ``tau``, ``zeta``,
+        ``grad_ratio`` (λ||∇d|| / ||g_p|| before the clip), ``clip_scale`` (factor applied to
+        g_gm, 1 = unclipped); ``info``: ``seconds`` (wall time).
+
+    Raises:
+        ValueError: naming the argument: mismatched ``target_grads``, ``labels`` not of length
+            ``batch_size``, ``steps``/``batch_size``/``record_every`` < 1, non-finite or non-positive
+            ``lr``/``matching_weight``, ``t_star`` outside [0, T), a ``tau_schedule`` beyond T.
+    """
+    target_grads = _check_common(model, target_grads, labels, batch_size, steps)
+    augment, tau_schedule = augment or Augmentation(), tau_schedule or TauSchedule()
+    zeta_schedule, layer_window = zeta_schedule or ZetaSchedule(), layer_window or LayerWindow()
+    _check_positive(lr=lr, matching_weight=matching_weight, record_every=record_every)
+    if tau_schedule.t_max >= prior.num_timesteps:
+        raise ValueError(f"tau_schedule.t_max must be < the prior's T = {prior.num_timesteps}, got {tau_schedule.t_max}")
+    if isinstance(t_star, bool) or not isinstance(t_star, int) or not 0 <= t_star < prior.num_timesteps:
+        raise ValueError(f"t_star must be an int in [0, {prior.num_timesteps - 1}], got {t_star!r}")
+    device, side = target_grads[0].device, image_size or prior.image_size
+    start = time.perf_counter()
+    generator = make_generator(seed)
+    taus, zetas = tau_schedule.sample(steps, generator), zeta_schedule.values(steps)
+    x = torch.randn((1, prior.channels, prior.image_size, prior.image_size), generator=generator).to(device)
+    x.requires_grad_(True)
+    optimizer = torch.optim.Adam([x], lr=lr)
+    history: dict[str, list[float]] = {k: [] for k in ("gradient_distance", "prior_loss", "tau", "zeta", "grad_ratio",
+                                                       "clip_scale")}
+    snapshots = [(0, to_classifier_input(x.detach(), side).cpu())]
+    for i in tqdm(range(steps), desc="DiffULA", disable=not progress):
+        tau = int(taus[i])
+        epsilon = torch.randn(x.shape, generator=generator).to(device)
+        prediction = prior.unet(add_noise(prior, x, epsilon, tau), torch.tensor([tau], device=device)).sample
+        prior_loss = (prediction - epsilon).pow(2).sum()
+        g_prior, = torch.autograd.grad(prior_loss, x)
+        batch = augment(to_classifier_input(x, side), batch_size, generator)
+        weights = layer_window.weights(len(target_grads), i / max(steps - 1, 1))
+        distance = matching_distance(model, target_grads, labels, batch, weights)
+        g_gm, = torch.autograd.grad(matching_weight * distance, x)
+        clipped = clip_matching_gradient(g_gm, g_prior, float(zetas[i]))
+        x.grad = g_prior + clipped
+        optimizer.step()
+        ratio = (g_gm.norm() / (g_prior.norm() + 1e-12)).item()
+        for key, value in (("gradient_distance", distance.item()), ("prior_loss", prior_loss.item()), ("tau", tau),
+                           ("zeta", zetas[i]), ("grad_ratio", ratio), ("clip_scale", min(1.0, zetas[i] / max(ratio, 1e-30)))):
+            history[key].append(float(value))
+        if (i + 1) % record_every == 0 or i + 1 == steps:
+            snapshots.append((i + 1, to_classifier_input(x.detach(), side).cpu()))
+    x = ddpm_denoise(prior, x.detach(), t_star, generator)
+    return AttackResult(images=to_classifier_input(x, side).cpu(), labels=labels.detach().cpu(), history=history,
+                        snapshots=snapshots, info={"seconds": time.perf_counter() - start})
+
+
+def user_level_inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
+                                   input_shape: Sequence[int], *, batch_size: int, steps: int,
+                                   augment: Augmentation | None = None, tv_weight: float = 1e-2, lr: float = 0.1,
+                                   seed: int = 0, record_every: int = 50, progress: bool = False) -> AttackResult:
+    """The user-level baseline without a diffusion prior: one image x̂, Inverting Gradients' recipe.
+
+    Same user-level objective as :func:`user_level_inversion` (B augmented copies of x̂, cosine
+    distance over all layers; Li et al. Eq. 6) but with Geiping et al.'s TV prior instead of the DDPM
+    and their optimiser: Adam on the sign of the gradient, learning rate ×0.1 at 3/8, 5/8, 7/8 of
+    the steps, x̂ clamped to [0, 1].
+
+    Args:
+        input_shape: ``(C, H, W)`` of x̂; other arguments as in :func:`user_level_inversion`.
+
+    Returns:
+        :class:`AttackResult` with ``images`` ``(1, C, H, W)``, ``history["gradient_distance"]`` and
+        ``history["loss"]``, snapshots and ``info["seconds"]``.
+
+    Raises:
+        ValueError: as :func:`user_level_inversion`, or naming ``input_shape`` if it is not (C, H, W).
+    """
+    target_grads = _check_common(model, target_grads, labels, batch_size, steps)
+    if len(input_shape) != 3 or min(input_shape) < 1:
+        raise ValueError(f"input_shape must be (C, H, W), got {input_shape!r}")
+    augment = augment or Augmentation()
+    generator = make_generator(seed)
+
+    def user_level_distance(x: torch.Tensor) -> torch.Tensor:
+        return matching_distance(model, target_grads, labels, augment(x, batch_size, generator))
+
+    start = time.perf_counter()
+    result = inverting_gradients(model, target_grads, labels, (1, *input_shape), iterations=steps,
+                                 tv_weight=tv_weight, lr=lr, seed=seed, record_every=record_every,
+                                 progress=progress, matching_distance=user_level_distance)
+    result.info["seconds"] = time.perf_counter() - start
+    return result

@@ -1,0 +1,5 @@
+"""Chapter experiments built from the package's algorithms: the sweeps, trials and client rounds
+that notebooks 01, 02, 06 and 07 run, kept here so the notebooks tell the story and call them."""
+from gitutor.studies.intervals import confidence_interval
+
+__all__ = ["confidence_interval"]

@@ -1,0 +1,156 @@
+"""Chapter 07's data and FedADMM client rounds (the DLG reproduction report, Algorithm 2 lines 11–22).
+
+``load_kinds`` gives the attacked images of each data kind (bundled stand-ins offline, torchvision
+datasets for the full profile, all missing ones named in ONE error); ``first_round`` and
+``client_round`` build the round the server observes; ``attack_first_round`` runs the report's four
+attacks and this book's adaptive one on it; ``model_at`` and ``relative_error`` are the
+small tools the closed-form check and the ablation need.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from gitutor.attacks import AttackResult, adaptive_admm_inversion, dlg, dlg_admm, fc_weight_index, idlg_admm
+from gitutor.data import OfflineDataError, digits, lfw_faces, resize, torchvision_images, whole_photographs
+from gitutor.federated import FedADMMUpdate, client_gradients, fedadmm_client_update
+from gitutor.labels import idlg_label
+from gitutor.seeding import make_generator
+
+#: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
+BUNDLED = ("digits", "photos", "lfw")
+TORCHVISION = {"mnist": "MNIST(root, train=False, download=True)", "cifar100": "CIFAR100(root, train=False, download=True)",
+               "lfw_people": "LFWPeople(root, split='test', download=True)"}
+
+
+def _lfw_people(root: str | Path, n: int, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    import torchvision
+
+    try:
+        people = torchvision.datasets.LFWPeople(str(root), split="test", download=False,
+                                                transform=torchvision.transforms.ToTensor())
+    except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
+        raise OfflineDataError(f"LFWPeople is not in {Path(root).resolve()} ({error})") from error
+    pick = torch.randperm(len(people), generator=generator)[:n]
+    images, labels = zip(*(people[int(i)] for i in pick))
+    return resize(torch.stack(images), size), torch.as_tensor(labels)
+
+
+def _load(kind: str, n: int, size: int, seed: int, root: str | Path, classes: int, channels: int):
+    generator = make_generator(seed)
+    if kind == "digits":
+        images, labels = digits(size=size, channels=channels)
+        pick = torch.randperm(len(images), generator=generator)[:n]
+        return images[pick], labels[pick]
+    if kind == "photos":
+        photos = whole_photographs(size)
+        return photos[torch.randperm(len(photos), generator=generator)[:n]], torch.randint(classes, (n,), generator=generator)
+    if kind == "lfw":
+        faces = lfw_faces(size=25, channels=channels)
+        pick = torch.randperm(len(faces), generator=generator)[:n]
+        return resize(faces[pick], size), torch.randint(classes, (n,), generator=generator)
+    if kind == "lfw_people":
+        return _lfw_people(root, n, size, generator)
+    return torchvision_images(kind, n, root=root, size=size, seed=seed)
+
+
+def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: str | Path,
+               num_classes: Mapping[str, int], channels: Mapping[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``{kind: (images (n, C, size, size) in [0, 1], labels (n,))}`` for every data kind.
+
+    Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs,
+    CIFAR stand-in, random classes), ``"lfw"`` (skimage's LFW subset, random classes). Full kinds:
+    ``"mnist"``, ``"cifar100"``, ``"lfw_people"`` through torchvision from ``data_root``.
+
+    Raises:
+        ValueError: for an unknown kind or ``n < 1``.
+        OfflineDataError: naming EVERY missing dataset with the command that fetches it.
+    """
+    unknown = [kind for kind in kinds if kind not in BUNDLED + tuple(TORCHVISION)]
+    if unknown or n < 1:
+        raise ValueError(f"kinds must be in {BUNDLED + tuple(TORCHVISION)} and n >= 1, got {unknown} and n={n}")
+    data, missing = {}, []
+    for kind in kinds:
+        try:
+            data[kind] = _load(kind, n, size, seed, data_root, num_classes[kind], channels[kind])
+        except OfflineDataError:
+            missing.append(kind)
+    if missing:
+        commands = "; ".join(f"torchvision.datasets.{TORCHVISION[kind]}" for kind in missing)
+        raise OfflineDataError(
+            f"{len(missing)} dataset(s) not in {Path(data_root).resolve()}: {', '.join(missing)}. On a machine with "
+            f"internet run: python -c \"import torchvision; root = {str(data_root)!r}; {commands}\" — then copy "
+            f"the folder here, or set DATA_ROOT to the folder that holds them.")
+    return data
+
+
+def first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float, local_steps: int
+                ) -> tuple[list[torch.Tensor], list[torch.Tensor], FedADMMUpdate]:
+    """The first FedADMM round (local model = global model z, dual π = 0): ``(z, π, update)``."""
+    z = [p.detach().clone() for p in model.parameters()]
+    zero = [torch.zeros_like(p) for p in z]
+    return z, zero, fedadmm_client_update(model, x, y, z, zero, rho=rho, lr=lr, local_steps=local_steps)
+
+
+def client_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
+                 rho: float, lr: float, local_steps: int, round_number: int):
+    """``(z, w, π, update)`` of the attacked round on ``(x, y)``.
+
+    Round 1: w = z, π = 0. Round 2: the client first trained one round on the ``earlier`` batch and the
+    server added that increment with step size 1 (a single client; the report's line 20 writes the step
+    η_i, z ← z + η_i Δ), so π ≠ 0 and w ≠ z.
+
+    Raises:
+        ValueError: for a ``round_number`` other than 1 or 2.
+    """
+    if round_number not in (1, 2):
+        raise ValueError(f"round_number must be 1 or 2, got {round_number!r}")
+    z, pi, _ = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps)
+    w = z
+    if round_number == 2:
+        before = fedadmm_client_update(model, *earlier, z, pi, rho=rho, lr=lr, local_steps=local_steps)
+        z = [zi + d for zi, d in zip(z, before.delta)]
+        w, pi = before.local_params, before.dual
+    update = fedadmm_client_update(model, x, y, z, pi, rho=rho, lr=lr, local_steps=local_steps, local_params=w)
+    return z, w, pi, update
+
+
+def model_at(model: nn.Module, params: Sequence[torch.Tensor]) -> nn.Module:
+    """A copy of ``model`` whose parameters are ``params`` (aligned with ``model.parameters()``)."""
+    clone = copy.deepcopy(model)
+    with torch.no_grad():
+        for p, value in zip(clone.parameters(), params, strict=True):
+            p.copy_(value)
+    return clone
+
+
+def relative_error(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> float:
+    """‖a − b‖ / ‖b‖ over whole parameter lists."""
+    return float(sum(((u - v) ** 2).sum() for u, v in zip(a, b, strict=True)).sqrt()
+                 / sum((v ** 2).sum() for v in b).sqrt())
+
+
+ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "adaptive ADMM")
+
+
+def attack_first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int, *, rho: float, lr: float,
+                       local_steps: int, **options) -> dict[str, AttackResult]:
+    """The report's Fig. 1 comparison on one private batch ``(x, y)``: DLG and iDLG (label from the sign rule)
+    against the SGD gradient, DLG-ADMM and iDLG-ADMM against −Δ/η of the first FedADMM round (Algorithm 2), and
+    the adaptive attack that simulates the round. ``options`` (iterations, seed, record_every) go to every attack,
+    so all five start from the same dummy. Returns ``{name: AttackResult}`` in the order of :data:`ATTACKS`."""
+    gradient = client_gradients(model, x, y)
+    z, zero, update = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps)
+    label = torch.tensor([idlg_label(gradient[fc_weight_index(model)])], device=x.device)
+    return {
+        "DLG": dlg(model, gradient, x.shape, num_classes, **options),
+        "iDLG": dlg(model, gradient, x.shape, num_classes, labels=label, **options),
+        "DLG-ADMM": dlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
+        "iDLG-ADMM": idlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
+        "adaptive ADMM": adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=zero,
+                                                 rho=rho, lr=lr, local_steps=local_steps, **options),
+    }

@@ -1,0 +1,80 @@
+"""Chapter 02's trials around the λ recovery (Wang, Liang & He, ICLR 2024, §4): labelled samples,
+the true λ for scoring, the local minima of the λ landscape and a small client-side training loop.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gitutor.federated import cross_entropy, mixup, smooth_labels
+from gitutor.labels import LambdaProblem
+
+KINDS = ("smoothing", "mixup", "one-hot")
+
+
+def labelled_sample(kind: str, images: torch.Tensor, index: int, num_classes: int, generator: torch.Generator, *,
+                    labels: torch.Tensor | None = None, smoothing_max: float = 0.5):
+    """``(x (1, C, H, W), soft label (1, num_classes), exclude_top)`` for ``kind`` in :data:`KINDS`.
+
+    Without ``labels`` the classes are random (two different ones for mixup, images ``index`` and
+    ``index + 1``); with ``labels`` the sample keeps its true class and mixup pairs it with the next image
+    of another class. Smoothing ε ~ U(0, ``smoothing_max``) (§4.1), mixup weight ~ U(0, 1); ``exclude_top``
+    is Eq. 5's number of entries left out of the variance (2 for mixup, else 1).
+
+    Raises:
+        ValueError: for an unknown ``kind``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    pair = torch.randperm(num_classes, generator=generator)[:2]
+    a = labels[index:index + 1] if labels is not None else pair[:1]
+    x = images[index:index + 1]
+    if kind == "smoothing":
+        return x, smooth_labels(a, smoothing_max * float(torch.rand((), generator=generator)), num_classes), 1
+    if kind == "one-hot":
+        return x, F.one_hot(a, num_classes).float(), 1
+    if labels is None:
+        j, b = index + 1, pair[1:]
+    else:
+        j = next(j for j in range(index + 1, len(labels)) if labels[j] != a[0])
+        b = labels[j:j + 1]
+    mixed, y = mixup(x, a, images[j:j + 1], b, float(torch.rand((), generator=generator)), num_classes=num_classes)
+    return mixed, y, 2
+
+
+def label_l1(label: torch.Tensor, y: torch.Tensor) -> float:
+    """The paper's L_r: the sum of absolute errors of the recovered label's entries (Table 2)."""
+    return float((label.double().cpu() - y.reshape(-1).double().cpu()).abs().sum())
+
+
+def true_lambda(model: nn.Module, x: torch.Tensor, y: torch.Tensor, row: int) -> float:
+    """λ* = 1 / (p_r − y_r) from the true sample (evaluation only; the attack never sees it)."""
+    with torch.no_grad():
+        p = torch.softmax(model(x).double(), dim=-1)[0].cpu()
+    return 1.0 / float(p[row] - y[0, row].cpu())
+
+
+def local_minima(problem: LambdaProblem, reach: float, points: int = 20001) -> torch.Tensor:
+    """λ values of the local minima of Eq. 5's loss on a grid over [−reach, reach] (|λ| > 0.5)."""
+    grid = torch.linspace(-reach, reach, points, dtype=torch.float64)
+    grid = grid[grid.abs() > 0.5]
+    values = problem.loss(grid)
+    inner = (values[1:-1] < values[:-2]) & (values[1:-1] < values[2:])
+    return grid[1:-1][inner]
+
+
+def train_with_smoothing(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, epochs: int,
+                         batch_size: int, lr: float, smoothing: float) -> nn.Module:
+    """Train ``model`` as a client would, with label smoothing ε = ``smoothing`` (Adam, in order, no shuffling);
+    returns it in eval mode."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    num_classes = model(images[:1]).shape[-1]
+    for _ in range(epochs):
+        for start in range(0, len(images), batch_size):
+            target = smooth_labels(labels[start:start + batch_size], smoothing, num_classes)
+            loss = cross_entropy(model(images[start:start + batch_size]), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return model.eval()

@@ -1,0 +1,165 @@
+"""The chapters' graded exercises: structure, reference solutions, and one typical wrong answer each.
+
+The checks of every exercise are otter's exception-based test functions stored in the chapter
+notebook; ``gitutor.assignments.run_tests`` calls them as otter does. Each wrong answer below is run
+on top of the reference namespace (so only the answer changes) and must be rejected by at least one
+check. ``make check-assignments`` grades the same notebooks end to end with ``otter run``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from gitutor.assignments import exercise_cells, parse_questions, read_notebook, run_tests, solution_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+
+#: One easy-to-make mistake per exercise (question name -> code replacing the answer).
+WRONG_ANSWERS = {
+    # missing softmax: the dummy logits are used as if they were label probabilities
+    "dlg_objective": """
+def dlg_objective(model, dummy_x, dummy_logits, target_grads):
+    dummy_grads = client_gradients(model, dummy_x, dummy_logits, create_graph=True)
+    return sum(((d - t) ** 2).sum() for d, t in zip(dummy_grads, target_grads))
+""",
+    # off by one in the list: the last rate at which DLG still succeeds
+    "dlg_pruning": "first_stopping_rate = max(r for r, v in ex_psnr_by_rate.items() if v >= EX_PSNR_BAR)",
+    # sign error: the most positive row
+    "idlg_sign_rule": """
+def sign_rule_label(fc_weight_grad):
+    return int(fc_weight_grad.sum(dim=1).argmax())
+""",
+    # sign error in Eq. 4: + ρ/λ
+    "lambda_label": """
+def label_at(lam, fc_weight, fc_weight_grad):
+    weight, grad = fc_weight.double(), fc_weight_grad.double()
+    row_r = grad[grad.sum(dim=1).abs().argmax()]
+    return torch.softmax(lam * (weight @ row_r), dim=0) + (grad @ row_r / row_r.dot(row_r)) / lam
+""",
+    # forgets that the true class also receives ε / C
+    "recovered_epsilon": "epsilon_hat = 1 - float(ex_recovered.label.max())",
+    # no sorting: the CV of each raw feature entry
+    "sorted_cv": """
+def sorted_feature_cv(features):
+    return features.std(dim=0) / features.mean(dim=0)
+""",
+    # the kept ranks' CV taken from the unsorted features
+    "cv_after_sorting": "kept_cv_max = float((ex_column_std / ex_column_mean)[ex_column_mean > 0].sort().values[:EX_TOP_M].max())",
+    # off by one in the schedule: steps after interval − 1 iterations
+    "stepwise_start_index": """
+def start_index(t, start, floor, step, interval):
+    return max(floor, start - step * ((t + 1) // interval))
+""",
+    # keeps an entry with probability `rate` instead of 1 − rate
+    "dropout_masks": """
+def dropout_keep_masks(grads, rate, generator):
+    return [(torch.rand(g.shape, generator=generator) < rate).to(g.dtype) for g in grads]
+""",
+    # the shallow tensors instead of the deep ones
+    "deep_layers_offset": "distance_deep = float(cosine_gradient_distance(ex_shifted_grads, ex_grads, indices=range(ex_start)))",
+    # always rescales to ζ ||g_p||, also when g_gm is already smaller
+    "zeta_clipping": """
+def clip_to_prior(g_gm, g_prior, zeta):
+    return g_gm * float(zeta * g_prior.norm() / g_gm.norm())
+""",
+    # off by one: f = i / S never reaches 1, so the schedule stops short of t_min
+    "tau_schedule": """
+def tau_mean(steps, t_max=999, t_min=500):
+    f = torch.arange(steps, dtype=torch.float64) / steps
+    return t_min + (t_max - t_min) * (1 - f) * (1 + torch.cos(math.pi * f)) / 2
+""",
+    # the mean of the errors to the faces instead of the error to the mean face
+    "mean_face": "mse_to_mean = sum(float(mse(ex_representative, face[None])) for face in ex_user) / len(ex_user)",
+    # overwrites instead of summing the coordinates that share a bin
+    "feature_hashing": """
+def hash_vector(vector, bins, k):
+    out = torch.zeros(k, dtype=vector.dtype)
+    out[bins] = vector
+    return out
+""",
+    # no matching: the outputs are compared with the images in the given order
+    "lti_loss": """
+def lti_loss(reconstructed, images):
+    return ((reconstructed - images) ** 2).mean()
+""",
+    # averages per-tensor cosines instead of the cosine of the whole gradient
+    "sign_keeps_direction": "cos_sign = sum(float(torch.cosine_similarity(a.reshape(-1), b.reshape(-1), dim=0)) for g in ex_client_grads for a, b in zip(g, sign_compress(g))) / sum(len(g) for g in ex_client_grads)",
+    # forgets the factor 2 (the dual update doubles the step)
+    "admm_closed_form": """
+def closed_form_pseudo_gradient(grads, dual):
+    return [g + pi for g, pi in zip(grads, dual)]
+""",
+    # compares with the gradient instead of twice the gradient
+    "admm_local_steps": "relative_gap = float(torch.cat([(s - g).reshape(-1) for s, g in zip(ex_sent5, ex_true)]).norm() / torch.cat([g.reshape(-1) for g in ex_true]).norm())",
+}
+
+
+def _questions():
+    return [(path.stem, q) for path in CHAPTERS for q in parse_questions(read_notebook(path))[1]]
+
+
+@pytest.fixture(scope="module")
+def reference_namespaces():
+    """Per chapter: the namespace after the exercise block's setup and reference solutions."""
+    cache = {}
+
+    def namespace(chapter):
+        if chapter not in cache:
+            setup, questions = parse_questions(read_notebook(ROOT / "notebooks" / f"{chapter}.ipynb"))
+            env: dict = {}
+            with contextlib.redirect_stdout(io.StringIO()):
+                for code in setup + [cell for q in questions for cell in q.solution_cells]:
+                    exec(compile(code, f"<{chapter} exercises>", "exec"), env)
+            cache[chapter] = env
+        return cache[chapter]
+
+    return namespace
+
+
+def test_every_chapter_has_a_tagged_exercise_block_at_its_end():
+    toc = (ROOT / "_toc.yml").read_text()
+    assert len(CHAPTERS) == 7 and all(f"notebooks/{p.stem}" in toc for p in CHAPTERS)
+    total = 0
+    for path in CHAPTERS:
+        nb = read_notebook(path)
+        block = exercise_cells(nb)  # raises unless contiguous at the end
+        assert "".join(block[0]["source"]).startswith("# ASSIGNMENT CONFIG"), path.name
+        assert f"name: {path.stem}" in "".join(block[0]["source"])
+        for cell in block:
+            if cell["cell_type"] == "raw":
+                assert "remove-cell" in cell["metadata"]["tags"], "otter's raw cells must not render"
+        _, questions = parse_questions(nb)
+        assert len(questions) >= 2, f"{path.name} needs at least two exercises"
+        for q in questions:
+            assert q.solution_cells and any(solution_lines(c) for c in q.solution_cells), q.name
+            assert any("hidden: true" in t for t in q.test_cells), f"{q.name} needs a hidden check"
+        total += len(questions)
+    assert total >= 14
+
+
+def test_question_names_are_unique_and_each_has_a_wrong_answer():
+    names = [q.name for _, q in _questions()]
+    assert len(names) == len(set(names))
+    assert set(names) == set(WRONG_ANSWERS)
+
+
+def test_exercise_cells_are_stored_without_outputs():
+    for path in CHAPTERS:
+        for cell in exercise_cells(json.loads(path.read_text())):
+            assert cell.get("outputs", []) == [] and cell.get("execution_count") is None, path.name
+
+
+@pytest.mark.parametrize("chapter,question", _questions(), ids=[q.name for _, q in _questions()])
+def test_reference_passes_and_wrong_answer_fails(chapter, question, reference_namespaces):
+    env = reference_namespaces(chapter)
+    reference = run_tests(question, env)
+    assert reference and all(passed for _, passed, _ in reference), reference
+    wrong = dict(env)
+    exec(compile(WRONG_ANSWERS[question.name], f"<wrong answer to {question.name}>", "exec"), wrong)
+    results = run_tests(question, wrong)
+    assert not all(passed for _, passed, _ in results), f"the checks of {question.name} accept the wrong answer"
