@@ -29,9 +29,6 @@ def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor
     """
     grads = check_parameter_list(model, target_grads, "target_grads")
     for (name, _), grad in zip(model.named_parameters(), grads):
-        if not grad.is_floating_point():
-            raise TypeError(f"target_grads: gradient for parameter {name!r} has dtype {grad.dtype}; "
-                            "gradients must be floating point")
         if not torch.isfinite(grad).all():
             raise ValueError(f"gradient for parameter {name!r} contains NaN or inf")
     return [g.detach() for g in grads]
