@@ -122,14 +122,23 @@ def _cell(value) -> str:
 
 def results_table(rows: Sequence[Mapping], notebook_column: Sequence[str] | None = None,
                   verdicts: bool = True) -> str:
-    """A Markdown table of paper-vs-run rows (optionally with a leading notebook column and a verdict column)."""
-    header = (["notebook"] if notebook_column else []) + ["quantity", "setting", "paper", "this run", "unit",
-                                                           "differences"] + (["verdict"] if verdicts else [])
+    """A Markdown table of paper-vs-run rows (optionally with a leading notebook column and a verdict column).
+
+    When every row states the same ``differences`` (and there is no notebook column), that text is
+    printed once above the table instead of in every row.
+    """
+    shared = {row["differences"] for row in rows}
+    once = notebook_column is None and len(shared) == 1
+    keys = [key for key in ROW_KEYS if not (once and key == "differences")]
+    names = {"this_run": "this run"}
+    header = (["notebook"] if notebook_column else []) + [names.get(key, key) for key in keys] + (
+        ["verdict"] if verdicts else [])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for index, row in enumerate(rows):
-        cells = ([notebook_column[index]] if notebook_column else []) + [_cell(row[key]) for key in ROW_KEYS]
+        cells = ([notebook_column[index]] if notebook_column else []) + [_cell(row[key]) for key in keys]
         lines.append("| " + " | ".join(cells + ([verdict(row)] if verdicts else [])) + " |")
-    return "\n".join(lines)
+    preface = f"**Differences from the paper (every row):** {_cell(shared.pop())}\n\n" if once else ""
+    return preface + "\n".join(lines)
 
 
 def record_label(record: Mapping) -> str:

@@ -59,3 +59,12 @@ def test_save_rejects_paths_unknown_directions_and_objects_and_unwraps_numpy(tmp
     record = json.loads(text)
     assert record["rows"][0]["this_run"] == 2.5 and record["rows"][0]["paper"] == "nan"
     assert record["timings"][0]["this_run"] == 3
+
+
+def test_shared_differences_are_stated_once_above_the_table():
+    rows = [ROW, dict(ROW, quantity="SSIM", unit="")]
+    table = results_table(rows)
+    assert table.startswith("**Differences from the paper (every row):** quick profile\n\n")
+    assert table.count("quick profile") == 1 and "| differences |" not in table
+    mixed = results_table([ROW, dict(ROW, differences="full profile")])
+    assert "| differences |" in mixed and mixed.startswith("|")
