@@ -8,6 +8,8 @@ two-sample test at the 5 % level); it is easy to read off a table and to check b
 
 The interval is the Student-t interval of the mean, mean ± t_{0.975, n−1} · s / √n (s the sample
 standard deviation); with a single trial it is unbounded, so nothing is ever claimed from one run.
+For success fractions (one 0/1 outcome per trial) :func:`success_interval` gives the Wilson score
+interval, which stays inside [0, 1] and is not empty at 0/n or n/n.
 """
 from __future__ import annotations
 
@@ -62,6 +64,26 @@ def interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Interva
         return Interval(mean, -math.inf, math.inf, 1)
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, data.size - 1) * data.std(ddof=1) / math.sqrt(data.size))
     return Interval(mean, mean - half, mean + half, int(data.size))
+
+
+def success_interval(outcomes: Iterable[bool], confidence: float = CONFIDENCE) -> Interval:
+    """Fraction of successes among ``outcomes`` (one bool or 0/1 per trial) and its Wilson score interval.
+
+    Wilson (1927): centre (p̂ + z²/2n) / (1 + z²/n), half-width z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
+
+    Raises:
+        ValueError: if ``outcomes`` is empty, holds anything but 0/1/True/False, or ``confidence`` is not in (0, 1).
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    data = [float(v) for v in outcomes]
+    if not data or not set(data) <= {0.0, 1.0}:
+        raise ValueError(f"outcomes must be a non-empty sequence of 0/1 or bools, got {data!r}")
+    n, share = len(data), sum(data) / len(data)
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(share, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
 def compare(a: Interval | Sequence[float], b: Interval | Sequence[float], names: tuple[str, str] = ("A", "B")) -> str:

@@ -157,3 +157,12 @@ def test_stepwise_dropout_outside_range_is_rejected(case):
     for value in (1.0, float("nan"), -0.1):
         with pytest.raises(ValueError, match="dropout"):
             stepwise_inversion(model, grads, y, tuple(x.shape), iterations=1, dropout=value)
+
+
+def test_attack_result_info_must_be_json_able():
+    import torch
+    from gitutor.attacks import AttackResult
+    AttackResult(torch.zeros(1, 1, 2, 2), None, info={"stopped_early": None, "steps": [1, 2]})
+    for bad in ({"x": torch.ones(1)}, {"loss": float("nan")}):
+        with pytest.raises(TypeError, match="info"):
+            AttackResult(torch.zeros(1, 1, 2, 2), None, info=bad)

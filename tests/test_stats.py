@@ -64,3 +64,14 @@ def test_interval_table_renders_rows_and_extra_columns():
     table = interval_table({"IG": {"PSNR": interval([1.0, 2.0, 3.0]), "LPIPS": None}}, {"IG": ["11.99"]}, ["paper"])
     assert table.splitlines()[0] == "| | PSNR | LPIPS | paper |"
     assert "| IG | 2.00 [" in table and table.endswith("| n/a | 11.99 |")
+
+
+def test_success_interval_is_wilson_inside_the_unit_interval():
+    from gitutor.stats import success_interval
+    all_ok = success_interval([True] * 8)
+    assert all_ok.mean == 1.0 and all_ok.high == 1.0 and 0.6 < all_ok.low < 0.7  # Wilson 8/8: [0.676, 1]
+    half = success_interval([1, 0, 1, 0])
+    assert half.mean == 0.5 and half.low > 0 and half.high < 1 and half.n == 4
+    for bad in ([], [0.5, 1], [2]):
+        with pytest.raises(ValueError, match="outcomes"):
+            success_interval(bad)

@@ -6,25 +6,9 @@ import torch
 
 from gitutor.data import OfflineDataError, whole_photographs
 from gitutor.federated import client_gradients, pseudo_gradient
-from gitutor.studies import confidence_interval
 from gitutor.studies.admm_rounds import client_round, load_kinds, relative_error
 from gitutor.studies.dlg_sweeps import dlg_case, gradient_scale
 from gitutor.studies.soft_label_trials import label_l1, labelled_sample
-
-
-def test_confidence_interval_wilson_and_t():
-    mean, low, high = confidence_interval([True] * 8)
-    assert mean == 1.0 and high == 1.0 and 0.6 < low < 0.7  # Wilson 8/8: [0.676, 1]
-    mean, low, high = confidence_interval([1, 0, 1, 0])
-    assert mean == 0.5 and low > 0 and high < 1
-    mean, low, high = confidence_interval([1.0, 2.0, 3.0])
-    assert mean == 2.0 and math.isclose(high - mean, 4.303 * 1.0 / math.sqrt(3), rel_tol=1e-3)
-    assert confidence_interval([0.5]) == (0.5, -math.inf, math.inf)
-    for bad in ([], [float("nan")]):
-        with pytest.raises(ValueError, match="values"):
-            confidence_interval(bad)
-    with pytest.raises(ValueError, match="level"):
-        confidence_interval([1.0, 2.0], level=1.5)
 
 
 def test_whole_photographs_are_distinct_square_images():

@@ -1,6 +1,7 @@
 """The small object every attack returns, so notebooks can plot and tests can assert."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import torch
@@ -28,3 +29,9 @@ class AttackResult:
     history: dict[str, list[float]] = field(default_factory=dict)
     snapshots: list[tuple[int, torch.Tensor]] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        try:
+            json.dumps(self.info, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"AttackResult info must hold JSON-able values only (no tensors, NaN or inf): {error}") from None

@@ -2,8 +2,7 @@
 identity test of this book: is a user's representative image closer to *this* user's photos than
 to any other user's?
 
-Kept minimal on purpose: when ``gitutor.metrics.score_batch`` and ``gitutor.stats`` land, the
-paired scores and :func:`mean_interval` are theirs to hold.
+Intervals come from :mod:`gitutor.stats` (Student-t 95 %), as in every chapter.
 """
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import numpy as np
 import torch
 
 from gitutor.metrics import lpips_distance, lpips_or_none, mse, psnr, ssim
+from gitutor.stats import interval
 
 
 @lru_cache(maxsize=1)
@@ -92,7 +92,7 @@ def own_user_match_rate(matrix: np.ndarray, better: str = "lower") -> float:
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and half-width of its normal-approximation 95 % interval, 1.96 · s / √n (s: sample std).
+    """Mean and half-width of its 95 % interval (:func:`gitutor.stats.interval`, Student-t).
 
     Raises:
         ValueError: naming ``values`` with fewer than 2 finite entries.
@@ -100,7 +100,8 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float]:
     array = np.asarray(values, dtype=float)
     if array.ndim != 1 or len(array) < 2 or not np.all(np.isfinite(array)):
         raise ValueError(f"values must be >= 2 finite numbers, got {values!r}")
-    return float(array.mean()), float(1.96 * array.std(ddof=1) / np.sqrt(len(array)))
+    summary = interval(array.tolist())
+    return summary.mean, summary.high - summary.mean
 
 
 def interval_ordering(groups: Sequence[tuple[str, Sequence[float]]]) -> str:
