@@ -34,6 +34,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from gitutor.attacks.inverting_gradients import inverting_gradients
+from gitutor.attacks.loop import optimise_images
 from gitutor.attacks.objectives import check_target_gradients, cosine_gradient_distance
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.user_level.augment import Augmentation
@@ -149,34 +150,31 @@ def user_level_inversion(model: nn.Module, target_grads: Sequence[torch.Tensor],
     start = time.perf_counter()
     generator = make_generator(seed)
     taus, zetas = tau_schedule.sample(steps, generator), zeta_schedule.values(steps)
-    x = torch.randn((1, prior.channels, prior.image_size, prior.image_size), generator=generator).to(device)
-    x.requires_grad_(True)
-    optimizer = torch.optim.Adam([x], lr=lr)
-    history: dict[str, list[float]] = {k: [] for k in ("gradient_distance", "prior_loss", "tau", "zeta", "grad_ratio",
-                                                       "clip_scale")}
-    snapshots = [(0, to_classifier_input(x.detach(), side).cpu())]
-    for i in tqdm(range(steps), desc="DiffULA", disable=not progress):
+    x0 = torch.randn((1, prior.channels, prior.image_size, prior.image_size), generator=generator).to(device)
+
+    def objective(x: torch.Tensor, i: int) -> dict:
+        """Algorithm 1, one step: g = g_p + clip(λ ∇d, ζ ||g_p||), handed to the loop as its gradient."""
         tau = int(taus[i])
         epsilon = torch.randn(x.shape, generator=generator).to(device)
         prediction = prior.unet(add_noise(prior, x, epsilon, tau), torch.tensor([tau], device=device)).sample
         prior_loss = (prediction - epsilon).pow(2).sum()
         g_prior, = torch.autograd.grad(prior_loss, x)
         batch = augment(to_classifier_input(x, side), batch_size, generator)
-        weights = layer_window.weights(len(target_grads), i / max(steps - 1, 1))
-        distance = matching_distance(model, target_grads, labels, batch, weights)
+        distance = matching_distance(model, target_grads, labels, batch,
+                                     layer_window.weights(len(target_grads), i / max(steps - 1, 1)))
         g_gm, = torch.autograd.grad(matching_weight * distance, x)
-        clipped = clip_matching_gradient(g_gm, g_prior, float(zetas[i]))
-        x.grad = g_prior + clipped
-        optimizer.step()
         ratio = (g_gm.norm() / (g_prior.norm() + 1e-12)).item()
-        for key, value in (("gradient_distance", distance.item()), ("prior_loss", prior_loss.item()), ("tau", tau),
-                           ("zeta", zetas[i]), ("grad_ratio", ratio), ("clip_scale", min(1.0, zetas[i] / max(ratio, 1e-30)))):
-            history[key].append(float(value))
-        if (i + 1) % record_every == 0 or i + 1 == steps:
-            snapshots.append((i + 1, to_classifier_input(x.detach(), side).cpu()))
-    x = ddpm_denoise(prior, x.detach(), t_star, generator)
-    return AttackResult(images=to_classifier_input(x, side).cpu(), labels=labels.detach().cpu(), history=history,
-                        snapshots=snapshots, info={"seconds": time.perf_counter() - start})
+        return {"loss": distance.detach(), "grad": g_prior + clip_matching_gradient(g_gm, g_prior, float(zetas[i])),
+                "gradient_distance": distance.detach(), "prior_loss": prior_loss.detach(), "tau": tau,
+                "zeta": float(zetas[i]), "grad_ratio": ratio, "clip_scale": min(1.0, zetas[i] / max(ratio, 1e-30))}
+
+    # Adam on g itself (no sign), no pixel box: x̂ lives in the prior's [−1, 1] scale (Graikos et al.)
+    result = optimise_images(objective, x0, iterations=steps, lr=lr, signed=False, box=None, record_every=record_every,
+                             labels=labels, progress=progress, desc="DiffULA")
+    x = ddpm_denoise(prior, result.images.to(device), t_star, generator)
+    return AttackResult(images=to_classifier_input(x, side).cpu(), labels=result.labels, history=result.history,
+                        snapshots=[(t, to_classifier_input(image, side)) for t, image in result.snapshots],
+                        info=dict(result.info, seconds=time.perf_counter() - start))
 
 
 def user_level_inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
