@@ -62,7 +62,6 @@ CHAPTER_NOTEBOOKS := $(addsuffix .ipynb,$(filter notebooks/%,$(NOTEBOOKS)))
 .PHONY: assignments check-assignments
 
 assignments: install
-	@$(PYTHON) -c "import otter" 2>/dev/null || $(PYTHON) -m pip install -e ".[book,dev,assign]"
 	$(PYTHON) -m gitutor.assignments build $(ASSIGNMENTS) $(CHAPTER_NOTEBOOKS)
 
 check-assignments: assignments
