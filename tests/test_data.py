@@ -14,7 +14,7 @@ def test_natural_images_shape_range_and_determinism():
 
 
 def test_natural_image_pools_are_disjoint_halves(monkeypatch):
-    import gitutor.data as data
+    import gitutor.data.bundled as data
 
     photo = torch.zeros(3, 64, 128)
     photo[:, :, 64:] = 1.0  # left half black, right half white

@@ -24,8 +24,8 @@ PARAMETER_NAME = re.compile(r"(?<![$\w])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b|(?<![$
 CHAPTERS = {
     "01_dlg": None,
     "02_idlg_soft_labels": None,
-    # other engineers' chapter: today its message says "run with PRETRAINED=False", a parameter it lacks
-    "04_stepwise_gradinversion": "message names PRETRAINED, not in the parameters cell (chapter 04's owner fixes it)",
+    "03_cv_batch_labels": None,
+    "04_stepwise_gradinversion": None,
     "05_diffusion_user_level": None,
     "06_learning_to_invert": None,
     "07_admm_comparison": None,

@@ -1,0 +1,88 @@
+"""Image sources: real images bundled in packages (quick profile) and torchvision datasets (full).
+
+Quick profiles run offline, so they use photographs shipped inside scikit-image, the LFW subset
+of scikit-image and scikit-learn's handwritten digits. Full profiles use torchvision's own loaders;
+offline they fail fast with :class:`OfflineDataError`, which says what to download and where.
+
+All images are float tensors ``(N, C, H, W)`` in [0, 1].
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from gitutor.data.bundled import (PHOTOGRAPHS, POOLS, WHOLE_PHOTOGRAPHS, digits, lfw_faces, natural_images, resize,
+                                  whole_photographs)
+from gitutor.data.folders import TORCHVISION_DATASETS, image_folder, torchvision_images
+from gitutor.errors import OfflineDataError
+from gitutor.seeding import make_generator
+
+__all__ = ["KINDS", "OfflineDataError", "PHOTOGRAPHS", "POOLS", "TORCHVISION_DATASETS", "WHOLE_PHOTOGRAPHS", "digits",
+           "image_folder", "lfw_faces", "load", "natural_images", "resize", "torchvision_images", "whole_photographs"]
+
+#: Image sources of :func:`load`.
+KINDS = ("photos", "digits", "lfw", "imagefolder", *TORCHVISION_DATASETS)
+
+
+def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int = 0, channels: int | None = None,
+         num_classes: int | None = None, pool: str = "target", root: str | Path = "data", train: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``n`` images and labels of one source, the entry point for every chapter's data.
+
+    Sources (``kind``): ``"photos"`` (:func:`natural_images` crops from ``pool``), ``"digits"``
+    (:func:`digits`), ``"lfw"`` (:func:`lfw_faces`) — bundled, for the quick profile — and, for the
+    full profile, ``"cifar10"``, ``"cifar100"``, ``"mnist"``, ``"lfw_people"``
+    (:func:`torchvision_images` under ``root``) and ``"imagefolder"`` (:func:`image_folder`).
+    Photos and the LFW subset have no labels of their own: they get labels uniform in
+    [0, ``num_classes``) when it is given, else None. The picks (and those labels) come from one generator seeded with ``seed``.
+
+    Args:
+        kind: one of :data:`KINDS`.
+        n: number of images; None takes the whole of ``digits`` or ``lfw`` in its own order.
+        size: output side in pixels (default: the source's own; 32 for photos and torchvision, 224
+            for image folders).
+        seed: seed of the picks, the crops and the labels.
+        channels: 3 replicates grey sources to RGB; None keeps the source's channels.
+        num_classes: label range for sources without labels.
+        pool, root, train: see above.
+
+    Returns:
+        ``images`` ``(n, C, size, size)`` float in [0, 1] and ``labels`` ``(n,)`` int64 or None.
+
+    Raises:
+        ValueError: for an unknown ``kind``, ``n`` < 1 or larger than the source, ``n=None`` for
+            another source, a bad ``size``, ``channels`` or ``num_classes``, or ``channels=1`` for a
+            colour source.
+        OfflineDataError: when a full-profile source is not on disk.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {KINDS}")
+    if n is None and kind not in ("digits", "lfw") or n is not None and (type(n) is not int or n < 1):
+        raise ValueError(f"n must be a positive int (None only for 'digits' and 'lfw'), got {n!r}")
+    if channels not in (None, 1, 3):
+        raise ValueError(f"channels must be 1, 3 or None, got {channels!r}")
+    if num_classes is not None and (type(num_classes) is not int or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+    generator = make_generator(seed)
+    if kind in ("digits", "lfw"):
+        images, labels = digits() if kind == "digits" else (lfw_faces(), None)
+        if n is not None:
+            if n > len(images):
+                raise ValueError(f"n={n} but {kind!r} holds only {len(images)} images")
+            pick = torch.randperm(len(images), generator=generator)[:n]
+            images, labels = images[pick], None if labels is None else labels[pick]
+    elif kind == "photos":
+        images, labels = natural_images(n, size or 32, seed=seed, pool=pool), None
+    elif kind == "imagefolder":
+        images, labels = image_folder(root, n, size=size or 224, seed=seed)
+    else:
+        images, labels = torchvision_images(kind, n, root=root, train=train, size=size or 32, seed=seed)
+    if labels is None and num_classes is not None:
+        labels = torch.randint(num_classes, (len(images),), generator=generator)
+    images = images if size is None else resize(images, size)
+    if channels is not None and channels != images.shape[1]:
+        if channels == 1:
+            raise ValueError(f"channels=1 but {kind!r} images have {images.shape[1]} channels")
+        images = images.repeat(1, 3, 1, 1)
+    return images, labels

@@ -1,0 +1,174 @@
+"""Real images that ship inside packages (the quick profile, offline): photographs and the LFW
+subset of scikit-image, scikit-learn's handwritten digits. All images are float tensors
+``(N, C, H, W)`` in [0, 1]."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gitutor.seeding import make_generator
+
+#: Photographs bundled in the scikit-image wheel (names of ``skimage.data`` functions).
+PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
+               "immunohistochemistry", "colorwheel")
+POOLS = ("all", "target", "aux")
+
+
+def _check_size(size: int) -> None:
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"size must be a positive int (pixels), got {size!r}")
+
+
+def _check_channels(channels: int) -> None:
+    if channels not in (1, 3):
+        raise ValueError(f"channels must be 1 (grey) or 3 (grey replicated to RGB), got {channels!r}")
+
+
+def resize(images: torch.Tensor, size: int) -> torch.Tensor:
+    """Resize ``(N, C, H, W)`` images to ``(N, C, size, size)`` (bilinear, antialiased), kept in [0, 1].
+
+    Raises:
+        ValueError: if ``images`` is not 4-D or ``size`` is not a positive int.
+    """
+    _check_size(size)
+    if images.dim() != 4:
+        raise ValueError(f"images must be (N, C, H, W), got shape {tuple(images.shape)}")
+    if images.shape[-2:] == (size, size):
+        return images.clone()
+    out = F.interpolate(images, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    return out.clamp(0.0, 1.0)  # interpolation overshoot only; inputs are already in [0, 1]
+
+
+def _photograph(name: str) -> torch.Tensor:
+    import skimage.data
+
+    array = np.asarray(getattr(skimage.data, name)(), dtype=np.float32)
+    if array.max() > 1.0:
+        array = array / 255.0
+    if array.ndim == 2:
+        array = np.repeat(array[..., None], 3, axis=2)
+    return torch.from_numpy(array[..., :3].copy()).permute(2, 0, 1)
+
+
+def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> torch.Tensor:
+    """Random square crops of the photographs bundled in scikit-image.
+
+    Each crop picks a photograph, a side between 20 % and 50 % of the available region's shorter
+    side and a position, all from a generator seeded with ``seed``, then resizes to ``size``.
+    ``pool="target"`` crops only from the left half of every photograph and ``pool="aux"`` only
+    from the right half, so an attacked batch and an auxiliary set never share a pixel.
+
+    Args:
+        n: number of crops.
+        size: output side in pixels.
+        seed: seed of the crop generator.
+        pool: ``"all"``, ``"target"`` or ``"aux"``.
+
+    Returns:
+        ``(n, 3, size, size)`` float tensor in [0, 1].
+
+    Raises:
+        ValueError: for ``n < 1``, an unknown ``pool``, or a ``size`` that is not a positive int or
+            is larger than the smallest photograph region of the pool.
+    """
+    if type(n) is not int or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    _check_size(size)
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
+    photos = [_photograph(name) for name in PHOTOGRAPHS]
+    regions = {"all": lambda w: w, "target": lambda w: w // 2, "aux": lambda w: w - w // 2}[pool]
+    largest = min(min(photo.shape[1], regions(photo.shape[2])) for photo in photos)
+    if size > largest:
+        raise ValueError(f"size={size} exceeds the smallest {pool!r} region of the photographs ({largest} px)")
+    generator = make_generator(seed)
+    crops = []
+    for _ in range(n):
+        photo = photos[int(torch.randint(len(photos), (1,), generator=generator))]
+        height, width = photo.shape[1:]
+        left, right = {"all": (0, width), "target": (0, width // 2), "aux": (width // 2, width)}[pool]
+        shorter = min(height, right - left)
+        fraction = 0.2 + 0.3 * float(torch.rand((), generator=generator))
+        side = max(size, int(fraction * shorter))
+        top = int(torch.randint(height - side + 1, (1,), generator=generator))
+        x0 = left + int(torch.randint(right - left - side + 1, (1,), generator=generator))
+        crops.append(resize(photo[None, :, top:top + side, x0:x0 + side], size))
+    return torch.cat(crops)
+
+
+def lfw_faces(size: int = 25, channels: int = 1) -> torch.Tensor:
+    """The 100 face images of ``skimage.data.lfw_subset()`` (Labeled Faces in the Wild, 25×25 grey).
+
+    Returns:
+        ``(100, channels, size, size)`` float tensor in [0, 1]; ``channels=3`` replicates the grey
+        channel.
+
+    Raises:
+        ValueError: for a bad ``size`` or ``channels``.
+    """
+    import skimage.data
+
+    _check_size(size)
+    _check_channels(channels)
+    faces = torch.as_tensor(np.asarray(skimage.data.lfw_subset()[:100], dtype=np.float32))
+    return resize(faces[:, None], size).repeat(1, channels, 1, 1)
+
+
+def digits(size: int = 8, channels: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """scikit-learn's 1 797 handwritten digits (8×8, 10 classes), an offline stand-in for MNIST.
+
+    Returns:
+        ``images`` ``(1797, channels, size, size)`` float in [0, 1] and ``labels`` ``(1797,)`` int64.
+
+    Raises:
+        ValueError: for a bad ``size`` or ``channels``.
+    """
+    from sklearn.datasets import load_digits
+
+    _check_size(size)
+    _check_channels(channels)
+    bunch = load_digits()
+    images = torch.as_tensor(bunch.images, dtype=torch.float32)[:, None] / 16.0
+    return resize(images, size).repeat(1, channels, 1, 1), torch.as_tensor(bunch.target, dtype=torch.int64)
+
+
+#: Whole pictures a reader recognises at 32×32, all bundled in the scikit-image wheel: an astronaut,
+#: a coffee cup, a cat, a rocket, a retina, a colour wheel, a cameraman, coins, a horse, the
+#: scikit-image logo, stained tissue and the Hubble deep field (grey ones replicated to RGB).
+WHOLE_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "colorwheel", "camera", "coins", "horse",
+                     "logo", "immunohistochemistry", "hubble_deep_field")
+
+
+def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS) -> torch.Tensor:
+    """Whole bundled photographs, centre-cropped to a square and resized to ``size`` (CIFAR-like).
+
+    Unlike :func:`natural_images` (small random crops), every image shows a whole scene a reader
+    recognises, so a reconstruction can be judged by eye.
+
+    Args:
+        size: output side in pixels.
+        names: ``skimage.data`` function names, each a photograph in the scikit-image wheel.
+
+    Returns:
+        ``(len(names), 3, size, size)`` float tensor in [0, 1], in the order of ``names``.
+
+    Raises:
+        ValueError: for a bad ``size``, an empty ``names`` or a name that is not a bundled photograph.
+    """
+    import skimage.data
+
+    _check_size(size)
+    if not names:
+        raise ValueError("names must list at least one skimage.data photograph")
+    unknown = [name for name in names if not callable(getattr(skimage.data, name, None))]
+    if unknown:
+        raise ValueError(f"names {unknown} are not skimage.data photographs; e.g. {WHOLE_PHOTOGRAPHS[:3]}")
+    squares = []
+    for name in names:
+        photo = _photograph(name)
+        height, width = photo.shape[1:]
+        side = min(height, width)
+        top, left = (height - side) // 2, (width - side) // 2
+        squares.append(resize(photo[None, :, top:top + side, left:left + side], size))
+    return torch.cat(squares)

@@ -1,0 +1,75 @@
+"""Full-profile image sources on disk: torchvision datasets and ImageFolder trees. Offline they fail
+fast with :class:`OfflineDataError`, which says what to download and where."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from gitutor.data.bundled import resize
+from gitutor.errors import OfflineDataError
+from gitutor.seeding import make_generator
+
+TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST", "lfw_people": "LFWPeople"}
+
+
+def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: bool = False,
+                       size: int = 32, seed: int = 0, download: bool = False
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` random images and labels of CIFAR-10, CIFAR-100, MNIST or LFW (people) through torchvision
+    (full profile); ``train`` picks the training split (LFWPeople: ``split="train"``, else ``"test"``).
+
+    Images are ``ToTensor`` only (no mean/std normalisation), as in the DLG code, resized to ``size``.
+
+    Returns:
+        ``images`` ``(n, C, size, size)`` in [0, 1] (C = 3, or 1 for MNIST) and ``labels`` ``(n,)``.
+
+    Raises:
+        ValueError: for an unknown dataset name.
+        OfflineDataError: when the dataset is not under ``root`` and ``download`` is False or fails.
+    """
+    import torchvision
+
+    if name not in TORCHVISION_DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(TORCHVISION_DATASETS)}")
+    cls = getattr(torchvision.datasets, TORCHVISION_DATASETS[name])
+    try:
+        split = {"split": "train" if train else "test"} if name == "lfw_people" else {"train": train}
+        dataset = cls(root=str(root), download=download, transform=torchvision.transforms.ToTensor(), **split)
+    except Exception as error:  # torchvision raises RuntimeError/URLError depending on the failure
+        raise OfflineDataError(
+            f"{TORCHVISION_DATASETS[name]} is not in {Path(root).resolve()}. On a machine with internet, "
+            f"run torchvision.datasets.{TORCHVISION_DATASETS[name]}(root={str(root)!r}, download=True) "
+            f"once, or set DATA_ROOT to the folder that holds it. ({error})") from error
+    images, labels = _sample(dataset, n, seed)
+    return resize(images, size), labels
+
+
+def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` random images of a ``torchvision.datasets.ImageFolder`` tree (e.g. ImageNet validation,
+    one sub-folder per class, in class-index order), centre-cropped and resized to ``size``.
+
+    Returns:
+        ``images`` ``(n, 3, size, size)`` in [0, 1] and ``labels`` ``(n,)`` (folder indices).
+
+    Raises:
+        OfflineDataError: if ``root`` does not exist.
+    """
+    import torchvision
+    from torchvision import transforms
+
+    if not Path(root).is_dir():
+        raise OfflineDataError(
+            f"image folder {Path(root).resolve()} not found: put the ImageNet validation images there, "
+            "one sub-folder per class (e.g. n01440764/...), or set IMAGE_ROOT to that folder")
+    transform = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.ToTensor()])
+    dataset = torchvision.datasets.ImageFolder(str(root), transform=transform)
+    return _sample(dataset, n, seed)
+
+
+def _sample(dataset, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random (image, label) items of a torchvision dataset, stacked."""
+    indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
+    images, labels = zip(*(dataset[int(i)] for i in indices))
+    return torch.stack(images), torch.as_tensor(labels, dtype=torch.int64)
