@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gitutor.tables import markdown_table
+
 ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
 OPTIONAL_KEYS = ("better",)
 DIRECTIONS = ("higher", "lower")
@@ -114,10 +116,8 @@ def verdict(row: Mapping) -> str:
     return "meets" if ok else "falls short"
 
 
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+def _number(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def results_table(rows: Sequence[Mapping], notebook_column: Sequence[str] | None = None,
@@ -133,12 +133,10 @@ def results_table(rows: Sequence[Mapping], notebook_column: Sequence[str] | None
     names = {"this_run": "this run"}
     header = (["notebook"] if notebook_column else []) + [names.get(key, key) for key in keys] + (
         ["verdict"] if verdicts else [])
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for index, row in enumerate(rows):
-        cells = ([notebook_column[index]] if notebook_column else []) + [_cell(row[key]) for key in keys]
-        lines.append("| " + " | ".join(cells + ([verdict(row)] if verdicts else [])) + " |")
-    preface = f"**Differences from the paper (every row):** {_cell(shared.pop())}\n\n" if once else ""
-    return preface + "\n".join(lines)
+    lines = [([notebook_column[index]] if notebook_column else []) + [_number(row[key]) for key in keys]
+             + ([verdict(row)] if verdicts else []) for index, row in enumerate(rows)]
+    preface = f"**Differences from the paper (every row):** {shared.pop()}\n\n" if once else ""
+    return preface + markdown_table(header, lines)
 
 
 def record_label(record: Mapping) -> str:
@@ -156,12 +154,10 @@ def summary_table(records: Sequence[Mapping]) -> str:
 
 def verdict_counts(records: Sequence[Mapping]) -> str:
     """A Markdown table: per record, how many rows meet / fall short / are not comparable."""
-    lines = ["| chapter | meets | falls short | not comparable |", "|---|---|---|---|"]
-    for record in records:
-        found = [verdict(row) for row in record["rows"]]
-        counts = [str(found.count(name)) for name in ("meets", "falls short", "not comparable")]
-        lines.append(f"| {record_label(record)} | " + " | ".join(counts) + " |")
-    return "\n".join(lines)
+    outcomes = ("meets", "falls short", "not comparable")
+    counts = [[verdict(row) for row in record["rows"]] for record in records]
+    return markdown_table(["chapter", *outcomes], [[record_label(record), *(str(found.count(o)) for o in outcomes)]
+                                                   for record, found in zip(records, counts)])
 
 
 def timings_table(records: Sequence[Mapping]) -> str:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from gitutor.tables import markdown_table
+
 NOT_RESOLVED = "not resolved at this budget"
 CONFIDENCE = 0.95
 
@@ -132,11 +134,9 @@ def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra
     """
     metrics = list(next(iter(summaries.values())))
     header = metrics + list(extra_headers)
-    lines = ["| | " + " | ".join(header) + " |", "|---" * (1 + len(header)) + "|"]
-    for name, row in summaries.items():
-        cells = ["n/a" if row[m] is None else format_interval(row[m], digits) for m in metrics]
-        lines.append(f"| {name} | " + " | ".join(cells + list(extra.get(name, ()))) + " |")
-    return "\n".join(lines)
+    rows = [[name] + ["n/a" if row[m] is None else format_interval(row[m], digits) for m in metrics]
+            + list(extra.get(name, ())) for name, row in summaries.items()]
+    return markdown_table(["", *header], rows)
 
 
 def budget_for(budgets: Sequence[float], means: Sequence[float], target: float,

@@ -62,7 +62,7 @@ def test_budget_for_inverts_a_log_linear_trend():
 
 def test_interval_table_renders_rows_and_extra_columns():
     table = interval_table({"IG": {"PSNR": interval([1.0, 2.0, 3.0]), "LPIPS": None}}, {"IG": ["11.99"]}, ["paper"])
-    assert table.splitlines()[0] == "| | PSNR | LPIPS | paper |"
+    assert table.splitlines()[0] == "|  | PSNR | LPIPS | paper |"
     assert "| IG | 2.00 [" in table and table.endswith("| n/a | 11.99 |")
 
 

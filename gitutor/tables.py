@@ -1,0 +1,34 @@
+"""Markdown tables: the one way the package and the chapters write a table.
+
+Printed with ``display(Markdown(...))`` in a chapter, the table renders as an HTML table in the book
+(myst-nb renders code-cell Markdown as MyST, see ``_config.yml``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    """A Markdown table with ``header`` and one line per row; cells are ``str()``-ed, ``|`` escaped.
+
+    Args:
+        header: the column titles.
+        rows: rows of already formatted cells (any value is turned into its ``str``).
+
+    Raises:
+        ValueError: if ``header`` is empty or a row has another number of cells than ``header``.
+    """
+    header = list(header)
+    if not header:
+        raise ValueError("header must name at least one column")
+    lines = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
+    for index, row in enumerate(rows):
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"rows[{index}] has {len(row)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(map(_cell, row)) + " |")
+    return "\n".join(lines)

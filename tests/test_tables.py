@@ -1,0 +1,15 @@
+import pytest
+
+from gitutor.tables import markdown_table
+
+
+def test_markdown_table_lines_and_escaping():
+    assert markdown_table(["a", "b"], [[1, "x|y"], [2.5, "two\nlines"]]).splitlines() == [
+        "| a | b |", "|---|---|", "| 1 | x\\|y |", "| 2.5 | two lines |"]
+
+
+def test_markdown_table_rejects_ragged_rows_and_no_header():
+    with pytest.raises(ValueError, match="rows\\[1\\]"):
+        markdown_table(["a", "b"], [[1, 2], [3]])
+    with pytest.raises(ValueError, match="header"):
+        markdown_table([], [])
