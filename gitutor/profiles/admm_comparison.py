@@ -2,6 +2,9 @@
 
 FedADMM client: ρ = 0.01 and client learning rate η = 0.1 (the official FedADMM defaults the report
 builds on); the attacked round is the first one (local model = global model, dual = 0).
+
+:data:`BUDGETS` are applied on top of a profile by the notebook's ``BUDGET`` parameter
+(:func:`gitutor.studies.budgets.with_budget`); ``"smoke"`` runs a profile's code path for a few steps.
 """
 
 QUICK = {
@@ -44,3 +47,15 @@ FULL = {
     "torch_threads": None,                  # leave torch's default
     "data": "MNIST and CIFAR-100 test images and LFW (LFWPeople) via torchvision",
 }
+
+BUDGETS = {
+    # `make smoke` (scripts/smoke.py): the profile's code path (every kind, attack, ablation setting and the
+    # cosine grid) for a few L-BFGS steps on one image per kind
+    "smoke": {
+        "images_per_kind": 1, "iterations": {"mnist": 3, "cifar100": 3, "lfw_people": 3}, "record_every": 1,
+        "ablation_iterations": 2,
+    },
+}
+
+#: Papermill parameters of ``make smoke``: bundled stand-ins for MNIST, CIFAR-100 and LFW, smoke budget.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}

@@ -8,6 +8,9 @@ Gaussian σ = 0.1. QUICK keeps the algorithm but shrinks everything to run on a 
 minutes: scikit-learn's 1 797 digits upscaled to 16×16 (grey), the same LeNet built for 16×16,
 the gradient hashed to 25 % (the paper hashes only ResNet20), hidden 192 (B = 1) / 256 (B = 4),
 15 epochs at lr 1e-3, Inverting Gradients on 5 targets (B = 1) and 1 batch (B = 4) with 200 iterations.
+
+:data:`BUDGETS` are applied on top of a profile by the notebook's ``BUDGET`` parameter
+(:func:`gitutor.studies.budgets.with_budget`); ``"smoke"`` runs a profile's code path for one epoch.
 """
 
 QUICK = {
@@ -73,3 +76,17 @@ FULL = {
     "ood_target_classes": [0, 1, 2, 3, 4],
     "grid_targets": 4,
 }
+
+BUDGETS = {
+    # `make smoke` (scripts/smoke.py): the profile's code path (both models, every defense, B = 1 and 4,
+    # every table and figure) for one epoch and two IG iterations on a few images. The MLP is narrowed,
+    # because the full widths (3 000 / 10 000 units on 135 000 hashed ResNet20 coordinates) need tens of
+    # GB for Adam's state; the FL models keep their full-profile sizes.
+    "smoke": {
+        "n_aux": 120, "n_heldout": 16, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 20, "epochs": 1,
+        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "aux_sizes": [40], "grid_targets": 2,
+    },
+}
+
+#: Papermill parameters of ``make smoke``: bundled digits (32×32 RGB) stand in for CIFAR-10, smoke budget.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}

@@ -1,10 +1,11 @@
 """Chapter 07's data and FedADMM client rounds (the DLG reproduction report, Algorithm 2 lines 11–22).
 
 ``load_kinds`` gives the attacked images of each data kind (bundled stand-ins offline, torchvision
-datasets for the full profile, all missing ones named in ONE error); ``first_round`` and
-``client_round`` build the round the server observes; ``attack_first_round`` runs the report's four
-attacks and this book's adaptive one on it; ``model_at`` and ``relative_error`` are the
-small tools the closed-form check and the ablation need.
+datasets for the full profile, all missing ones named in ONE error); ``first_round`` (the server's view
+through :func:`~gitutor.federated.case.fedadmm_case`) and ``client_round`` build the round the server
+observes; ``attack_first_round`` runs the report's four attacks and this book's adaptive one on it;
+``closed_form_errors``, ``alignment`` and ``naive_and_adaptive_psnr`` are the closed-form check and the
+ablation; ``model_at`` and ``relative_error`` the small tools they need.
 """
 from __future__ import annotations
 
@@ -15,16 +16,25 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gitutor.attacks import AttackResult, adaptive_admm_inversion, dlg, dlg_admm, fc_weight_index, idlg_admm
+from gitutor.attacks import (AttackResult, adaptive_admm_inversion, cosine_gradient_distance, dlg, dlg_admm,
+                             fc_weight_index, idlg_admm)
 from gitutor.data import OfflineDataError, digits, lfw_faces, resize, torchvision_images, whole_photographs
-from gitutor.federated import FedADMMUpdate, client_gradients, fedadmm_client_update
+from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gradient
+from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
+from gitutor.metrics import psnr
 from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
 BUNDLED = ("digits", "photos", "lfw")
 TORCHVISION = {"mnist": "MNIST(root, train=False, download=True)", "cifar100": "CIFAR100(root, train=False, download=True)",
                "lfw_people": "LFWPeople(root, split='test', download=True)"}
+#: ``data_root`` value that loads the bundled stand-in of every torchvision kind (offline smoke runs).
+BUNDLED_ROOT = "bundled"
+STAND_INS = {"mnist": "digits", "cifar100": "photos", "lfw_people": "lfw"}
+#: Display names of the data kinds.
+NAMES = {"digits": "digits (MNIST stand-in)", "photos": "photographs (CIFAR stand-in)", "lfw": "LFW faces",
+         "mnist": "MNIST", "cifar100": "CIFAR-100", "lfw_people": "LFW"}
 
 
 def _lfw_people(root: str | Path, n: int, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,6 +52,8 @@ def _lfw_people(root: str | Path, n: int, size: int, generator: torch.Generator)
 
 def _load(kind: str, n: int, size: int, seed: int, root: str | Path, classes: int, channels: int):
     generator = make_generator(seed)
+    if str(root) == BUNDLED_ROOT:
+        kind = STAND_INS.get(kind, kind)
     if kind == "digits":
         images, labels = digits(size=size, channels=channels)
         pick = torch.randperm(len(images), generator=generator)[:n]
@@ -64,7 +76,8 @@ def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: st
 
     Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs,
     CIFAR stand-in, random classes), ``"lfw"`` (skimage's LFW subset, random classes). Full kinds:
-    ``"mnist"``, ``"cifar100"``, ``"lfw_people"`` through torchvision from ``data_root``.
+    ``"mnist"``, ``"cifar100"``, ``"lfw_people"`` through torchvision from ``data_root``; with
+    ``data_root="bundled"`` their bundled stand-ins (:data:`STAND_INS`) at the kind's classes and channels.
 
     Raises:
         ValueError: for an unknown kind or ``n < 1``.
@@ -88,12 +101,17 @@ def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: st
     return data
 
 
-def first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float, local_steps: int
-                ) -> tuple[list[torch.Tensor], list[torch.Tensor], FedADMMUpdate]:
-    """The first FedADMM round (local model = global model z, dual π = 0): ``(z, π, update)``."""
+def _start(model: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     z = [p.detach().clone() for p in model.parameters()]
-    zero = [torch.zeros_like(p) for p in z]
-    return z, zero, fedadmm_client_update(model, x, y, z, zero, rho=rho, lr=lr, local_steps=local_steps)
+    return z, [torch.zeros_like(p) for p in z]
+
+
+def first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float, local_steps: int
+                ) -> Case:
+    """The first FedADMM round (local model = global model z = the model's weights, dual π = 0) as a
+    :func:`~gitutor.federated.case.fedadmm_case`: ``update`` is Δ, ``public`` holds z, π, ρ, η, E and −Δ/η."""
+    z, zero = _start(model)
+    return fedadmm_case(model, x, y, global_params=z, dual=zero, rho=rho, lr=lr, local_steps=local_steps)
 
 
 def client_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
@@ -109,7 +127,7 @@ def client_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tu
     """
     if round_number not in (1, 2):
         raise ValueError(f"round_number must be 1 or 2, got {round_number!r}")
-    z, pi, _ = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps)
+    z, pi = _start(model)
     w = z
     if round_number == 2:
         before = fedadmm_client_update(model, *earlier, z, pi, rho=rho, lr=lr, local_steps=local_steps)
@@ -144,13 +162,57 @@ def attack_first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_c
     the adaptive attack that simulates the round. ``options`` (iterations, seed, record_every) go to every attack,
     so all five start from the same dummy. Returns ``{name: AttackResult}`` in the order of :data:`ATTACKS`."""
     gradient = client_gradients(model, x, y)
-    z, zero, update = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps)
+    view = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps).server_view
     label = torch.tensor([idlg_label(gradient[fc_weight_index(model)])], device=x.device)
     return {
         "DLG": dlg(model, gradient, x.shape, num_classes, **options),
         "iDLG": dlg(model, gradient, x.shape, num_classes, labels=label, **options),
-        "DLG-ADMM": dlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
-        "iDLG-ADMM": idlg_admm(model, update.delta, lr, x.shape, num_classes, **options),
-        "adaptive ADMM": adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=zero,
-                                                 rho=rho, lr=lr, local_steps=local_steps, **options),
+        "DLG-ADMM": dlg_admm(model, view["update"], lr, x.shape, num_classes, **options),
+        "iDLG-ADMM": idlg_admm(model, view["update"], lr, x.shape, num_classes, **options),
+        "adaptive ADMM": adaptive_admm_inversion(model, view["update"], x.shape, num_classes,
+                                                 global_params=view["global_params"], dual=view["dual"], rho=rho,
+                                                 lr=lr, local_steps=local_steps, **options),
     }
+
+
+def closed_form_errors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float
+                       ) -> dict[str, float]:
+    """‖−Δ/η − 2∇f(z)‖ / ‖2∇f(z)‖ for one local step of the first round (the closed form −Δ/η = 2∇f(z)),
+    in ``"float64"`` (a double copy of the model and batch: rounding only) and ``"float32"``."""
+    errors = {}
+    for precision, net, inputs in (("float64", copy.deepcopy(model).double(), x.double()), ("float32", model, x)):
+        sent = first_round(net, inputs, y, rho=rho, lr=lr, local_steps=1).public["pseudo_gradient"]
+        errors[precision] = relative_error(sent, [2 * g for g in client_gradients(net, inputs, y)])
+    return errors
+
+
+def alignment(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
+              rho: float, lr: float, local_steps: int, round_number: int) -> tuple[float, float]:
+    """How close DLG-ADMM's target −Δ/η is to the gradient ∇f(w) at the client's starting point w in the
+    :func:`client_round`: ``(cosine similarity, ‖−Δ/η‖ / ‖∇f(w)‖)``.
+
+    Raises:
+        ValueError: as :func:`client_round`.
+    """
+    _, w, _, update = client_round(model, x, y, earlier, rho=rho, lr=lr, local_steps=local_steps,
+                                   round_number=round_number)
+    sent, gradient = pseudo_gradient(update.delta, lr), client_gradients(model_at(model, w), x, y)
+    norm = lambda tensors: sum((t ** 2).sum() for t in tensors).sqrt()  # noqa: E731 - over the whole list
+    return 1 - float(cosine_gradient_distance(sent, gradient)), float(norm(sent) / norm(gradient))
+
+
+def naive_and_adaptive_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                            earlier: tuple[torch.Tensor, torch.Tensor], num_classes: int, *, rho: float, lr: float,
+                            local_steps: int, round_number: int, **options) -> tuple[float, float]:
+    """PSNR (dB) of DLG-ADMM (at the server's global model z) and of the adaptive attack (which knows ρ, η,
+    E, π and the local model w) on the increment of :func:`client_round`; ``options`` go to both attacks.
+
+    Raises:
+        ValueError: as :func:`client_round` and the attacks.
+    """
+    z, w, pi, update = client_round(model, x, y, earlier, rho=rho, lr=lr, local_steps=local_steps,
+                                    round_number=round_number)
+    naive = dlg_admm(model_at(model, z), update.delta, lr, x.shape, num_classes, **options)
+    adaptive = adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=pi,
+                                       local_params=w, rho=rho, lr=lr, local_steps=local_steps, **options)
+    return float(psnr(naive.images, x)), float(psnr(adaptive.images, x))

@@ -1,0 +1,79 @@
+"""Chapter 07's rounds and summaries (gitutor.studies.admm_rounds, admm_report) on tiny cases."""
+import pytest
+import torch
+
+from gitutor.attacks import AttackResult
+from gitutor.data import digits
+from gitutor.federated import client_gradients
+from gitutor.models import LeNet, init_uniform_
+from gitutor.profiles import get_profile
+from gitutor.profiles.admm_comparison import BUDGETS, SMOKE_PARAMETERS
+from gitutor.studies import admm_report
+from gitutor.studies.admm_rounds import (alignment, closed_form_errors, first_round, load_kinds,
+                                         naive_and_adaptive_psnr)
+from gitutor.studies.budgets import with_budget
+
+
+def _case(seed=0):
+    model = init_uniform_(LeNet(10, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(seed))
+    images, labels = digits(size=8)
+    return model, images[:1], labels[:1], (images[1:2], labels[1:2])
+
+
+def test_first_round_is_the_servers_view_of_twice_the_gradient():
+    model, x, y, _ = _case()
+    case = first_round(model, x, y, rho=0.01, lr=0.1, local_steps=1)
+    view = case.server_view
+    assert view["labels"] is None and view["rho"] == 0.01 and view["batch_size"] == 1
+    assert all(torch.equal(z, p) for z, p in zip(view["global_params"], model.parameters()))
+    twice = [2 * g for g in client_gradients(model, x, y)]
+    assert all(torch.allclose(s, t, rtol=1e-2, atol=1e-4) for s, t in zip(view["pseudo_gradient"], twice))
+    errors = closed_form_errors(model, x, y, rho=0.01, lr=0.1)
+    assert errors["float64"] < 1e-9 < errors["float32"] < 1e-2
+
+
+def test_alignment_is_one_and_twice_in_round_one_and_tilted_in_round_two():
+    model, x, y, earlier = _case()
+    cosine, ratio = alignment(model, x, y, earlier, rho=0.01, lr=0.1, local_steps=1, round_number=1)
+    assert cosine == pytest.approx(1, abs=1e-3) and ratio == pytest.approx(2, rel=1e-2)
+    cosine2, _ = alignment(model, x, y, earlier, rho=0.01, lr=0.1, local_steps=1, round_number=2)
+    assert cosine2 < 0.999   # the earlier image's gradient (in the dual) tilts the target
+    with pytest.raises(ValueError, match="round_number"):
+        alignment(model, x, y, earlier, rho=0.01, lr=0.1, local_steps=1, round_number=3)
+
+
+def test_adaptive_attack_recovers_the_first_round_image_where_dlg_admm_does_not():
+    model, x, y, earlier = _case(1)
+    naive, adaptive = naive_and_adaptive_psnr(model, x, y, earlier, 10, rho=0.01, lr=0.1, local_steps=1,
+                                              round_number=1, iterations=15, seed=0, record_every=15)
+    assert adaptive > 20 and adaptive > naive + 5
+
+
+def test_bundled_root_gives_stand_ins_for_the_full_kinds():
+    full = with_budget(get_profile("07_admm_comparison", "full"), BUDGETS, SMOKE_PARAMETERS["BUDGET"])
+    data = load_kinds(full.kinds, 2, 16, 0, SMOKE_PARAMETERS["DATA_ROOT"], full.num_classes, full.channels)
+    assert [tuple(images.shape) for images, _ in data.values()] == [(2, 1, 16, 16), (2, 3, 16, 16), (2, 3, 16, 16)]
+    assert int(data["lfw_people"][1].max()) < full.num_classes["lfw_people"]
+
+
+def _result(images, losses):
+    return AttackResult(images=images, labels=None, history={"loss": losses}, snapshots=[(0, images + 0.5), (1, images)])
+
+
+def test_summaries_and_rows_follow_the_final_images():
+    truth = torch.full((1, 1, 4, 4), 0.5)
+    exact, noise = _result(truth.clone(), [1.0, 0.1]), _result(truth + 1.0, [1.0, 4.0])
+    runs = {("digits", 0): {"DLG": exact, "iDLG": exact, "DLG-ADMM": noise, "iDLG-ADMM": noise,
+                            "adaptive ADMM": exact}}
+    data = {"digits": (truth, torch.tensor([3]))}
+    finals = admm_report.final_scores(runs, data, 1)
+    assert finals["digits"]["DLG-ADMM"][0] == pytest.approx(1.0) and finals["digits"]["DLG"][0] == 0
+    ok = admm_report.outcomes(finals, 20.0)
+    assert ok["sgd"] == ok["adaptive"] == ok["reproduced"] == ["digits (MNIST stand-in)"] and ok["admm"] == []
+    assert admm_report.loss_growth(noise) == 4.0 and admm_report.snapshot_curve(noise, truth) == [2.25, 1.0]
+    cfg = get_profile("07_admm_comparison", "quick")
+    rows = admm_report.results_rows(finals, runs, cfg, closed_form_error=3e-4, lowest_cosine=0.91234)
+    assert [r["this_run"] for r in rows if r["quantity"] == "DLG-ADMM final MSE"] == [1.0]
+    assert rows[-1]["this_run"] == 0.912 and len(rows) == 4 + 2 + 2
+    with pytest.raises(ValueError, match="images_per_kind"):
+        admm_report.final_scores(runs, data, 0)
