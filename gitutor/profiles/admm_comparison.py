@@ -53,7 +53,7 @@ BUDGETS = {
     # cosine grid) for a few L-BFGS steps on one image per kind
     "smoke": {
         "images_per_kind": 1, "iterations": {"mnist": 3, "cifar100": 3, "lfw_people": 3}, "record_every": 1,
-        "ablation_iterations": 2,
+        "ablation_iterations": 2, "torch_threads": 1,
     },
 }
 

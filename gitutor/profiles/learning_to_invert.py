@@ -81,10 +81,12 @@ BUDGETS = {
     # `make smoke` (scripts/smoke.py): the profile's code path (both models, every defense, B = 1 and 4,
     # every table and figure) for one epoch and two IG iterations on a few images. The MLP is narrowed,
     # because the full widths (3 000 / 10 000 units on 135 000 hashed ResNet20 coordinates) need tens of
-    # GB for Adam's state; the FL models keep their full-profile sizes.
+    # GB for Adam's state; the FL models keep their full-profile sizes. One torch thread: two threads on a
+    # shared 2-core CPU made the per-example ResNet20 gradients 20 times slower.
     "smoke": {
-        "n_aux": 120, "n_heldout": 16, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 20, "epochs": 1,
-        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "aux_sizes": [40], "grid_targets": 2,
+        "n_aux": 48, "n_heldout": 10, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 20, "epochs": 1,
+        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "aux_sizes": [24], "grid_targets": 2,
+        "torch_threads": 1,
     },
 }
 
