@@ -85,9 +85,9 @@ def test_eq6_scores_and_settled_generation(setting):
 
 def test_chapter_images_bundled_and_missing_tree(tmp_path):
     cfg = get_profile("03_cv_batch_labels", "full").replace(**BUDGETS["smoke"], image_root="bundled",
-                                                           aux_root="bundled", image_size=32)
+                                                           aux_root="bundled", image_size=160)
     aux, pool, labels = study.chapter_images(cfg, 0)
-    assert aux.shape == (max(cfg.aux_counts), 3, 32, 32) and pool.shape == (cfg.target_pool, 3, 32, 32)
+    assert aux.shape == (max(cfg.aux_counts), 3, 160, 160) and pool.shape == (cfg.target_pool, 3, 160, 160)
     assert labels is None
     with pytest.raises(OfflineDataError, match="AUX_ROOT"):
         study.chapter_images(cfg.replace(aux_root=str(tmp_path / "missing")), 0)

@@ -19,13 +19,15 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from gitutor.data import OfflineDataError, load
+from gitutor.data import OfflineDataError, load, resize
 from gitutor.federated import client_gradients, last_layer_case
 from gitutor.labels import (FeatureCV, batch_label_scores, bias_label_counts, class_evidence, coarse_labels,
                             exhaustive_label_counts, idlg_batch_labels, recover_batch_labels, sample_pool_batch,
                             yin_batch_labels)
 from gitutor.models import fc_input_features
 
+#: Largest side of a bundled crop: both halves of every bundled photograph hold it; larger inputs are upsampled.
+BUNDLED_CROP = 128
 #: The methods of the comparison: Ye et al.'s search, Eq. 6's exact minimum and three baselines.
 METHODS = ("ours", "Eq. 6 exhaustive", "Yin et al.", "iDLG rule", "bias count")
 
@@ -34,23 +36,26 @@ def chapter_images(cfg, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     """``(aux_images, pool_images, pool_labels)``: ``cfg.aux_images`` (at least ``max(cfg.aux_counts)`` when
     bundled) auxiliary and ``cfg.target_pool`` attacked images at ``cfg.image_size``. A root of "bundled" takes
     the disjoint pool="aux" / pool="target" halves of the bundled photographs (no labels: labels are assigned
-    per batch); otherwise ImageFolder trees ``cfg.aux_root`` (one sub-folder) and ``cfg.image_root``.
+    per batch; crops are at most :data:`BUNDLED_CROP` px and upsampled to a larger ``cfg.image_size``); otherwise
+    ImageFolder trees ``cfg.aux_root`` (one sub-folder) and ``cfg.image_root``.
 
     Raises:
         OfflineDataError: when a tree is not on disk, naming the parameter (AUX_ROOT, IMAGE_ROOT) to set.
     """
-    size = cfg.image_size
+    size, crop = cfg.image_size, min(cfg.image_size, BUNDLED_CROP)
     if cfg.aux_root == "bundled":
-        aux_images, _ = load("photos", max(cfg.aux_counts), size=size, seed=seed, pool="aux")
+        aux_images = resize(load("photos", max(cfg.aux_counts), size=crop, seed=seed, pool="aux")[0], size)
     else:
         try:
             aux_images, _ = load("imagefolder", cfg.aux_images, root=cfg.aux_root, size=size, seed=seed)
         except OfflineDataError as error:
             raise OfflineDataError(f"auxiliary images not found in {cfg.aux_root}: put {cfg.aux_images} public web "
                                    "images in a sub-folder of it (e.g. aux_web/web/*.jpg), or set AUX_ROOT") from error
-    kind = "photos" if cfg.image_root == "bundled" else "imagefolder"
-    pool_images, pool_labels = load(kind, cfg.target_pool, size=size, seed=seed + 1,
-                                    **({"pool": "target"} if kind == "photos" else {"root": cfg.image_root}))
+    if cfg.image_root == "bundled":
+        pool_images, pool_labels = resize(load("photos", cfg.target_pool, size=crop, seed=seed + 1, pool="target")[0],
+                                          size), None
+    else:
+        pool_images, pool_labels = load("imagefolder", cfg.target_pool, root=cfg.image_root, size=size, seed=seed + 1)
     return aux_images, pool_images, pool_labels
 
 
