@@ -88,3 +88,11 @@ def test_paper_rows_carry_the_run_and_a_verdict_direction():
     accuracy = [r for r in rows if r["quantity"] == "label accuracy (Table 2)"]
     assert all(r["this_run"] == 90.0 and r["better"] == "higher" for r in accuracy)
     assert all(r["better"] == "lower" for r in rows if r["quantity"].startswith("mean L_r"))
+
+
+def test_bad_counts_and_too_few_photographs_are_named(lenet):
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        study.idlg_rule_accuracy(lenet, _sampler(), 0, 1e-3)
+    cfg = get_profile("02_idlg_soft_labels", "full").replace(**{**BUDGETS["smoke"], "fcn_images": 20})
+    with pytest.raises(ValueError, match="fcn_images=20"):
+        chapter_images(cfg, "bundled", 0, torch.Generator().manual_seed(0))

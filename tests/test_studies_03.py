@@ -99,3 +99,11 @@ def test_paper_rows_give_the_fig4_row_a_verdict():
                       figure_accuracy=0.97, figure_classes=20, settled=12)
     assert [r.get("better") for r in rows] == [None, None, "higher", None, "lower"]
     assert rows[2]["this_run"] == 0.97 and rows[4]["this_run"] == 12
+
+
+def test_empty_inputs_are_refused(setting):
+    _, _, stats, fc_gradient, recover = setting
+    with pytest.raises(ValueError, match="trials is empty"):
+        study.compare_methods([], fc_gradient, recover, stats, 8)
+    with pytest.raises(ValueError, match="values is empty"):
+        study.summary([])

@@ -92,7 +92,13 @@ def baseline_predictions(w: torch.Tensor, b: torch.Tensor, batch_size: int) -> d
 
 
 def summary(values: Sequence[dict]) -> tuple[float, float]:
-    """Mean per-label accuracy and exact-batch rate of a list of ``batch_label_scores`` dicts."""
+    """Mean per-label accuracy and exact-batch rate of a list of ``batch_label_scores`` dicts.
+
+    Raises:
+        ValueError: if ``values`` is empty.
+    """
+    if not values:
+        raise ValueError("values is empty: no batch was scored")
     return float(np.mean([v["accuracy"] for v in values])), float(np.mean([v["exact"] for v in values]))
 
 
@@ -105,7 +111,12 @@ def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_grad
         where ours equals the exhaustive minimum), ``coarse_right`` (batches whose coarse label set is the
         truth), ``failures`` ((true counts, Eq. 6 minimum) where they differ) and ``spread`` ("exact"/"failed" →
         std/mean of a_k / n_k over a batch's classes, 0 if Eq. 6 held exactly).
+
+    Raises:
+        ValueError: if ``trials`` is empty; as the label functions for a malformed gradient.
     """
+    if not trials:
+        raise ValueError("trials is empty: give at least one (indices, labels) batch")
     out = {"scores": {name: [] for name in METHODS}, "seconds": [], "failures": [], "agree": 0, "coarse_right": 0,
            "spread": {"exact": [], "failed": []}}
     for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches")):

@@ -29,6 +29,11 @@ Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
 MATCHING_SETTINGS = ("cos / GT", "cos / iDLG", "cos / Ours", "L2 / GT", "L2 / Ours", "L2 / iDLG", "L2 / DLG")
 
 
+def _check_count(n, name: str) -> None:
+    if type(n) is not int or n < 1:
+        raise ValueError(f"{name} must be a positive int, got {n!r}")
+
+
 def observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device: torch.device | str = "cpu"):
     """The update the server observes for one sample (``gradient_case``), moved to the CPU."""
     return [g.cpu() for g in gradient_case(model, x.to(device), y.to(device)).update]
@@ -36,7 +41,12 @@ def observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device: torch.d
 
 def idlg_rule_accuracy(model: nn.Module, sample: Sample, n: int, tolerance: float, device="cpu") -> dict:
     """Per kind in ``("one-hot", "smoothing", "mixup")``: (% where iDLG's class is the label's largest entry,
-    % where iDLG's one-hot answer is within L1 ``tolerance`` of the label), over ``n`` samples each."""
+    % where iDLG's one-hot answer is within L1 ``tolerance`` of the label), over ``n`` samples each.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
     rates = {}
     for kind in ("one-hot", "smoothing", "mixup"):
         top_class, exact = [], []
@@ -55,7 +65,11 @@ def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: in
 
     Returns:
         ``(table, seconds, methods)``, three dicts keyed by ``(network name, kind)``.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
     """
+    _check_count(n, "n")
     table, seconds, methods = {}, {}, {}
     for name, (model, sample) in networks.items():
         for kind in KINDS:
@@ -83,7 +97,11 @@ def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, 
     Returns:
         dict with ``grad`` (the observed ``(K, d)`` last-layer gradient), ``exclude_top``, ``result``
         (:class:`~gitutor.labels.SoftLabelResult`), ``lam_star`` (the true λ) and ``scanned`` (samples looked at).
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
     """
+    _check_count(n, "n")
     for index in range(n):
         x, y, k = sample("smoothing", index)
         grad = observed(model, x, y, device)[-1]
@@ -97,7 +115,12 @@ def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, 
 def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
     """Table 6: recover label and feature from the last layer, then invert the bias-free FCN analytically
     (§4.2, Eq. 6–7) for ``n`` samples of ``kind``. Returns ``(truths, reconstructions)``, each ``(n, C, H, W)``,
-    and ``(mean SSIM, mean PSNR dB, mean LPIPS or None when its weights are not on disk)``."""
+    and ``(mean SSIM, mean PSNR dB, mean LPIPS or None when its weights are not on disk)``.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
     truths, reconstructions = [], []
     for index in range(n):
         x, y, k = sample(kind, index)

@@ -24,11 +24,15 @@ def chapter_images(cfg, data_root: str, seed: int, generator: torch.Generator) -
 
     Raises:
         OfflineDataError: when CIFAR-10 is not under ``data_root`` (what to download, where).
+        ValueError: if the bundled photographs are fewer than ``cfg.fcn_images + 1``.
     """
     n_photos = max(cfg.idlg_samples, cfg.table2_samples, cfg.noise_samples) + 2
     if cfg.profile == "quick" or data_root == "bundled":  # crops for label trials, whole photographs to look at
         photos, shown = natural_images(n_photos, size=cfg.image_size, seed=seed), whole_photographs(cfg.image_size)
         trained_images, trained_labels = digits(size=cfg.digits_size)
+        if len(shown) < cfg.fcn_images + 1:
+            raise ValueError(f"fcn_images={cfg.fcn_images} needs {cfg.fcn_images + 1} photographs; "
+                             f"{len(shown)} are bundled")
     else:
         photos, _ = torchvision_images("cifar10", n_photos, root=data_root, size=cfg.image_size, seed=seed)
         n_shown = max(2 * max(cfg.table3_samples.values()) + 2, cfg.fcn_images + 1)  # Table 3 pairs, FCN images
