@@ -63,6 +63,7 @@ BUDGETS = {
         "idlg_samples": 3, "table2_samples": 2, "trained_split": 1500, "train_epochs": 1, "fcn_images": 2,
         "table3_samples": {"mixup": 1, "smoothing": 1}, "table3_repeats": 1, "table3_iterations": 2,
         "table3_ig_iterations": 4, "noise_samples": 2, "noise_bound": 12.0,
+        "torch_threads": 1,          # LeNet-sized steps: two OpenMP threads on a busy CPU thrash (no effect on a GPU)
     },
 }
 
