@@ -4,9 +4,8 @@ import torch
 
 from gitutor.federated import observed_gradient, paper_defenses
 from gitutor.profiles import get_profile
-from gitutor.profiles.learning_to_invert import BUDGETS, SMOKE_PARAMETERS
+from gitutor.profiles.learning_to_invert import SMOKE_PARAMETERS
 from gitutor.studies import learning_to_invert as study
-from gitutor.studies.budgets import with_budget
 from gitutor.studies.lti_report import PAPER_MSE, defense_names, results_rows, table1_markdown
 
 TINY = dict(n_aux=60, n_heldout=8, n_ig_targets=2, n_ig_batches=1, b4_batches=12, epochs=2, ig_iterations=2,
@@ -29,11 +28,11 @@ def test_split_keeps_targets_out_of_the_auxiliary_set_and_is_seeded(cfg):
 
 
 def test_bundled_root_replaces_the_full_profiles_cifar10_offline():
-    full = with_budget(get_profile("06_learning_to_invert", "full"), BUDGETS, SMOKE_PARAMETERS["BUDGET"])
+    full = get_profile("06_learning_to_invert", "full", budget=SMOKE_PARAMETERS["BUDGET"])
     aux_x, _, target_x, _ = study.load_split(full, 0, SMOKE_PARAMETERS["DATA_ROOT"])
     assert aux_x.shape == (full.n_aux, 3, 32, 32) and target_x.shape == (full.n_heldout, 3, 32, 32)
     with pytest.raises(ValueError, match="BUDGET"):
-        with_budget(full, BUDGETS, "smok")
+        get_profile("06_learning_to_invert", "full", budget="smok")
 
 
 def test_model_hasher_and_observation(cfg):

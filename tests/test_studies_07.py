@@ -7,11 +7,10 @@ from gitutor.data import digits
 from gitutor.federated import client_gradients
 from gitutor.models import LeNet, init_uniform_
 from gitutor.profiles import get_profile
-from gitutor.profiles.admm_comparison import BUDGETS, SMOKE_PARAMETERS
+from gitutor.profiles.admm_comparison import SMOKE_PARAMETERS
 from gitutor.studies import admm_report
 from gitutor.studies.admm_rounds import (alignment, closed_form_errors, first_round, load_kinds,
                                          naive_and_adaptive_psnr)
-from gitutor.studies.budgets import with_budget
 
 
 def _case(seed=0):
@@ -50,7 +49,7 @@ def test_adaptive_attack_recovers_the_first_round_image_where_dlg_admm_does_not(
 
 
 def test_bundled_root_gives_stand_ins_for_the_full_kinds():
-    full = with_budget(get_profile("07_admm_comparison", "full"), BUDGETS, SMOKE_PARAMETERS["BUDGET"])
+    full = get_profile("07_admm_comparison", "full", budget=SMOKE_PARAMETERS["BUDGET"])
     data = load_kinds(full.kinds, 2, 16, 0, SMOKE_PARAMETERS["DATA_ROOT"], full.num_classes, full.channels)
     assert [tuple(images.shape) for images, _ in data.values()] == [(2, 1, 16, 16), (2, 3, 16, 16), (2, 3, 16, 16)]
     assert int(data["lfw_people"][1].max()) < full.num_classes["lfw_people"]

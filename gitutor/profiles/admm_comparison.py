@@ -4,7 +4,7 @@ FedADMM client: ρ = 0.01 and client learning rate η = 0.1 (the official FedADM
 builds on); the attacked round is the first one (local model = global model, dual = 0).
 
 :data:`BUDGETS` are applied on top of a profile by the notebook's ``BUDGET`` parameter
-(:func:`gitutor.studies.budgets.with_budget`); ``"smoke"`` runs a profile's code path for a few steps.
+(:func:`gitutor.get_profile` with ``budget=``); ``"smoke"`` runs a profile's code path for a few steps.
 """
 
 QUICK = {

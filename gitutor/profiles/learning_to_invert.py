@@ -10,7 +10,7 @@ the gradient hashed to 25 % (the paper hashes only ResNet20), hidden 192 (B = 1)
 15 epochs at lr 1e-3, Inverting Gradients on 5 targets (B = 1) and 1 batch (B = 4) with 200 iterations.
 
 :data:`BUDGETS` are applied on top of a profile by the notebook's ``BUDGET`` parameter
-(:func:`gitutor.studies.budgets.with_budget`); ``"smoke"`` runs a profile's code path for one epoch.
+(:func:`gitutor.get_profile` with ``budget=``); ``"smoke"`` runs a profile's code path for one epoch.
 """
 
 QUICK = {
