@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from gitutor import stats
+
 from gitutor.attacks import AttackResult
 from gitutor.data import digits
 from gitutor.federated import client_gradients
@@ -71,8 +73,22 @@ def test_summaries_and_rows_follow_the_final_images():
     assert ok["sgd"] == ok["adaptive"] == ok["reproduced"] == ["digits (MNIST stand-in)"] and ok["admm"] == []
     assert admm_report.loss_growth(noise) == 4.0 and admm_report.snapshot_curve(noise, truth) == [2.25, 1.0]
     cfg = get_profile("07_admm_comparison", "quick")
-    rows = admm_report.results_rows(finals, runs, cfg, closed_form_error=3e-4, lowest_cosine=0.91234)
+    gaps = {"DLG": stats.interval([3.0, 3.5, 2.5]), "iDLG": stats.interval([3.0, 3.1, 2.9])}
+    rows = admm_report.results_rows(finals, runs, cfg, closed_form_error=3e-4, lowest_cosine=0.91234, gaps=gaps)
     assert [r["this_run"] for r in rows if r["quantity"] == "DLG-ADMM final MSE"] == [1.0]
-    assert rows[-1]["this_run"] == 0.912 and len(rows) == 4 + 2 + 2
+    assert rows[-1]["this_run"] == 0.912 and len(rows) == 4 + 2 + 2 + 3
     with pytest.raises(ValueError, match="images_per_kind"):
         admm_report.final_scores(runs, data, 0)
+
+
+def test_the_admm_gap_is_paired_per_image_and_claimed_only_when_both_intervals_clear_two_orders():
+    truth = torch.full((1, 1, 4, 4), 0.5)
+    near = lambda offset: _result(truth + offset, [1.0])  # noqa: E731 - MSE = offset²
+    runs = {("digits", i): {"DLG": near(1e-3 * (i + 1)), "iDLG": near(1e-3), "DLG-ADMM": near(1.0 * (i + 1)),
+                            "iDLG-ADMM": near(1.0)} for i in range(3)}
+    data = {"digits": (truth.repeat(3, 1, 1, 1), torch.tensor([1, 2, 3]))}
+    gaps = admm_report.admm_gap(runs, data, 3)
+    assert gaps["DLG"].n == 3 and gaps["DLG"].mean == pytest.approx(6.0, abs=1e-4) and gaps["DLG"].high - gaps["DLG"].low < 1e-3
+    assert admm_report.gap_verdict(gaps) == "reproduced"
+    runs[("digits", 2)]["iDLG-ADMM"] = near(1e-3)   # one image where ADMM does not hurt: the interval widens
+    assert admm_report.gap_verdict(admm_report.admm_gap(runs, data, 3)) == stats.NOT_RESOLVED
