@@ -28,6 +28,9 @@ from gitutor.data import image_folder, natural_images
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
+#: The profile settings a trial reads from ``context["settings"]`` (see the module docstring).
+SETTINGS = ("dropout", "tv_weight", "bn_weight", "lr", "t1", "t2", "ig_tv_weight", "dlg_inner_steps", "num_classes",
+            "record_every")
 #: Table 1 (DLG … Stepwise) and the Table 2 / Fig. 6 variants of the stepwise objective.
 METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad", "+ ℓ̃_grad", "Stepwise, no dropout")
 
@@ -143,6 +146,15 @@ def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[st
         problems.append(f"IMAGE_ROOT {given}: point it to the ImageNet validation ImageFolder tree (one "
                         "sub-folder per class), or set IMAGE_ROOT = 'bundled' (crops of the bundled photographs)")
     return problems
+
+
+def trial_settings(cfg) -> dict:
+    """``context["settings"]`` of a sweep: the :data:`SETTINGS` of the chapter's settings ``cfg``.
+
+    Raises:
+        AttributeError: naming a setting ``cfg`` lacks.
+    """
+    return {name: getattr(cfg, name) for name in SETTINGS}
 
 
 def chapter_trials(cfg, block_start: Mapping[str, int], seed: int) -> list[dict]:

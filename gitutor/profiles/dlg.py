@@ -48,3 +48,32 @@ FULL = {
     "defense_iterations": 300,
     "sweep_image_size": 32,
 }
+
+#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter; ``"smoke"`` runs the
+#: profile's code path for a handful of L-BFGS steps (``make smoke``).
+BUDGETS = {
+    "smoke": {"seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
+              "batch_iterations": 2, "extra_iterations": 5, "prune_rates": [0.1], "noise_variances": [1e-2],
+              "defense_iterations": 2},
+}
+#: What ``DATA_ROOT = "bundled"`` puts in place of the torchvision datasets (offline, no download).
+BUNDLED = {"source": "photos", "extra_sources": ["digits"],
+           "data": "bundled photographs and scikit-learn digits (offline substitute for CIFAR-100 and MNIST)"}
+
+
+def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
+    """The notebook's settings: profile ``cfg``, then :data:`BUDGETS` ``[budget]``, then the bundled
+    sources of :data:`BUNDLED` when ``data_root == "bundled"``.
+
+    Returns a ``types.SimpleNamespace`` with ``budget`` added (:func:`gitutor.studies.settings.with_budget`).
+
+    Raises:
+        ValueError: naming ``BUDGET`` for an unknown budget name.
+    """
+    from gitutor.studies.settings import with_budget
+
+    return with_budget(cfg, BUDGETS, budget, **(BUNDLED if data_root == "bundled" else {}))
+
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few steps.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}
