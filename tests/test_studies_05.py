@@ -74,3 +74,11 @@ def test_table_and_rows_average_over_users(tmp_path):
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
     assert out[3]["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     assert verdict(out[4]) == "meets" and out[-1]["this_run"] == LPIPS_NA
+
+
+def test_differences_name_the_profile_and_flag_offline_substitutes():
+    quick = chapter_settings(gitutor.get_profile("05_diffusion_user_level", "quick"))
+    assert report.differences(quick, "quick", 5, 6e5).startswith("quick profile: 32×32 grey LFW users")
+    full = gitutor.get_profile("05_diffusion_user_level", "full")
+    assert "SUBSTITUTES" not in report.differences(chapter_settings(full), "full", 50, 1e8)
+    assert "SUBSTITUTES" in report.differences(chapter_settings(full, None, "bundled", False), "full", 5, 1e6)

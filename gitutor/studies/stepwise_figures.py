@@ -33,3 +33,22 @@ def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapp
     fig.suptitle("tensors ≥ s(t) are matched; purple lines: lr × 0.33", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def loss_curves(losses: Mapping[str, list[float]], dlg_inner_steps: int):
+    """Each method's objective per iteration on a log axis (method → per-step losses); DLG's L-BFGS step k
+    is placed at iteration ``dlg_inner_steps · k``, the count of its gradient evaluations. Returns the figure.
+
+    Raises:
+        ValueError: if ``dlg_inner_steps`` is below 1.
+    """
+    if dlg_inner_steps < 1:
+        raise ValueError(f"dlg_inner_steps must be >= 1, got {dlg_inner_steps}")
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for method, loss in losses.items():
+        step = dlg_inner_steps if method == "DLG" else 1
+        ax.plot([step * (t + 1) for t in range(len(loss))], loss, label=method, lw=1)
+    ax.set(xlabel="iteration (image updates / gradient evaluations)", ylabel="objective", yscale="log",
+           title="loss curves, batch 0")
+    ax.legend(fontsize=7, ncol=2)
+    return fig

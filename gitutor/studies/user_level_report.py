@@ -60,6 +60,20 @@ def identity_study(candidates: Mapping[str, Sequence[torch.Tensor]], means: Sequ
     return matrices, match
 
 
+def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
+    """The "differences" column: how the run differs from the paper's setup (§3, Table 1)."""
+    from gitutor.priors import PRIOR_TRAIN_FACES
+
+    if profile == "quick":
+        return (f"quick profile: 32×32 grey LFW users (variations of one held-out face), {users} users, {cfg.steps} steps "
+                f"(τ to {cfg.tau['t_min']}, t* = {cfg.t_star}), λ = {cfg.matching_weight:g}, untrained {cfg.model} instead of "
+                f"ResNet-18, {prior_parameters / 1e6:.1f} M-parameter DDPM trained on {PRIOR_TRAIN_FACES} LFW faces, LBP "
+                "detector instead of MTCNN, [0, 1] intensity scale")
+    return (f"{profile} profile; CelebA-HQ-256 DDPM instead of FFHQ-256, λ = {cfg.matching_weight:g}, LBP detector "
+            "instead of MTCNN" + ("" if cfg.prior != "untrained" and cfg.data == "celeba" else
+                                  f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"))
+
+
 def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, match: tuple[float, float], spread_ratio: float, ordering: str,
                  intervals: Mapping[str, tuple[float, float]], users: int, differences: str) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
