@@ -52,7 +52,7 @@ FULL = {
 #: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter; ``"smoke"`` runs the
 #: profile's code path for a handful of L-BFGS steps (``make smoke``).
 BUDGETS = {
-    "smoke": {"seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
+    "smoke": {"torch_threads": 1, "seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
               "batch_iterations": 2, "extra_iterations": 5, "prune_rates": [0.1], "noise_variances": [1e-2],
               "defense_iterations": 2},
 }
