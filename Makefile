@@ -79,5 +79,7 @@ record:
 
 # Every chapter's $(PROFILE) code path for a handful of iterations on offline substitutes (GPU check):
 #   make smoke PROFILE=full DEVICE=cuda     (executed copies in build/smoke/, wall time per chapter)
-smoke:
-	$(PYTHON) scripts/smoke.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) --output $(BUILD)/smoke
+smoke: install
+	@rm -f $(NET_LOG)
+	$(GUARD) $(PYTHON) scripts/smoke.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) --output $(BUILD)/smoke
+	$(CHECK_NET)

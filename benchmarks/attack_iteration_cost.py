@@ -169,6 +169,8 @@ def main() -> None:
     if args.attacks_only:
         print(json.dumps(attacks))
         return
+    from gitutor.tables import markdown_table
+
     clock = "CPU seconds of this process" if device.type == "cpu" else "wall seconds"
     print(f"ResNet34, batch {args.batch_size}, {device}, {args.threads} thread(s); times are {clock}\n")
     before = baseline_seconds(args.baseline, args) if args.baseline else None
@@ -178,15 +180,15 @@ def main() -> None:
         floor = sum(parts[k] for k in ("forward", "first backward with graph", "double backward"))
         print(f"\n{size}×{size}: training step {unit:.3f} s; network floor (forward, backward with graph, double "
               f"backward) {floor:.3f} s = {floor / unit:.1f} × training step\n")
-        print("| part of an IG iteration | seconds | share |\n|---|---|---|")
         iteration = attacks[str(size)]["Inverting Gradients"]
-        for name, seconds in {**parts, "Python overhead (rest of the loop)": iteration - sum(parts.values())}.items():
-            print(f"| {name} | {seconds:.3f} | {seconds / iteration:.0%} |")
-        print("\n| attack | s / iteration | × training step | × floor |" + (" before | speed-up |" if before else "")
-              + "\n|---|---|---|---|" + ("---|---|" if before else ""))
-        for name, seconds in attacks[str(size)].items():
-            extra = f" {before[str(size)][name]:.3f} | {before[str(size)][name] / seconds:.2f}× |" if before else ""
-            print(f"| {name} | {seconds:.3f} | {seconds / unit:.1f} | {seconds / floor:.2f} |{extra}", flush=True)
+        parts["Python overhead (rest of the loop)"] = iteration - sum(parts.values())
+        print(markdown_table(["part of an IG iteration", "seconds", "share"],
+                             [(name, f"{seconds:.3f}", f"{seconds / iteration:.0%}") for name, seconds in parts.items()]))
+        header = ["attack", "s / iteration", "× training step", "× floor"] + (["before", "speed-up"] if before else [])
+        rows = [[name, f"{seconds:.3f}", f"{seconds / unit:.1f}", f"{seconds / floor:.2f}"]
+                + ([f"{before[str(size)][name]:.3f}", f"{before[str(size)][name] / seconds:.2f}×"] if before else [])
+                for name, seconds in attacks[str(size)].items()]
+        print("\n" + markdown_table(header, rows), flush=True)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,35 @@ def test_non_finite_loss_stops_with_the_last_finite_iterate():
     assert torch.isfinite(result.images).all() and len(result.history["loss"]) == 3
 
 
+def test_lbfgs_rule_optimises_extra_variables_and_stops_at_its_fixed_point():
+    target, shift = torch.full((1, 1, 2, 2), 0.25), torch.zeros(3, requires_grad=True)
+
+    def objective(x, t):  # x and the extra variable both move to their minimisers
+        return {"loss": (x - target).pow(2).sum() + (shift - 1).pow(2).sum()}
+    result = optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=30, lr=1.0, step_rule="lbfgs",
+                             signed=False, box=None, record_every=5)
+    assert torch.allclose(result.images, target) and torch.allclose(shift.detach(), torch.ones(3)) is False
+    joint = optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=30, lr=1.0, step_rule="lbfgs",
+                            signed=False, box=None, record_every=5, extra_variables=(shift,))
+    assert torch.allclose(joint.images, target) and torch.allclose(shift.detach(), torch.ones(3))
+    assert 1 <= joint.info["converged_at"] < 30 and len(joint.history["loss"]) == 30
+    assert [t for t, _ in joint.snapshots] == [0, 5, 10, 15, 20, 25, 30]
+    assert joint.history["iteration"] == list(range(30))
+
+
+def test_lbfgs_non_finite_loss_inside_a_step_restores_every_variable():
+    logits = torch.zeros(2, requires_grad=True)
+
+    def objective(x, t):  # finite at the start, NaN once x has moved (inside L-BFGS's inner evaluations)
+        loss = (x - 1).pow(2).sum() + logits.pow(2).sum()
+        return {"loss": loss if t == 0 and x.detach().abs().max() == 0 else loss * float("nan")}
+    result = optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=5, lr=0.5, step_rule="lbfgs",
+                             signed=False, box=None, extra_variables=(logits,))
+    assert result.info == {"stopped_early": "non-finite loss at iteration 0"}
+    assert torch.equal(result.images, torch.zeros(1, 1, 2, 2)) and torch.equal(logits.detach(), torch.zeros(2))
+    assert result.history == {}
+
+
 @pytest.mark.parametrize("value, error", [(float("nan"), ValueError), (float("inf"), ValueError), (-0.1, ValueError),
                                           ("0.1", TypeError), (True, TypeError)])
 def test_check_hyperparameter_rejects_and_names(value, error):
@@ -77,6 +106,15 @@ def test_loop_rejects_bad_settings():
         optimise_images(objective, torch.full((1, 1, 2, 2), float("inf")), iterations=1, lr=0.1)
     with pytest.raises(ValueError, match="loss"):
         optimise_images(lambda x, t: {"distance": x.sum()}, torch.zeros(1, 1, 2, 2), iterations=1, lr=0.1)
+    with pytest.raises(ValueError, match="step_rule"):
+        optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=1, lr=0.1, step_rule="sgd")
+    with pytest.raises(ValueError, match="signed=False"):
+        optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=1, lr=0.1, step_rule="lbfgs")
+    with pytest.raises(ValueError, match="extra_variables"):
+        optimise_images(objective, torch.zeros(1, 1, 2, 2), iterations=1, lr=0.1, extra_variables=(torch.zeros(2),))
+    with pytest.raises(ValueError, match="extra_variables"):
+        optimise_images(lambda x, t: {"loss": x.sum(), "grad": torch.ones_like(x)}, torch.zeros(1, 1, 2, 2),
+                        iterations=1, lr=0.1, extra_variables=(torch.zeros(2, requires_grad=True),))
 
 
 # --- the fused cosine distance -----------------------------------------------------------------------

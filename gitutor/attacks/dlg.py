@@ -13,21 +13,21 @@ Given the labels (e.g. from the iDLG sign rule), only the image is optimised: th
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
+from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients, gradient_l2_distance
 from gitutor.attacks.result import AttackResult
 from gitutor.federated.client import client_gradients
 from gitutor.seeding import make_generator
 
-#: ``line_search`` values: the DLG code's fixed step, or torch's strong-Wolfe line search.
-LINE_SEARCHES = (None, "strong_wolfe")
+#: ``line_search`` values and the step rule of :func:`gitutor.attacks.loop.optimise_images` each runs:
+#: the DLG code's fixed step, or torch's strong-Wolfe line search.
+LINE_SEARCHES = {None: "lbfgs", "strong_wolfe": "lbfgs_strong_wolfe"}
 
 
 def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Sequence[int],
@@ -57,77 +57,56 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
             CLIENTUPDATE of the reproduction report's Algorithm 2).
 
     Returns:
-        :class:`AttackResult` with ``images`` (unclamped, as DLG returns them), ``labels``
-        (argmax of the recovered label distribution, or the given labels as passed), ``history["loss"]``
-        (gradient distance at the start of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
+        :class:`AttackResult` of :func:`gitutor.attacks.loop.optimise_images` (step rule L-BFGS, no box)
+        with ``images`` (unclamped, as DLG returns them), ``labels`` (argmax of the recovered label
+        distribution, or the given labels as passed), ``history["loss"]`` (gradient distance at the start
+        of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
         attack stops and returns the last finite state, with ``info["stopped_early"]`` set. If a step leaves
-        the dummy data exactly unchanged, L-BFGS has reached a fixed point (every later step would repeat
-        it): the attack stops computing there, sets ``info["converged_at"]`` and fills history and snapshots
-        as the remaining steps would, so the result equals that of the full budget.
+        the dummy data exactly unchanged, L-BFGS has reached a fixed point: the loop stops computing there,
+        sets ``info["converged_at"]`` and fills history and snapshots as the remaining steps would, so the
+        result equals that of the full budget.
 
     Raises:
+        TypeError: for a non-integer ``iterations``/``record_every`` or a non-real ``lr``.
         ValueError: for a bad ``input_shape``, ``iterations < 1``, ``record_every < 1``,
             ``labels`` of the wrong shape, outside [0, num_classes) or not finite, a non-positive or non-finite ``lr``, an unknown
             ``line_search``, or gradients that do not match the model (the message names the parameter).
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape)
-    if iterations < 1 or record_every < 1:
-        raise ValueError("iterations and record_every must be >= 1")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    check_count(iterations, "iterations"), check_count(record_every, "record_every")
+    lr = check_hyperparameter(lr, "lr", positive=True)
     if line_search not in LINE_SEARCHES:
-        raise ValueError(f"line_search must be one of {LINE_SEARCHES}, got {line_search!r}")
-    if labels is not None and not (
-            (labels.shape == (shape[0],) and labels.dtype == torch.int64)
-            or (labels.shape == (shape[0], num_classes) and labels.is_floating_point())):
-        raise ValueError(f"labels must be int64 of shape ({shape[0]},) or soft labels of shape "
-                         f"({shape[0]}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
-    if labels is not None and not labels.is_floating_point() and not ((labels >= 0) & (labels < num_classes)).all():
-        raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}")
-    if labels is not None and labels.is_floating_point() and not torch.isfinite(labels).all():
-        raise ValueError("soft labels must be finite")
+        raise ValueError(f"line_search must be one of {tuple(LINE_SEARCHES)}, got {line_search!r}")
+    _check_labels(labels, shape[0], num_classes)
     device = target_grads[0].device
     generator = make_generator(seed, device)
-    dummy_x = torch.randn(shape, generator=generator, device=device).requires_grad_(True)
+    dummy_x = torch.randn(shape, generator=generator, device=device)
     dummy_y = torch.randn((shape[0], num_classes), generator=generator, device=device).requires_grad_(True)
-    variables = [dummy_x] if labels is not None else [dummy_x, dummy_y]
-    optimizer = torch.optim.LBFGS(variables, lr=lr, line_search_fn=line_search)
-
-    def current_labels() -> torch.Tensor:
-        return labels if labels is not None else F.softmax(dummy_y, dim=-1)
-
     if dummy_gradients is None:
         def dummy_gradients(images: torch.Tensor, soft_labels: torch.Tensor) -> list[torch.Tensor]:
             return client_gradients(model, images, soft_labels, create_graph=True)
 
-    def closure() -> torch.Tensor:
-        optimizer.zero_grad()
-        dummy_grads = dummy_gradients(dummy_x, current_labels())
-        loss = gradient_l2_distance(dummy_grads, target_grads)
-        loss.backward()
-        return loss
+    def objective(x: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
+        current = labels if labels is not None else F.softmax(dummy_y, dim=-1)
+        return {"loss": gradient_l2_distance(dummy_gradients(x, current), target_grads)}
 
-    history: dict[str, list[float]] = {"loss": []}
-    snapshots = [(0, dummy_x.detach().cpu().clone())]
-    last_finite = (dummy_x.detach().clone(), dummy_y.detach().clone())
-    info: dict = {}
-    for step in tqdm(range(1, iterations + 1), desc="DLG", disable=not progress):
-        loss = float(optimizer.step(closure).detach())  # distance at the start of this step
-        if not (math.isfinite(loss) and torch.isfinite(dummy_x).all() and torch.isfinite(dummy_y).all()):
-            info["stopped_early"] = f"non-finite loss at step {step}; returning step {step - 1}"
-            dummy_x.data, dummy_y.data = last_finite
-            break
-        history["loss"].append(loss)
-        if step % record_every == 0:
-            snapshots.append((step, dummy_x.detach().cpu().clone()))
-        if torch.equal(dummy_x, last_finite[0]) and torch.equal(dummy_y, last_finite[1]):
-            # L-BFGS left the dummy unchanged: a fixed point; every later step would repeat this one exactly
-            info["converged_at"] = step
-            history["loss"] += [loss] * (iterations - step)
-            snapshots += [(later, snapshots[-1][1]) for later in range(step + 1, iterations + 1) if later % record_every == 0]
-            break
-        last_finite = (dummy_x.detach().clone(), dummy_y.detach().clone())
-    recovered = labels if labels is not None else dummy_y.detach().argmax(dim=-1)
-    return AttackResult(images=dummy_x.detach().cpu(), labels=recovered.cpu(), history=history,
-                        snapshots=snapshots, info=info)
+    result = optimise_images(objective, dummy_x, iterations=iterations, lr=lr, step_rule=LINE_SEARCHES[line_search],
+                             signed=False, box=None, record_every=record_every, progress=progress, desc="DLG",
+                             extra_variables=() if labels is not None else (dummy_y,))
+    result.labels = (labels if labels is not None else dummy_y.detach().argmax(dim=-1)).cpu()
+    return result
+
+
+def _check_labels(labels: torch.Tensor | None, batch_size: int, num_classes: int) -> None:
+    """Raise ValueError unless ``labels`` is None, ``(B,)`` int64 in [0, C) or ``(B, C)`` finite floats."""
+    if labels is None:
+        return
+    if not ((labels.shape == (batch_size,) and labels.dtype == torch.int64)
+            or (labels.shape == (batch_size, num_classes) and labels.is_floating_point())):
+        raise ValueError(f"labels must be int64 of shape ({batch_size},) or soft labels of shape "
+                         f"({batch_size}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
+    if not labels.is_floating_point() and not ((labels >= 0) & (labels < num_classes)).all():
+        raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}")
+    if labels.is_floating_point() and not torch.isfinite(labels).all():
+        raise ValueError("soft labels must be finite")

@@ -1,19 +1,22 @@
 """The one image-optimisation loop behind every optimisation attack of the book.
 
-Inverting Gradients (Geiping et al. 2020, §4), GradInversion (Yin et al. 2021), stepwise
-GradInversion (Ye et al. 2024, Eq. 12) and the defense-aware Inverting Gradients of Learning To
-Invert (Wu et al. 2022, App. A) all run the same loop over a candidate batch x:
+DLG (Zhu et al. 2019, Alg. 1), Inverting Gradients (Geiping et al. 2020, §4), GradInversion
+(Yin et al. 2021), stepwise GradInversion (Ye et al. 2024, Eq. 12), the defense-aware Inverting
+Gradients of Learning To Invert (Wu et al. 2022, App. A) and DiffULA (Li et al. 2023, Alg. 1) all
+run the same loop over a candidate batch x (and, for DLG, further variables such as label logits):
 
     for t = 0 … T − 1:
         terms = objective(x, t)                 # {"loss": scalar, other named terms}
         g = ∇_x terms["loss"]                   # or terms["grad"], a gradient the attack built itself
         g = sign(g)                             # "signed" step rule (Geiping et al.; Ye et al. Eq. 12)
-        x = Adam step of x with g, lr(t)        # lr(t) from a torch.optim.lr_scheduler
+        x = step of x with g, lr(t)             # Adam, or L-BFGS (DLG), lr(t) from a torch lr_scheduler
         x = clamp(x, box)                       # the pixel box [0, 1] (Truncate in Eq. 12)
 
 and return one :class:`AttackResult` with one history format: ``history[key][t]`` is the value at
 iteration ``t`` (before that step) for ``"iteration"``, ``"loss"``, ``"lr"`` and every other term
 the objective returns; snapshots at 0, every ``record_every`` steps, at ``snapshot_at`` and at the end.
+Every step goes through ``optimizer.step(closure)``: Adam calls the closure once, L-BFGS up to
+``max_iter`` times (its first call is what the history records).
 """
 from __future__ import annotations
 
@@ -29,6 +32,18 @@ from gitutor.seeding import make_generator
 
 Objective = Callable[[torch.Tensor, int], Mapping[str, torch.Tensor | float | int]]
 SchedulerFactory = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler]
+
+#: Step rules: Adam (Geiping et al. 2020; Ye et al. 2024), or torch's L-BFGS (20 function evaluations
+#: per step) with the DLG code's fixed step or with a strong-Wolfe line search (Nocedal & Wright, Alg. 3.5–3.6).
+STEP_RULES = {
+    "adam": lambda variables, lr: torch.optim.Adam(variables, lr=lr),
+    "lbfgs": lambda variables, lr: torch.optim.LBFGS(variables, lr=lr),
+    "lbfgs_strong_wolfe": lambda variables, lr: torch.optim.LBFGS(variables, lr=lr, line_search_fn="strong_wolfe"),
+}
+
+
+class _NonFiniteLoss(Exception):
+    """Raised by the step's closure to abandon a step whose objective is NaN/inf."""
 
 
 def check_hyperparameter(value, name: str, *, positive: bool = False) -> float:
@@ -69,10 +84,11 @@ def step_schedule(milestones: Iterable[int], gamma: float) -> SchedulerFactory:
 
 
 def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, lr: float,
-                    lr_schedule: SchedulerFactory | None = None, signed: bool = True,
+                    lr_schedule: SchedulerFactory | None = None, step_rule: str = "adam", signed: bool = True,
                     box: tuple[float, float] | None = (0.0, 1.0), record_every: int = 50,
                     snapshot_at: Iterable[int] = (), view: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                    labels: torch.Tensor | None = None, progress: bool = False, desc: str = "attack") -> AttackResult:
+                    labels: torch.Tensor | None = None, extra_variables: Sequence[torch.Tensor] = (),
+                    progress: bool = False, desc: str = "attack") -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
     Args:
@@ -81,51 +97,71 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             ∇_x loss (attacks that combine gradients themselves, e.g. Li et al. 2023, Alg. 1).
         x0: ``(B, C, H, W)`` start (not modified).
         iterations: number of steps T ≥ 1.
-        lr: Adam's base learning rate (> 0).
+        lr: the step rule's base learning rate (> 0).
         lr_schedule: ``optimizer -> torch.optim.lr_scheduler`` (default: constant lr); stepped
             once after every step, so iteration t runs with the scheduler's lr after t steps.
-        signed: step on sign(g) (Geiping et al. 2020; Ye et al. 2024 Eq. 12) instead of g.
+        step_rule: a key of :data:`STEP_RULES`. With an L-BFGS rule, a step that leaves every variable
+            exactly unchanged is a fixed point (each later step would repeat it), so the loop stops
+            computing there, sets ``info["converged_at"]`` (steps done) and fills history and snapshots as
+            the remaining steps would; the result equals that of the full budget.
+        signed: step on sign(g) (Geiping et al. 2020; Ye et al. 2024 Eq. 12) instead of g (Adam only).
         box: ``(low, high)`` clamp after each step, or None.
         record_every: snapshot period in steps (≥ 1).
         snapshot_at: further step counts at which to snapshot.
         view: maps x to the image stored in snapshots and ``images`` (default: x itself).
         labels: stored in the result as they are (moved to the CPU).
+        extra_variables: further leaf tensors optimised with x (modified in place), e.g. DLG's dummy
+            label logits; the objective reads them itself. Not allowed with a ``"grad"`` term.
         progress: show a tqdm bar labelled ``desc``.
 
     Returns:
         :class:`AttackResult`: ``images`` (CPU), ``history`` (one entry per iteration, see the
         module docstring), ``snapshots`` ``[(steps done, images)]``, and ``info["stopped_early"]``
-        (a string) when the loss became NaN/inf; the result is then the last finite iterate.
+        (a string) when the loss or a variable became NaN/inf; x and ``extra_variables`` are then
+        those before the failing step.
 
     Raises:
         ValueError/TypeError: for ``iterations``/``record_every`` < 1, a non-positive or non-finite
-            ``lr``, an ``x0`` that is not a finite 4-D float tensor, or an objective without "loss".
+            ``lr``, an unknown ``step_rule``, ``signed`` with L-BFGS, an ``x0`` that is not a finite 4-D
+            float tensor, ``extra_variables`` that are not finite float leaf tensors requiring grad,
+            or an objective without "loss".
     """
     iterations, record_every = check_count(iterations, "iterations"), check_count(record_every, "record_every")
     lr = check_hyperparameter(lr, "lr", positive=True)
+    if step_rule not in STEP_RULES:
+        raise ValueError(f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}")
+    if signed and step_rule != "adam":
+        raise ValueError(f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}")
     if not isinstance(x0, torch.Tensor) or x0.dim() != 4 or not x0.is_floating_point():
         raise ValueError("x0 must be a (B, C, H, W) float tensor")
     if not torch.isfinite(x0).all():
         raise ValueError("x0 contains NaN or inf")
+    for v in extra_variables:
+        if not (isinstance(v, torch.Tensor) and v.is_leaf and v.requires_grad and torch.isfinite(v).all()):
+            raise ValueError("extra_variables must be finite float leaf tensors with requires_grad=True")
     view = view or (lambda images: images)
     x = x0.detach().clone().requires_grad_(True)
-    optimizer = torch.optim.Adam([x], lr=lr)
+    variables = [x, *extra_variables]
+    optimizer = STEP_RULES[step_rule](variables, lr)
     scheduler = lr_schedule(optimizer) if lr_schedule else None
     snapshot_times = {t for t in snapshot_at if 0 < t <= iterations} | {iterations}
     history: dict[str, list] = {}
     snapshots, info = [(0, view(x.detach()).cpu().clone())], {}
     for t in tqdm(range(iterations), desc=desc, disable=not progress):
-        terms = dict(objective(x, t))
-        if "loss" not in terms:
-            raise ValueError(f"objective must return a dict with a 'loss' entry, got keys {sorted(terms)}")
-        if not torch.isfinite(terms["loss"]):
+        before = [v.detach().clone() for v in variables]
+        recorded: dict = {}
+        try:
+            optimizer.step(_closure(objective, x, t, variables, signed, recorded))
+        except _NonFiniteLoss:
             info["stopped_early"] = f"non-finite loss at iteration {t}"
+        if "stopped_early" not in info and not all(torch.isfinite(v).all() for v in variables):
+            info["stopped_early"] = f"non-finite variables after iteration {t}"
+        if "stopped_early" in info:
+            with torch.no_grad():
+                for v, old in zip(variables, before):
+                    v.copy_(old)
             break
-        grad = terms.pop("grad", None)
-        grad = grad.detach() if grad is not None else torch.autograd.grad(terms["loss"], x)[0]
-        x.grad = torch.sign(grad) if signed else grad.clone()
-        _record(history, t, optimizer.param_groups[0]["lr"], terms)
-        optimizer.step()
+        _record(history, t, optimizer.param_groups[0]["lr"], recorded)
         if scheduler is not None:
             scheduler.step()
         if box is not None:
@@ -133,9 +169,41 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                 x.clamp_(*box)
         if (t + 1) % record_every == 0 or (t + 1) in snapshot_times:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
+        if step_rule != "adam" and all(torch.equal(v, old) for v, old in zip(variables, before)):
+            info["converged_at"] = t + 1
+            for later in range(t + 1, iterations):
+                _record(history, later, optimizer.param_groups[0]["lr"], recorded)
+                if (later + 1) % record_every == 0 or (later + 1) in snapshot_times:
+                    snapshots.append((later + 1, snapshots[-1][1]))
+            break
     history = {key: _plain(values) for key, values in history.items()}
     return AttackResult(images=view(x.detach()).cpu(), labels=None if labels is None else labels.detach().cpu(),
                         history=history, snapshots=snapshots, info=info)
+
+
+def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torch.Tensor], signed: bool,
+             recorded: dict) -> Callable[[], torch.Tensor]:
+    """The step's closure: evaluate the objective, set each variable's ``.grad``, return the loss.
+
+    The first evaluation's terms (without ``"grad"``) go into ``recorded``; a NaN/inf loss raises
+    :class:`_NonFiniteLoss` before any gradient is set.
+    """
+    def closure() -> torch.Tensor:
+        terms = dict(objective(x, t))
+        if "loss" not in terms:
+            raise ValueError(f"objective must return a dict with a 'loss' entry, got keys {sorted(terms)}")
+        if not torch.isfinite(terms["loss"]):
+            raise _NonFiniteLoss
+        grad = terms.pop("grad", None)
+        if grad is not None and len(variables) > 1:
+            raise ValueError("an objective's 'grad' term cannot be combined with extra_variables")
+        grads = [grad.detach()] if grad is not None else torch.autograd.grad(terms["loss"], variables)
+        for v, g in zip(variables, grads):
+            v.grad = torch.sign(g) if signed else g.clone()
+        if not recorded:
+            recorded.update(terms)
+        return terms["loss"].detach()
+    return closure
 
 
 def _record(history: dict[str, list], t: int, lr: float, terms: Mapping) -> None:

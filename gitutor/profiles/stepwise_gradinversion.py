@@ -11,7 +11,8 @@ so that three batches per comparison fit in three minutes on two cores.
 
 :data:`BUDGETS` are larger budgets for recorded runs (``book/recorded/``), applied on top of a
 profile by the notebook's ``BUDGET`` parameter: ``"cpu_recording"`` is what one CPU thread
-does in about half an hour; ``"smoke"`` runs a profile's code path for a few iterations.
+does in about a quarter of an hour, ``"cpu_session"`` (budget curve to 1 000 iterations) in one
+working session; ``"smoke"`` runs a profile's code path for a few iterations.
 """
 
 QUICK = {
@@ -71,6 +72,12 @@ BUDGETS = {
         "image_size": 32, "batch_size": 4, "n_batches": 3, "budgets": [10, 30, 100], "iterations": 100,
         "ablation_iterations": 30, "study_iterations": 30, "batch_sizes": [1, 2, 4],
         "first_blocks": ["layer4", "layer1"], "record_every": 10, "torch_threads": 1, "sweep_cpus": 1,
+    },
+    # one CPU thread for one working session (~1.5 hours): the budget curve to 1 000 iterations, three batches
+    "cpu_session": {
+        "image_size": 32, "batch_size": 4, "n_batches": 3, "budgets": [30, 100, 300, 1000], "iterations": 300,
+        "ablation_iterations": 100, "study_iterations": 30, "batch_sizes": [1, 2, 4],
+        "first_blocks": ["layer4", "layer1"], "record_every": 50, "torch_threads": 1, "sweep_cpus": 1,
     },
     # `make smoke`: the code path of a profile for a handful of iterations, two batches
     # (64 px: the bundled photographs' held-out halves offer crops up to 186 px, not the full profile's 224)
