@@ -58,7 +58,7 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
 
 #: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``"smoke"``: ``make smoke``).
 BUDGETS = {
-    "smoke": dict(torch_threads=1, users=[81, 84], steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
+    "smoke": dict(users=[81, 84], steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
 }
 
 
