@@ -28,12 +28,11 @@ import torch
 from gitutor import make_generator
 from gitutor.data import load
 from gitutor.federated import gradient_case
-from gitutor.labels import (FeatureCV, batch_label_scores, bias_label_counts, class_evidence, coarse_labels,
-                            exhaustive_label_counts, idlg_batch_labels, recover_batch_labels, sample_repeated_labels,
-                            yin_batch_labels)
+from gitutor.labels import (FeatureCV, batch_label_scores, class_evidence, coarse_labels, exhaustive_label_counts,
+                            recover_batch_labels, sample_repeated_labels)
 from gitutor.models import fc_input_features, fc_weight_index, resnet34
+from gitutor.studies.cv_batch_labels import METHODS, baseline_predictions
 
-METHODS = ("ours (evolutionary)", "Eq. 6 exhaustive", "Yin et al. 2021", "iDLG sign rule", "bias count")
 
 
 def wilson(successes: float, trials: int) -> tuple[float, float]:
@@ -63,12 +62,8 @@ def run(model: torch.nn.Module, args: argparse.Namespace) -> None:
         classes = coarse_labels(weight_grad)
         counts = torch.bincount(ours, minlength=1000)[classes]
         best = exhaustive_label_counts(weight_grad, classes, args.batch_size, stats)
-        predictions = {"ours (evolutionary)": ours,
-                       "Eq. 6 exhaustive": classes.repeat_interleave(best),
-                       "Yin et al. 2021": yin_batch_labels(weight_grad, args.batch_size),
-                       "iDLG sign rule": idlg_batch_labels(weight_grad, args.batch_size),
-                       "bias count": torch.arange(1000).repeat_interleave(bias_label_counts(bias_grad,
-                                                                                          args.batch_size))}
+        predictions = {"ours": ours, "Eq. 6 exhaustive": classes.repeat_interleave(best),
+                       **baseline_predictions(weight_grad, bias_grad, args.batch_size)}
         for name, predicted in predictions.items():
             scores[name].append(batch_label_scores(predicted, labels))
         truth = torch.bincount(labels, minlength=1000)

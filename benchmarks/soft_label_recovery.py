@@ -16,31 +16,17 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from gitutor.attacks import invert_fcn
 from gitutor.data import load
-from gitutor.federated import gradient_case, mixup, smooth_labels
+from gitutor.federated import gradient_case
 from gitutor.labels import recover_soft_label
 from gitutor.metrics import score_batch
 from gitutor.models import FCN, LeNet, init_uniform_, resnet18
+from gitutor.studies.soft_label_trials import label_l1, labelled_sample
 
 NUM_CLASSES = 10
 TOLERANCE = 1e-3
-
-
-def random_sample(kind: str, images: torch.Tensor, index: int, generator: torch.Generator):
-    """(x (1,3,32,32), y (1,C), exclude_top) for ``kind`` in smoothing / mixup / one-hot."""
-    classes = torch.randperm(NUM_CLASSES, generator=generator)[:2]
-    if kind == "smoothing":
-        eps = 0.5 * float(torch.rand(1, generator=generator))
-        return images[index:index + 1], smooth_labels(classes[:1], eps, NUM_CLASSES), 1
-    if kind == "mixup":
-        weight = float(torch.rand(1, generator=generator))
-        x, y = mixup(images[index:index + 1], classes[:1], images[index + 1:index + 2], classes[1:], weight,
-                     num_classes=NUM_CLASSES)
-        return x, y, 2
-    return images[index:index + 1], F.one_hot(classes[:1], NUM_CLASSES).float(), 1
 
 
 def label_recovery(model, images, n: int, generator: torch.Generator) -> dict[str, tuple[float, ...]]:
@@ -49,13 +35,13 @@ def label_recovery(model, images, n: int, generator: torch.Generator) -> dict[st
     for kind in ("smoothing", "mixup", "one-hot"):
         errors, seconds, cpu_seconds = [], [], []
         for index in range(n):
-            x, y, exclude_top = random_sample(kind, images, index, generator)
+            x, y, exclude_top = labelled_sample(kind, images, index, NUM_CLASSES, generator)
             grads = gradient_case(model, x, y).update  # what the server observes
             start, cpu_start = time.perf_counter(), time.process_time()
             result = recover_soft_label(model.fc, grads[-1], exclude_top=exclude_top, seed=index)
             seconds.append(time.perf_counter() - start)
             cpu_seconds.append(time.process_time() - cpu_start)
-            errors.append(float((result.label - y[0].double()).abs().sum()))
+            errors.append(label_l1(result.label, y))
         errors = np.array(errors)
         rows[kind] = (100 * float((errors <= TOLERANCE).mean()), float(errors.mean()), float(np.mean(seconds)),
                       float(np.mean(cpu_seconds)))
@@ -67,7 +53,7 @@ def fcn_inversion(images: torch.Tensor, n: int, generator: torch.Generator) -> t
     model = FCN(NUM_CLASSES, image_shape=(3, 32, 32))
     psnrs, ssims = [], []
     for index in range(n):
-        x, y, _ = random_sample("smoothing", images, index, generator)
+        x, y, _ = labelled_sample("smoothing", images, index, NUM_CLASSES, generator)
         grads = gradient_case(model, x, y).update  # what the server observes
         result = recover_soft_label(model.fc, grads[-1])
         reconstruction = invert_fcn(model, grads, result.feature, result.label).clamp(0, 1)

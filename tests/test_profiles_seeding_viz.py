@@ -45,6 +45,18 @@ def test_every_existing_profile_module_has_quick_and_full(notebook):
     assert get_profile(notebook, "quick") and get_profile(notebook, "full")
 
 
+def test_a_budget_replaces_the_profile_settings_it_names_and_unknown_budgets_are_refused():
+    full = get_profile("04_stepwise_gradinversion", "full")
+    smoke = get_profile("04_stepwise_gradinversion", "full", budget="smoke")
+    assert smoke.iterations == 4 and full.iterations == 15_000
+    assert smoke.replace(iterations=full.iterations, n_batches=full.n_batches, budgets=full.budgets,
+                         ablation_iterations=full.ablation_iterations, study_iterations=full.study_iterations,
+                         batch_sizes=full.batch_sizes, first_blocks=full.first_blocks,
+                         record_every=full.record_every) == full
+    with pytest.raises(ValueError, match="BUDGET must be None or one of .*smoke"):
+        get_profile("04_stepwise_gradinversion", "quick", budget="huge")
+
+
 def test_generators_are_reproducible_and_checked():
     a = torch.rand(3, generator=gitutor.make_generator(5))
     assert torch.equal(a, torch.rand(3, generator=gitutor.make_generator(5)))

@@ -2,7 +2,9 @@
 
 Each notebook's settings live in one module of this package that defines two dicts, ``QUICK``
 (CPU, offline, bundled data, a few minutes on 2 cores) and ``FULL`` (the paper's settings, for a
-GPU). Notebooks call ``cfg = get_profile("01_dlg", PROFILE)`` and read ``cfg.iterations``; a
+GPU), and may define ``BUDGETS``, named overrides applied on top of either profile (``"smoke"``:
+the profile's code path for a few iterations, ``make smoke``; larger budgets for recorded runs).
+Notebooks call ``cfg = get_profile("01_dlg", PROFILE, budget=BUDGET)`` and read ``cfg.iterations``; a
 notebook that overrides settings makes a new profile, ``cfg = cfg.replace(iterations=50)``. A
 profile never changes after it is made, so no cell can alter a setting another cell relies on.
 """
@@ -72,15 +74,21 @@ def _profile_class(module: str, names: tuple[str, ...]) -> type[Profile]:
                                       frozen=True)
 
 
-def get_profile(notebook: str, profile: str = "quick") -> Profile:
+def get_profile(notebook: str, profile: str = "quick", budget: str | None = None) -> Profile:
     """Settings of ``notebook`` (e.g. ``"01_dlg"``) for ``profile`` (``"quick"`` or ``"full"``).
+
+    Args:
+        notebook: a key of :data:`NOTEBOOK_MODULES`.
+        profile: ``"quick"`` or ``"full"``.
+        budget: None, or a key of the chapter module's ``BUDGETS`` whose settings replace the
+            profile's (the notebook's ``BUDGET`` parameter).
 
     Returns a frozen :class:`Profile` holding deep copies of the module's values (plus
     :data:`DEFAULTS` for settings the module leaves out), so nothing a notebook does to a value
     reaches another notebook or a later call.
 
     Raises:
-        ValueError: for an unknown notebook or profile name.
+        ValueError: for an unknown notebook, profile or budget name (the message lists the choices).
     """
     if notebook not in NOTEBOOK_MODULES:
         raise ValueError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOK_MODULES)}")
@@ -91,4 +99,10 @@ def get_profile(notebook: str, profile: str = "quick") -> Profile:
     settings = {**DEFAULTS, **copy.deepcopy(chapter.QUICK if profile == "quick" else chapter.FULL)}
     for reserved in ("notebook", "profile"):
         settings.pop(reserved, None)
-    return _profile_class(module, tuple(settings))(notebook=notebook, profile=profile, **settings)
+    cfg = _profile_class(module, tuple(settings))(notebook=notebook, profile=profile, **settings)
+    if budget is None:
+        return cfg
+    budgets = getattr(chapter, "BUDGETS", {})
+    if budget not in budgets:
+        raise ValueError(f"BUDGET must be None or one of {sorted(budgets)} for {notebook}, got {budget!r}")
+    return cfg.replace(**copy.deepcopy(budgets[budget]))

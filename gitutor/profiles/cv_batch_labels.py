@@ -5,6 +5,10 @@ images (an ImageFolder tree given by IMAGE_ROOT), 40 auxiliary web images (AUX_R
 population 20, p_r = 0.5, < 200 generations. QUICK keeps the algorithm and its hyper-parameters
 but runs a randomly initialised ResNet34 (eval mode, default BatchNorm statistics) on 64×64 crops
 of the bundled photographs, auxiliary crops from the disjoint pool="aux" half of every photograph.
+
+:data:`BUDGETS` are overrides applied on top of a profile by the notebook's ``BUDGET`` parameter:
+``"smoke"`` runs a profile's code path on a few batches. A root of ``"bundled"`` (IMAGE_ROOT, AUX_ROOT)
+takes the bundled photographs instead of an ImageFolder tree (offline substitute).
 """
 
 QUICK = {
@@ -13,8 +17,8 @@ QUICK = {
     "num_classes": 1000,
     "image_size": 64,
     "data": "bundled photographs (skimage.data crops; attacked pool='target', auxiliary pool='aux')",
-    "image_root": None,              # ImageNet validation ImageFolder (full profile)
-    "aux_root": None,                # auxiliary web images, ImageFolder with one sub-folder (full profile)
+    "image_root": "bundled",         # attacked images: bundled photographs, or an ImageNet validation ImageFolder
+    "aux_root": "bundled",           # auxiliary images: bundled photographs, or an ImageFolder with one sub-folder
     "aux_images": 40,                # the paper's 40 auxiliary images
     "target_pool": 128,              # attacked crops; batches are random subsets with random labels
     "top_m": 20,                     # M (Eq. 5)
@@ -48,3 +52,14 @@ FULL = {
     "sweep_trials": 50,
     "aux_counts": [5, 10, 20, 40],
 }
+
+BUDGETS = {
+    # `make smoke`: the code path of a profile (full: ResNet34 at 224×224) on a few batches
+    "smoke": {
+        "target_pool": 64, "trials": 2, "sweep_trials": 1, "batch_sizes": [4, 8], "iterations": 20,
+        "m_values": [5, 20], "aux_counts": [5, 40],
+    },
+}
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few batches.
+SMOKE_PARAMETERS = {"PRETRAINED": False, "IMAGE_ROOT": "bundled", "AUX_ROOT": "bundled", "BUDGET": "smoke"}

@@ -1,4 +1,9 @@
-"""Settings of notebook 02_idlg_soft_labels (Wang, Liang & He, ICLR 2024, §4 and App. E)."""
+"""Settings of notebook 02_idlg_soft_labels (Wang, Liang & He, ICLR 2024, §4 and App. E).
+
+:data:`BUDGETS` are overrides applied on top of a profile by the notebook's ``BUDGET`` parameter:
+``"smoke"`` runs a profile's code path for a few samples and steps. With ``DATA_ROOT="bundled"`` the
+full profile runs on the bundled photographs and digits instead of CIFAR-10 (offline substitute).
+"""
 
 QUICK = {
     "torch_threads": 1,              # pinned: LeNet-sized CPU work, and the same numbers on any core count
@@ -51,3 +56,16 @@ FULL = {
     "noise_samples": 100,
     "noise_bound": 70.0,
 }
+
+BUDGETS = {
+    # `make smoke`: the code path of a profile (full: FCN-4 at 64×64, ResNet18, 32×32 Table 3) for a few samples
+    "smoke": {
+        "idlg_samples": 3, "table2_samples": 2, "trained_split": 1500, "train_epochs": 1, "fcn_images": 2,
+        "table3_samples": {"mixup": 1, "smoothing": 1}, "table3_repeats": 1, "table3_iterations": 2,
+        "table3_ig_iterations": 4, "noise_samples": 2, "noise_bound": 12.0,
+        "torch_threads": 1,          # LeNet-sized steps: two OpenMP threads on a busy CPU thrash (no effect on a GPU)
+    },
+}
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few samples.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}

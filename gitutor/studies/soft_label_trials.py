@@ -1,5 +1,6 @@
-"""Chapter 02's trials around the λ recovery (Wang, Liang & He, ICLR 2024, §4): labelled samples,
-the true λ for scoring, the local minima of the λ landscape and a small client-side training loop.
+"""Chapter 02's trials around the λ recovery (Wang, Liang & He, ICLR 2024, §4): the chapter's images,
+labelled samples, the true λ for scoring, the local minima of the λ landscape and a small client-side
+training loop.
 """
 from __future__ import annotations
 
@@ -7,10 +8,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gitutor.data import digits, natural_images, resize, torchvision_images, whole_photographs
 from gitutor.federated import cross_entropy, mixup, smooth_labels
 from gitutor.labels import LambdaProblem
 
 KINDS = ("smoothing", "mixup", "one-hot")
+
+
+def chapter_images(cfg, data_root: str, seed: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """The chapter's images: ``photos`` (label trials), ``shown`` (reconstructions), ``fcn`` (FCN-4 inputs at
+    ``cfg.fcn_image_size``) and the shuffled ``trained_images``/``trained_labels`` of the trained LeNet.
+
+    Bundled photographs and digits when ``cfg.profile`` is "quick" or ``data_root`` is "bundled" (the full
+    profile's offline substitute), else CIFAR-10 under ``data_root``. ``generator`` shuffles the trained set.
+
+    Raises:
+        OfflineDataError: when CIFAR-10 is not under ``data_root`` (what to download, where).
+        ValueError: if the bundled photographs are fewer than ``cfg.fcn_images + 1``.
+    """
+    n_photos = max(cfg.idlg_samples, cfg.table2_samples, cfg.noise_samples) + 2
+    if cfg.profile == "quick" or data_root == "bundled":  # crops for label trials, whole photographs to look at
+        photos, shown = natural_images(n_photos, size=cfg.image_size, seed=seed), whole_photographs(cfg.image_size)
+        trained_images, trained_labels = digits(size=cfg.digits_size)
+        if len(shown) < cfg.fcn_images + 1:
+            raise ValueError(f"fcn_images={cfg.fcn_images} needs {cfg.fcn_images + 1} photographs; "
+                             f"{len(shown)} are bundled")
+    else:
+        photos, _ = torchvision_images("cifar10", n_photos, root=data_root, size=cfg.image_size, seed=seed)
+        n_shown = max(2 * max(cfg.table3_samples.values()) + 2, cfg.fcn_images + 1)  # Table 3 pairs, FCN images
+        shown, _ = torchvision_images("cifar10", n_shown, root=data_root, size=cfg.image_size, seed=seed + 1)
+        trained_images, trained_labels = torchvision_images("cifar10", cfg.trained_images, root=data_root,
+                                                            train=True, size=cfg.image_size, seed=seed)
+    order = torch.randperm(len(trained_images), generator=generator)
+    return {"photos": photos, "shown": shown, "fcn": resize(shown[:cfg.fcn_images + 1], cfg.fcn_image_size),
+            "trained_images": trained_images[order], "trained_labels": trained_labels[order]}
 
 
 def labelled_sample(kind: str, images: torch.Tensor, index: int, num_classes: int, generator: torch.Generator, *,

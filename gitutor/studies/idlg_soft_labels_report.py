@@ -1,0 +1,93 @@
+"""What chapter 02 reports: the λ-landscape figure (Wang, Liang & He, ICLR 2024, Fig. 1) and the
+paper-vs-run rows of its results record (Tables 2, 3, 5 and 6 of the paper)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib.pyplot as plt
+import torch
+
+from gitutor.labels import LambdaProblem
+
+#: Table 2 (label accuracy %, mean L1 error L_r) per (network, augmentation), Wang et al. 2024.
+PAPER_TABLE2 = {("untrained LeNet", "smoothing"): (99.7, 5.32e-5), ("untrained LeNet", "mixup"): (99.7, 3.62e-5),
+                ("untrained ResNet18", "smoothing"): (100.0, 8.78e-5), ("untrained ResNet18", "mixup"): (100.0, 7.50e-5),
+                ("trained LeNet", "smoothing"): (99.9, 2.39e-4), ("trained LeNet", "mixup"): (100.0, 1.51e-4)}
+#: Table 6: analytic FCN-4 inversion (PSNR dB, SSIM) at 64×64.
+PAPER_TABLE6 = {"smoothing": (51.30, 0.999), "mixup": (66.80, 1.000)}
+#: Table 3: reconstruction PSNR (dB) of a LeNet per (augmentation, matching / label).
+PAPER_TABLE3 = {("mixup", "cos / GT"): 25.76, ("mixup", "cos / iDLG"): 23.01, ("mixup", "cos / Ours"): 25.81,
+                ("mixup", "L2 / GT"): 28.27, ("mixup", "L2 / Ours"): 28.24,
+                ("mixup", "L2 / iDLG"): 10.70, ("mixup", "L2 / DLG"): 24.26,
+                ("smoothing", "cos / GT"): 23.13, ("smoothing", "cos / iDLG"): 22.89, ("smoothing", "cos / Ours"): 23.06,
+                ("smoothing", "L2 / GT"): 21.33, ("smoothing", "L2 / Ours"): 20.94,
+                ("smoothing", "L2 / iDLG"): 10.64, ("smoothing", "L2 / DLG"): 18.98}
+#: Table 5: (accuracy %, L_s = |λ − λ*|) per noise variance 1e-4, 1e-3, 1e-2, 1e-1.
+PAPER_TABLE5 = ((100, 1.02e-4), (100, 1.13e-3), (100, 1.14e-2), (45, 5.82e-1))
+
+
+def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]], curve_lambdas):
+    """Fig. 1: Eq. 5's loss against λ per network, ``{name: (problem, SoftLabelResult, true λ)}``, on a
+    ``curve_lambdas = (low, high, steps)`` grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
+    fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 3.4), squeeze=False)
+    for ax, (name, (problem, result, lam_star)) in zip(axes[0], landscapes.items()):
+        _, high, steps = curve_lambdas
+        reach = max(high, 1.3 * abs(result.lam))
+        grid = torch.linspace(-reach, reach, steps, dtype=torch.float64)
+        grid = grid[grid.abs() > 0.5]
+        ax.semilogy(grid, problem.loss(grid).clamp_min(1e-14), lw=1)
+        ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
+        ax.plot([result.lam], [max(result.loss, 1e-14)], "r*", ms=12, label=f"recovered ({result.method}) {result.lam:.3f}")
+        ax.set(title=name, xlabel="λ", ylabel="1000 · label variance (Eq. 5)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _row(quantity, setting, paper, this_run, unit, differences, better=None) -> dict:
+    return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run, "unit": unit,
+            **({"better": better} if better else {}), "differences": differences}
+
+
+def paper_rows(cfg, idlg_one_hot: float, table2: Mapping, fcn: Mapping, table3: Mapping, table5: Mapping) -> list[dict]:
+    """The results record's rows (see :mod:`gitutor.results`), in the chapter's order: iDLG one-hot accuracy,
+    Table 2 (accuracy, mean L_r; Table 1's one-hot row), Table 6, Table 3 and Table 5, each against the paper.
+
+    ``table2`` is :func:`~gitutor.studies.idlg_soft_labels.label_recovery_table`'s first dict, ``fcn`` maps a kind
+    to (SSIM, PSNR, LPIPS), ``table3`` maps (kind, setting) to (PSNR, SSIM), ``table5`` a variance to (accuracy %,
+    mean L_s, mean L_r); ``cfg`` is the chapter's profile (it names the scale in ``differences``)."""
+    quick = cfg.profile == "quick"
+    scale = f"{cfg.profile} profile: {cfg.table2_samples} labels per cell (paper: count not stated for Table 2)"
+    rows = [_row("iDLG label accuracy, one-hot", "untrained LeNet", 100.0, idlg_one_hot, "%",
+                 f"{cfg.idlg_samples} samples, " + ("photo crops, random classes" if quick else "CIFAR-10"), "higher")]
+    for key, (accuracy, l1) in PAPER_TABLE2.items():
+        trained = "; digits 8×8, ReLU LeNet, few epochs" if key[0] == "trained LeNet" and quick else ""
+        rows.append(_row("label accuracy (Table 2)", f"{key[0]}, {key[1]}", accuracy, round(table2[key][0], 1), "%",
+                         scale + trained, "higher"))
+        rows.append(_row("mean L_r (Table 2)", f"{key[0]}, {key[1]}", l1, float(f"{table2[key][1]:.3g}"), "L1", scale,
+                         "lower"))
+    rows.append(_row("label accuracy, one-hot (Table 1)", "untrained ResNet18", "100.0 (ResNet50, CIFAR-100)",
+                     round(table2["untrained ResNet18", "one-hot"][0], 1), "%",
+                     scale + "; Table 1 uses ResNet50 on 1000 CIFAR-100 images"))
+    size = f"{cfg.fcn_image_size}×{cfg.fcn_image_size}"
+    for kind, (paper_psnr, paper_ssim) in PAPER_TABLE6.items():
+        rows.append(_row("FCN-4 analytic inversion PSNR (Table 6)", kind, paper_psnr, round(fcn[kind][1], 2), "dB",
+                         f"{cfg.fcn_images} images at {size} (paper 100 at 64×64)", "higher"))
+        rows.append(_row("FCN-4 analytic inversion SSIM (Table 6)", kind, paper_ssim, round(fcn[kind][0], 4), "",
+                         "as above", "higher"))
+    side = cfg.table3_image_size
+    for key, value in PAPER_TABLE3.items():
+        paper_count = "45 class pairs" if key[0] == "mixup" else "30 images"
+        rows.append(_row("reconstruction PSNR (Table 3)", f"untrained LeNet, {key[0]}, {key[1]}", value,
+                         round(table3[key][0], 2), "dB",
+                         f"{cfg.table3_samples[key[0]]} image(s) × {cfg.table3_repeats} repeat(s) at {side}×{side}, "
+                         f"{cfg.table3_ig_iterations} cosine / {cfg.table3_iterations} L2 steps (paper: {paper_count}"
+                         " × 10 repeats at 32×32, steps not stated)", "higher"))
+    for variance, (paper_acc, paper_gap) in zip(cfg.noise_variances, PAPER_TABLE5):
+        rows.append(_row("accuracy under Gaussian noise (Table 5)", f"variance {variance:.0e}", paper_acc,
+                         round(table5[variance][0], 1), "%",
+                         f"{cfg.noise_samples} samples (paper 100); PSO only, as the paper; noise on the whole "
+                         "last-layer gradient; basin criterion |λ−λ*| < 0.1|λ*|", "higher"))
+        rows.append(_row("L_s = |λ − λ*| under noise (Table 5)", f"variance {variance:.0e}", paper_gap,
+                         float(f"{table5[variance][1]:.3g}"), "", "as above", "lower"))
+    return rows

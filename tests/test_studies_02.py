@@ -1,0 +1,98 @@
+"""Chapter 02's experiments (gitutor.studies.idlg_soft_labels*): Wang, Liang & He, ICLR 2024."""
+import types
+
+import pytest
+import torch
+
+from gitutor import get_profile
+from gitutor.models import FCN, LeNet, init_uniform_
+from gitutor.profiles.idlg_soft_labels import BUDGETS
+from gitutor.studies import idlg_soft_labels as study
+from gitutor.studies.idlg_soft_labels_report import PAPER_TABLE2, PAPER_TABLE3, paper_rows
+from gitutor.studies.soft_label_trials import chapter_images, labelled_sample
+
+C = 10
+
+
+@pytest.fixture(scope="module")
+def lenet():
+    return init_uniform_(LeNet(C, in_channels=3, image_size=16, fc_bias=False), generator=torch.Generator().manual_seed(0))
+
+
+def _sampler(size=16, n=8, seed=1):
+    images = torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(seed))
+    rng = torch.Generator().manual_seed(seed)
+    return lambda kind, index: labelled_sample(kind, images, index, C, rng)
+
+
+def test_idlg_rule_is_exact_for_one_hot_and_never_for_smoothed_labels(lenet):
+    rates = study.idlg_rule_accuracy(lenet, _sampler(), 4, 1e-3)
+    assert rates["one-hot"] == (100.0, 100.0)
+    assert rates["smoothing"][0] == 100.0 and rates["smoothing"][1] < 100.0  # right class, wrong (one-hot) label
+
+
+def test_label_recovery_table_recovers_every_label_of_an_untrained_lenet(lenet):
+    table, seconds, methods = study.label_recovery_table({"lenet": (lenet, _sampler())}, 3, 1e-3)
+    assert set(table) == {("lenet", kind) for kind in ("smoothing", "mixup", "one-hot")}
+    for accuracy, l1 in table.values():
+        assert accuracy == 100.0 and l1 < 1e-3
+    assert all(sum(used.values()) == 3 for used in methods.values()) and all(s >= 0 for s in seconds.values())
+
+
+def test_landscape_example_finds_the_true_lambda(lenet):
+    example = study.landscape_example(lenet, _sampler(), 3, first=True)
+    assert example["scanned"] == 1
+    assert example["result"].lam == pytest.approx(example["lam_star"], rel=1e-3)
+
+
+def test_fcn_inversion_is_near_exact():
+    fcn = FCN(C, image_shape=(3, 8, 8), widths=(64, 32))
+    truths, reconstructions, (ssim, psnr, _) = study.fcn_inversion(fcn, _sampler(size=8), 2, "mixup")
+    assert truths.shape == reconstructions.shape == (2, 3, 8, 8)
+    assert psnr > 40 and ssim > 0.99
+
+
+def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet):
+    cfg = types.SimpleNamespace(noise_variances=[1e-12, 10.0], noise_samples=2, noise_bound=6.0)
+    table, signal = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
+    assert table[1e-12][0] == 100.0 and table[1e-12][1] < 1e-3
+    assert table[10.0][1] > table[1e-12][1] and len(signal) == 4
+
+
+def test_cosine_diagnosis_runs_only_for_runs_below_the_bar(lenet):
+    cfg = types.SimpleNamespace(table3_samples={"mixup": 1, "smoothing": 1}, table3_repeats=1, table3_iterations=2,
+                                table3_ig_iterations=3, table3_tv_weight=1e-4, num_classes=C, table3_success_psnr=-1e9)
+    matching = study.matching_table(lenet, _sampler(), cfg)
+    assert len(matching["table"]) == 2 * len(study.MATCHING_SETTINGS) and set(matching["first"]) == {"mixup", "smoothing"}
+    assert study.cosine_diagnosis(lenet, matching, cfg) == {}
+    high = types.SimpleNamespace(**{**vars(cfg), "table3_success_psnr": 1e9})
+    diagnosis = study.cosine_diagnosis(lenet, matching, high)
+    assert set(diagnosis["mixup"]) == {"as run", "3× steps", "no TV", "another start"}
+    assert diagnosis["mixup"]["as run"] == pytest.approx(matching["table"]["mixup", "cos / GT"][0])
+
+
+def test_chapter_images_bundled_substitute_for_the_full_profile():
+    cfg = get_profile("02_idlg_soft_labels", "full").replace(**BUDGETS["smoke"])
+    images = chapter_images(cfg, "bundled", 0, torch.Generator().manual_seed(0))
+    assert images["photos"].shape[1:] == (3, 32, 32) and images["fcn"].shape[-1] == cfg.fcn_image_size
+    assert len(images["fcn"]) == cfg.fcn_images + 1 and len(images["trained_images"]) == len(images["trained_labels"])
+
+
+def test_paper_rows_carry_the_run_and_a_verdict_direction():
+    cfg = get_profile("02_idlg_soft_labels", "quick")
+    table2 = {(n, k): (90.0, 2e-4) for n in ("untrained LeNet", "untrained ResNet18", "trained LeNet")
+              for k in ("smoothing", "mixup", "one-hot")}
+    rows = paper_rows(cfg, 100.0, table2, {"smoothing": (0.9, 40.0, None), "mixup": (0.95, 45.0, None)},
+                      {key: (20.0, 0.5) for key in PAPER_TABLE3}, {v: (50.0, 0.1, 0.01) for v in cfg.noise_variances})
+    assert len(rows) == 1 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_variances)
+    accuracy = [r for r in rows if r["quantity"] == "label accuracy (Table 2)"]
+    assert all(r["this_run"] == 90.0 and r["better"] == "higher" for r in accuracy)
+    assert all(r["better"] == "lower" for r in rows if r["quantity"].startswith("mean L_r"))
+
+
+def test_bad_counts_and_too_few_photographs_are_named(lenet):
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        study.idlg_rule_accuracy(lenet, _sampler(), 0, 1e-3)
+    cfg = get_profile("02_idlg_soft_labels", "full").replace(**{**BUDGETS["smoke"], "fcn_images": 20})
+    with pytest.raises(ValueError, match="fcn_images=20"):
+        chapter_images(cfg, "bundled", 0, torch.Generator().manual_seed(0))
