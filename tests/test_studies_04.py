@@ -13,21 +13,8 @@ from gitutor.results import save_results, verdict
 from gitutor.stats import interval
 from gitutor.studies import stepwise_gradinversion as study
 from gitutor.studies.figures import comparison_grid, interval_errorbars
-from gitutor.studies.settings import with_budget
 
 matplotlib.use("Agg")
-
-
-def test_with_budget_applies_budget_then_overrides_and_names_bad_settings():
-    budgets = {"small": {"steps": 2}}
-    cfg = with_budget({"steps": 100, "lr": 0.1}, budgets, "small", lr=0.5, steps=None)
-    assert (cfg.steps, cfg.lr, cfg.budget) == (2, 0.5, "small")
-    with pytest.raises(ValueError, match="BUDGET"):
-        with_budget({"steps": 1}, budgets, "large")
-    with pytest.raises(ValueError, match="stepz"):
-        with_budget({"steps": 1}, budgets, None, stepz=3)
-    with pytest.raises(ValueError, match="unknown"):
-        with_budget({"steps": 1}, {"bad": {"epochs": 3}}, "bad")
 
 
 def test_block_starts_find_each_residual_block_of_resnet34():

@@ -56,28 +56,20 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
     return missing
 
 
-#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``"smoke"``: ``make smoke``).
+#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``;
+#: ``"smoke"``: ``make smoke``).
 BUDGETS = {
     "smoke": dict(users=[81, 84], steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
 }
 
 
-def chapter_settings(cfg, budget: str | None = None, data_root: str | Path = "data", pretrained: bool | None = None):
-    """The notebook's settings: profile ``cfg`` with the offline substitutes (``data_root == "bundled"``: the
-    quick profile's LFW users at the profile's size; ``pretrained`` False: ``prior = "untrained"``), then
-    :data:`BUDGETS` ``[budget]``. Returns a ``types.SimpleNamespace`` with ``budget`` added.
-
-    Raises:
-        ValueError: naming ``BUDGET`` for an unknown budget name.
-    """
-    from gitutor.studies.settings import with_budget
-
-    settings = cfg.as_dict()
+def chapter_settings(cfg, data_root: str | Path = "data", pretrained: bool | None = None):
+    """The notebook's settings: profile ``cfg`` (with its budget, ``get_profile(..., budget=BUDGET)``) with the
+    offline substitutes: ``data_root == "bundled"``: LFW users at the profile's size (the quick profile's faces
+    unless the budget names faces); ``pretrained`` False: ``prior = "untrained"``."""
     if str(data_root) == "bundled":
-        settings.update(data="lfw", users=list(QUICK["users"]))
-    if pretrained is False:
-        settings.update(prior="untrained")
-    return with_budget(settings, BUDGETS, budget)
+        cfg = cfg.replace(data="lfw", users=cfg.users if isinstance(cfg.users, list) else list(QUICK["users"]))
+    return cfg.replace(prior="untrained") if pretrained is False else cfg
 
 
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few steps.

@@ -49,7 +49,7 @@ FULL = {
     "sweep_image_size": 32,
 }
 
-#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter; ``"smoke"`` runs the
+#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``); ``"smoke"`` runs the
 #: profile's code path for a handful of L-BFGS steps (``make smoke``).
 BUDGETS = {
     "smoke": {"torch_threads": 1, "seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
@@ -61,18 +61,10 @@ BUNDLED = {"source": "photos", "extra_sources": ["digits"],
            "data": "bundled photographs and scikit-learn digits (offline substitute for CIFAR-100 and MNIST)"}
 
 
-def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
-    """The notebook's settings: profile ``cfg``, then :data:`BUDGETS` ``[budget]``, then the bundled
-    sources of :data:`BUNDLED` when ``data_root == "bundled"``.
-
-    Returns a ``types.SimpleNamespace`` with ``budget`` added (:func:`gitutor.studies.settings.with_budget`).
-
-    Raises:
-        ValueError: naming ``BUDGET`` for an unknown budget name.
-    """
-    from gitutor.studies.settings import with_budget
-
-    return with_budget(cfg, BUDGETS, budget, **(BUNDLED if data_root == "bundled" else {}))
+def chapter_settings(cfg, data_root: str = "data"):
+    """The notebook's settings: profile ``cfg`` (with its budget, ``get_profile(..., budget=BUDGET)``) and,
+    when ``data_root == "bundled"``, the bundled sources of :data:`BUNDLED` in place of the datasets."""
+    return cfg.replace(**BUNDLED) if data_root == "bundled" else cfg
 
 
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few steps.
