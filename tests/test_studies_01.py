@@ -19,13 +19,14 @@ CASE = dict(size=16, num_classes=10)
 
 def test_settings_apply_the_budget_and_the_bundled_sources():
     full = gitutor.get_profile("01_dlg", "full")
-    smoke = chapter_settings(gitutor.get_profile("01_dlg", "full", budget=SMOKE_PARAMETERS["BUDGET"]),
-                             SMOKE_PARAMETERS["DATA_ROOT"])
+    smoke = chapter_settings(full, SMOKE_PARAMETERS["BUDGET"], SMOKE_PARAMETERS["DATA_ROOT"])
     assert smoke.source == "photos" and smoke.extra_sources == ["digits"] and smoke.image_size == full.image_size
     assert smoke.iterations == BUDGETS["smoke"]["iterations"] < full.iterations
     assert smoke.known_iterations % smoke.record_every == 0  # the label-known run is compared at a recorded step
     quick = gitutor.get_profile("01_dlg", "quick")
-    assert chapter_settings(quick) == quick and chapter_settings(full, "data").source == "cifar100"
+    assert chapter_settings(quick) == quick and chapter_settings(full, None, "data").source == "cifar100"
+    with pytest.raises(ValueError, match="BUDGET"):
+        chapter_settings(full, "huge")
 
 
 def test_defense_sweep_without_defense_is_dlg_on_the_clients_gradient():

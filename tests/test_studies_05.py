@@ -15,14 +15,16 @@ from gitutor.studies import diffusion_user_level as study, user_level_report as 
 def test_substitutes_and_smoke_budget_replace_only_what_is_offline(tmp_path):
     full = gitutor.get_profile("05_diffusion_user_level", "full")
     assert missing_inputs(chapter_settings(full), tmp_path)  # CelebA and the hub prior are not here
-    smoke = chapter_settings(gitutor.get_profile("05_diffusion_user_level", "full", budget=SMOKE_PARAMETERS["BUDGET"]),
-                             SMOKE_PARAMETERS["DATA_ROOT"], SMOKE_PARAMETERS["PRETRAINED"])
+    smoke = chapter_settings(full, SMOKE_PARAMETERS["BUDGET"], SMOKE_PARAMETERS["DATA_ROOT"],
+                             SMOKE_PARAMETERS["PRETRAINED"])
     assert missing_inputs(smoke, tmp_path) == []
     assert (smoke.data, smoke.prior, smoke.model, smoke.image_size, smoke.channels) == ("lfw", "untrained", "resnet18", 64, 3)
     assert smoke.steps < full.steps and smoke.users == [81, 84]  # the budget's users survive the substitute
-    assert chapter_settings(full, "bundled").users == gitutor.get_profile("05_diffusion_user_level", "quick").users
+    assert chapter_settings(full, None, "bundled").users == gitutor.get_profile("05_diffusion_user_level", "quick").users
     quick = gitutor.get_profile("05_diffusion_user_level", "quick")
     assert chapter_settings(quick) == quick
+    with pytest.raises(ValueError, match="BUDGET"):
+        chapter_settings(full, "huge")
 
 
 def test_untrained_prior_is_seeded_and_leaves_the_global_generator_alone():
@@ -80,4 +82,4 @@ def test_differences_name_the_profile_and_flag_offline_substitutes():
     assert report.differences(quick, "quick", 5, 6e5).startswith("quick profile: 32×32 grey LFW users")
     full = gitutor.get_profile("05_diffusion_user_level", "full")
     assert "SUBSTITUTES" not in report.differences(chapter_settings(full), "full", 50, 1e8)
-    assert "SUBSTITUTES" in report.differences(chapter_settings(full, "bundled", False), "full", 5, 1e6)
+    assert "SUBSTITUTES" in report.differences(chapter_settings(full, None, "bundled", False), "full", 5, 1e6)

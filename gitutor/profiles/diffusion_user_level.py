@@ -63,10 +63,18 @@ BUDGETS = {
 }
 
 
-def chapter_settings(cfg, data_root: str | Path = "data", pretrained: bool | None = None):
-    """The notebook's settings: profile ``cfg`` (with its budget, ``get_profile(..., budget=BUDGET)``) with the
-    offline substitutes: ``data_root == "bundled"``: LFW users at the profile's size (the quick profile's faces
-    unless the budget names faces); ``pretrained`` False: ``prior = "untrained"``."""
+def chapter_settings(cfg, budget: str | None = None, data_root: str | Path = "data", pretrained: bool | None = None):
+    """The notebook's settings: the profile of ``cfg`` with :data:`BUDGETS` ``[budget]``
+    (:func:`gitutor.profiles.get_profile`) and the offline substitutes: ``data_root == "bundled"``: LFW users
+    at the profile's size (the quick profile's faces unless the budget names faces); ``pretrained`` False:
+    ``prior = "untrained"``.
+
+    Raises:
+        ValueError: naming ``BUDGET`` for an unknown budget name.
+    """
+    from gitutor.profiles import get_profile
+
+    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
     if str(data_root) == "bundled":
         cfg = cfg.replace(data="lfw", users=cfg.users if isinstance(cfg.users, list) else list(QUICK["users"]))
     return cfg.replace(prior="untrained") if pretrained is False else cfg

@@ -61,9 +61,17 @@ BUNDLED = {"source": "photos", "extra_sources": ["digits"],
            "data": "bundled photographs and scikit-learn digits (offline substitute for CIFAR-100 and MNIST)"}
 
 
-def chapter_settings(cfg, data_root: str = "data"):
-    """The notebook's settings: profile ``cfg`` (with its budget, ``get_profile(..., budget=BUDGET)``) and,
-    when ``data_root == "bundled"``, the bundled sources of :data:`BUNDLED` in place of the datasets."""
+def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
+    """The notebook's settings: the profile of ``cfg`` with :data:`BUDGETS` ``[budget]``
+    (:func:`gitutor.profiles.get_profile`) and, when ``data_root == "bundled"``, the bundled sources of
+    :data:`BUNDLED` in place of the datasets.
+
+    Raises:
+        ValueError: naming ``BUDGET`` for an unknown budget name.
+    """
+    from gitutor.profiles import get_profile
+
+    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
     return cfg.replace(**BUNDLED) if data_root == "bundled" else cfg
 
 
