@@ -80,10 +80,9 @@ BUDGETS = {
         "first_blocks": ["layer4", "layer1"], "record_every": 50, "torch_threads": 1, "sweep_cpus": 1,
     },
     # `make smoke`: the code path of a profile for a handful of iterations, two batches
-    # (64 px: the bundled photographs' held-out halves offer crops up to 186 px, not the full profile's 224)
     "smoke": {
-        "image_size": 64, "torch_threads": 1, "n_batches": 2, "budgets": [2, 4], "iterations": 4,
-        "ablation_iterations": 4, "study_iterations": 2, "batch_sizes": [1], "first_blocks": ["layer4"], "record_every": 2,
+        "n_batches": 2, "budgets": [2, 4], "iterations": 4, "ablation_iterations": 4, "study_iterations": 2,
+        "batch_sizes": [1], "first_blocks": ["layer4"], "record_every": 2,
     },
 }
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import torch
 import torchvision
 
-from gitutor.data import natural_images
+from gitutor.attacks.comparison import bundled_crops
 from gitutor.models import calibrate_batchnorm, resnet34
 from gitutor.stats import Interval, interval
 
@@ -31,7 +31,8 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.nn.Sequential:
     """ResNet34 (``cfg.num_classes`` outputs, ImageNet weights if ``cfg.pretrained``) behind ImageNet
     normalisation, in eval mode on ``device``; with ``cfg.calibrate_bn_images`` > 0 its BatchNorm running
-    statistics are calibrated on that many auxiliary crops (``pool="aux"``, seed ``seed + 1``) first.
+    statistics are calibrated on that many auxiliary crops (``pool="aux"``, seed ``seed + 1``;
+    :func:`~gitutor.attacks.comparison.bundled_crops`) first.
 
     Raises:
         OfflineDataError: as :func:`gitutor.models.resnet34` when pretrained weights are missing.
@@ -39,7 +40,7 @@ def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.n
     normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
     model = torch.nn.Sequential(normalise, resnet34(num_classes=cfg.num_classes, pretrained=cfg.pretrained))
     if cfg.calibrate_bn_images:
-        calibrate_batchnorm(model, natural_images(cfg.calibrate_bn_images, size=cfg.image_size, seed=seed + 1, pool="aux"))
+        calibrate_batchnorm(model, bundled_crops(cfg.calibrate_bn_images, cfg.image_size, seed + 1, "aux"))
     return model.to(device).eval()
 
 
