@@ -44,7 +44,7 @@ def test_kernelspec_and_toc(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_uses_its_profile_and_saves_results(path):
     source = "".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code")
-    assert f'get_profile("{path.stem}", PROFILE)' in source
+    assert f'get_profile("{path.stem}", PROFILE' in source
     assert f'save_results("{path.stem}", PROFILE' in source
 
 
