@@ -24,10 +24,13 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
-from gitutor.data import image_folder, natural_images
+from gitutor.data import image_folder, natural_images, resize
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
+#: The profile settings a trial reads from ``context["settings"]`` (see the module docstring).
+SETTINGS = ("dropout", "tv_weight", "bn_weight", "lr", "t1", "t2", "ig_tv_weight", "dlg_inner_steps", "num_classes",
+            "record_every")
 #: Table 1 (DLG … Stepwise) and the Table 2 / Fig. 6 variants of the stepwise objective.
 METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad", "+ ℓ̃_grad", "Stepwise, no dropout")
 
@@ -102,12 +105,25 @@ def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: 
             "seconds": time.perf_counter() - start}
 
 
+def bundled_crops(n: int, size: int, seed: int, pool: str) -> torch.Tensor:
+    """``(n, 3, size, size)`` crops of the bundled photographs' ``pool`` halves, drawn at most
+    :data:`~gitutor.studies.cv_batch_labels.BUNDLED_CROP` px (what every half holds) and upsampled to a larger
+    ``size`` (the full profile's 224 px in smoke runs).
+
+    Raises:
+        ValueError: as :func:`gitutor.data.natural_images`.
+    """
+    from gitutor.studies.cv_batch_labels import BUNDLED_CROP
+
+    return resize(natural_images(n, size=min(size, BUNDLED_CROP), seed=seed, pool=pool), size)
+
+
 def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_classes: int, seed: int,
                     image_root: str | Path = "bundled") -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
     """``{(B, i): (x, y)}`` for every B in ``batch_sizes`` and i < ``count``: distinct-label batches.
 
-    Bundled photographs (crops from the held-out ``pool="target"`` halves, random distinct labels)
-    when ``image_root == "bundled"``, else images of the ImageFolder tree with distinct classes.
+    Bundled photographs (crops from the held-out ``pool="target"`` halves, random distinct labels;
+    :func:`bundled_crops`) when ``image_root == "bundled"``, else images of the ImageFolder tree with distinct classes.
     Batch ``(B, i)`` is drawn with seed ``seed + 1000 · i + B``.
     """
     batches = {}
@@ -115,7 +131,7 @@ def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_
         for i in range(count):
             generator = make_generator(seed + 1000 * i + b)
             if image_root == "bundled":
-                x = natural_images(b, size=image_size, seed=seed + 1000 * i + b, pool="target")
+                x = bundled_crops(b, image_size, seed + 1000 * i + b, "target")
                 batches[(b, i)] = x, torch.randperm(num_classes, generator=generator)[:b]
                 continue
             images, labels = image_folder(image_root, 8 * b, size=image_size, seed=seed + 1000 * i + b)
@@ -143,6 +159,15 @@ def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[st
         problems.append(f"IMAGE_ROOT {given}: point it to the ImageNet validation ImageFolder tree (one "
                         "sub-folder per class), or set IMAGE_ROOT = 'bundled' (crops of the bundled photographs)")
     return problems
+
+
+def trial_settings(cfg) -> dict:
+    """``context["settings"]`` of a sweep: the :data:`SETTINGS` of the chapter's settings ``cfg``.
+
+    Raises:
+        AttributeError: naming a setting ``cfg`` lacks.
+    """
+    return {name: getattr(cfg, name) for name in SETTINGS}
 
 
 def chapter_trials(cfg, block_start: Mapping[str, int], seed: int) -> list[dict]:

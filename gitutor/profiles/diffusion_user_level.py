@@ -8,6 +8,9 @@ clip (see gitutor.attacks.user_level.attack), see the notebook.
 FULL: the paper's §3 setup — CelebA identities at 64×64, B = 30, first 50 users with >= 30
 images, "Attractive" labels, random ResNet-18, a 256×256 hub face DDPM, 4 000 steps, IG with
 24 000 steps.
+:data:`BUDGETS` (the notebook's ``BUDGET``) and the offline substitutes (``DATA_ROOT = "bundled"``: LFW users
+at the profile's size; ``PRETRAINED = False``: an untrained DDPM of the shipped architecture at the
+profile's size) let ``make smoke`` run the full profile's code path for a few steps offline.
 """
 from __future__ import annotations
 
@@ -39,14 +42,43 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
     from gitutor.priors import hub_download_command, hub_prior_cached
 
     missing = []
-    if settings.prior != "lfw32" and not hub_prior_cached(settings.prior):
+    if settings.prior not in ("lfw32", "untrained") and not hub_prior_cached(settings.prior):
         missing.append(f"the diffusion prior {settings.prior!r} is not in the Hugging Face cache: run "
                        f"`{hub_download_command(settings.prior)}` on a machine with network (≈450 MB), "
-                       "then copy the cache here (or point the environment variable $HF_HOME at it)")
+                       "then copy the cache here (or point the environment variable $HF_HOME at it); PRETRAINED = False "
+                       "runs an untrained DDPM instead (a smoke test of the code path, not a result)")
     if settings.data == "celeba" and celeba_missing(data_root):
         missing.append(f"CelebA is incomplete under DATA_ROOT = {str(data_root)!r}: missing "
                        f"{', '.join(celeba_missing(data_root))}; download img_align_celeba.zip (unzipped) and the "
                        "list_*.txt / identity_CelebA.txt files from the CelebA page "
                        "(https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html) into DATA_ROOT/celeba, or set DATA_ROOT "
-                       "to the folder that holds celeba/")
+                       "to the folder that holds celeba/ (or DATA_ROOT = 'bundled': LFW users, an offline substitute)")
     return missing
+
+
+#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``;
+#: ``"smoke"``: ``make smoke``).
+BUDGETS = {
+    "smoke": dict(users=[81, 84], steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
+}
+
+
+def chapter_settings(cfg, budget: str | None = None, data_root: str | Path = "data", pretrained: bool | None = None):
+    """The notebook's settings: the profile of ``cfg`` with :data:`BUDGETS` ``[budget]``
+    (:func:`gitutor.profiles.get_profile`) and the offline substitutes: ``data_root == "bundled"``: LFW users
+    at the profile's size (the quick profile's faces unless the budget names faces); ``pretrained`` False:
+    ``prior = "untrained"``.
+
+    Raises:
+        ValueError: naming ``BUDGET`` for an unknown budget name.
+    """
+    from gitutor.profiles import get_profile
+
+    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    if str(data_root) == "bundled":
+        cfg = cfg.replace(data="lfw", users=cfg.users if isinstance(cfg.users, list) else list(QUICK["users"]))
+    return cfg.replace(prior="untrained") if pretrained is False else cfg
+
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few steps.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "PRETRAINED": False, "BUDGET": "smoke"}

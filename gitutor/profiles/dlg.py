@@ -48,3 +48,32 @@ FULL = {
     "defense_iterations": 300,
     "sweep_image_size": 32,
 }
+
+#: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``); ``"smoke"`` runs the
+#: profile's code path for a handful of L-BFGS steps (``make smoke``).
+BUDGETS = {
+    "smoke": {"torch_threads": 1, "seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
+              "batch_iterations": 2, "extra_iterations": 5, "prune_rates": [0.1], "noise_variances": [1e-2],
+              "defense_iterations": 2},
+}
+#: What ``DATA_ROOT = "bundled"`` puts in place of the torchvision datasets (offline, no download).
+BUNDLED = {"source": "photos", "extra_sources": ["digits"],
+           "data": "bundled photographs and scikit-learn digits (offline substitute for CIFAR-100 and MNIST)"}
+
+
+def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
+    """The notebook's settings: the profile of ``cfg`` with :data:`BUDGETS` ``[budget]``
+    (:func:`gitutor.profiles.get_profile`) and, when ``data_root == "bundled"``, the bundled sources of
+    :data:`BUNDLED` in place of the datasets.
+
+    Raises:
+        ValueError: naming ``BUDGET`` for an unknown budget name.
+    """
+    from gitutor.profiles import get_profile
+
+    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    return cfg.replace(**BUNDLED) if data_root == "bundled" else cfg
+
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few steps.
+SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}

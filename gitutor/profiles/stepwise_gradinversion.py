@@ -88,28 +88,30 @@ BUDGETS = {
 
 
 def chapter_settings(cfg, budget: str | None = None, **overrides):
-    """The notebook's settings: profile ``cfg``, then :data:`BUDGETS` ``[budget]``, then ``overrides`` (None skipped).
+    """The notebook's settings: the profile of ``cfg`` (its notebook and profile name) with :data:`BUDGETS`
+    ``[budget]`` (:func:`gitutor.profiles.get_profile`), then ``overrides`` (None skipped).
 
     Returns a ``types.SimpleNamespace`` (attribute access, like a profile) with ``budget`` added.
     A randomly initialised model (``pretrained`` False) always gets BatchNorm statistics calibrated
     on auxiliary crops (QUICK's ``calibrate_bn_images`` when the profile sets none).
 
     Raises:
-        ValueError: for an unknown budget name or an override that is not a setting of the profile.
+        ValueError: naming ``BUDGET`` for an unknown budget name, or ``unknown settings`` for an override
+            that is not a setting of the profile.
     """
     import types
 
-    settings = dict(cfg) if isinstance(cfg, dict) else cfg.as_dict()
-    if budget is not None and budget not in BUDGETS:
-        raise ValueError(f"BUDGET must be None or one of {sorted(BUDGETS)}, got {budget!r}")
+    from gitutor.profiles import get_profile
+
+    settings = get_profile(cfg.notebook, cfg.profile, budget=budget).as_dict()
     unknown = sorted(set(overrides) - set(settings))
     if unknown:
         raise ValueError(f"unknown settings {unknown}; settings: {sorted(settings)}")
-    settings.update(BUDGETS.get(budget, {}))
     settings.update({k: v for k, v in overrides.items() if v is not None})
     if not settings["pretrained"] and not settings["calibrate_bn_images"]:  # random weights need BN statistics
         settings["calibrate_bn_images"] = QUICK["calibrate_bn_images"]
     return types.SimpleNamespace(**settings, budget=budget)
+
 
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py): the profile's code path, offline, a few iterations.
 SMOKE_PARAMETERS = {"PRETRAINED": False, "IMAGE_ROOT": "bundled", "BUDGET": "smoke"}

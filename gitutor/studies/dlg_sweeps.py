@@ -1,22 +1,26 @@
 """Chapter 01's experiments around DLG (Zhu, Liu & Han 2019; the reproduction report §6 on seeds).
 
 ``dlg_case`` builds one seeded attack case (the DLG LeNet, a private image, its label);
-``seed_study`` runs DLG on one case per seed and scores it (``score_run``); ``defense_sweep`` reruns DLG against
-pruned or noised gradients; ``gradient_scale`` measures the shared gradient's size, the yardstick a
-noise σ must be compared with.
+``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``psnr_curves`` follows those runs
+step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on batches and other image sources;
+``defense_sweep`` reruns DLG against pruned or noised gradients (``first_stopping`` reads off the weakest
+defense that stops it); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
+be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 
 import torch
 from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
 from gitutor.data import digits, torchvision_images, whole_photographs
-from gitutor.federated import add_gaussian_noise, client_gradients, prune_gradients
-from gitutor.metrics import psnr, ssim
+from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
+from gitutor.federated.case import Case, gradient_case
+from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import LeNet, init_uniform_
 from gitutor.seeding import make_generator
 
@@ -68,11 +72,56 @@ def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None
     """
     rows = []
     for seed in seeds:
-        model, x, y = dlg_case(seed, **case)
-        result = dlg(model, client_gradients(model, x, y), x.shape, model.fc.out_features, iterations=iterations,
-                     seed=seed, line_search=line_search, record_every=record_every, progress=progress)
-        rows.append(score_run(seed, result, x, y))
+        view = gradient_case(*dlg_case(seed, **case))
+        result = attack(view, iterations=iterations, seed=seed, line_search=line_search, record_every=record_every,
+                        progress=progress)
+        rows.append(score_run(seed, result, view.inputs, view.labels))
     return rows
+
+
+def attack(case: Case, **options) -> AttackResult:
+    """DLG (labels unknown) from the server's view of ``case``; ``options`` go to :func:`gitutor.attacks.dlg`."""
+    view = case.server_view
+    return dlg(view["model"], view["update"], tuple(case.inputs.shape), view["model"].fc.out_features, **options)
+
+
+def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
+    """PSNR (dB, batch mean) at every recorded snapshot of every :func:`seed_study` run.
+
+    Returns ``(curves, reached)``: ``curves[f"{name}, seed {s}"] = (steps, psnr values)`` and
+    ``reached[(name, s)]``, the first recorded step with PSNR ≥ ``threshold`` (None if never).
+    """
+    curves, reached = {}, {}
+    for name, rows in studies.items():
+        for row in rows:
+            steps, values = zip(*[(step, float(psnr(images, row["truth"]).mean())) for step, images in row["result"].snapshots])
+            curves[f"{name}, seed {row['seed']}"] = (steps, values)
+            reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
+    return curves, reached
+
+
+def batch_sweep(batch_sizes: Sequence[int], *, iterations: int, seed: int = 0, progress: bool = False,
+                **case) -> list[dict]:
+    """DLG on a batch of each size (DLG Fig. 4): ``[{"B", "psnr" (dB, mean after Hungarian matching on MSE),
+    "images" ((2B, C, H, W): the truth, then the matched reconstructions)}]``; ``case`` goes to :func:`dlg_case`."""
+    rows = []
+    for batch_size in batch_sizes:
+        view = gradient_case(*dlg_case(seed, batch_size=batch_size, **case))
+        truth = view.inputs.cpu()
+        matched = match_batch(attack(view, iterations=iterations, seed=seed, progress=progress).images, truth)
+        rows.append({"B": batch_size, "psnr": float(psnr(matched, truth).mean()), "images": torch.cat([truth, matched])})
+    return rows
+
+
+def source_sweep(sources: Sequence[str], *, iterations: int, seed: int = 0, progress: bool = False,
+                 **case) -> dict[str, tuple[float, AttackResult, torch.Tensor]]:
+    """DLG on one image of each source: ``{source: (psnr dB, result with 5 snapshots, (1, 3, H, W) truth)}``."""
+    out = {}
+    for source in sources:
+        view = gradient_case(*dlg_case(seed, **dict(case, source=source)))
+        run = attack(view, iterations=iterations, seed=seed, record_every=max(1, iterations // 5), progress=progress)
+        out[source] = (float(psnr(run.images, view.inputs.cpu())[0]), run, view.inputs.cpu())
+    return out
 
 
 def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_rates: Sequence[float],
@@ -82,16 +131,23 @@ def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_r
     Returns ``{(kind, strength): (psnr dB, images)}`` with kind in ``"none"``, ``"prune"``, ``"noise"``
     (strength: pruned fraction, noise variance σ²; the noise is drawn from ``seed``).
     """
-    grads = client_gradients(model, x, y)
-    defended = {("none", 0.0): grads}
-    defended |= {("prune", rate): prune_gradients(grads, rate) for rate in prune_rates}
-    defended |= {("noise", var): add_gaussian_noise(grads, math.sqrt(var), make_generator(seed, x.device))
+    defenses = {("none", 0.0): None}
+    defenses |= {("prune", rate): Defense("prune", partial(prune_gradients, rate=rate)) for rate in prune_rates}
+    defenses |= {("noise", var): Defense("noise", partial(add_gaussian_noise, sigma=math.sqrt(var),
+                                                          generator=make_generator(seed, x.device)))
                  for var in noise_variances}
     out = {}
-    for key, observed in defended.items():
-        run = dlg(model, observed, x.shape, model.fc.out_features, iterations=iterations, seed=seed, progress=progress)
+    for key, defense in defenses.items():
+        run = attack(gradient_case(model, x, y, defense=defense), iterations=iterations, seed=seed, progress=progress)
         out[key] = (float(psnr(run.images, x.cpu()).mean()), run.images)
     return out
+
+
+def first_stopping(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], kind: str,
+                   level: float) -> float | None:
+    """Smallest strength of defense ``kind`` in a :func:`defense_sweep` whose PSNR falls below ``level`` dB, or None."""
+    broken = [strength for (k, strength), (value, _) in sweep.items() if k == kind and value < level]
+    return min(broken) if broken else None
 
 
 def gradient_scale(grads: Sequence[torch.Tensor]) -> dict[str, float]:

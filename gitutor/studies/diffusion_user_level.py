@@ -1,0 +1,141 @@
+"""Chapter 05's set-up and per-user evaluation (Li et al. 2023, user-level inversion with a diffusion prior).
+
+The shared classifier, the image prior, the users, Algorithm 1 from the server's view
+(:func:`gitutor.federated.case.gradient_case` with known labels) and the two Inverting Gradients baselines
+of Table 1a on the same budget, scored per user with :mod:`gitutor.attacks.user_level.evaluation`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+
+from gitutor.attacks import inverting_gradients
+from gitutor.attacks.result import AttackResult
+from gitutor.attacks.user_level import (Augmentation, LayerWindow, TauSchedule, ZetaSchedule, intra_user_scores,
+                                        paired_scores, representative_scores, user_level_inversion,
+                                        user_level_inverting_gradients)
+from gitutor.face_detection import face_detection_rate
+from gitutor.federated.case import Case
+from gitutor.federated.users import celeba_users, lfw_user
+from gitutor.metrics import match_batch
+from gitutor.models import GapCNN, LeNet, resnet18
+
+#: Table 1a's rows in order: the user's own photos, the two baselines, DiffULA.
+METHODS = ("intra-user", "IG sample-level (matched)", "IG user-level, no prior", "DiffULA (diffusion prior)")
+
+
+def shared_model(name: str, cfg) -> nn.Module:
+    """The untrained 2-class classifier ``name`` (``"lenet"`` with ReLU, ``"gap-cnn"``, ``"resnet18"``) for
+    ``cfg.channels``-channel images of side ``cfg.image_size``; weights from torch's global generator.
+
+    Raises:
+        ValueError: for an unknown ``name``.
+    """
+    if name == "lenet":
+        return LeNet(num_classes=2, in_channels=cfg.channels, image_size=cfg.image_size, activation="relu")
+    if name == "gap-cnn":
+        return GapCNN(num_classes=2, in_channels=cfg.channels)
+    if name == "resnet18":
+        return resnet18(num_classes=2)
+    raise ValueError(f"model must be 'lenet', 'gap-cnn' or 'resnet18', got {name!r}")
+
+
+def untrained_face_ddpm(image_size: int, channels: int, seed: int = 0, device: str | torch.device = "cpu"):
+    """A DDPM of the shipped prior's architecture at ``image_size``/``channels`` with random weights drawn
+    from ``seed`` (torch's global generator is left as it was): the offline stand-in for the hub prior
+    in smoke runs. It is not an image prior; results with it mean nothing."""
+    from diffusers import DDPMScheduler, UNet2DModel
+
+    from gitutor.priors import FACE_DDPM_CONFIG, FACE_DDPM_SCHEDULER, DiffusionPrior
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        unet = UNet2DModel(**dict(FACE_DDPM_CONFIG, sample_size=image_size, in_channels=channels, out_channels=channels))
+    return DiffusionPrior(unet=unet.to(device).eval().requires_grad_(False), scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
+                          image_size=image_size, channels=channels)
+
+
+def load_prior(cfg, device: str | torch.device = "cpu", seed: int = 0):
+    """``(prior, note)``: the shipped LFW DDPM (``cfg.prior == "lfw32"``, sha256 checked), an untrained one
+    (``"untrained"``) or a hub DDPM (any other id), with a sentence saying which.
+
+    Raises:
+        PriorChecksumError / FileNotFoundError / RuntimeError: as the loaders in :mod:`gitutor.priors`.
+    """
+    from gitutor.priors import FACE_DDPM_SHA256, PRIOR_TRAIN_FACES, face_ddpm, pretrained_face_ddpm
+
+    if cfg.prior == "lfw32":
+        return face_ddpm(device), (f"shipped 32×32 grey LFW DDPM, trained on the first {PRIOR_TRAIN_FACES} LFW faces "
+                                   f"(sha256 of weights + config {FACE_DDPM_SHA256[:12]}… verified)")
+    if cfg.prior == "untrained":
+        return untrained_face_ddpm(cfg.image_size, cfg.channels, seed, device), "UNTRAINED DDPM (smoke run, no prior)"
+    return pretrained_face_ddpm(cfg.prior, device), f"hub DDPM {cfg.prior}"
+
+
+def chapter_users(cfg, data_root: str, seed: int, device: str | torch.device = "cpu") -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``[(x (B, C, s, s) in [0, 1], y (B,))]`` per user: variations of held-out LFW faces ``cfg.users``
+    (``cfg.data == "lfw"``) or the first ``cfg.users`` CelebA identities with >= B images, on ``device``.
+
+    Raises:
+        ValueError / OfflineDataError: as :func:`~gitutor.federated.users.lfw_user` and ``celeba_users``.
+    """
+    if cfg.data == "lfw":
+        users = [lfw_user(face, cfg.batch_size, size=cfg.image_size, channels=cfg.channels, seed=seed) for face in cfg.users]
+    else:
+        users = celeba_users(cfg.users, cfg.batch_size, root=data_root, size=cfg.image_size)
+    return [(x.to(device), y.to(device)) for x, y in users]
+
+
+def attack_schedules(cfg) -> dict:
+    """Keyword arguments of Algorithm 1 from the profile: τ, ζ, the layer window (App. C) and 𝒯."""
+    return dict(tau_schedule=TauSchedule(**cfg.tau), zeta_schedule=ZetaSchedule(**cfg.zeta),
+                layer_window=LayerWindow(**cfg.window), augment=Augmentation())
+
+
+def diffula(case: Case, prior, cfg, schedules: Mapping, *, seed: int, matching_weight: float | None = None) -> AttackResult:
+    """Algorithm 1 (:func:`~gitutor.attacks.user_level.user_level_inversion`) from ``case.server_view``
+    (labels known, B = the batch size) with the profile's steps, η, t*, λ (``matching_weight`` overrides it)."""
+    view = case.server_view
+    return user_level_inversion(view["model"], view["update"], view["labels"], prior, batch_size=view["batch_size"],
+                                steps=cfg.steps, lr=cfg.lr, t_star=cfg.t_star, image_size=cfg.image_size, seed=seed,
+                                matching_weight=cfg.matching_weight if matching_weight is None else matching_weight,
+                                record_every=cfg.record_every, **schedules)
+
+
+def baselines(case: Case, cfg, augment: Augmentation, seed: int) -> tuple[AttackResult, AttackResult]:
+    """Inverting Gradients on the same budget (``cfg.ig_steps``): sample level (B images) and user level
+    without prior (one image, the augmented objective, TV instead of the DDPM)."""
+    view, shape = case.server_view, tuple(case.inputs.shape)
+    common = dict(tv_weight=cfg.ig_tv_weight, lr=cfg.ig_lr, seed=seed, record_every=cfg.ig_steps)
+    sample = inverting_gradients(view["model"], view["update"], view["labels"], shape, iterations=cfg.ig_steps, **common)
+    user = user_level_inverting_gradients(view["model"], view["update"], view["labels"], shape[1:],
+                                          batch_size=view["batch_size"], steps=cfg.ig_steps, augment=augment, **common)
+    return sample, user
+
+
+def evaluate_users(cases: Sequence[Case], attack, cfg, augment: Augmentation, seed: int):
+    """DiffULA (``attack(index, case)``) and both :func:`baselines` on every user, scored (Table 1a).
+
+    Returns ``(rows, examples, seconds)``: ``rows[method]`` one dict per user (``mse``, ``psnr``, ``ssim``,
+    ``lpips``, ``face_rate``; :data:`METHODS`), ``examples`` one ``(truth, matched sample-level images,
+    user-level IG result, DiffULA result)`` per user and ``seconds[method]`` the attacks' wall times.
+    """
+    rows, examples = {name: [] for name in METHODS}, []
+    seconds = {name: [] for name in METHODS}
+    for index, case in enumerate(cases):
+        truth = case.inputs.cpu()
+        diff = attack(index, case)
+        sample_level, user_ig = baselines(case, cfg, augment, seed)
+        matched = match_batch(sample_level.images, truth)
+        entries = {METHODS[0]: (intra_user_scores(truth), truth),
+                   METHODS[1]: (paired_scores(matched, truth), sample_level.images),
+                   METHODS[2]: (representative_scores(user_ig.images, truth), user_ig.images),
+                   METHODS[3]: (representative_scores(diff.images, truth), diff.images)}
+        for name, (scores, images) in entries.items():
+            rows[name].append(dict(scores, face_rate=face_detection_rate(images)))
+        for name, result in ((METHODS[2], user_ig), (METHODS[3], diff)):
+            seconds[name].append(result.info["seconds"])
+        examples.append((truth, matched, user_ig, diff))
+    return rows, examples, seconds

@@ -1,0 +1,72 @@
+"""Chapter 04's study code: settings with budgets, the ResNet34 set-up, summaries, figures and rows."""
+import math
+
+import matplotlib
+import pytest
+import torch
+
+import gitutor
+from gitutor.attacks.comparison import SETTINGS, trial_settings
+from gitutor.models import resnet34
+from gitutor.profiles.stepwise_gradinversion import chapter_settings
+from gitutor.results import save_results, verdict
+from gitutor.stats import interval
+from gitutor.studies import stepwise_gradinversion as study
+from gitutor.studies.figures import comparison_grid, interval_errorbars
+
+matplotlib.use("Agg")
+
+
+def test_block_starts_find_each_residual_block_of_resnet34():
+    names = [name for name, _ in resnet34(num_classes=10).named_parameters()]
+    starts = study.block_starts(names)
+    assert list(starts.values()) == sorted(starts.values()) and len(names) == 110
+    assert all(names[i].startswith(block + ".0.") for block, i in starts.items())
+    assert not any(block in names[starts[block] - 1] for block in starts)
+    with pytest.raises(ValueError, match="layer9"):
+        study.block_starts(names, ("layer9",))
+
+
+def test_summarise_gives_intervals_and_keeps_missing_lpips_missing():
+    values = [{"PSNR": 10.0, "SSIM": 0.1, "LPIPS": None}, {"PSNR": 12.0, "SSIM": 0.3, "LPIPS": None}]
+    summary = study.summarise(values, ("PSNR", "SSIM", "LPIPS"))
+    assert summary["PSNR"].mean == 11.0 and summary["PSNR"].low < 11.0 < summary["PSNR"].high
+    assert summary["LPIPS"] is None
+    with pytest.raises(ValueError, match="empty"):
+        study.summarise([])
+
+
+def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
+    cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
+    table1 = {m: {"PSNR": interval([20.0, 21.0]), "SSIM": interval([0.6, 0.7]), "LPIPS": None} for m in study.PAPER_TABLE1}
+    table2 = {row: {"PSNR": interval([9.0, 9.5])} for row in study.ABLATION}
+    rows = study.chapter_rows(cfg, table1, table2, study.PAPER_ORDER)
+    save_results("04_stepwise_gradinversion", "quick", rows, tmp_path)
+    assert len(rows) == 4 * 3 + 4 + 1 and rows[-1]["this_run"] == "yes"
+    psnr_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 PSNR") and r["setting"] == "Stepwise")
+    assert psnr_stepwise["this_run"] == 20.5 and verdict(psnr_stepwise) == "meets"
+    assert next(r for r in rows if r["quantity"].startswith("Table 1 LPIPS"))["this_run"] == "n/a"
+    assert verdict(next(r for r in rows if r["setting"] == "+ schedule")) == "falls short"
+
+
+def test_trial_settings_and_the_model_setup():
+    cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
+    assert set(trial_settings(cfg)) == set(SETTINGS) and trial_settings(cfg)["dropout"] == 0.3
+    small = cfg.__class__(**{**vars(cfg), "calibrate_bn_images": 4, "image_size": 16, "num_classes": 10})
+    model = study.chapter_model(small, 0)
+    assert not model.training and model(torch.rand(2, 3, 16, 16)).shape == (2, 10)
+    bn = next(m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d))
+    assert not torch.allclose(bn.running_mean, torch.zeros_like(bn.running_mean))  # calibrated, not the reset zeros
+
+
+def test_shared_figures_check_their_inputs():
+    truth = torch.rand(2, 3, 8, 8)
+    fig = comparison_grid(truth, {"a": truth, "b": truth.flip(0)}, "t")
+    assert len(fig.axes) == 6 and fig.axes[2].get_title(loc="left") == "a"
+    with pytest.raises(ValueError, match="'a'"):
+        comparison_grid(truth, {"a": truth[:1]})
+    _, ax = matplotlib.pyplot.subplots()
+    with pytest.raises(ValueError, match="intervals"):
+        interval_errorbars(ax, [1, 2], [interval([1.0, 2.0])])
+    bars = interval_errorbars(ax, [1], [interval([1.0, 3.0])])
+    assert not math.isnan(bars.lines[0].get_ydata()[0])
