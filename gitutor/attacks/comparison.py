@@ -24,7 +24,7 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
-from gitutor.data import image_folder, natural_images, resize
+from gitutor.data import bundled_crops, image_folder
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
@@ -103,19 +103,6 @@ def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: 
     return {**score(result.images, truth), "loss": result.history.get("loss", []), "info": result.info,
             "images": match_batch(result.images.clamp(0, 1), truth.cpu()), "snapshots": result.snapshots,
             "seconds": time.perf_counter() - start}
-
-
-def bundled_crops(n: int, size: int, seed: int, pool: str) -> torch.Tensor:
-    """``(n, 3, size, size)`` crops of the bundled photographs' ``pool`` halves, drawn at most
-    :data:`~gitutor.studies.cv_batch_labels.BUNDLED_CROP` px (what every half holds) and upsampled to a larger
-    ``size`` (the full profile's 224 px in smoke runs).
-
-    Raises:
-        ValueError: as :func:`gitutor.data.natural_images`.
-    """
-    from gitutor.studies.cv_batch_labels import BUNDLED_CROP
-
-    return resize(natural_images(n, size=min(size, BUNDLED_CROP), seed=seed, pool=pool), size)
 
 
 def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_classes: int, seed: int,

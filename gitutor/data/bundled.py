@@ -13,6 +13,8 @@ from gitutor.seeding import make_generator
 PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
                "immunohistochemistry", "colorwheel")
 POOLS = ("all", "target", "aux")
+#: Largest side of a bundled crop (px): both halves of every bundled photograph hold it; larger sizes are upsampled.
+BUNDLED_CROP = 128
 
 
 def _check_size(size: int) -> None:
@@ -95,6 +97,16 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
         x0 = left + int(torch.randint(right - left - side + 1, (1,), generator=generator))
         crops.append(resize(photo[None, :, top:top + side, x0:x0 + side], size))
     return torch.cat(crops)
+
+
+def bundled_crops(n: int, size: int, seed: int = 0, pool: str = "all") -> torch.Tensor:
+    """``(n, 3, size, size)`` crops of :func:`natural_images`, drawn at most :data:`BUNDLED_CROP` px (what
+    every half holds) and upsampled to a larger ``size`` (e.g. a full profile's 224 px in smoke runs).
+
+    Raises:
+        ValueError: as :func:`natural_images`.
+    """
+    return resize(natural_images(n, size=min(size, BUNDLED_CROP), seed=seed, pool=pool), size)
 
 
 def lfw_faces(size: int = 25, channels: int = 1) -> torch.Tensor:

@@ -19,15 +19,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from gitutor.data import OfflineDataError, load, resize
+from gitutor.data import BUNDLED_CROP, OfflineDataError, load, resize
 from gitutor.federated import client_gradients, last_layer_case
 from gitutor.labels import (FeatureCV, batch_label_scores, bias_label_counts, class_evidence, coarse_labels,
                             exhaustive_label_counts, idlg_batch_labels, recover_batch_labels, sample_pool_batch,
                             yin_batch_labels)
 from gitutor.models import fc_input_features
 
-#: Largest side of a bundled crop: both halves of every bundled photograph hold it; larger inputs are upsampled.
-BUNDLED_CROP = 128
 #: The methods of the comparison: Ye et al.'s search, Eq. 6's exact minimum and three baselines.
 METHODS = ("ours", "Eq. 6 exhaustive", "Yin et al.", "iDLG rule", "bias count")
 
@@ -36,7 +34,7 @@ def chapter_images(cfg, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     """``(aux_images, pool_images, pool_labels)``: ``cfg.aux_images`` (at least ``max(cfg.aux_counts)`` when
     bundled) auxiliary and ``cfg.target_pool`` attacked images at ``cfg.image_size``. A root of "bundled" takes
     the disjoint pool="aux" / pool="target" halves of the bundled photographs (no labels: labels are assigned
-    per batch; crops are at most :data:`BUNDLED_CROP` px and upsampled to a larger ``cfg.image_size``); otherwise
+    per batch; crops are at most :data:`gitutor.data.BUNDLED_CROP` px and upsampled to a larger ``cfg.image_size``); otherwise
     ImageFolder trees ``cfg.aux_root`` (one sub-folder) and ``cfg.image_root``.
 
     Raises:

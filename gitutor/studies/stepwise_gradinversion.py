@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import torch
 import torchvision
 
-from gitutor.attacks.comparison import bundled_crops
+from gitutor.data import bundled_crops
 from gitutor.models import calibrate_batchnorm, resnet34
 from gitutor.stats import Interval, interval
 
@@ -32,7 +32,7 @@ def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.n
     """ResNet34 (``cfg.num_classes`` outputs, ImageNet weights if ``cfg.pretrained``) behind ImageNet
     normalisation, in eval mode on ``device``; with ``cfg.calibrate_bn_images`` > 0 its BatchNorm running
     statistics are calibrated on that many auxiliary crops (``pool="aux"``, seed ``seed + 1``;
-    :func:`~gitutor.attacks.comparison.bundled_crops`) first.
+    :func:`~gitutor.data.bundled_crops`) first.
 
     Raises:
         OfflineDataError: as :func:`gitutor.models.resnet34` when pretrained weights are missing.

@@ -1,0 +1,39 @@
+"""`make smoke`: every chapter says how to run its full-profile code path briefly and offline."""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitutor.profiles import NOTEBOOK_MODULES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import smoke  # noqa: E402
+
+
+def declared_parameters(notebook: str) -> set[str]:
+    """Names assigned in the notebook's cell tagged ``parameters``."""
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+    source = "".join(next(c for c in cells if "parameters" in c["metadata"].get("tags", []))["source"])
+    return {line.split("=")[0].strip() for line in source.splitlines() if "=" in line and not line.startswith("#")}
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_MODULES))
+def test_every_chapter_defines_smoke_parameters_its_notebook_declares(notebook):
+    parameters = smoke.smoke_parameters(notebook)
+    assert parameters, f"{notebook}: gitutor/profiles/{NOTEBOOK_MODULES[notebook]}.py defines no SMOKE_PARAMETERS"
+    assert set(parameters) <= declared_parameters(notebook), \
+        f"{notebook}: SMOKE_PARAMETERS names parameters its parameters cell does not declare"
+    assert not {"PROFILE", "DEVICE", "RESULTS_DIR"} & set(parameters)  # smoke.py sets those
+
+
+@pytest.mark.parametrize("notebook", sorted(NOTEBOOK_MODULES))
+def test_a_smoke_budget_names_a_budget_of_the_profile_module(notebook):
+    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}")
+    budget = smoke.smoke_parameters(notebook).get("BUDGET")
+    if budget is not None:
+        assert budget in module.BUDGETS
