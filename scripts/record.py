@@ -65,6 +65,12 @@ def retitle(notebook: dict, date: str, device: str) -> None:
     raise ValueError("the notebook has no Markdown cell starting with a '# ' title")
 
 
+def drop_exercises(notebook: dict) -> None:
+    """Remove the chapter's exercise block (cells tagged ``exercise``): it belongs to the chapter page, and
+    a second copy of its sphinx-exercise labels on the recorded page breaks the book build."""
+    notebook["cells"] = [cell for cell in notebook["cells"] if "exercise" not in cell["metadata"].get("tags", [])]
+
+
 def hide_injected_parameters(path: Path) -> None:
     """Hide papermill's injected cell on the page, as the book build does (scripts/execute_notebooks.py)."""
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
@@ -97,6 +103,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     described = device_description(device, _threads_of(executed))
     retitle(executed, date, described)
+    drop_exercises(executed)
     output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
     hide_injected_parameters(output)
     record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,

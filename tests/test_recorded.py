@@ -7,7 +7,7 @@ this repository's history; its profile (and budget) are defined in ``gitutor.pro
 """
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -44,6 +44,17 @@ def test_recorded_notebook_is_valid_complete_and_titled(page):
     assert not errors, f"the recorded run raised {errors[0].ename}: {errors[0].evalue}"
     title = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert "at a larger budget, recorded on" in title.splitlines()[0]
+    assert not any("exercise" in cell.metadata.get("tags", []) for cell in notebook.cells), \
+        "the chapter's exercise block is on the recorded page (its labels would clash with the chapter's)"
+
+
+def test_record_drops_the_exercise_block():
+    spec = importlib.util.spec_from_file_location("record", ROOT / "scripts" / "record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    notebook = {"cells": [{"metadata": {}}, {"metadata": {"tags": ["exercise"]}}, {"metadata": {"tags": ["x"]}}]}
+    module.drop_exercises(notebook)
+    assert notebook["cells"] == [{"metadata": {}}, {"metadata": {"tags": ["x"]}}]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
