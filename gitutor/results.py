@@ -165,3 +165,20 @@ def timings_table(records: Sequence[Mapping]) -> str:
     rows = [row for record in records for row in record.get("timings", [])]
     names = [record_label(record) for record in records for _ in record.get("timings", [])]
     return results_table(rows, notebook_column=names, verdicts=False) if rows else "No timings were recorded."
+
+
+def verdict_sentence(rows: Sequence[Mapping]) -> str:
+    """One sentence a chapter ends with: how many of its paper-vs-run ``rows`` meet, fall short or are
+    not comparable by :data:`VERDICT_RULE` (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``).
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError("rows is empty: a chapter reports at least one paper-vs-run row")
+    found = [verdict(row) for row in rows]
+    counts = {outcome: found.count(outcome) for outcome in ("meets", "falls short", "not comparable")}
+    parts = [f"{counts['meets']} of {len(found)} rows meet the paper"]
+    parts += [f"{counts[o]} {'fall short' if o == 'falls short' else 'are not comparable'}"
+              for o in ("falls short", "not comparable") if counts[o]]
+    return ", ".join(parts) + "."
