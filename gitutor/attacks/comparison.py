@@ -24,7 +24,7 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
-from gitutor.data import bundled_crops, image_folder
+from gitutor.data import attacked_photographs, image_folder
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
@@ -109,16 +109,16 @@ def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_
                     image_root: str | Path = "bundled") -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
     """``{(B, i): (x, y)}`` for every B in ``batch_sizes`` and i < ``count``: distinct-label batches.
 
-    Bundled photographs (crops from the held-out ``pool="target"`` halves, random distinct labels;
-    :func:`bundled_crops`) when ``image_root == "bundled"``, else images of the ImageFolder tree with distinct classes.
-    Batch ``(B, i)`` is drawn with seed ``seed + 1000 · i + B``.
+    Whole bundled photographs (:func:`~gitutor.data.attacked_photographs` batch i, held out of the
+    trained substitutes) with random distinct labels when ``image_root == "bundled"``, else images of
+    the ImageFolder tree with distinct classes. Batch ``(B, i)`` is drawn with seed ``seed + 1000 · i + B``.
     """
     batches = {}
     for b in batch_sizes:
         for i in range(count):
             generator = make_generator(seed + 1000 * i + b)
             if image_root == "bundled":
-                x = bundled_crops(b, image_size, seed + 1000 * i + b, "target")
+                x = attacked_photographs(image_size, b, i)
                 batches[(b, i)] = x, torch.randperm(num_classes, generator=generator)[:b]
                 continue
             images, labels = image_folder(image_root, 8 * b, size=image_size, seed=seed + 1000 * i + b)
@@ -144,7 +144,7 @@ def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[st
     if image_root is None or (image_root != "bundled" and not Path(image_root).is_dir()):
         given = "is not set" if image_root is None else f"= {str(image_root)!r} is not a folder"
         problems.append(f"IMAGE_ROOT {given}: point it to the ImageNet validation ImageFolder tree (one "
-                        "sub-folder per class), or set IMAGE_ROOT = 'bundled' (crops of the bundled photographs)")
+                        "sub-folder per class), or set IMAGE_ROOT = 'bundled' (whole bundled photographs)")
     return problems
 
 

@@ -42,10 +42,17 @@ def resize(images: torch.Tensor, size: int) -> torch.Tensor:
     return out.clamp(0.0, 1.0)  # interpolation overshoot only; inputs are already in [0, 1]
 
 
-def _photograph(name: str) -> torch.Tensor:
+def photograph(name: str) -> torch.Tensor:
+    """The ``skimage.data`` image ``name`` as a ``(3, H, W)`` float tensor in [0, 1] (grey images
+    replicated to RGB, an alpha channel dropped; ``stereo_motorcycle`` gives its left view).
+
+    Raises:
+        AttributeError: if ``skimage.data`` has no function ``name``.
+    """
     import skimage.data
 
-    array = np.asarray(getattr(skimage.data, name)(), dtype=np.float32)
+    image = getattr(skimage.data, name)()
+    array = np.asarray(image[0] if isinstance(image, tuple) else image, dtype=np.float32)
     if array.max() > 1.0:
         array = array / 255.0
     if array.ndim == 2:
@@ -79,7 +86,7 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
     _check_size(size)
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
-    photos = [_photograph(name) for name in PHOTOGRAPHS]
+    photos = [photograph(name) for name in PHOTOGRAPHS]
     regions = {"all": lambda w: w, "target": lambda w: w // 2, "aux": lambda w: w - w // 2}[pool]
     largest = min(min(photo.shape[1], regions(photo.shape[2])) for photo in photos)
     if size > largest:
@@ -178,9 +185,35 @@ def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS
         raise ValueError(f"names {unknown} are not skimage.data photographs; e.g. {WHOLE_PHOTOGRAPHS[:3]}")
     squares = []
     for name in names:
-        photo = _photograph(name)
+        photo = photograph(name)
         height, width = photo.shape[1:]
         side = min(height, width)
         top, left = (height - side) // 2, (width - side) // 2
         squares.append(resize(photo[None, :, top:top + side, left:left + side], size))
     return torch.cat(squares)
+
+
+#: Whole photographs the book attacks in chapter 04; the trained substitutes never see them.
+ATTACKED_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "horse")
+#: Photographs a trained substitute learns to tell apart (class i = photograph i).
+TRAINING_PHOTOGRAPHS = ("colorwheel", "retina", "immunohistochemistry", "hubble_deep_field",
+                        "coins", "logo", "brick", "grass", "gravel", "moon", "page", "text",
+                        "cell", "clock", "stereo_motorcycle", "shepp_logan_phantom")
+
+
+def attacked_photographs(size: int, batch_size: int, index: int = 0) -> torch.Tensor:
+    """Batch ``index`` of :data:`ATTACKED_PHOTOGRAPHS`: ``batch_size`` consecutive whole
+    photographs from photograph ``index · batch_size`` on (cyclically), ``(B, 3, size, size)``
+    in [0, 1] (:func:`whole_photographs`).
+
+    Raises:
+        ValueError: for a bad ``size``, ``batch_size`` outside [1, 6] or a negative ``index``.
+    """
+    count = len(ATTACKED_PHOTOGRAPHS)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= count:
+        raise ValueError(f"batch_size must be an int in [1, {count}] (distinct photographs), "
+                         f"got {batch_size!r}")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index must be an int ≥ 0, got {index!r}")
+    names = tuple(ATTACKED_PHOTOGRAPHS[(index * batch_size + j) % count] for j in range(batch_size))
+    return whole_photographs(size, names)

@@ -16,22 +16,23 @@ working session; ``"smoke"`` runs a profile's code path for a few iterations.
 """
 
 QUICK = {
-    "model": "resnet34",
+    "model": "resnet20",             # the network attacked offline (see MODEL_BLOCKS)
     "pretrained": False,             # no ImageNet weights offline
-    "calibrate_bn_images": 64,       # auxiliary crops (pool="aux") for the BN running statistics
-    "num_classes": 1000,
+    "substitute": True,              # the trained substitute of `model` (gitutor.models.substitute)
+    "calibrate_bn_images": 0,        # random weights only: auxiliary crops for the BN statistics
+    "num_classes": 16,               # the substitute's classes (its training photographs)
     "image_size": 32,
     "batch_size": 2,
     "n_batches": 3,                  # every comparison runs on this many batches (mean, 95 % interval)
-    "data": "bundled photographs (skimage.data crops, held-out pool='target')",
+    "data": "whole bundled photographs, held out of the substitute's training",
     "image_root": "bundled",         # the notebook's IMAGE_ROOT parameter overrides it
-    "budgets": [2, 4, 8],            # budget curve (iterations) for IG, GradInversion, stepwise
-    "iterations": 8,                # Table 1: every method gets the same number of image updates
+    "budgets": [25, 50, 100],        # budget curve (iterations) for IG, GradInversion, stepwise
+    "iterations": 100,               # Table 1: every method gets the same number of image updates
     "dlg_inner_steps": 20,           # L-BFGS function evaluations per DLG step (max_iter)
-    "ablation_iterations": 8,        # Table 2 and dropout on/off
-    "study_iterations": 4,           # Fig. 7 (batch size) and Fig. 8 (first matched block)
+    "ablation_iterations": 100,      # Table 2 and dropout on/off
+    "study_iterations": 50,          # Fig. 7 (batch size) and Fig. 8 (first matched block)
     "batch_sizes": [1, 2],
-    "first_blocks": ["layer4", "layer1"],   # Fig. 8: match from this residual block to fc
+    "first_blocks": ["stage3", "stage1"],   # Fig. 8: match from this residual block to fc
     # the paper's hyper-parameters (Ye et al. §Experiments); the schedule scales T1, T2 to the budget
     "dropout": 0.3,
     "tv_weight": 0.01,
@@ -40,7 +41,7 @@ QUICK = {
     "t2": 5000,
     "lr": 0.1,
     "ig_tv_weight": 0.01,
-    "record_every": 2,
+    "record_every": 5,
     "torch_threads": 1,              # two OpenMP threads on two cores shared with other work thrash
     "sweep_engine": "local",         # "ray": gitutor.sweeps on a local Ray or RAY_ADDRESS
     "sweep_cpus": None,              # CPUs of a local Ray (None: all)
@@ -48,8 +49,10 @@ QUICK = {
 
 FULL = {
     **QUICK,
+    "model": "resnet34",
     "pretrained": True,              # torchvision ResNet34_Weights.IMAGENET1K_V1, eval mode
-    "calibrate_bn_images": 0,        # use the pretrained ImageNet running statistics
+    "substitute": False,
+    "num_classes": 1000,
     "image_size": 224,
     "batch_size": 8,
     "n_batches": 5,
@@ -64,6 +67,12 @@ FULL = {
     "record_every": 500,
     "torch_threads": None,           # torch's default
     "sweep_engine": "ray",
+}
+
+#: Residual blocks of each model the chapter can attack: label → parameter-name prefix.
+MODEL_BLOCKS = {
+    "resnet34": {"layer1": "layer1", "layer2": "layer2", "layer3": "layer3", "layer4": "layer4"},
+    "resnet20": {"stage1": "blocks.0", "stage2": "blocks.3", "stage3": "blocks.6"},
 }
 
 BUDGETS = {
@@ -82,7 +91,7 @@ BUDGETS = {
     # `make smoke`: the code path of a profile for a handful of iterations, two batches
     "smoke": {
         "n_batches": 2, "budgets": [2, 4], "iterations": 4, "ablation_iterations": 4, "study_iterations": 2,
-        "batch_sizes": [1], "first_blocks": ["layer4"], "record_every": 2,
+        "batch_sizes": [1], "record_every": 2,
     },
 }
 
@@ -92,15 +101,18 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
     ``[budget]`` (:func:`gitutor.profiles.get_profile`), then ``overrides`` (None skipped).
 
     Returns a ``types.SimpleNamespace`` (attribute access, like a profile) with ``budget`` added.
-    A randomly initialised model (``pretrained`` False) always gets BatchNorm statistics calibrated
-    on auxiliary crops (QUICK's ``calibrate_bn_images`` when the profile sets none).
+    ``pretrained`` means the ImageNet ResNet34 (1000 classes); otherwise ``substitute`` means the
+    trained substitute of ``model`` (:mod:`gitutor.models.substitute`, one class per training
+    photograph), and a randomly initialised model gets BatchNorm statistics calibrated on 64
+    auxiliary crops when the profile sets none.
 
     Raises:
-        ValueError: naming ``BUDGET`` for an unknown budget name, or ``unknown settings`` for an override
-            that is not a setting of the profile.
+        ValueError: naming ``BUDGET`` for an unknown budget name, ``MODEL`` for an unknown model, or
+            ``unknown settings`` for an override that is not a setting of the profile.
     """
     import types
 
+    from gitutor.data import TRAINING_PHOTOGRAPHS
     from gitutor.profiles import get_profile
 
     settings = get_profile(cfg.notebook, cfg.profile, budget=budget).as_dict()
@@ -108,8 +120,14 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
     if unknown:
         raise ValueError(f"unknown settings {unknown}; settings: {sorted(settings)}")
     settings.update({k: v for k, v in overrides.items() if v is not None})
-    if not settings["pretrained"] and not settings["calibrate_bn_images"]:  # random weights need BN statistics
-        settings["calibrate_bn_images"] = QUICK["calibrate_bn_images"]
+    if settings["model"] not in MODEL_BLOCKS:
+        raise ValueError(f"MODEL must be one of {sorted(MODEL_BLOCKS)}, got {settings['model']!r}")
+    if settings["pretrained"]:  # ImageNet weights: ResNet34, 1000 classes, its own statistics
+        settings.update(model="resnet34", substitute=False, num_classes=1000, calibrate_bn_images=0)
+    elif settings["substitute"]:  # trained on the bundled training photographs, one class each
+        settings.update(num_classes=len(TRAINING_PHOTOGRAPHS), calibrate_bn_images=0)
+    elif not settings["calibrate_bn_images"]:  # random weights need BN statistics
+        settings["calibrate_bn_images"] = 64
     return types.SimpleNamespace(**settings, budget=budget)
 
 

@@ -14,6 +14,7 @@ import torchvision
 
 from gitutor.data import bundled_crops
 from gitutor.models import calibrate_batchnorm, resnet34
+from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
 from gitutor.stats import Interval, interval
 
 #: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
@@ -29,28 +30,41 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.nn.Sequential:
-    """ResNet34 (``cfg.num_classes`` outputs, ImageNet weights if ``cfg.pretrained``) behind ImageNet
-    normalisation, in eval mode on ``device``; with ``cfg.calibrate_bn_images`` > 0 its BatchNorm running
-    statistics are calibrated on that many auxiliary crops (``pool="aux"``, seed ``seed + 1``;
-    :func:`~gitutor.data.bundled_crops`) first.
+    """The attacked network behind ImageNet normalisation, in eval mode on ``device``.
+
+    ``cfg.pretrained``: the ImageNet ResNet34; else ``cfg.substitute``: the trained substitute of
+    ``cfg.model`` (:func:`gitutor.models.substitute.load_substitute`, sha256 checked); else a
+    random ``cfg.model`` whose BatchNorm running statistics are calibrated on
+    ``cfg.calibrate_bn_images`` auxiliary crops (``pool="aux"``, seed ``seed + 1``).
 
     Raises:
         OfflineDataError: as :func:`gitutor.models.resnet34` when pretrained weights are missing.
+        FileNotFoundError: when the substitute has not been trained (the message says how).
     """
-    normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
-    model = torch.nn.Sequential(normalise, resnet34(num_classes=cfg.num_classes, pretrained=cfg.pretrained))
-    if cfg.calibrate_bn_images:
+    if cfg.pretrained:
+        normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
+        model = torch.nn.Sequential(normalise, resnet34(num_classes=cfg.num_classes, pretrained=True))
+    elif cfg.substitute:
+        model = load_substitute(substitute_path(cfg.model))
+    else:
+        model = substitute_network(cfg.model, cfg.num_classes, seed)
         calibrate_batchnorm(model, bundled_crops(cfg.calibrate_bn_images, cfg.image_size, seed + 1, "aux"))
     return model.to(device).eval()
 
 
-def block_starts(names: Sequence[str], blocks: Sequence[str] = ("layer1", "layer2", "layer3", "layer4")) -> dict[str, int]:
+def block_starts(names: Sequence[str], blocks: Mapping[str, str]) -> dict[str, int]:
     """Index of the first parameter tensor of each residual block in ``model.named_parameters()`` order.
+
+    Args:
+        names: the model's parameter names.
+        blocks: block label → parameter-name prefix (``MODEL_BLOCKS[cfg.model]``), e.g.
+            ``{"layer4": "layer4"}`` for ResNet34 or ``{"stage3": "blocks.6"}`` for ResNet-20.
 
     Raises:
         ValueError: naming a block no parameter belongs to.
     """
-    starts = {block: next((i for i, name in enumerate(names) if f"{block}." in name), None) for block in blocks}
+    starts = {label: next((i for i, name in enumerate(names) if f"{prefix}." in name), None)
+              for label, prefix in blocks.items()}
     missing = [block for block, index in starts.items() if index is None]
     if missing:
         raise ValueError(f"blocks {missing} have no parameters among names")

@@ -1,0 +1,91 @@
+"""Run chapter 04's setting study (gitutor.studies.setting_study) on Ray and record it.
+
+    python scripts/setting_study.py --phase priors    # base, random weights, paper priors
+    python scripts/setting_study.py --phase factors   # the other factors
+
+Each phase adds its trials to book/recorded/04_setting_study.json (rewritten after the phase)
+with provenance: commit, device, torch version, command, wall time per phase. The trained
+substitutes must exist (scripts/train_substitute.py). The book page
+book/setting_study.ipynb renders the record.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from record import device_description  # noqa: E402
+
+from gitutor.models.substitute import substitute_path  # noqa: E402
+from gitutor.studies import setting_study as study  # noqa: E402
+from gitutor.sweeps import run_trials  # noqa: E402
+
+RECORD = ROOT / "book" / "recorded" / "04_setting_study.json"
+#: phase → (settings, iterations, methods)
+PHASES = {
+    "priors": ([study.BASE, *study.FACTORS["weights"], study.FACTORS["prior weights"][0]], 1000,
+               study.METHODS),
+    "factors": ([s for name, group in study.FACTORS.items() if name not in ("weights",)
+                 for s in group if s not in (study.FACTORS["prior weights"][0],)],
+                1000, ("GradInversion", "Stepwise")),
+}
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _plain(value: dict) -> dict:
+    """A trial's output as JSON: images as uint8 nested lists."""
+    images = (value["images"].clamp(0, 1) * 255).round().to(dtype=__import__("torch").uint8)
+    return {"curve": value["curve"], "images": images.tolist(), "seconds": value["seconds"]}
+
+
+def main() -> None:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--phase", choices=sorted(PHASES), required=True)
+    parser.add_argument("--cpus", type=int, default=2, help="Ray workers (one CPU each)")
+    args = parser.parse_args()
+    settings, iterations, methods = PHASES[args.phase]
+    trials = study.study_trials(settings, iterations, methods=methods)
+    paths = {name: str(substitute_path(name)) for name in ("resnet20", "resnet34")}
+    start = time.perf_counter()
+    outcomes = run_trials(study.trial, trials, context={"weights": paths}, engine="ray",
+                          num_cpus=args.cpus, progress=True)
+    wall = time.perf_counter() - start
+    record = json.loads(RECORD.read_text()) if RECORD.is_file() else {"trials": [], "phases": {}}
+    record["trials"] = [t for t in record["trials"] if t["phase"] != args.phase]
+    record["trials"] += [{"phase": args.phase, "trial": {**o.trial, "setting": asdict(o.trial["setting"])},
+                          "value": _plain(o.value) if o.ok else None, "error": o.error}
+                         for o in outcomes]
+    record["phases"][args.phase] = {
+        "commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain", "gitutor")),
+        "device": device_description("cpu", 1) + f", {args.cpus} Ray workers",
+        "torch": torch.__version__, "python": platform.python_version(),
+        "command": shlex.join(["python3", "scripts/setting_study.py", *sys.argv[1:]]),
+        "wall_seconds": round(wall), "iterations": iterations, "trials": len(trials),
+        "failed": sum(not o.ok for o in outcomes),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "substitutes": {name: json.loads(Path(p).with_suffix(".json").read_text())["sha256"]
+                        for name, p in paths.items() if Path(p).is_file()}}
+    RECORD.write_text(json.dumps(record) + "\n")
+    print(f"{args.phase}: {len(trials)} trials in {wall:.0f} s, "
+          f"{record['phases'][args.phase]['failed']} failed -> {RECORD.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
