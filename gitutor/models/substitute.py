@@ -81,7 +81,7 @@ class TrainingConfig:
 #: once into :data:`SUBSTITUTE_CACHE`), both on 32-px crops.
 RECIPES = {
     "resnet20": TrainingConfig(architecture="resnet20", image_size=32, steps=400, batch_size=32),
-    "resnet34": TrainingConfig(architecture="resnet34", image_size=32, steps=1000, batch_size=32),
+    "resnet34": TrainingConfig(architecture="resnet34", image_size=32, steps=600, batch_size=32),
 }
 
 
