@@ -1,7 +1,8 @@
 """Markdown tables: the one way the package and the chapters write a table.
 
-Printed with ``display(Markdown(...))`` in a chapter, the table renders as an HTML table in the book
-(myst-nb renders code-cell Markdown as MyST, see ``_config.yml``).
+Glued with ``myst_nb.glue(name, Markdown(table), display=False)`` and pasted with
+``{glue:md}`` in a Markdown cell, or shown as a cell's ``Markdown`` output, the table renders
+as an HTML table in the book (myst-nb renders Markdown outputs as MyST, see ``_config.yml``).
 """
 from __future__ import annotations
 

@@ -2,22 +2,41 @@ import json
 
 import pytest
 
-from gitutor.results import collect_results, results_table, save_results, summary_table
+from gitutor.results import (
+    GLANCE_LIMITS,
+    chapter_details,
+    collect_results,
+    glance_rows,
+    glance_table,
+    headline_row,
+    results_table,
+    save_results,
+    timings_table,
+    verdict_sentence,
+)
 
-ROW = {"quantity": "PSNR", "setting": "B=1", "paper": "n/a", "this_run": 31.25, "unit": "dB",
-       "differences": "quick profile"}
+ROW = {
+    "quantity": "PSNR",
+    "setting": "B=1",
+    "paper": "n/a",
+    "this_run": 31.25,
+    "unit": "dB",
+    "differences": "quick profile",
+}
 
 
 def test_save_and_collect_round_trip(tmp_path):
-    path = save_results("01_dlg", "quick", [ROW, dict(ROW, this_run=float("inf"))], tmp_path)
+    path = save_results(
+        "01_dlg", "quick", [ROW, dict(ROW, this_run=float("inf"))], tmp_path
+    )
     record = json.loads(path.read_text())
     assert record["notebook"] == "01_dlg" and record["profile"] == "quick"
     assert record["rows"][0] == ROW and record["rows"][1]["this_run"] == "inf"
     save_results("02_x", "quick", [ROW], tmp_path)
     records = collect_results(tmp_path)
     assert [r["notebook"] for r in records] == ["01_dlg", "02_x"]
-    table = summary_table(records)
-    assert table.count("\n") == 4 and "01_dlg (quick)" in table and "31.25" in table
+    table = glance_table(records)
+    assert table.count("\n") == 3 and "01 · DLG (quick)" in table and "31.25" in table
 
 
 def test_row_validation(tmp_path):
@@ -35,25 +54,44 @@ def test_results_table_escapes_pipes():
 
 def test_verdicts_follow_the_stated_rule():
     from gitutor.results import verdict
-    assert verdict(dict(ROW, paper=30.0, this_run=29.0, better="higher")) == "meets"  # within 5 %
-    assert verdict(dict(ROW, paper=30.0, this_run=28.0, better="higher")) == "falls short"
+
+    assert (
+        verdict(dict(ROW, paper=30.0, this_run=29.0, better="higher")) == "meets"
+    )  # within 5 %
+    assert (
+        verdict(dict(ROW, paper=30.0, this_run=28.0, better="higher")) == "falls short"
+    )
     assert verdict(dict(ROW, paper=0.10, this_run=0.104, better="lower")) == "meets"
     assert verdict(dict(ROW, paper=0.10, this_run=0.2, better="lower")) == "falls short"
-    assert verdict(dict(ROW, paper=30.0, this_run=40.0)) == "not comparable"  # no direction stated
-    assert verdict(dict(ROW, paper="n/a", this_run=40.0, better="higher")) == "not comparable"
-    assert verdict(dict(ROW, paper=30.0, this_run="nan", better="higher")) == "not comparable"
+    assert (
+        verdict(dict(ROW, paper=30.0, this_run=40.0)) == "not comparable"
+    )  # no direction stated
+    assert (
+        verdict(dict(ROW, paper="n/a", this_run=40.0, better="higher"))
+        == "not comparable"
+    )
+    assert (
+        verdict(dict(ROW, paper=30.0, this_run="nan", better="higher"))
+        == "not comparable"
+    )
 
 
 def test_save_rejects_paths_unknown_directions_and_objects_and_unwraps_numpy(tmp_path):
     import numpy as np
+
     with pytest.raises(ValueError, match="notebook"):
         save_results("../x", "quick", [ROW], tmp_path)
     with pytest.raises(ValueError, match="better"):
         save_results("01_dlg", "quick", [dict(ROW, better="up")], tmp_path)
     with pytest.raises(TypeError, match="this_run"):
         save_results("01_dlg", "quick", [dict(ROW, this_run=[1, 2])], tmp_path)
-    path = save_results("01_dlg", "quick", [dict(ROW, this_run=np.float32(2.5), paper=np.float64("nan"))], tmp_path,
-                        timings=[dict(ROW, quantity="wall time", this_run=np.int64(3), unit="s")])
+    path = save_results(
+        "01_dlg",
+        "quick",
+        [dict(ROW, this_run=np.float32(2.5), paper=np.float64("nan"))],
+        tmp_path,
+        timings=[dict(ROW, quantity="wall time", this_run=np.int64(3), unit="s")],
+    )
     text = path.read_text()
     assert "NaN" not in text
     record = json.loads(text)
@@ -64,7 +102,168 @@ def test_save_rejects_paths_unknown_directions_and_objects_and_unwraps_numpy(tmp
 def test_shared_differences_are_stated_once_above_the_table():
     rows = [ROW, dict(ROW, quantity="SSIM", unit="")]
     table = results_table(rows)
-    assert table.startswith("**Differences from the paper (every row):** quick profile\n\n")
+    assert table.startswith(
+        "**Differences from the paper (every row):** quick profile\n\n"
+    )
     assert table.count("quick profile") == 1 and "| differences |" not in table
     mixed = results_table([ROW, dict(ROW, differences="full profile")])
     assert "| differences |" in mixed and mixed.startswith("|")
+
+
+LONG = "quick profile: " + "sixty L-BFGS steps on bundled photographs, " * 4
+
+
+def _row(quantity, paper, this_run, better=None, **extra):
+    row = dict(ROW, quantity=quantity, paper=paper, this_run=this_run, **extra)
+    return row | ({"better": better} if better else {})
+
+
+QUALITATIVE = _row(
+    "PSNR ordering Stepwise > GradInversion > IG > DLG",
+    "yes",
+    "not resolved at this budget",
+    setting="95 % intervals separate",
+)
+FALLS_SHORT = _row("PSNR, B = 4", 15.0, 9.0, "higher", differences=LONG)
+MEETS = _row("label accuracy", 0.8, 0.9, "higher")
+
+
+def _records(tmp_path):
+    """Three chapter runs and one recorded run (a record with provenance)."""
+    save_results("01_dlg", "quick", [QUALITATIVE, FALLS_SHORT, MEETS], tmp_path)
+    save_results(
+        "02_idlg_soft_labels",
+        "quick",
+        [FALLS_SHORT, dict(MEETS, headline=True)],
+        tmp_path,
+    )
+    save_results("07_admm_comparison", "quick", [QUALITATIVE], tmp_path)
+    recorded = tmp_path / "recorded"
+    path = save_results(
+        "01_dlg",
+        "full",
+        [MEETS, FALLS_SHORT],
+        recorded,
+        timings=[dict(ROW, quantity="wall time", unit="s")],
+    )
+    record = json.loads(path.read_text())
+    record["provenance"] = {
+        "commit": "0123456789abcdef",
+        "torch": "2.5.0",
+        "device": "NVIDIA H100 80GB HBM3",
+        "wall_seconds": 1200,
+        "command": "python3 scripts/record.py notebooks/01_dlg",
+        "parameters": {"BUDGET": "gpu_recording"},
+    }
+    path.write_text(json.dumps(record))
+    return collect_results(tmp_path, recorded)
+
+
+def test_headline_row_is_the_marked_row_else_the_first_comparable_else_the_first():
+    marked = dict(MEETS, headline=True)
+    assert headline_row([FALLS_SHORT, marked]) is marked
+    assert headline_row([QUALITATIVE, FALLS_SHORT, MEETS]) is FALLS_SHORT
+    assert headline_row([QUALITATIVE, dict(QUALITATIVE, quantity="x")]) is QUALITATIVE
+    with pytest.raises(ValueError, match="empty"):
+        headline_row([])
+
+
+def test_headline_key_is_stored_and_checked(tmp_path):
+    path = save_results("01_dlg", "quick", [ROW, dict(ROW, headline=True)], tmp_path)
+    assert json.loads(path.read_text())["rows"][1]["headline"] is True
+    with pytest.raises(ValueError, match="headline"):
+        save_results("01_dlg", "quick", [dict(ROW, headline=True)] * 2, tmp_path)
+    with pytest.raises(TypeError, match="headline"):
+        save_results("01_dlg", "quick", [dict(ROW, headline="yes")], tmp_path)
+
+
+def test_glance_has_one_row_per_chapter_and_recorded_runs_of_their_own(tmp_path):
+    records = _records(tmp_path)
+    summaries = glance_rows(records)
+    assert [(s["notebook"], s["recorded"]) for s in summaries] == [
+        ("01_dlg", False),
+        ("01_dlg", True),
+        ("02_idlg_soft_labels", False),
+        ("07_admm_comparison", False),
+    ]
+    assert (
+        summaries[1]["run"]
+        == "recorded: full, budget gpu_recording, NVIDIA H100 80GB HBM3"
+    )
+    lines = glance_table(records, "../notebooks", "recorded").splitlines()
+    assert len(lines) == 2 + 4  # header, rule, one line per record
+    assert lines[2].startswith("| [01 · DLG](../notebooks/01_dlg.ipynb) (quick) |")
+    assert lines[3].startswith(
+        "| [01 · DLG](recorded/01_dlg.ipynb) (**recorded**: full,"
+    )
+    assert "recorded" not in " ".join(lines[4:])
+
+
+def test_glance_verdict_is_the_headline_rows_plus_a_count_of_all_rows(tmp_path):
+    table = glance_table(_records(tmp_path))
+    header, _, dlg, recorded, idlg, admm = table.splitlines()
+    assert "verdict" in header and "meets / falls short / not comparable" in header
+    assert (
+        "PSNR, B = 4" in dlg
+        and "**falls short**" in dlg
+        and dlg.endswith("| 1 / 1 / 1 |")
+    )
+    assert (
+        "label accuracy" in recorded and "**meets**" in recorded
+    )  # its first comparable
+    assert (
+        "label accuracy" in idlg and "**meets**" in idlg
+    )  # marked, not first comparable
+    assert idlg.endswith("| 1 / 1 / 0 |")
+    # a qualitative row says what was checked, what the paper claims and what this run found
+    assert "PSNR ordering" in admm and "| yes |" in admm and "not resolved" in admm
+    assert "**not comparable**" in admm
+
+
+def test_glance_keeps_long_text_out(tmp_path):
+    long_quantity = "mean PSNR over every attacked batch of every seed " * 3
+    save_results(
+        "03_cv_batch_labels",
+        "quick",
+        [_row(long_quantity, LONG, 1.0, "higher")],
+        tmp_path,
+    )
+    table = glance_table(_records(tmp_path))
+    assert LONG.strip()[:40] not in table  # the differences stay in the detail
+    line = next(line for line in table.splitlines() if "03 ·" in line)
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[1].endswith("…") and len(cells[1]) <= GLANCE_LIMITS["headline"]
+    assert cells[2].endswith("…") and len(cells[2]) <= GLANCE_LIMITS["value"]
+    assert max(len(cell) for cell in cells[1:]) <= GLANCE_LIMITS["headline"]
+
+
+def test_chapter_details_hold_each_records_full_table_in_a_dropdown(tmp_path):
+    records = _records(tmp_path)
+    details = chapter_details(records, "../notebooks", "recorded")
+    assert details.count("````{dropdown}") == len(records) == 4
+    assert details.count("\n````\n") + details.endswith("````") == 4
+    for record in records:
+        assert results_table(record["rows"]) in details
+    assert "01 · DLG (quick): 1 of 3 rows meet the paper" in details
+    assert "Recorded by `python3 scripts/record.py notebooks/01_dlg`" in details
+    assert (
+        "commit 0123456" in details
+        and "[the recorded page](recorded/01_dlg.ipynb)" in details
+    )
+
+
+def test_timings_are_labelled_by_chapter_and_run(tmp_path):
+    table = timings_table(_records(tmp_path))
+    assert "01 · DLG (recorded: full, budget gpu_recording" in table
+    assert timings_table(
+        [{"notebook": "01_dlg", "profile": "quick", "rows": [ROW]}]
+    ) == ("No timings were recorded.")
+
+
+def test_verdict_sentence_counts_and_agrees_in_number():
+    assert verdict_sentence([MEETS, FALLS_SHORT, QUALITATIVE]) == (
+        "1 of 3 rows meet the paper, 1 falls short, 1 is not comparable."
+    )
+    assert verdict_sentence([FALLS_SHORT, FALLS_SHORT, QUALITATIVE, QUALITATIVE]) == (
+        "0 of 4 rows meet the paper, 2 fall short, 2 are not comparable."
+    )
