@@ -42,12 +42,23 @@ notebooks: install
 	$(CHECK_NET)
 
 # Render the executed copies (execute_notebooks: "off"), with the results page built from their records.
+# MathJax is served from _build/html/_static/mathjax/ (package sphinx-mathjax-offline, _config.yml), not a CDN.
+# A glued value that does not resolve (myst-nb drops it from the page with a warning) fails the build.
+BOOK_LOG := $(BUILD)/jupyter-book.log
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
+	@mkdir -p $(STAGE)/_static && cp book/_static/* $(STAGE)/_static/   # gitutor.css: code fits the column
 	@if [ -d book/recorded ]; then cp -r book/recorded $(STAGE)/book/; fi
 	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results
-	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html
+	@$(PYTHON) -c "__import__('importlib').import_module('sphinx-mathjax-offline')" 2>/dev/null \
+	  || $(PYTHON) -m pip install -e ".[book]"
+	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html > $(BOOK_LOG) 2>&1; \
+	  status=$$?; cat $(BOOK_LOG); exit $$status
 	$(CHECK_NET)
+	@if grep -q '\[mystnb\.glue' $(BOOK_LOG); then echo "make: glue references that did not resolve:"; \
+	  grep '\[mystnb\.glue' $(BOOK_LOG); exit 1; fi
+	@test -f _build/html/_static/mathjax/tex-chtml.js \
+	  || { echo "make: MathJax (sphinx-mathjax-offline) was not copied into _build/html"; exit 1; }
 	@echo "book: $(abspath _build/html/index.html)"
 
 clean:
