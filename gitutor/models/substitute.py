@@ -251,3 +251,18 @@ def load_substitute(path: str | Path, expected_sha256: str | None = None) -> nn.
     model = substitute_network(record["config"]["architecture"])
     model.load_state_dict(load_file(str(path)))
     return model.eval()
+
+
+def substitute_record(name: str) -> dict:
+    """The training log of recipe ``name`` saved beside its weights (config, loss, accuracy,
+    seconds, sha256).
+
+    Raises:
+        ValueError: for an unknown ``name``.
+        FileNotFoundError: if it has not been trained (the message says how).
+    """
+    path = substitute_path(name).with_suffix(".json")
+    if not path.is_file():
+        raise FileNotFoundError(f"no trained substitute {name!r} at {path}: train it with "
+                                f"`python scripts/train_substitute.py {name}`")
+    return json.loads(path.read_text())
