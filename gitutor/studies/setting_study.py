@@ -232,3 +232,23 @@ def curve_figure(summary: Mapping[tuple, Mapping], keys: Sequence[tuple], metric
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def final_images(outcomes: Sequence[Mapping], key: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    """The truth and the final reconstructions of every batch of ``key`` = (setting, method,
+    iterations), each ``(n · B, 3, S, S)`` in [0, 1], batches in order."""
+    setting, method, iterations = key
+    found = sorted((o for o in outcomes if (o["trial"]["setting"], o["trial"]["method"],
+                                            o["trial"]["iterations"]) == key),
+                   key=lambda o: o["trial"]["batch"])
+    truth = torch.cat([study_batch(setting, o["trial"]["batch"])[0] for o in found])
+    images = torch.cat([torch.tensor(o["value"]["images"], dtype=torch.float32) / 255 for o in found])
+    return truth, images
+
+
+def factor_keys(summary: Mapping[tuple, Mapping], factor: str, method: str,
+                budget: int) -> list[tuple]:
+    """The summary keys of ``method`` at ``budget`` iterations for the base setting and each
+    setting of ``factor`` (:data:`FACTORS`) that was run."""
+    wanted = [(setting, method, budget) for setting in (BASE, *FACTORS[factor])]
+    return [key for key in wanted if key in summary]
