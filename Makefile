@@ -49,7 +49,7 @@ book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
 	@mkdir -p $(STAGE)/_static && cp book/_static/* $(STAGE)/_static/   # gitutor.css: code fits the column
 	@if [ -d book/recorded ]; then cp -r book/recorded $(STAGE)/book/; fi
-	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results
+	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/setting_study
 	@$(PYTHON) -c "__import__('importlib').import_module('sphinx-mathjax-offline')" 2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book]"
 	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html > $(BOOK_LOG) 2>&1; \
@@ -84,7 +84,7 @@ check-assignments: assignments
 #        RECORD_PARAMETERS="-p PRETRAINED False -p IMAGE_ROOT bundled -p BUDGET cpu_recording"
 DEVICE ?= auto
 RECORD_PARAMETERS ?=
-.PHONY: record smoke
+.PHONY: record smoke substitutes study
 record:
 	$(PYTHON) scripts/record.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) $(RECORD_PARAMETERS)
 
@@ -94,3 +94,14 @@ smoke: install
 	@rm -f $(NET_LOG)
 	$(GUARD) $(PYTHON) scripts/smoke.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) --output $(BUILD)/smoke
 	$(CHECK_NET)
+
+# The trained substitutes (gitutor.models.substitute): the ResNet-20 ships; the ResNet34 (~85 MB) is trained once
+# into build/substitutes/ (about 10 minutes on two idle cores).
+substitutes: install
+	$(PYTHON) scripts/train_substitute.py resnet34
+
+# Chapter 04's setting study, recorded into book/studies/04_setting_study.json (hours of CPU, Ray on every core;
+# the page book/setting_study.ipynb draws it). Commit first: the record names the commit.
+study: substitutes
+	$(PYTHON) scripts/setting_study.py --phase curves
+	$(PYTHON) scripts/setting_study.py --phase factors

@@ -42,3 +42,40 @@ def test_curves_average_over_batches_at_common_checkpoints():
     assert len(study.study_trials([study.BASE], 10, batches=3)) == 3 * len(study.METHODS)
     with pytest.raises(ValueError, match="empty"):
         study.best_setting({})
+
+
+def test_recorded_table_puts_the_noise_start_first_and_names_what_is_missing():
+    def outcome(method, batch, start, end):
+        return {"trial": {"setting": study.BASE, "method": method, "iterations": 10,
+                          "batch": batch},
+                "value": {"curve": [[0, start, 0.01], [10, end, end / 100]]}}
+    outcomes = [outcome(m, b, 5.0 + b, 10.0 + b + i) for i, m in enumerate(study.METHODS)
+                for b in range(3)]
+    table = study.recorded_table(study.curves(outcomes), study.BASE, 10)
+    assert list(table) == ["Noise N(0, I)", *study.METHODS]
+    assert table["Noise N(0, I)"]["PSNR"].mean == pytest.approx(6.0)
+    assert table["Stepwise"]["PSNR"].mean == pytest.approx(13.0)
+    with pytest.raises(KeyError, match="1000 iterations"):
+        study.recorded_table(study.curves(outcomes), study.BASE, 1000)
+
+
+def test_provenance_sentence_says_commit_device_and_wall_time():
+    phase = {"date": "2026-11-25 01:00 UTC", "commit": "0123456789abcdef", "dirty": False,
+             "device": "CPU, 2 Ray workers", "trials": 18, "iterations": 5000,
+             "wall_seconds": 5400, "command": "python3 scripts/setting_study.py --phase curves"}
+    sentence = study.provenance_sentence(phase)
+    assert "`0123456789`" in sentence and "1.5 h" in sentence and "18 trials" in sentence
+    assert "uncommitted" not in sentence
+    assert "uncommitted" in study.provenance_sentence({**phase, "dirty": True})
+
+
+def test_ssim_ranking_claims_a_lead_only_when_the_intervals_separate():
+    from gitutor.stats import Interval
+
+    table = {"A": {"SSIM": Interval(0.30, 0.25, 0.35, 3)},
+             "B": {"SSIM": Interval(0.10, 0.05, 0.15, 3)}}
+    assert "resolved" in study.ssim_ranking(table) and "**A**" in study.ssim_ranking(table)
+    assert "not resolved" not in study.ssim_ranking(table)
+    table["B"] = {"SSIM": Interval(0.27, 0.20, 0.34, 3)}
+    assert "not resolved" in study.ssim_ranking(table) and "overlaps that of B" in \
+        study.ssim_ranking(table)

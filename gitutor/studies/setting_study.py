@@ -252,3 +252,51 @@ def factor_keys(summary: Mapping[tuple, Mapping], factor: str, method: str,
     setting of ``factor`` (:data:`FACTORS`) that was run."""
     wanted = [(setting, method, budget) for setting in (BASE, *FACTORS[factor])]
     return [key for key in wanted if key in summary]
+
+
+def recorded_table(summary: Mapping[tuple, Mapping], setting: Setting,
+                   iterations: int) -> dict[str, dict]:
+    """Table 1 of a recorded setting: ``{method: {"PSNR": Interval, "SSIM": Interval}}`` at the
+    end of each method's ``iterations``-long runs, preceded by the noise baseline (every run's
+    starting point, iteration 0 of the Inverting Gradients runs), methods in :data:`METHODS`
+    order. Intervals are 95 % over the batches (:func:`curves`).
+
+    Raises:
+        KeyError: naming the (setting, method, iterations) the summary lacks.
+    """
+    table = {}
+    for method in METHODS:
+        key = (setting, method, iterations)
+        if key not in summary:
+            raise KeyError(f"the record holds no runs of {method} in setting "
+                           f"{setting.label(BASE)!r} at {iterations} iterations")
+        curve = summary[key]
+        if method == METHODS[0] and curve["t"][0] == 0:
+            table["Noise N(0, I)"] = {m: curve[m][0] for m in ("PSNR", "SSIM")}
+        table[method] = {m: curve[m][-1] for m in ("PSNR", "SSIM")}
+    return table
+
+
+def provenance_sentence(phase: Mapping) -> str:
+    """How a recorded phase was made, as one Markdown sentence (date, commit, device, trials,
+    wall time, command) from the record's ``phases[name]``."""
+    dirty = " with uncommitted changes" if phase.get("dirty") else ""
+    return (f"recorded on {phase['date']} at commit `{phase['commit'][:10]}`{dirty} on "
+            f"{phase['device']}: {phase['trials']} trials of {phase['iterations']} iterations "
+            f"in {phase['wall_seconds'] / 3600:.1f} h of wall time, by "
+            f"`{phase['command']}`")
+
+
+def ssim_ranking(table: Mapping[str, Mapping]) -> str:
+    """One Markdown sentence on a :func:`recorded_table`: the method with the highest mean SSIM,
+    its interval, and whether that interval clears every other row's (then the lead is
+    resolved) or overlaps one (then it is not resolved at this budget)."""
+    best = max(table, key=lambda name: table[name]["SSIM"].mean)
+    top = table[best]["SSIM"]
+    overlapping = [name for name in table if name != best
+                   and table[name]["SSIM"].high >= top.low]
+    lead = (f"**{best}** has the highest mean SSIM, {top}; ")
+    if overlapping:
+        return lead + ("its interval overlaps that of " + ", ".join(overlapping)
+                       + ", so which method leads is not resolved by this record")
+    return lead + "its interval clears every other method's, so its lead is resolved"
