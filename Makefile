@@ -38,6 +38,7 @@ CHECK_NET = @if [ -s $(NET_LOG) ]; then echo "make: network connection attempts 
 # notebook's folder as working directory, injected cell hidden on the page); stop at the first failure.
 notebooks: install
 	@rm -rf $(STAGE) $(RESULTS) $(NET_LOG) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
+	@cp -r book/studies $(STAGE)/book/   # recorded studies that chapters and book pages read
 	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) $(NOTEBOOKS)
 	$(CHECK_NET)
 

@@ -79,3 +79,29 @@ def test_ssim_ranking_claims_a_lead_only_when_the_intervals_separate():
     table["B"] = {"SSIM": Interval(0.27, 0.20, 0.34, 3)}
     assert "not resolved" in study.ssim_ranking(table) and "overlaps that of B" in \
         study.ssim_ranking(table)
+
+
+def test_budget_to_reach_extrapolates_a_rising_curve_and_refuses_a_flat_one():
+    from gitutor.stats import Interval
+
+    def curve(values):
+        return {"t": [0, 100, 1000], "n": 3,
+                "SSIM": [Interval(v, v - 0.01, v + 0.01, 3) for v in values]}
+    key = (study.BASE, "Stepwise", 1000)
+    # +0.1 per decade from 0.1 at 100 iterations: 0.3 at 10 000
+    assert study.budget_to_reach({key: curve([0.0, 0.1, 0.2])}, key, 0.3) == \
+        pytest.approx(10_000, rel=1e-6)
+    assert study.budget_to_reach({key: curve([0.0, 0.2, 0.1])}, key, 0.3) is None
+
+
+def test_factor_figure_has_one_row_per_setting_run():
+    from gitutor.stats import Interval
+
+    run = {"t": [0, 10], "n": 3, "SSIM": [Interval(0.0, -0.1, 0.1, 3)] * 2}
+    random_weights = study.FACTORS["weights"][0]
+    summary = {(study.BASE, "Stepwise", 10): run, (random_weights, "Stepwise", 10): run}
+    fig = study.factor_figure(summary, 10)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["base", "weights=random"]
+    with pytest.raises(ValueError, match="no setting"):
+        study.factor_figure(summary, 1000)

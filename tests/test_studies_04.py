@@ -8,7 +8,7 @@ import torch
 import gitutor
 from gitutor.attacks.comparison import SETTINGS, trial_settings
 from gitutor.models import resnet34
-from gitutor.profiles.stepwise_gradinversion import chapter_settings
+from gitutor.profiles.stepwise_gradinversion import MODEL_BLOCKS, chapter_settings
 from gitutor.results import save_results, verdict
 from gitutor.stats import interval
 from gitutor.studies import stepwise_gradinversion as study
@@ -19,12 +19,20 @@ matplotlib.use("Agg")
 
 def test_block_starts_find_each_residual_block_of_resnet34():
     names = [name for name, _ in resnet34(num_classes=10).named_parameters()]
-    starts = study.block_starts(names)
+    starts = study.block_starts(names, MODEL_BLOCKS["resnet34"])
     assert list(starts.values()) == sorted(starts.values()) and len(names) == 110
     assert all(names[i].startswith(block + ".0.") for block, i in starts.items())
     assert not any(block in names[starts[block] - 1] for block in starts)
     with pytest.raises(ValueError, match="layer9"):
-        study.block_starts(names, ("layer9",))
+        study.block_starts(names, {"layer9": "layer9"})
+
+
+def test_block_starts_of_the_resnet20_substitute():
+    model = study.substitute_network("resnet20")
+    names = [name for name, _ in model.named_parameters()]
+    starts = study.block_starts(names, MODEL_BLOCKS["resnet20"])
+    assert list(starts) == ["stage1", "stage2", "stage3"]
+    assert names[starts["stage3"]].startswith("1.blocks.6.") and starts["stage1"] == 3
 
 
 def test_summarise_gives_intervals_and_keeps_missing_lpips_missing():
@@ -52,11 +60,18 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
 def test_trial_settings_and_the_model_setup():
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
     assert set(trial_settings(cfg)) == set(SETTINGS) and trial_settings(cfg)["dropout"] == 0.3
-    small = cfg.__class__(**{**vars(cfg), "calibrate_bn_images": 4, "image_size": 16, "num_classes": 10})
+    small = cfg.__class__(**{**vars(cfg), "substitute": False, "calibrate_bn_images": 4,
+                             "image_size": 16, "num_classes": 10})
     model = study.chapter_model(small, 0)
     assert not model.training and model(torch.rand(2, 3, 16, 16)).shape == (2, 10)
     bn = next(m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d))
     assert not torch.allclose(bn.running_mean, torch.zeros_like(bn.running_mean))  # calibrated, not the reset zeros
+    trained = study.chapter_model(cfg, 0)  # the quick profile: the shipped trained ResNet-20
+    assert cfg.substitute and trained(torch.rand(2, 3, 32, 32)).shape == (2, cfg.num_classes)
+    batches = study.chapter_batches(cfg, trained, 0)
+    x, y, shared = batches[(cfg.batch_size, 0)]
+    assert x.shape == (cfg.batch_size, 3, 32, 32) and len(set(y.tolist())) == cfg.batch_size
+    assert len(shared) == len(list(trained.parameters()))
 
 
 def test_shared_figures_check_their_inputs():

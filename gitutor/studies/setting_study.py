@@ -300,3 +300,87 @@ def ssim_ranking(table: Mapping[str, Mapping]) -> str:
         return lead + ("its interval overlaps that of " + ", ".join(overlapping)
                        + ", so which method leads is not resolved by this record")
     return lead + "its interval clears every other method's, so its lead is resolved"
+
+
+def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
+    """Final SSIM (mean, 95 % interval) of every setting run for ``budget`` iterations, one row
+    per setting (the base first, then :data:`FACTORS` order) and one marker colour per method:
+    the whole one-factor-at-a-time study in one figure. Returns the figure.
+
+    Raises:
+        ValueError: if no setting was run for ``budget`` iterations.
+    """
+    import matplotlib.pyplot as plt
+
+    order = [BASE, *(s for group in FACTORS.values() for s in group)]
+    settings = [s for s in order if any((s, m, budget) in summary for m in METHODS)]
+    if not settings:
+        raise ValueError(f"no setting was run for {budget} iterations")
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(settings) + 1.2))
+    for k, method in enumerate(METHODS):
+        rows = [(i, summary[(s, method, budget)]["SSIM"][-1]) for i, s in enumerate(settings)
+                if (s, method, budget) in summary]
+        if not rows:
+            continue
+        ys = [i + 0.2 * (k - 1) for i, _ in rows]
+        means = [v.mean for _, v in rows]
+        errors = [[v.mean - max(v.low, -1.0) for _, v in rows],
+                  [min(v.high, 1.0) - v.mean for _, v in rows]]
+        ax.errorbar(means, ys, xerr=errors, fmt="o", ms=4, capsize=2, label=method)
+    ax.set_yticks(range(len(settings)), [s.label(BASE) for s in settings])
+    ax.invert_yaxis()
+    ax.axvline(0, color="grey", lw=0.5)
+    ax.set(xlabel=f"SSIM after {budget} iterations (mean, 95 % interval)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def best_sentence(summary: Mapping[tuple, Mapping]) -> str:
+    """Markdown: which (method, setting, budget) of ``summary`` ends with the highest mean SSIM
+    (:func:`best_setting`), with its interval."""
+    (setting, method, iterations), ssim_interval = best_setting(summary)
+    return (f"**{method}** in the setting *{setting.label(BASE)}* after {iterations} "
+            f"iterations: SSIM {ssim_interval}")
+
+
+def seconds_per_iteration(outcomes: Sequence[Mapping]) -> dict[tuple[str, str], float]:
+    """Mean wall seconds per iteration of each (setting label, method) in a record: what a trial
+    cost on the recording machine (one Ray worker, one thread), scoring included."""
+    costs: dict[tuple[str, str], list[float]] = {}
+    for outcome in outcomes:
+        t = outcome["trial"]
+        costs.setdefault((t["setting"].label(BASE), t["method"]), []).append(
+            outcome["value"]["seconds"] / t["iterations"])
+    return {key: sum(v) / len(v) for key, v in costs.items()}
+
+
+def budget_to_reach(summary: Mapping[tuple, Mapping], key: tuple, target: float) -> float | None:
+    """Iterations at which a log-linear fit of the mean SSIM curve of ``key`` (its checkpoints
+    from 100 iterations on) reaches ``target`` (:func:`gitutor.stats.budget_for`): an
+    extrapolation, None when the curve does not rise or the budget would exceed 1 000 × the
+    longest run."""
+    from gitutor.stats import budget_for
+
+    curve = summary[key]
+    points = [(t, v.mean) for t, v in zip(curve["t"], curve["SSIM"]) if t >= 100]
+    if len(points) < 2:
+        return None
+    return budget_for([t for t, _ in points], [m for _, m in points], target)
+
+
+def key_label(key: tuple) -> str:
+    """Markdown name of a summary key (setting, method, iterations): ``**method** · *setting*``."""
+    return f"**{key[1]}** · *{key[0].label(BASE)}*"
+
+
+def extrapolation_sentence(needed: float | None, seconds_per_iteration: float) -> str:
+    """What :func:`budget_to_reach` found, as a clause: the iterations and, at
+    ``seconds_per_iteration``, the hours for one photograph on one core — or that the curve
+    gives no basis for an extrapolation."""
+    if needed is None:
+        return ("the curve does not rise fast enough for an extrapolation within 1 000 times its "
+                "budget, so no budget on this setting can be predicted to reach the target")
+    return (f"it would reach the target after about {needed:,.0f} iterations, "
+            f"{needed * seconds_per_iteration / 3600:,.1f} h per photograph on one core "
+            "(an extrapolation, not a measurement)")

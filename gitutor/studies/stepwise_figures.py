@@ -28,7 +28,7 @@ def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapp
         ax.axvline(sched.t2, color="tab:red", ls="--", label="T2: R_BN on")
         for m in sched.lr_milestones:
             ax.axvline(m, color="tab:purple", lw=0.8, alpha=0.6)
-        ax.set(title=title, xlabel="iteration t", ylabel="first matched tensor", ylim=(0, 112))
+        ax.set(title=title, xlabel="iteration t", ylabel="first matched tensor", ylim=(0, sched.start + 12))
     axes[0][0].legend(fontsize=7, loc="lower left")
     fig.suptitle("tensors ≥ s(t) are matched; purple lines: lr × 0.33", fontsize=9)
     fig.tight_layout()

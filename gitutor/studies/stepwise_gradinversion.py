@@ -15,7 +15,9 @@ import torchvision
 from gitutor.data import bundled_crops
 from gitutor.models import calibrate_batchnorm, resnet34
 from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
-from gitutor.stats import Interval, interval
+from gitutor.attacks.comparison import private_batches, score
+from gitutor.federated.case import gradient_case
+from gitutor.stats import NOT_RESOLVED, Interval, interval
 
 #: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
 PAPER_TABLE1 = {"Noise N(0, I)": (1.39, 9.82, 0.21), "DLG": (1.01, 9.31, 0.25), "Inverting Gradients": (0.58, 11.99, 0.31),
@@ -25,6 +27,7 @@ PAPER_TABLE2 = {"ℓ_grad": (0.80, 8.34, 0.27), "+ R_image": (0.57, 10.79, 0.34)
                 "+ schedule": (0.23, 15.99, 0.55)}
 #: Table 2's rows and the :data:`gitutor.attacks.comparison.METHODS` entry that runs each.
 ABLATION = {"ℓ_grad": "ℓ_grad", "+ R_image": "GradInversion", "+ ℓ̃_grad": "+ ℓ̃_grad", "+ schedule": "Stepwise"}
+TABLE1_METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")
 PAPER_ORDER = "Stepwise > GradInversion > Inverting Gradients > DLG > Noise N(0, I)"
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -71,6 +74,50 @@ def block_starts(names: Sequence[str], blocks: Mapping[str, str]) -> dict[str, i
     return starts
 
 
+def describe_model(cfg) -> str:
+    """The attacked network in words, e.g. ``"ResNet-20 trained substitute (16 photographs)"``."""
+    name = {"resnet34": "ResNet34", "resnet20": "ResNet-20"}[cfg.model]
+    if cfg.pretrained:
+        return f"{name}, ImageNet-pretrained"
+    if cfg.substitute:
+        return f"{name}, trained substitute ({cfg.num_classes} bundled photographs, attacked ones held out)"
+    return f"{name}, random init, BN calibrated on {cfg.calibrate_bn_images} auxiliary crops"
+
+
+def chapter_batches(cfg, model: torch.nn.Module, seed: int, device: str | torch.device = "cpu"
+                    ) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]]:
+    """``{(B, i): (x, y, shared gradient)}`` for B in ``{cfg.batch_size, *cfg.batch_sizes}`` and
+    i < ``cfg.n_batches``: the private batches (:func:`~gitutor.attacks.comparison.private_batches`)
+    and what the server observes of each (:func:`~gitutor.federated.case.gradient_case`, labels known).
+    """
+    sizes = sorted({cfg.batch_size, *cfg.batch_sizes})
+    images = private_batches(sizes, cfg.n_batches, image_size=cfg.image_size, num_classes=cfg.num_classes,
+                             seed=seed, image_root=cfg.image_root)
+    batches = {}
+    for key, (x, y) in images.items():
+        case = gradient_case(model, x.to(device), y.to(device), labels_known=True)
+        batches[key] = case.inputs, case.labels, case.server_view["update"]
+    return batches
+
+
+def table1_runs(runs: Mapping[tuple, list[dict]], batches: Mapping, cfg) -> dict[str, list[dict]]:
+    """Table 1's trial values per method (``PAPER_TABLE1`` names) at ``cfg.iterations``, with the
+    noise baseline scored from the common start x_0 of every batch (IG's first snapshot)."""
+    b, t = cfg.batch_size, cfg.iterations
+    noise = [score(runs[("Inverting Gradients", b, t, None)][i]["snapshots"][0][1], batches[(b, i)][0])
+             for i in range(cfg.n_batches)]
+    return {"Noise N(0, I)": noise, **{m: runs[(m, b, t, None)] for m in TABLE1_METHODS}}
+
+
+def order_verdict(order: str) -> str:
+    """Markdown verdict on the Table 1 PSNR ordering (:func:`gitutor.stats.ordering`)."""
+    if order == PAPER_ORDER:
+        return "**ordering reproduced**"
+    if order == NOT_RESOLVED:
+        return f"**{NOT_RESOLVED}**"
+    return f"**a different ordering**: {order}"
+
+
 def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")) -> dict[str, Interval | None]:
     """Mean and 95 % interval over batches of each metric in ``keys`` (None where a metric is None, e.g.
     LPIPS without AlexNet weights). ``results``: one trial value per batch.
@@ -97,17 +144,50 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table
         KeyError: naming a method or row missing from ``table1``/``table2``.
     """
     n = cfg.n_batches
-    differences = (f"{cfg.profile} profile{f' at budget {cfg.budget}' if cfg.budget else ''}: {cfg.iterations} iterations, "
-                   f"{n} batches, {cfg.image_size}² {'bundled photographs' if cfg.image_root == 'bundled' else 'ImageNet'}, "
-                   f"B = {cfg.batch_size}, ResNet34 " + ("ImageNet-pretrained" if cfg.pretrained
-                                                      else f"random init, BN calibrated on {cfg.calibrate_bn_images} auxiliary crops"))
+    data = "whole bundled photographs" if cfg.image_root == "bundled" else "ImageNet"
+    differences = (f"{cfg.profile} profile{f' at budget {cfg.budget}' if cfg.budget else ''}: "
+                   f"{cfg.iterations} iterations, {n} batches, {cfg.image_size}² {data}, "
+                   f"B = {cfg.batch_size}, {describe_model(cfg)}")
     rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
              "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
              "differences": differences, "better": "lower" if k == "LPIPS" else "higher"}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row, "paper": PAPER_TABLE2[row][1],
               "this_run": round(table2[row]["PSNR"].mean, 2), "unit": "dB",
-              "differences": f"{cfg.ablation_iterations} iterations; " + differences, "better": "higher"} for row in ABLATION]
+              "differences": differences if cfg.ablation_iterations == cfg.iterations
+              else f"{cfg.ablation_iterations} iterations; " + differences, "better": "higher"} for row in ABLATION]
     rows.append({"quantity": "PSNR ordering " + PAPER_ORDER, "setting": "Table 1, 95 % intervals separate",
                  "paper": "yes", "this_run": "yes" if order == PAPER_ORDER else order, "unit": "", "differences": differences})
     return rows
+
+
+def run_description(cfg, device, threads: int) -> str:
+    """The run in one Markdown phrase: profile, budget, device, threads, model, images, batches."""
+    budget = f" at budget {cfg.budget}" if cfg.budget else ""
+    return (f"profile **{cfg.profile}**{budget} on `{device}` with {threads} torch thread(s): "
+            f"{describe_model(cfg)}; {cfg.image_size}×{cfg.image_size} images, batch {cfg.batch_size}, "
+            f"{cfg.n_batches} batches per comparison, {cfg.iterations} iterations per attack in Table 1")
+
+
+def substitute_sentence(log: Mapping, num_classes: int) -> str:
+    """How the substitute was trained and how well it tells its photographs apart, from its
+    training log (:func:`gitutor.models.substitute.substitute_record`)."""
+    config = log["config"]
+    return (f"The substitute was trained for {config['steps']} steps of {config['batch_size']} augmented "
+            f"{config['image_size']}-px crops in {log['seconds']:.0f} s; it tells the training photographs "
+            f"apart on {100 * log['final_accuracy']:.0f} % of 256 fresh crops (chance: {100 / num_classes:.0f} %).")
+
+
+def schedule_sentence(schedule) -> str:
+    """A :class:`~gitutor.attacks.StepwiseSchedule` in words (start, floor, step, T1, T2, lr steps)."""
+    return (f"start {schedule.start}, floor {schedule.floor}, {schedule.step} tensors shallower every "
+            f"{schedule.interval} iterations, T1 = {schedule.t1}, T2 = {schedule.t2}, lr steps at "
+            f"{list(schedule.lr_milestones)} (of {schedule.iterations})")
+
+
+def budget_sentence(needed: float | None, count: int) -> str:
+    """Where a log-linear fit of SSIM over ``count`` budgets reaches the target
+    (:func:`gitutor.stats.budget_for`), as a phrase."""
+    if needed is None:
+        return "no budget within 1000× the largest one"
+    return f"about {needed:,.0f} iterations (an extrapolation from {count} budgets)"
