@@ -106,3 +106,4 @@ substitutes: install
 study: substitutes
 	$(PYTHON) scripts/setting_study.py --phase curves
 	$(PYTHON) scripts/setting_study.py --phase factors
+	$(PYTHON) scripts/setting_study.py --phase scale

@@ -1,7 +1,8 @@
 """Run chapter 04's setting study (gitutor.studies.setting_study) on Ray and record it.
 
     python scripts/setting_study.py --phase curves    # base and random weights, 5 000 iterations
-    python scripts/setting_study.py --phase factors   # the other factors, 1 000 iterations
+    python scripts/setting_study.py --phase factors   # prior weights, BatchNorm mode: 1 000
+    python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
 with provenance: commit, device, torch version, command, wall time per phase. The trained
@@ -33,16 +34,16 @@ from gitutor.sweeps import run_trials  # noqa: E402
 
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"
 #: phase → (iterations, [(settings, methods), …]): the budget curves to 5 000 iterations of the
-#: base and its random-weight twin, then every other factor at 1 000 iterations. Two cores cannot
-#: afford 5 000 for all, nor GradInversion where a factor makes a trial 2–5× dearer (architecture,
-#: resolution, batch size): there it is left out, and the page says so. Dearest trials first.
-_EXPENSIVE = ("architecture", "resolution", "batch size")
+#: base and its random-weight twin; the prior weights and BatchNorm mode at 1 000 iterations;
+#: then the factors of scale (architecture, resolution, batch size) at 1 000 iterations, where a
+#: trial costs 2–5× more and two cores cannot afford GradInversion too (the page says so).
+_SCALE = ("architecture", "resolution", "batch size")
 PHASES = {
     "curves": (5000, [([study.BASE, *study.FACTORS["weights"]], study.METHODS)]),
-    "factors": (1000, [(study.FACTORS[name], ("Inverting Gradients", "Stepwise"))
-                       for name in _EXPENSIVE]
-                + [(group, study.METHODS) for name, group in study.FACTORS.items()
-                   if name not in ("weights", *_EXPENSIVE)]),
+    "factors": (1000, [(group, study.METHODS) for name, group in study.FACTORS.items()
+                       if name not in ("weights", *_SCALE)]),
+    "scale": (1000, [(study.FACTORS[name], ("Inverting Gradients", "Stepwise"))
+                     for name in _SCALE]),
 }
 
 
