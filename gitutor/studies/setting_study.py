@@ -5,7 +5,8 @@ A *setting* fixes the network (architecture, trained substitute or random weight
 size, the batch size, the prior weights (TV and R_BN at the paper's λ_tv = 0.01, λ_BN = 1e-4
 times ``prior_scale``; Ye et al., AAAI 2024, §Experiments) and the client's BatchNorm mode
 (eval: running statistics, as Ye et al.; train: batch statistics, where R_BN is off because it
-compares with running statistics the client did not use). A *trial* runs one method on one
+compares with running statistics the client did not use) and the learning rate of the signed
+Adam update (0.1 in the paper, then × 0.33 at 3/8, 5/8 and 7/8 of the budget). A *trial* runs one method on one
 batch of :data:`gitutor.data.ATTACKED_PHOTOGRAPHS` for ``iterations`` steps and
 scores the snapshots along the way (PSNR, SSIM after Hungarian matching): the curve is the
 trajectory of one run whose lr schedule spans the whole budget.
@@ -49,6 +50,7 @@ class Setting:
     batch_size: int = 1
     prior_scale: float = 10.0
     bn_mode: str = "eval"
+    lr: float = 0.1
 
     def __post_init__(self) -> None:
         if self.weights not in ("trained", "random"):
@@ -75,6 +77,7 @@ FACTORS = {
     "prior weights": [replace(BASE, prior_scale=1.0), replace(BASE, prior_scale=100.0),
                       replace(BASE, prior_scale=0.1)],
     "BatchNorm mode": [replace(BASE, bn_mode="train")],
+    "learning rate": [replace(BASE, lr=0.03)],
 }
 
 
@@ -115,7 +118,7 @@ def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterat
     shared = client_gradients(model, x, y)
     scale = setting.prior_scale
     settings = {"dropout": 0.3, "tv_weight": PAPER_TV * scale, "ig_tv_weight": PAPER_TV * scale,
-                "bn_weight": PAPER_BN * scale if setting.bn_mode == "eval" else 0.0, "lr": 0.1,
+                "bn_weight": PAPER_BN * scale if setting.bn_mode == "eval" else 0.0, "lr": setting.lr,
                 "t1": 3000, "t2": 5000, "dlg_inner_steps": 20,
                 "num_classes": len(TRAINING_PHOTOGRAPHS), "record_every": 10}
     attack_context = {"model": model, "batches": {(setting.batch_size, batch): (x, y, shared)},
