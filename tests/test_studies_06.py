@@ -2,10 +2,13 @@
 import pytest
 import torch
 
+from gitutor import stats
+
 from gitutor.federated import observed_gradient, paper_defenses
 from gitutor.profiles import get_profile
 from gitutor.profiles.learning_to_invert import SMOKE_PARAMETERS
 from gitutor.studies import learning_to_invert as study
+from gitutor.studies import lti_report
 from gitutor.studies.lti_report import PAPER_MSE, defense_names, results_rows, table1_markdown
 
 TINY = dict(n_aux=60, n_heldout=8, n_ig_targets=2, n_ig_batches=1, b4_batches=12, epochs=2, ig_iterations=2,
@@ -80,10 +83,57 @@ def test_report_rows_and_table_carry_the_papers_numbers():
     names = defense_names(0.99, 0.1)
     scores = {"mse": 0.01234, "psnr": 19.1, "ssim": 0.5}
     table1 = {("lenet", 1, d): {"IG": scores, "LTI": scores, "LTI (all held-out)": scores} for d in names}
-    rows = results_rows(table1, {d: 0.02 for d in names}, names, scale="tiny", n_ig={1: 5}, ood_model="lenet",
-                        smallest="100 of 1597 images: 2/3 defenses")
-    assert len(rows) == 4 * 2 + 4 + 1
+    common = dict(scale="tiny", n_ig={1: 5}, ood_model="lenet", wins=2, smallest=(100, 1597, 1))
+    rows = results_rows(table1, {d: 0.02 for d in names}, names, comparable=True, **common)
+    assert len(rows) == 4 * 2 + 4 + 2
     sign_ig = next(r for r in rows if r["setting"] == "lenet, B=1, sign comp." and "IG" in r["quantity"])
     assert sign_ig["paper"] == PAPER_MSE["lenet", 1]["IG"][1] and sign_ig["this_run"] == 0.0123
-    assert all(r["better"] == "lower" for r in rows[:-1])
+    assert all(r["better"] == "lower" for r in rows[:-2])
+    headline = [r for r in rows if r.get("headline")]
+    assert len(headline) == 1 and (headline[0]["paper"], headline[0]["this_run"]) == (3, 2)
+    assert rows[-1]["this_run"] == 1 and "100 of 1597" in rows[-1]["setting"] and rows[-1]["better"] == "higher"
+    # MSE on other images than the paper's carries no verdict; the counts still do
+    other = results_rows(table1, {d: 0.02 for d in names}, names, comparable=False, **common)
+    assert not any("better" in r for r in other[:-2]) and all(r["better"] == "higher" for r in other[-2:])
     assert "| IG | 0.0123 / 19.1 / 0.50" in table1_markdown(table1, "lenet", 1, names, 5, 200)
+
+
+def _comparison(ig, lti):
+    """A Table 1 cell whose IG and LTI reconstructions are off the truth by the given offsets."""
+    truth = torch.full((len(ig), 1, 1, 4, 4), 0.5)
+    offsets = lambda values: torch.tensor(values).view(-1, 1, 1, 1, 1)  # noqa: E731
+    return study.Comparison({}, {}, truth + offsets(ig), truth + offsets(lti), truth, torch.zeros(len(ig), 2))
+
+
+def test_ig_comparison_counts_only_separated_intervals(cfg):
+    names = defense_names(0.99, 0.1)
+    clear = _comparison([0.30, 0.31, 0.29, 0.30], [0.01, 0.02, 0.01, 0.02])
+    mixed = _comparison([0.10, 0.30, 0.02, 0.25], [0.01, 0.28, 0.20, 0.02])
+    cells = {("lenet", 1, d): (mixed if d == "prune" else clear) for d in names}
+    result = lti_report.ig_comparison(cells, "lenet", names)
+    assert result["verdicts"]["sign"] == "LTI < IG" and result["verdicts"]["prune"] == stats.NOT_RESOLVED
+    assert result["wins"] == 2 and "prune α=0.99: not resolved" in result["defended"]
+    assert "| none |" in result["table"] and "[" in result["table"]
+    errors = {d: [[0.0001] * 8] for d in lti_report.DEFENDED}
+    small = lti_report.smallest_aux(errors | {"prune": [[0.5] * 8]}, result["intervals"], names)
+    assert small["wins"] == 2 and small["verdicts"]["prune"] == "LTI > IG"
+    sentence = lti_report.chapter_verdict(result, small, 100)
+    assert "under 2 of the 3 defenses" in sentence and "2 of 3 with 100 auxiliary images" in sentence
+
+
+def test_settings_and_differences_follow_the_profile(cfg):
+    settings = lti_report.training_settings(cfg, 1000)
+    assert settings["m"] == 1000 and settings["hashing"] == "hashed to k = 250 bins (25%)"
+    assert settings["hidden"] == "16 (B = 1), 16 (B = 4)" and settings["lr_drop"] == cfg.lr_drop_at
+    unhashed = cfg.replace(hash_fraction={"lenet": None, "resnet20": 0.5})
+    assert lti_report.training_settings(unhashed, 1000)["hashing"] == "not hashed"
+    assert lti_report.differences(cfg, "quick", None, "data").startswith("quick: sklearn digits 8×8")
+    full = get_profile("06_learning_to_invert", "full")
+    assert lti_report.differences(full, "full", None, "data") == "paper settings"
+    assert lti_report.same_data(full, "data") and not lti_report.same_data(full, "bundled")
+    assert not lti_report.same_data(cfg)
+    assert "0.0442" in lti_report.mse_rows_note(False, 0.04417) and "compared" in lti_report.mse_rows_note(True, 0.1)
+    aux_x, target_x = torch.zeros(10, 1, 4, 4), torch.ones(3, 1, 4, 4)
+    assert lti_report.mean_image_scores(aux_x, target_x)["mse"] == pytest.approx(1.0)
+    assert lti_report.data_summary(aux_x, target_x, cfg) == {"n_aux": 10, "n_targets": 3, "shape": "1×4×4",
+                                                             "models": "lenet"}

@@ -5,11 +5,14 @@ datasets for the full profile, all missing ones named in ONE error); ``first_rou
 through :func:`~gitutor.federated.case.fedadmm_case`) and ``client_round`` build the round the server
 observes; ``attack_first_round`` runs the report's four attacks and this book's adaptive one on it;
 ``closed_form_errors``, ``alignment`` and ``naive_and_adaptive_psnr`` are the closed-form check and the
-ablation; ``model_at`` and ``relative_error`` the small tools they need.
+ablation (:func:`alignment_grid` and :func:`ablation_psnr` run them over the profile's settings);
+``chapter_model`` builds the attacked LeNet, ``model_at`` and ``relative_error`` are the small tools
+they need.
 """
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gr
 from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
 from gitutor.metrics import psnr
+from gitutor.models import LeNet, init_uniform_
 from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
@@ -99,6 +103,18 @@ def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: st
             f"internet run: python -c \"import torchvision; root = {str(data_root)!r}; {commands}\" — then copy "
             f"the folder here, or set DATA_ROOT to the folder that holds them.")
     return data
+
+
+def chapter_model(cfg, kind: str, seed: int, device: str | torch.device = "cpu") -> nn.Module:
+    """The attacked network for data ``kind``: the DLG LeNet (Sigmoid) for ``cfg.image_size``² inputs with
+    ``cfg.channels[kind]`` channels and ``cfg.num_classes[kind]`` classes, every weight drawn from
+    U(−0.5, 0.5) with ``seed`` (DLG's public code). The same seed gives the same weights.
+
+    Raises:
+        KeyError: for a ``kind`` the profile has no classes or channels for.
+    """
+    model = LeNet(num_classes=cfg.num_classes[kind], in_channels=cfg.channels[kind], image_size=cfg.image_size)
+    return init_uniform_(model, generator=make_generator(seed)).to(device)
 
 
 def _start(model: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -205,7 +221,8 @@ def naive_and_adaptive_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                             earlier: tuple[torch.Tensor, torch.Tensor], num_classes: int, *, rho: float, lr: float,
                             local_steps: int, round_number: int, **options) -> tuple[float, float]:
     """PSNR (dB) of DLG-ADMM (at the server's global model z) and of the adaptive attack (which knows ρ, η,
-    E, π and the local model w) on the increment of :func:`client_round`; ``options`` go to both attacks.
+    E, π and the local model w) on the increment of :func:`client_round`, each image clipped to [0, 1]
+    first (it estimates an image in [0, 1]); ``options`` go to both attacks.
 
     Raises:
         ValueError: as :func:`client_round` and the attacks.
@@ -215,4 +232,35 @@ def naive_and_adaptive_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     naive = dlg_admm(model_at(model, z), update.delta, lr, x.shape, num_classes, **options)
     adaptive = adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=pi,
                                        local_params=w, rho=rho, lr=lr, local_steps=local_steps, **options)
-    return float(psnr(naive.images, x)), float(psnr(adaptive.images, x))
+    return float(psnr(naive.images.clamp(0, 1), x)), float(psnr(adaptive.images.clamp(0, 1), x))
+
+
+def alignment_grid(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
+                   rhos: Sequence[float], local_steps: Sequence[int], lr: float
+                   ) -> tuple[dict[tuple[int, float, int], float], dict[tuple[int, float, int], float]]:
+    """:func:`alignment` for rounds 1 and 2 and every ρ in ``rhos`` and E in ``local_steps``: two dicts
+    keyed ``(round, ρ, E)``, the cosines and the norm ratios.
+
+    Raises:
+        ValueError: as :func:`client_round`.
+    """
+    cosines, ratios = {}, {}
+    for key in itertools.product((1, 2), rhos, local_steps):
+        cosines[key], ratios[key] = alignment(model, x, y, earlier, round_number=key[0], rho=key[1], lr=lr,
+                                              local_steps=key[2])
+    return cosines, ratios
+
+
+def ablation_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor],
+                  num_classes: int, settings: Sequence[tuple[float, int, int]], *, lr: float,
+                  **options) -> list[tuple[float, int, int, float, float]]:
+    """:func:`naive_and_adaptive_psnr` for every ``(ρ, E, round)`` of ``settings``: rows
+    ``(ρ, E, round, DLG-ADMM PSNR dB, adaptive PSNR dB)``; ``options`` (iterations, seed, record_every)
+    go to both attacks.
+
+    Raises:
+        ValueError: as :func:`client_round` and the attacks.
+    """
+    return [(rho, steps, r, *naive_and_adaptive_psnr(model, x, y, earlier, num_classes, rho=rho, lr=lr,
+                                                     local_steps=steps, round_number=r, **options))
+            for rho, steps, r in settings]
