@@ -83,3 +83,94 @@ def test_differences_name_the_profile_and_flag_offline_substitutes():
     full = gitutor.get_profile("05_diffusion_user_level", "full")
     assert "SUBSTITUTES" not in report.differences(chapter_settings(full), "full", 50, 1e8)
     assert "SUBSTITUTES" in report.differences(chapter_settings(full, None, "bundled", False), "full", 5, 1e6)
+
+
+def _result(ratio, clip, images, zeta=1.0):
+    from gitutor.attacks.result import AttackResult
+    return AttackResult(images=images, labels=None,
+                        history={"grad_ratio": ratio, "clip_scale": clip, "zeta": [zeta] * len(ratio),
+                                 "gradient_distance": [1.0] * len(ratio)},
+                        snapshots=[(0, images), (2, images)])
+
+
+def test_matching_weight_summary_reads_the_clip_and_the_difference_between_users():
+    a, b = torch.zeros(1, 1, 4, 4), torch.full((1, 1, 4, 4), 0.25)
+    plain = [_result([1e-3, 2e-3, 3e-3], [1.0, 1.0, 1.0], a), _result([1e-3] * 3, [1.0] * 3, b)]
+    weighted = _result([5.0, 5.0, 5.0], [0.5, 0.2, 1.0], a)
+    summary = report.matching_weight_summary(plain, weighted)
+    assert summary == pytest.approx({"ratio_plain": 2e-3, "clip_plain": 0.0, "max_difference": 0.25,
+                                     "clip_weighted": 2 / 3})
+    assert all(isinstance(v, float) for v in summary.values())
+    with pytest.raises(ValueError, match="plain"):
+        report.matching_weight_summary(plain[:1], weighted)
+
+
+def test_match_outcomes_agree_with_the_rate_and_comparisons_need_separated_intervals():
+    from gitutor.attacks.user_level import own_user_match_rate
+    matrix = np.array([[0.1, 0.5, 0.6], [0.4, 0.2, 0.3], [0.1, 0.9, 0.5]])
+    assert report.match_outcomes(matrix) == [True, True, False]
+    assert np.mean(report.match_outcomes(-matrix, "higher")) == own_user_match_rate(-matrix, better="higher")
+    def pair(users, own_closest):  # (MSE matrix, SSIM matrix): all users matched or none
+        near, far = 1 - np.eye(users), np.eye(users)
+        return (near, far) if own_closest else (far, near)
+
+    out = report.match_comparison({"a": pair(3, True), "b": pair(3, False)}, "a", "b", ("A", "B"))
+    assert out == {"mse": "not resolved at this budget", "ssim": "not resolved at this budget"}
+    out = report.match_comparison({"a": pair(40, True), "b": pair(40, False)}, "a", "b", ("A", "B"))
+    assert out == {"mse": "A > B", "ssim": "A > B"}
+    with pytest.raises(ValueError, match="better"):
+        report.match_outcomes(matrix, "best")
+    assert "| a | 1.00 | 0.50 |" in report.match_table({"a": (1.0, 0.5)})
+
+
+def test_ordering_study_and_failure_case():
+    def user(mse):
+        return {"mse": mse, "psnr": 10.0, "ssim": 0.5, "lpips": None, "face_rate": 1.0}
+    rows = {"IG sample-level (matched)": [user(v) for v in (0.10, 0.11, 0.12)],
+            "DiffULA (diffusion prior)": [user(v) for v in (0.20, 0.21, 0.22)],
+            "intra-user": [user(v) for v in (0.30, 0.31, 0.32)]}
+    order = report.ordering_study(rows)
+    assert order["paper_order"] == "holds"
+    assert order["measured"] == "intra-user > DiffULA (diffusion prior) > IG sample-level (matched)"
+    assert order["intervals"]["intra-user"][0] == pytest.approx(0.31) and "0.3100" in order["table"]
+    rows["intra-user"] = [user(v) for v in (0.0, 0.5, 0.1)]
+    rows["DiffULA (diffusion prior)"] = [user(v) for v in (0.2, 0.3, 0.1)]
+    assert report.ordering_study(rows)["paper_order"] == "not resolved at this budget"
+
+    truth = torch.stack([torch.zeros(1, 4, 4), torch.ones(1, 4, 4)])  # mean image 0.5: MSE 0.25
+    examples = [(truth, None, None, _result([1.0], [1.0], torch.full((1, 1, 4, 4), v))) for v in (0.5, 0.0, 0.4)]
+    failure = report.failure_case(rows, examples)
+    assert failure["user"] == 1 and failure["mse"] == pytest.approx(0.3)
+    assert failure["mean_image"] == pytest.approx(0.25) and failure["intra"] == pytest.approx(0.5)
+    assert failure["result"] is examples[1][3]
+
+
+def test_timing_rows_keep_seconds_apart_from_results(tmp_path):
+    cfg = gitutor.get_profile("05_diffusion_user_level", "quick")
+    timings = report.timing_rows(cfg, {"DiffULA (diffusion prior)": [10.0, 12.0]}, 99.94, "quick", "test")
+    assert [t["this_run"] for t in timings] == [11.0, 99.9] and timings[0]["paper"] == 23.3 * 60
+    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="fraction")], tmp_path,
+                 timings=timings)
+
+
+def test_chapter_figures_have_the_panels_the_page_describes():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gitutor.studies import user_level_figures as figures
+    users = [(torch.rand(20, 1, 8, 8), torch.zeros(20, dtype=torch.long)) for _ in range(3)]
+    first, batch = figures.users_figures(users)
+    assert len([a for a in first.axes if a.images]) == 3 and len([a for a in batch.axes if a.images]) == 16
+    image = torch.rand(1, 1, 8, 8)
+    result = _result([1e-3, 1e-3], [1.0, 1.0], image)
+    fig, ax = figures.attack_figures(result, users[0][0], 100)
+    assert len([a for a in fig.axes if a.images]) == 4 and ax.get_title().startswith("matching loss")
+    ax, grid = figures.matching_weight_figures([result, result], result, 1e5)
+    assert len(ax.get_lines()) == 3 and len(grid.axes) == 3
+    examples = [(users[0][0], users[0][0], result, result)] * 2
+    assert len([a for a in figures.examples_figure(examples).axes if a.images]) == 10
+    assert len([a for a in figures.failure_figure(users[0][0], result).axes if a.images]) == 9
+    with pytest.raises(ValueError, match="users"):
+        figures.users_figures([])
+    plt.close("all")

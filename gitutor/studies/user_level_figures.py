@@ -1,14 +1,16 @@
-"""Chapter 05's figures: Algorithm 1's schedules (Li et al. 2023, App. C, Fig. 5) and the identity matrices."""
+"""Chapter 05's figures (Li et al. 2023): the users, Algorithm 1's schedules (App. C, Fig. 5) and its
+course on one user (Fig. 4b), the matching weight, Table 1a's examples, the identity matrices and
+the failure case (App. D)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from gitutor.seeding import make_generator
-from gitutor.viz import plot_curves
+from gitutor.viz import plot_curves, show_grid
 
 
 def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int = 0):
@@ -43,3 +45,75 @@ def identity_matrices(mse_matrix: np.ndarray, ssim_matrix: np.ndarray):
         ax.set(xlabel="user j", ylabel="representative of user i", title=title)
     fig.tight_layout()
     return fig
+
+
+def users_figures(users, shown: int = 16):
+    """One photo of each user (titled with its label), then ``shown`` of user 0's photos.
+
+    ``users``: ``[(x (B, C, H, W) in [0, 1], y (B,))]`` per user, as
+    :func:`gitutor.studies.diffusion_user_level.chapter_users` returns. Returns the two figures.
+
+    Raises:
+        ValueError: if ``users`` is empty.
+    """
+    if not users:
+        raise ValueError("users is empty: the chapter needs at least one user")
+    firsts = torch.cat([x[:1].cpu() for x, _ in users])
+    titles = [f"user {k} (label {int(y[0])})" for k, (_, y) in enumerate(users)]
+    batch = users[0][0]
+    return (show_grid(firsts, titles=titles, ncols=len(users), suptitle="one photo of each user"),
+            show_grid(batch[:shown].cpu(), ncols=8,
+                      suptitle=f"user 0: {min(shown, len(batch))} of its B = {len(batch)} photos"))
+
+
+def attack_figures(result, truth: torch.Tensor, t_star: int):
+    """Algorithm 1 on one user (Li et al. Fig. 4b): x̂ at the recorded steps, the denoised image
+    (``result.images``, ``(1, C, H, W)``) and the mean of the user's ``(B, C, H, W)`` photos ``truth``;
+    then the cosine gradient distance per step. Returns ``(figure, axes of the curve)``."""
+    strip = torch.cat([image for _, image in result.snapshots]
+                      + [result.images, truth.mean(0, keepdim=True).cpu()])
+    titles = ([f"step {i}" for i, _ in result.snapshots]
+              + [f"denoised (t*={t_star})", "mean of the batch"])
+    fig = show_grid(strip, titles=titles, ncols=len(titles))
+    ax = plot_curves({"cosine gradient distance": result.history["gradient_distance"]},
+                     xlabel="step", title="matching loss during Algorithm 1")
+    return fig, ax
+
+
+def matching_weight_figures(plain: Sequence, weighted, weight: float):
+    """Why λ matters (Eq. 14 as written vs weighted): the ratio ‖λ∇d‖ / ‖g_p‖ per step for λ = 1
+    (``plain[0]``, user 0) and λ = ``weight`` (``weighted``, user 0) with the clip ζ_i, on a log
+    axis; then the representatives of users 0 and 1 with λ = 1 next to user 0's with λ = ``weight``.
+    ``plain``/``weighted``: results of :func:`gitutor.studies.diffusion_user_level.diffula`.
+    Returns ``(axes of the curves, image figure)``."""
+    curves = {"λ = 1": plain[0].history["grad_ratio"],
+              f"λ = {weight:g}": weighted.history["grad_ratio"],
+              "ζ_i (the clip)": weighted.history["zeta"]}
+    ax = plot_curves(curves, xlabel="step", ylabel="‖λ∇d‖ / ‖g_p‖", logy=True,
+                     title="matching vs prior gradient, user 0")
+    images = torch.cat([plain[0].images, plain[1].images, weighted.images])
+    titles = ["user 0, λ = 1", "user 1, λ = 1", f"user 0, λ = {weight:g}"]
+    return ax, show_grid(images, titles=titles, ncols=3, scale=2)
+
+
+def examples_figure(examples: Sequence):
+    """Per user one row (Table 1a's methods side by side): a photo, the batch mean, the matched
+    sample-level IG image, user-level IG without prior, DiffULA.
+
+    ``examples``: :func:`gitutor.studies.diffusion_user_level.evaluate_users`'s second output.
+    Returns the figure."""
+    grid, titles = [], []
+    for truth, matched, user_ig, diff in examples:
+        grid += [truth[0:1], truth.mean(0, keepdim=True), matched[0:1], user_ig.images, diff.images]
+        titles += ["a photo", "batch mean", "IG sample (matched)", "IG user, no prior", "DiffULA"]
+    return show_grid(torch.cat(grid), titles=titles, ncols=5, scale=1.6)
+
+
+def failure_figure(truth: torch.Tensor, diff, shown: int = 6):
+    """App. D's failure case: ``shown`` of the user's ``(B, C, H, W)`` photos, their mean, DiffULA's x̂
+    before the final denoising (its last snapshot) and after (``diff.images``). Returns the figure."""
+    shown = min(shown, len(truth))
+    images = torch.cat([truth[:shown], truth.mean(0, keepdim=True), diff.snapshots[-1][1],
+                        diff.images])
+    titles = [f"photo {i}" for i in range(shown)] + ["batch mean", "before denoising", "DiffULA"]
+    return show_grid(images, titles=titles, ncols=len(titles), scale=1.4)

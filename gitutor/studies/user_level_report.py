@@ -111,3 +111,130 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, match: tuple[float, f
         row("MSE, IG user level without prior", "B = 30", "not reported", round(average(rows, user_ig, "mse"), 4), "MSE"),
         row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"),
     ]
+
+
+def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
+    """What λ = 1 (Eq. 14 as written) does, from the ``history`` of Algorithm 1 runs.
+
+    ``plain``: the λ = 1 results of users 0 and 1; ``weighted``: user 0's result with the profile's λ.
+    Returns floats: ``ratio_plain`` (median over steps of ‖∇d‖ / ‖g_p‖ before the clip, λ = 1),
+    ``clip_plain`` / ``clip_weighted`` (fraction of steps in which the clip ζ_i binds, i.e. scales
+    the matching gradient down, for λ = 1 / the profile's λ) and ``max_difference`` (largest pixel
+    difference between users 0's and 1's λ = 1 images, images in [0, 1]).
+
+    Raises:
+        ValueError: if ``plain`` holds fewer than two results.
+    """
+    if len(plain) < 2:
+        raise ValueError(f"plain must hold the λ = 1 results of two users, got {len(plain)}")
+
+    def binds(result) -> float:
+        return float(np.mean(np.asarray(result.history["clip_scale"]) < 1))
+
+    return {"ratio_plain": float(np.median(plain[0].history["grad_ratio"])),
+            "clip_plain": binds(plain[0]),
+            "max_difference": float((plain[0].images - plain[1].images).abs().max()),
+            "clip_weighted": binds(weighted)}
+
+
+def match_outcomes(matrix: np.ndarray, better: str = "lower") -> list[bool]:
+    """Per user i: is representative i strictly closer to user i than to every other user
+    (``matrix[i, i]`` below every ``matrix[i, j]``, j ≠ i; above for ``better="higher"``)?
+    The mean is :func:`~gitutor.attacks.user_level.own_user_match_rate`.
+
+    Raises:
+        ValueError: naming ``matrix`` (not square, < 2 users) or ``better``.
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
+        raise ValueError(f"matrix must be square with >= 2 users, got shape {matrix.shape}")
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+    signed = matrix if better == "lower" else -matrix
+    others = signed + np.diag(np.full(len(signed), np.inf))
+    return [bool(v) for v in np.diag(signed) < others.min(axis=1)]
+
+
+def match_comparison(matrices: Mapping[str, tuple[np.ndarray, np.ndarray]], first: str, second: str,
+                     names: tuple[str, str]) -> dict[str, str]:
+    """Own-user match of two representatives compared beyond noise: per metric (``"mse"``,
+    ``"ssim"``) :func:`gitutor.stats.compare` of the Wilson 95 % intervals
+    (:func:`gitutor.stats.success_interval`) of :func:`match_outcomes` — ``"A > B"`` with
+    ``names`` only when the intervals separate, else "not resolved at this budget".
+
+    ``matrices``: :func:`identity_study`'s first output; ``first``/``second``: two of its keys.
+
+    Raises:
+        KeyError: if ``first`` or ``second`` is not in ``matrices``.
+    """
+    from gitutor.stats import compare, success_interval
+
+    result = {}
+    for index, (metric, better) in enumerate((("mse", "lower"), ("ssim", "higher"))):
+        a, b = (success_interval(match_outcomes(matrices[key][index], better)) for key in (first, second))
+        result[metric] = compare(a, b, names)
+    return result
+
+
+def match_table(match: Mapping[str, tuple[float, float]]) -> str:
+    """Markdown table of own-user match rates: one row per representative, by MSE and by SSIM."""
+    return markdown_table(["representative", "by MSE", "by SSIM"],
+                          [[name, f"{a:.2f}", f"{b:.2f}"] for name, (a, b) in match.items()])
+
+
+#: Table 1a's MSE ordering, lowest first: the paper's IG (matched) < DiffULA < intra-user.
+ORDER = ("IG sample-level (matched)", "DiffULA (diffusion prior)", "intra-user")
+
+
+def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
+    """Table 1a's MSE ordering (:data:`ORDER`) tested with 95 % intervals over users.
+
+    Returns ``intervals`` (``{method: (mean, half-width)}`` of the per-user MSE,
+    :func:`~gitutor.attacks.user_level.mean_interval`), ``paper_order`` ("holds", "reversed" or
+    "not resolved at this budget", :func:`~gitutor.attacks.user_level.interval_ordering`),
+    ``measured`` (:func:`gitutor.stats.ordering` of the three, highest MSE first, or "not resolved
+    at this budget") and ``table`` (Markdown: mean, interval, users per method).
+
+    Raises:
+        KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users.
+    """
+    from gitutor.attacks.user_level import interval_ordering, mean_interval
+    from gitutor.stats import interval, ordering
+
+    groups = [(name, [r["mse"] for r in rows[name]]) for name in ORDER]
+    intervals = {name: mean_interval(values) for name, values in groups}
+    table = markdown_table(["method", "MSE mean", "95 % interval", "users"],
+                           [[name, f"{m:.4f}", f"[{m - h:.4f}, {m + h:.4f}]", str(len(values))]
+                            for (name, values), (m, h) in zip(groups, intervals.values())])
+    return {"intervals": intervals, "paper_order": interval_ordering(groups),
+            "measured": ordering({name: interval(values) for name, values in groups}), "table": table}
+
+
+def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:
+    """App. D: the user whose DiffULA representative is farthest (MSE) from its photos.
+
+    Returns ``user`` (its index), ``truth`` (its ``(B, C, H, W)`` photos), ``result`` (DiffULA's
+    result), and floats ``mse`` (DiffULA to the photos), ``intra`` (the intra-user MSE) and
+    ``mean_image`` (the MSE of the batch's mean image to the photos: the floor of any single image).
+    ``rows``/``examples``: :func:`gitutor.studies.diffusion_user_level.evaluate_users`'s outputs.
+    """
+    from gitutor.attacks.user_level import representative_scores
+
+    diff_rows = rows["DiffULA (diffusion prior)"]
+    worst = int(np.argmax([row["mse"] for row in diff_rows]))
+    truth, _, _, diff = examples[worst]
+    floor = representative_scores(truth.mean(0, keepdim=True), truth)["mse"]
+    return {"user": worst, "truth": truth, "result": diff, "mse": float(diff_rows[worst]["mse"]),
+            "intra": float(rows["intra-user"][worst]["mse"]), "mean_image": float(floor)}
+
+
+def timing_rows(cfg, seconds: Mapping[str, Sequence[float]], wall_seconds: float, profile: str,
+                differences: str) -> list[dict]:
+    """Wall-clock rows for :func:`gitutor.results.save_results`'s ``timings``: DiffULA's mean seconds
+    per user (``seconds``: :func:`~gitutor.studies.diffusion_user_level.evaluate_users`'s third
+    output; paper: 23.3 min on an A100) and the whole notebook's ``wall_seconds``."""
+    diffula = round(float(np.mean(seconds["DiffULA (diffusion prior)"])), 1)
+    return [dict(quantity="run time, DiffULA", setting=f"{cfg.steps} steps (paper 4 000 on an A100)",
+                 paper=23.3 * 60, this_run=diffula, unit="s per user", differences=differences),
+            dict(quantity="run time, whole notebook", setting=profile, paper="not reported",
+                 this_run=round(wall_seconds, 1), unit="s", differences=differences)]
