@@ -107,3 +107,4 @@ study: substitutes
 	$(PYTHON) scripts/setting_study.py --phase curves
 	$(PYTHON) scripts/setting_study.py --phase factors
 	$(PYTHON) scripts/setting_study.py --phase scale
+	$(PYTHON) scripts/setting_study.py --phase base

@@ -3,6 +3,7 @@
     python scripts/setting_study.py --phase curves    # base and random weights, 5 000 iterations
     python scripts/setting_study.py --phase factors   # prior weights, BatchNorm mode: 1 000
     python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
+    python scripts/setting_study.py --phase base      # the base at 1 000, their reference
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
 with provenance: commit, device, torch version, command, wall time per phase. The trained
@@ -44,6 +45,8 @@ PHASES = {
                        if name not in ("weights", *_SCALE)]),
     "scale": (1000, [(study.FACTORS[name], ("Inverting Gradients", "Stepwise"))
                      for name in _SCALE]),
+    # the reference of the 1 000-iteration factors: the base with its lr schedule over 1 000
+    "base": (1000, [([study.BASE], study.METHODS)]),
 }
 
 
