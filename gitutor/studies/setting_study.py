@@ -301,7 +301,7 @@ def ssim_ranking(table: Mapping[str, Mapping]) -> str:
     lead = (f"**{best}** has the highest mean SSIM, {top}; ")
     if overlapping:
         return lead + ("its interval overlaps that of " + ", ".join(overlapping)
-                       + ", so which method leads is not resolved by this record")
+                       + ", so which leads is not resolved by this record")
     return lead + "its interval clears every other method's, so its lead is resolved"
 
 
