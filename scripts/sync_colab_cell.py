@@ -13,6 +13,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CELL_ID = "colab-setup"
+#: Longest line of the cell: the notebooks' code width (``line-length`` of ruff in pyproject.toml).
+MAX_LINE = 88
 
 
 def install_target(root: Path = ROOT) -> str:
@@ -23,11 +25,22 @@ def install_target(root: Path = ROOT) -> str:
 
 
 def colab_cell(root: Path = ROOT) -> str:
-    """The source of the setup cell: installs gitutor on Colab, does nothing anywhere else."""
-    return ("# Colab setup: install this book's package (pinned to the book's version); a no-op elsewhere.\n"
-            "import sys\n"
-            "if \"google.colab\" in sys.modules:\n"
-            f"    %pip install -q \"{install_target(root)}\"")
+    """The source of the setup cell: installs gitutor on Colab, does nothing anywhere else.
+
+    Every line fits the book's code width (:data:`MAX_LINE`, the ruff line length of the notebooks).
+
+    Raises:
+        ValueError: if a line would be longer than :data:`MAX_LINE` (e.g. a very long repository URL).
+    """
+    source = ("# Colab setup: install this book's package at the book's version (no-op elsewhere)\n"
+              "import sys\n"
+              "\n"  # the blank line ruff format puts after an import: the cell stays formatted
+              "if \"google.colab\" in sys.modules:\n"
+              f"    %pip install -q \"{install_target(root)}\"")
+    long = [line for line in source.splitlines() if len(line) > MAX_LINE]
+    if long:
+        raise ValueError(f"the Colab cell would have lines longer than {MAX_LINE} characters: {long}")
+    return source
 
 
 def sync(path: Path, source: str) -> bool:
