@@ -1,4 +1,5 @@
-"""Chapter 03's experiments (gitutor.studies.cv_batch_labels*): Stage I of Ye et al., AAAI 2024."""
+"""Chapter 03's experiments (gitutor.studies.cv_batch_labels*): Stage I of Ye et al., AAAI 2024, on the
+chapter's random ResNet34 and on a random vs the trained substitute ResNet-20."""
 import types
 
 import pytest
@@ -8,9 +9,12 @@ from torch import nn
 from gitutor import get_profile
 from gitutor.data import OfflineDataError
 from gitutor.labels import FeatureCV
+from gitutor.models import last_linear
 from gitutor.profiles.cv_batch_labels import BUDGETS
 from gitutor.seeding import make_generator
+from gitutor.stats import Interval
 from gitutor.studies import cv_batch_labels as study
+from gitutor.studies import cv_batch_labels_report as report
 from gitutor.studies.cv_batch_labels_report import paper_rows
 
 NUM_CLASSES, WIDTH = 50, 64
@@ -107,3 +111,119 @@ def test_empty_inputs_are_refused(setting):
         study.compare_methods([], fc_gradient, recover, stats, 8)
     with pytest.raises(ValueError, match="values is empty"):
         study.summary([])
+
+
+# ---- random vs trained network (issue 21, item 5) ----------------------------------------------------------
+
+
+def test_photograph_crops_are_seeded_halves_in_range():
+    target = study.photograph_crops(6, 32, seed=0, pool="target")
+    assert target.shape == (6, 3, 32, 32) and 0 <= float(target.min()) and float(target.max()) <= 1
+    assert torch.equal(target, study.photograph_crops(6, 32, seed=0, pool="target"))
+    assert not torch.equal(target, study.photograph_crops(6, 32, seed=0, pool="aux"))
+    assert not torch.equal(target, study.photograph_crops(6, 32, seed=1, pool="target"))
+    with pytest.raises(ValueError, match="pool"):
+        study.photograph_crops(2, 32, seed=0, pool="all")
+    with pytest.raises(ValueError, match="size"):
+        study.photograph_crops(2, 4096, seed=0)
+
+
+@pytest.fixture(scope="module")
+def substitutes():
+    cfg = get_profile("03_cv_batch_labels", "quick").replace(aux_images=12, substitute_pool=24)
+    aux, pool = study.substitute_images(cfg, 0)
+    return cfg, aux, pool, study.substitute_networks(cfg.substitute, aux, seed=0)
+
+
+def test_substitute_networks_share_trained_features_but_not_heads(substitutes):
+    cfg, aux, pool, networks = substitutes
+    assert tuple(networks) == study.SUBSTITUTE_VARIANTS
+    trained, new_head, random = networks["trained"], networks["trained, new head"], networks["random"]
+    features = study.penultimate_features(trained, pool)
+    assert torch.equal(features, study.penultimate_features(new_head, pool))  # the same feature extractor
+    assert not torch.allclose(features, study.penultimate_features(random, pool))
+    heads = {name: last_linear(model) for name, model in networks.items()}
+    assert {h.out_features for h in heads.values()} == {16}
+    assert not torch.equal(heads["trained"].weight, heads["trained, new head"].weight)
+    # the trained head is confident on crops it never saw; a fresh head is not
+    assert study.top_probability(heads["trained"], features) > study.top_probability(heads["trained, new head"],
+                                                                                     features) + 0.2
+    bn = next(m for m in random.modules() if isinstance(m, nn.BatchNorm2d))
+    assert float(bn.running_mean.abs().sum()) > 0  # calibrated on the auxiliary crops, not the defaults
+    with pytest.raises(ValueError, match="substitute must be one of"):
+        study.substitute_networks("resnet18", aux)
+
+
+def test_network_comparison_scores_every_network_on_the_same_batches(substitutes):
+    cfg, aux, pool, networks = substitutes
+    cfg = cfg.replace(substitute_trials=3, iterations=10)
+    summaries, trials = study.network_comparison(networks, pool, aux, cfg, seed=4)
+    assert list(summaries) == list(networks) and len(trials) == 3
+    again, same_trials = study.network_comparison({"trained": networks["trained"]}, pool, aux, cfg, seed=4)
+    assert all(torch.equal(a[1], b[1]) for a, b in zip(trials, same_trials))
+    assert again["trained"]["exact"] == summaries["trained"]["exact"]  # deterministic
+    for s in summaries.values():
+        assert s["trials"] == 3 and 0 <= s["coarse_right"] <= 3 and s["classes"] == 16 and s["image_size"] == 32
+        exact = s["exact"]  # Wilson interval: its ends may miss the mean by a rounding error at 0/n
+        assert 0 <= exact.low <= exact.mean + 1e-12 and exact.mean <= exact.high <= 1
+        assert 1 / 16 <= s["top_probability"] <= 1 and s["kept_cv"] > 0
+    with pytest.raises(ValueError, match="networks is empty"):
+        study.network_comparison({}, pool, aux, cfg, seed=4)
+    with pytest.raises(ValueError, match="share one number of classes"):
+        study.network_comparison({"a": networks["trained"], "b": nn.Sequential(nn.Flatten(), nn.Linear(3072, 5))},
+                                 pool, aux, cfg, seed=4)
+
+
+def test_comparison_summary_counts_exact_batches(setting):
+    _, _, stats, _, _ = setting
+    comparison = {"scores": {"ours": [{"accuracy": a, "exact": e} for a, e in
+                                      [(1.0, 1.0), (0.75, 0.0), (1.0, 1.0), (1.0, 1.0)]]}, "coarse_right": 3}
+    s = study.comparison_summary(comparison, stats, 0.3, classes=50, image_size=32)
+    assert s["exact"].mean == 0.75 and s["exact"].n == 4 and s["exact"].low < 0.75 < s["exact"].high < 1
+    assert s["accuracy"].mean == pytest.approx(0.9375) and s["coarse_right"] == 3 and s["trials"] == 4
+    assert s["kept_cv"] == pytest.approx(float(stats.cv[stats.indices].mean()))
+    with pytest.raises(ValueError, match="no batch"):
+        study.comparison_summary({"scores": {"ours": []}, "coarse_right": 0}, stats, 0.3, 50, 32)
+
+
+def _summary(low, mean, high):
+    return {"exact": Interval(mean, low, high, 100), "accuracy": Interval(0.9, 0.85, 0.95, 100), "coarse_right": 80,
+            "trials": 100, "kept_cv": 0.3, "top_probability": 0.5, "classes": 16, "image_size": 32}
+
+
+def test_difference_sentence_claims_only_separated_intervals():
+    overlapping = {"random": _summary(0.3, 0.4, 0.5), "trained": _summary(0.45, 0.55, 0.65)}
+    assert "overlap" in report.difference_sentence(overlapping, "trained", "random")
+    separated = {"random": _summary(0.1, 0.2, 0.3), "trained": _summary(0.45, 0.55, 0.65)}
+    for order in (("trained", "random"), ("random", "trained")):
+        sentence = report.difference_sentence(separated, *order)
+        assert sentence.startswith("the ResNet-20, trained substitute recovers more") and "do not overlap" in sentence
+
+
+def test_networks_table_and_rows_cover_every_network():
+    cfg = get_profile("03_cv_batch_labels", "quick")
+    summaries = {"chapter": _summary(0.4, 0.6, 0.8), "random": _summary(0.3, 0.4, 0.5),
+                 "trained": _summary(0.2, 0.3, 0.4)}
+    table = report.networks_table(summaries)
+    assert all(report.NETWORK_NAMES[key] in table for key in summaries) and "0.40 [0.30, 0.50]" in table
+    rows = report.substitute_rows(summaries, cfg, "quick")
+    assert [r["this_run"] for r in rows] == [0.4, 0.3]  # the chapter's ResNet34 is a row of paper_rows
+    assert "[0.30, 0.50]" in rows[0]["differences"] and "[0.20, 0.40]" in rows[1]["differences"]
+    values = report.network_values(summaries)
+    assert values["sub_trained_exact"] == pytest.approx(30) and values["sub_chapter_high"] == pytest.approx(80)
+
+
+def test_glued_sentences_follow_the_results():
+    assert "objective's" in report.agreement_sentence(20, 20)
+    assert report.agreement_sentence(18, 20).startswith("The search found that minimum in 18 of 20")
+    assert "does not show" in report.spread_sentence({"exact": [0.1], "failed": []})
+    assert "40 % in the failed" in report.spread_sentence({"exact": [0.1, 0.1], "failed": [0.4]})
+    assert report.surface_note([5, 3], [5, 3]) == "is the truth."
+    assert report.surface_note([4, 4], [5, 3]).startswith("is not the truth")
+    assert report.counts_text(torch.tensor([5, 3])) == "(5, 3)"
+
+
+def test_generation_loop_source_is_the_loop_of_the_search():
+    loop = report.generation_loop_source()
+    assert loop.startswith("for _ in tqdm") and "cosine_objective" in loop
+    assert "return" not in loop.splitlines()[-1]

@@ -5,6 +5,8 @@ images (an ImageFolder tree given by IMAGE_ROOT), 40 auxiliary web images (AUX_R
 population 20, p_r = 0.5, < 200 generations. QUICK keeps the algorithm and its hyper-parameters
 but runs a randomly initialised ResNet34 (eval mode, default BatchNorm statistics) on 64×64 crops
 of the bundled photographs, auxiliary crops from the disjoint pool="aux" half of every photograph.
+Both profiles also run Stage I on the shipped trained substitute (a ResNet-20, no download) against
+the same architecture with random weights (``substitute*`` settings).
 
 :data:`BUDGETS` are overrides applied on top of a profile by the notebook's ``BUDGET`` parameter:
 ``"smoke"`` runs a profile's code path on a few batches. A root of ``"bundled"`` (IMAGE_ROOT, AUX_ROOT)
@@ -37,6 +39,13 @@ QUICK = {
     "aux_counts": [5, 10, 20, 40, 80],
     "head_steps": 10,                # plain SGD steps of the FC layer on the batch ("trained model")
     "head_lr": 0.5,
+    # random vs trained network (gitutor.models.substitute): the shipped ResNet-20 trained on other
+    # bundled photographs (16 classes), the same architecture with random weights, and the trained
+    # features with a new head, on the same batches of crops of the photographs it never saw
+    "substitute": "resnet20",
+    "substitute_image_size": 32,     # the substitute's training resolution
+    "substitute_pool": 128,          # attacked crops (left halves of ATTACKED_PHOTOGRAPHS)
+    "substitute_trials": 100,        # batches of batch_size per network (the same batches for all)
 }
 
 FULL = {
@@ -57,7 +66,7 @@ BUDGETS = {
     # `make smoke`: the code path of a profile (full: ResNet34 at 224×224) on a few batches
     "smoke": {
         "target_pool": 64, "trials": 2, "sweep_trials": 1, "batch_sizes": [4, 8], "iterations": 20,
-        "m_values": [5, 20], "aux_counts": [5, 40],
+        "m_values": [5, 20], "aux_counts": [5, 40], "substitute_pool": 32, "substitute_trials": 2,
     },
 }
 
