@@ -14,6 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gitutor.checks import check_images
+
 DETECTION_SIDE = 32
 
 
@@ -39,12 +41,11 @@ def detect_faces(image: torch.Tensor, *, scale_factor: float = 1.1, min_size: in
         List of detections (dicts with ``r``, ``c``, ``width``, ``height``), possibly empty.
 
     Raises:
-        ValueError: if ``image`` is not ``(C, H, W)`` or leaves [0, 1].
+        TypeError: if ``image`` is not a float tensor.
+        ValueError: if ``image`` is not ``(C, H, W)`` (e.g. channels-last) or leaves [0, 1]
+            (:func:`gitutor.checks.check_images`).
     """
-    if image.dim() != 3:
-        raise ValueError(f"image must be (C, H, W), got shape {tuple(image.shape)}")
-    if image.min() < 0 or image.max() > 1:
-        raise ValueError("image values must lie in [0, 1]")
+    check_images(image, "image", leading=0)
     grey = image.detach().float().cpu().mean(0, keepdim=True)[None]
     grey = F.interpolate(grey, size=(DETECTION_SIDE, DETECTION_SIDE), mode="bilinear", antialias=True,
                          align_corners=False).clamp(0, 1)[0, 0].numpy().astype(np.float64)
@@ -60,8 +61,11 @@ def face_detection_rate(images: torch.Tensor, **detector_options) -> float:
     ``detector_options`` go to :func:`detect_faces`.
 
     Raises:
-        ValueError: if ``images`` is not a non-empty 4-D batch in [0, 1].
+        TypeError: if ``images`` is not a float tensor.
+        ValueError: if ``images`` is not a non-empty ``(N, C, H, W)`` batch in [0, 1]
+            (:func:`gitutor.checks.check_images`: e.g. channels-last, 0–255 pixels).
     """
-    if images.dim() != 4 or images.shape[0] == 0:
+    check_images(images, "images")
+    if images.shape[0] == 0:
         raise ValueError(f"images must be a non-empty (N, C, H, W) batch, got shape {tuple(images.shape)}")
     return float(np.mean([len(detect_faces(image, **detector_options)) > 0 for image in images]))

@@ -2,8 +2,15 @@
 
 All image arguments are float tensors ``(B, C, H, W)`` in [0, 1] (data range 1). Per-image values
 come back as ``(B,)`` tensors; take ``.mean()`` for the batch figure the papers report.
-:func:`score_batch` gives every chapter's batch figures in one call. This module imports nothing
-else from gitutor, so any room may use it.
+:func:`score_batch` gives every chapter's batch figures in one call. This module imports only
+:mod:`gitutor.checks` from gitutor, so any room may use it.
+
+Every function checks its pair of batches (layout via :func:`gitutor.checks.check_images`): the
+**truth** must lie in [0, 1] — images in 0–255 or normalised with a mean and std are refused,
+never clipped. The **reconstruction** may overshoot [0, 1], because some attacks return unclamped
+images (DLG, Zhu et al. 2019, optimises an unbounded dummy image): MSE and the matching measure it
+as it is, while PSNR, SSIM and LPIPS, defined for the data range [0, 1], clip it to that range
+first. A reconstruction that is non-negative with values above 2 is refused as 0–255 pixels.
 """
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gitutor.checks import check_images
+
 LPIPS_NA = "n/a (AlexNet weights not on disk; see running the book)"
 
 
@@ -20,23 +29,47 @@ class LPIPSUnavailable(RuntimeError):
     """The LPIPS backbone weights (AlexNet from torchvision) cannot be loaded on this machine."""
 
 
-def _check_pair(x: torch.Tensor, y: torch.Tensor, dims: tuple[int, ...] = (4,)) -> tuple[torch.Tensor, torch.Tensor]:
-    for name, value in (("reconstruction", x), ("truth", y)):
-        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
-            raise TypeError(f"{name} images must be float torch tensors, got {getattr(value, 'dtype', type(value))}")
-        if not torch.isfinite(value).all():
-            raise ValueError(f"{name} images contain NaN or inf")
-    if x.shape != y.shape or x.dim() not in dims:
+#: A non-negative reconstruction with values above this is taken for 0–255 pixels and refused.
+PIXEL_SCALE_LIMIT = 2.0
+
+
+def _check_pair(reconstruction: torch.Tensor, truth: torch.Tensor,
+                dims: tuple[int, ...] = (4,)) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check a reconstruction against its truth and return both as float32 CPU tensors (detached).
+
+    Args:
+        reconstruction, truth: float batches of equal shape, ``(B, C, H, W)`` (or ``(N, B, C, H, W)``
+            when 5 is in ``dims``); truth in [0, 1], reconstruction finite (see the module docstring).
+
+    Raises:
+        TypeError: if either is not a float tensor.
+        ValueError: for shapes that differ or are not one of ``dims``, a channels-last layout, NaN/inf,
+            a truth outside [0, 1], or a reconstruction that looks like 0–255 pixels; the message names
+            the argument and the expected layout or range.
+    """
+    for name, value in (("reconstruction images", reconstruction), ("truth images", truth)):
+        dim = value.dim() if isinstance(value, torch.Tensor) else None
+        check_images(value, name, leading=(dim if dim in dims else dims[0]) - 3, in_range=name == "truth images")
+    x, y = reconstruction, truth
+    if x.shape != y.shape:
         shapes = " or ".join({4: "(B, C, H, W)", 5: "(N, B, C, H, W)"}[d] for d in dims)
         raise ValueError(f"need two {shapes} batches of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}")
-    return x.detach().float().cpu(), y.detach().float().cpu()
+    x, y = x.detach().float().cpu(), y.detach().float().cpu()
+    if x.numel() and float(x.min()) >= 0 and float(x.max()) > PIXEL_SCALE_LIMIT:
+        raise ValueError(f"reconstruction images must be on the [0, 1] scale of the truth, got values up to "
+                         f"{float(x.max()):.4g} and none below 0; 8-bit pixels in 0–255? divide by 255")
+    return x, y
 
 
 def mse(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error per image, ``(B,)``.
+    """Mean squared error per image, ``(B,)``; ``x`` is the reconstruction (measured as it is, not
+    clipped), ``y`` the truth in [0, 1].
 
     Raises:
-        ValueError / TypeError: for batches of different shape or non-tensors.
+        TypeError: for non-float or non-tensor arguments.
+        ValueError: naming the argument, for batches of different shape or not ``(B, C, H, W)`` (e.g.
+            channels-last), NaN/inf, a truth outside [0, 1] (e.g. 0–255 pixels, or normalised with a
+            mean and std), or a reconstruction that looks like 0–255 pixels (see the module docstring).
     """
     x, y = _check_pair(x, y)
     return ((x - y) ** 2).flatten(1).mean(dim=1)
@@ -45,8 +78,12 @@ def mse(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def psnr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Peak signal-to-noise ratio in dB per image, data range 1: 10 log10(1 / MSE), ``(B,)``.
 
-    Values outside [0, 1] (e.g. unclamped DLG images) are clipped to the data range first, as
+    ``x`` is the reconstruction, ``y`` the truth in [0, 1]. Reconstruction values outside [0, 1]
+    (unclamped DLG images) are clipped to the data range first, as
     ``skimage.metrics.peak_signal_noise_ratio`` expects; identical images give ``inf``.
+
+    Raises:
+        TypeError / ValueError: as :func:`mse` (a truth in 0–255 is refused, not clipped).
     """
     from skimage.metrics import peak_signal_noise_ratio
 
@@ -61,10 +98,12 @@ def psnr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Structural similarity per image (``skimage.metrics.structural_similarity``, data range 1), ``(B,)``.
 
+    ``x`` is the reconstruction (clipped to [0, 1] like :func:`psnr`), ``y`` the truth in [0, 1].
     Images smaller than 7×7 use the largest odd window that fits.
 
     Raises:
         ValueError: for images smaller than 3×3 (no SSIM window fits), or as :func:`mse`.
+        TypeError: as :func:`mse`.
     """
     from skimage.metrics import structural_similarity
 
@@ -109,11 +148,12 @@ def _lpips_model():
 def lpips_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """LPIPS (Zhang et al. 2018, AlexNet variant) per image, ``(B,)``; lower is more similar.
 
-    Grey images are replicated to three channels; inputs are mapped to [−1, 1] as lpips expects.
+    Grey images are replicated to three channels; the reconstruction ``x`` is clipped to [0, 1] like
+    :func:`psnr`, the truth ``y`` must lie in [0, 1]; both are mapped to [−1, 1] as lpips expects.
 
     Raises:
         LPIPSUnavailable: when the AlexNet weights cannot be loaded (offline).
-        ValueError / TypeError: for mismatched batches.
+        ValueError / TypeError: as :func:`mse`.
     """
     x, y = _check_pair(x, y)
     if x.shape[1] == 1:
@@ -123,7 +163,11 @@ def lpips_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def lpips_or_none(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-    """:func:`lpips_distance`, or None when the weights are unavailable (show :data:`LPIPS_NA`)."""
+    """:func:`lpips_distance`, or None when the weights are unavailable (show :data:`LPIPS_NA`).
+
+    Raises:
+        ValueError / TypeError: as :func:`mse`.
+    """
     try:
         return lpips_distance(x, y)
     except LPIPSUnavailable:
@@ -165,7 +209,7 @@ def match_batch(reconstruction: torch.Tensor, truth: torch.Tensor) -> torch.Tens
         ``reconstruction`` permuted so that row i matches ``truth[i]``, ``(B, C, H, W)``.
 
     Raises:
-        ValueError / TypeError: for mismatched batches.
+        ValueError / TypeError: as :func:`mse` (mismatched or channels-last batches, a truth outside [0, 1]).
     """
     x, y = _check_pair(reconstruction, truth)
     cost = torch.cdist(y.flatten(1).double(), x.flatten(1).double()) ** 2
@@ -191,8 +235,8 @@ def score_batch(reconstruction: torch.Tensor, truth: torch.Tensor, match: bool =
         ``{"mse": ..., "psnr": ..., "ssim": ...}`` (+ ``"lpips"``), plain floats.
 
     Raises:
-        ValueError / TypeError: for batches of different shapes, non-float or non-finite values, or
-            images smaller than 3×3 (SSIM).
+        ValueError / TypeError: as :func:`mse` (batches of different shapes or layouts,
+            non-float or non-finite values, a truth outside [0, 1]), or images smaller than 3×3 (SSIM).
     """
     _check_pair(reconstruction, truth, dims=(4, 5))
     if reconstruction.dim() == 4:

@@ -1,6 +1,7 @@
 """Figures for the notebooks: image grids, iteration strips, curves.
 
-Images are ``(B, C, H, W)`` tensors; values outside [0, 1] (unclamped DLG iterates) are clipped
+Images are ``(B, C, H, W)`` tensors, channels first (a channels-last batch is refused by
+:func:`gitutor.checks.check_layout`); values outside [0, 1] (unclamped DLG iterates) are clipped
 for display only.
 """
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import torch
+
+from gitutor.checks import check_layout
 
 
 def _to_display(image: torch.Tensor):
@@ -24,10 +27,10 @@ def show_grid(images: torch.Tensor, titles: Sequence[str] | None = None, ncols: 
     """A grid of images with optional per-image titles; returns the matplotlib Figure.
 
     Raises:
-        ValueError: if ``images`` is not 4-D or ``titles`` has the wrong length.
+        ValueError: if ``images`` is not ``(B, C, H, W)`` (e.g. channels-last) or ``titles`` has the
+            wrong length.
     """
-    if images.dim() != 4:
-        raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
+    check_layout(images.shape, "images")
     if titles is not None and len(titles) != len(images):
         raise ValueError(f"{len(titles)} titles for {len(images)} images")
     ncols = ncols or min(len(images), 8)
@@ -57,10 +60,15 @@ def iteration_strip(snapshots: Sequence[tuple[int, torch.Tensor]], truth: torch.
         row_labels: optional label per row.
 
     Raises:
-        ValueError: if ``snapshots`` is empty.
+        ValueError: if ``snapshots`` is empty, or its images or ``truth`` are not ``(B, C, H, W)``
+            (e.g. channels-last).
     """
     if not snapshots:
         raise ValueError("no snapshots to show (was record_every larger than the iterations?)")
+    for _, images in snapshots:
+        check_layout(images.shape, "snapshot images")
+    if truth is not None:
+        check_layout(truth.shape, "truth")
     picks = sorted({round(i * (len(snapshots) - 1) / max(columns - 1, 1)) for i in range(columns)})
     chosen = [snapshots[i] for i in picks]
     batch = chosen[0][1].shape[0]

@@ -18,7 +18,7 @@ def test_natural_image_pools_are_disjoint_halves(monkeypatch):
 
     photo = torch.zeros(3, 64, 128)
     photo[:, :, 64:] = 1.0  # left half black, right half white
-    monkeypatch.setattr(data, "_photograph", lambda name: photo)
+    monkeypatch.setattr(data, "photograph", lambda name: photo)
     assert natural_images(6, size=8, seed=0, pool="target").max() == 0
     assert natural_images(6, size=8, seed=0, pool="aux").min() > 0.999
 
@@ -45,7 +45,7 @@ def test_lfw_faces_and_digits():
 
 def test_resize_checks_shape():
     assert resize(torch.rand(2, 1, 8, 8), 4).shape == (2, 1, 4, 4)
-    with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
+    with pytest.raises(ValueError, match=r"images must be \(B, C, H, W\), got shape \(8, 8\)"):
         resize(torch.rand(8, 8), 4)
 
 

@@ -15,8 +15,16 @@ def test_mse_psnr_known_values():
 
 
 def test_psnr_clips_reconstructions_to_the_data_range():
-    truth = torch.full((1, 1, 8, 8), 1.0)
-    assert float(psnr(torch.full_like(truth, 3.0), truth)[0]) == math.inf
+    # An unclamped reconstruction (DLG's dummy image) overshooting [0, 1] is clipped to the data
+    # range before PSNR; a truth outside [0, 1] is refused instead (tests/test_bad_inputs.py).
+    truth = torch.zeros(1, 1, 8, 8)
+    truth[..., 4:] = 1.0
+    overshoot = torch.where(truth > 0.5, 1.5, -0.5)
+    assert float(psnr(overshoot, truth)[0]) == math.inf
+    assert float(psnr(torch.full_like(truth, 1.5), torch.ones_like(truth))[0]) == math.inf
+    # all values ≥ 0 and some above 2 reads as 0–255 pixels: refused, not clipped
+    with pytest.raises(ValueError, match=r"reconstruction images .*\[0, 1\] scale.*divide by 255"):
+        psnr(torch.full_like(truth, 3.0), torch.ones_like(truth))
 
 
 def test_ssim_identity_and_noise():
@@ -83,7 +91,7 @@ def test_metrics_reject_tiny_and_non_finite_images():
     nan = torch.full((1, 1, 4, 4), float("nan"))
     with pytest.raises(ValueError, match="reconstruction images contain NaN"):
         psnr(nan, torch.rand(1, 1, 4, 4))
-    with pytest.raises(TypeError, match="truth images must be float"):
+    with pytest.raises(TypeError, match=r"truth images must be a float tensor.*float\(\) / 255"):
         mse(torch.rand(1, 1, 4, 4), torch.ones(1, 1, 4, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="integer"):
         label_accuracy(torch.tensor([1.0]), torch.tensor([1]))

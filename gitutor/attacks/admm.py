@@ -43,7 +43,8 @@ def dlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_s
         DLG's :class:`AttackResult` (``history["loss"]`` is the distance to −Δ/η).
 
     Raises:
-        ValueError: for η ≤ 0 or as :func:`gitutor.attacks.dlg` (shapes, iterations).
+        ValueError: for η ≤ 0 or as :func:`gitutor.attacks.dlg` (``input_shape`` not ``(B, C, H, W)``,
+            ``num_classes`` < 2 or not the model's output width, iterations).
     """
     return dlg(model, pseudo_gradient(delta, lr), input_shape, num_classes, **dlg_options)
 
@@ -58,10 +59,11 @@ def idlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_
     ``result.info["label"]`` holds the inferred label.
 
     Raises:
-        ValueError: if the batch size is not 1 (the sign rule is for one sample), the model has no
-            ``fc`` layer, η ≤ 0, or as :func:`gitutor.attacks.dlg`.
+        ValueError: if the batch size is not 1 (the sign rule is for one sample), ``input_shape`` is not
+            ``(B, C, H, W)`` (e.g. channels-last), the model has no ``fc`` layer, η ≤ 0, or as
+            :func:`gitutor.attacks.dlg` (e.g. ``num_classes``).
     """
-    shape = check_input_shape(input_shape)
+    shape = check_input_shape(input_shape, model)
     if shape[0] != 1:
         raise ValueError(f"iDLG infers the label of ONE sample; got batch size {shape[0]}")
     grads = pseudo_gradient(delta, lr)
@@ -111,7 +113,8 @@ def adaptive_admm_inversion(model: nn.Module, delta: Sequence[torch.Tensor], inp
         ``info["stopped_early"]``.
 
     Raises:
-        ValueError: for a bad ``input_shape``, ``iterations``/``record_every`` < 1, labels of the
+        ValueError: for a bad ``input_shape`` (not ``(B, C, H, W)``, e.g. channels-last), ``num_classes``
+            < 2 or not the model's output width, ``iterations``/``record_every`` < 1, labels of the
             wrong shape, ρ ≤ 0, η ≤ 0, local_steps < 1, or parameter lists that do not match the model.
     """
     target = pseudo_gradient(check_target_gradients(model, delta), lr)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gitutor.checks import check_layout, input_channels
+
 
 def _batchnorm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
@@ -95,10 +97,11 @@ def bn_statistics_loss(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     One forward pass of ``model`` (in its current train/eval mode) with temporary hooks.
 
     Raises:
-        ValueError: if ``images`` is not 4-D, or the model has no BatchNorm with running statistics.
+        ValueError: if ``images`` is not ``(B, C, H, W)`` with the model's input channels (e.g.
+            channels-last; :func:`gitutor.checks.check_layout`), or the model has no BatchNorm with
+            running statistics.
     """
-    if images.dim() != 4:
-        raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
+    check_layout(images.shape, "images", channels=input_channels(model))
     with BatchNormPrior(model) as prior:
         model(images)
         return prior.value()

@@ -17,6 +17,8 @@ import numpy as np
 import scipy.fft
 import torch
 
+from gitutor.checks import check_images
+
 
 def dct_gaussian_augment(images: torch.Tensor, n: int, seed: int = 0) -> torch.Tensor:
     """Sample ``n`` synthetic images from a Gaussian fitted to the DCT coefficients of ``images``.
@@ -32,15 +34,13 @@ def dct_gaussian_augment(images: torch.Tensor, n: int, seed: int = 0) -> torch.T
         maps samples back to the image range).
 
     Raises:
-        ValueError: if ``images`` is not 4-D, has fewer than 2 images, or is not finite, or
-            ``n < 1``.
+        TypeError: if ``images`` is not a float tensor.
+        ValueError: if ``images`` is not ``(N, C, H, W)`` in [0, 1] (:func:`gitutor.checks.check_images`:
+            e.g. channels-last, 0–255 pixels, NaN), has fewer than 2 images, or ``n < 1``.
     """
-    if images.dim() != 4:
-        raise ValueError(f"images must be (N, C, H, W), got shape {tuple(images.shape)}")
+    check_images(images, "images")
     if images.shape[0] < 2:
         raise ValueError("fitting a Gaussian needs at least 2 auxiliary images")
-    if not torch.isfinite(images).all():
-        raise ValueError("images contain NaN or inf")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     coefficients = scipy.fft.dctn(images.detach().cpu().double().numpy(), type=2, norm="ortho", axes=(-2, -1))

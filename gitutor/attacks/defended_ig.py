@@ -69,14 +69,15 @@ def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torc
         ``history["gradient_distance"]`` per iteration, snapshots every ``record_every``.
 
     Raises:
-        ValueError: for an unknown defense name, bad shapes, a label/batch mismatch,
+        ValueError: for an unknown defense name, bad shapes (``input_shape`` not ``(B, C, H, W)`` with
+            the model's input channels, e.g. channels-last), a label/batch mismatch,
             ``iterations < 1``, ``tv_weight < 0``, or gradients that do not match the model.
     """
     if defense not in ADAPTED_DEFENSES:
         raise ValueError(f"defense must be one of {ADAPTED_DEFENSES}, got {defense!r}; for a custom defense "
                          "pick the closest adaptation (e.g. 'none' for plain cosine matching)")
     observed = check_target_gradients(model, observed_grads)
-    if labels.shape[0] != check_input_shape(input_shape)[0]:
+    if labels.shape[0] != check_input_shape(input_shape, model)[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {input_shape[0]}")
     masks = [(g != 0).float() for g in observed] if defense == "prune" else None
 

@@ -22,7 +22,9 @@ from torch import nn
 from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients, gradient_l2_distance
 from gitutor.attacks.result import AttackResult
-from gitutor.federated.client import client_gradients
+from gitutor.checks import check_num_classes
+from gitutor.federated.client import check_labels, client_gradients
+from gitutor.models.buffers import preserved_buffers
 from gitutor.seeding import make_generator
 
 #: ``line_search`` values and the step rule of :func:`gitutor.attacks.loop.optimise_images` each runs:
@@ -40,10 +42,11 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         model: the shared model, in the same mode (train/eval) as when the client computed
             ``target_grads``; it must be twice differentiable (e.g. Sigmoid LeNet).
         target_grads: the observed gradient, aligned with ``model.parameters()``.
-        input_shape: ``(B, C, H, W)`` of the private batch.
-        num_classes: C of the dummy label logits.
+        input_shape: ``(B, C, H, W)`` of the private batch, channels first.
+        num_classes: the number of classes (≥ 2) of the model's output, the width of the dummy
+            label logits.
         labels: ``(B,)`` int64 labels or ``(B, num_classes)`` soft labels (label smoothing, mixup;
-            Wang et al. 2024, Table 3) to fix instead of optimising dummy labels.
+            Wang et al. 2024, Table 3; rows summing to 1) to fix instead of optimising dummy labels.
         iterations: L-BFGS steps (the paper's n = 300).
         seed: seed of the N(0, 1) initialisation.
         record_every: store an image snapshot every this many steps (and at step 0).
@@ -67,13 +70,17 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         result equals that of the full budget.
 
     Raises:
-        TypeError: for a non-integer ``iterations``/``record_every`` or a non-real ``lr``.
-        ValueError: for a bad ``input_shape``, ``iterations < 1``, ``record_every < 1``,
-            ``labels`` of the wrong shape, outside [0, num_classes) or not finite, a non-positive or non-finite ``lr``, an unknown
-            ``line_search``, or gradients that do not match the model (the message names the parameter).
+        TypeError: for a non-integer ``iterations``/``record_every``/``num_classes`` or a non-real ``lr``.
+        ValueError: for a bad ``input_shape`` (not ``(B, C, H, W)``: channels-last, or C not the model's
+            input channels), ``num_classes < 2`` or not the width of the model's output,
+            ``iterations < 1``, ``record_every < 1``, ``labels`` of the wrong shape, outside
+            [0, num_classes), not finite or soft labels whose rows do not sum to 1, a non-positive or
+            non-finite ``lr``, an unknown ``line_search``, or gradients that do not match the model
+            (the message names the parameter).
     """
     target_grads = check_target_gradients(model, target_grads)
-    shape = check_input_shape(input_shape)
+    shape = check_input_shape(input_shape, model)
+    num_classes = check_num_classes(num_classes)
     check_count(iterations, "iterations"), check_count(record_every, "record_every")
     lr = check_hyperparameter(lr, "lr", positive=True)
     if line_search not in LINE_SEARCHES:
@@ -82,6 +89,7 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
     device = target_grads[0].device
     generator = make_generator(seed, device)
     dummy_x = torch.randn(shape, generator=generator, device=device)
+    _check_output_width(model, dummy_x, num_classes)
     dummy_y = torch.randn((shape[0], num_classes), generator=generator, device=device).requires_grad_(True)
     if dummy_gradients is None:
         def dummy_gradients(images: torch.Tensor, soft_labels: torch.Tensor) -> list[torch.Tensor]:
@@ -99,7 +107,8 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
 
 
 def _check_labels(labels: torch.Tensor | None, batch_size: int, num_classes: int) -> None:
-    """Raise ValueError unless ``labels`` is None, ``(B,)`` int64 in [0, C) or ``(B, C)`` finite floats."""
+    """Raise ValueError unless ``labels`` is None, ``(B,)`` int64 in [0, C) or ``(B, C)`` soft labels
+    (probability rows, :func:`gitutor.federated.client.check_labels`)."""
     if labels is None:
         return
     if not ((labels.shape == (batch_size,) and labels.dtype == torch.int64)
@@ -108,5 +117,14 @@ def _check_labels(labels: torch.Tensor | None, batch_size: int, num_classes: int
                          f"({batch_size}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
     if not labels.is_floating_point() and not ((labels >= 0) & (labels < num_classes)).all():
         raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}")
-    if labels.is_floating_point() and not torch.isfinite(labels).all():
-        raise ValueError("soft labels must be finite")
+    check_labels(labels, num_classes, name="`labels`")
+
+
+def _check_output_width(model: nn.Module, x: torch.Tensor, num_classes: int) -> None:
+    """Raise ValueError naming ``num_classes`` unless the model outputs that many logits for ``x``
+    (one forward pass without gradients, buffers kept)."""
+    with preserved_buffers(model), torch.no_grad():
+        width = model(x).shape[-1]
+    if width != num_classes:
+        raise ValueError(f"num_classes={num_classes} but the model outputs {width} logits per image; pass "
+                         f"num_classes={width}")

@@ -23,7 +23,8 @@ def invert_fcn(model: FCN, grads: list[torch.Tensor], feature: torch.Tensor, lab
         model: the :class:`gitutor.models.FCN` that produced the gradients.
         grads: one sample's gradients, aligned with ``model.parameters()`` (hidden weights, fc).
         feature: last-layer input h ``(d,)`` (e.g. ``recover_soft_label(...).feature``).
-        label: the sample's (soft) label ``(C,)`` (e.g. ``recover_soft_label(...).label``).
+        label: the sample's (soft) label ``(C,)``, summing to 1 (e.g. ``recover_soft_label(...).label``,
+            which sums to 1 for every λ, Wang et al. Thm. 1).
 
     Returns:
         the input ``(1, *model.image_shape)`` (float32, not clipped).
@@ -31,7 +32,9 @@ def invert_fcn(model: FCN, grads: list[torch.Tensor], feature: torch.Tensor, lab
     Raises:
         TypeError: if ``model`` is not an FCN.
         ValueError: for gradients that do not match the parameters, feature / label of the wrong
-            shape, or a layer whose ∂L/∂z is all zero (no information passes below it).
+            shape, a non-finite ``feature`` (``recover_soft_label`` returns NaN when the gradient is
+            zero), a ``label`` that is not finite or does not sum to 1 (logits? apply softmax), or a
+            layer whose ∂L/∂z is all zero (no information passes below it).
     """
     if not isinstance(model, FCN):
         raise TypeError(f"invert_fcn needs a gitutor.models.FCN, got {type(model).__name__}")
@@ -43,6 +46,13 @@ def invert_fcn(model: FCN, grads: list[torch.Tensor], feature: torch.Tensor, lab
     if feature.shape != (dim,) or label.shape != (num_classes,):
         raise ValueError(f"feature must be ({dim},) and label ({num_classes},), got "
                          f"{tuple(feature.shape)} and {tuple(label.shape)}")
+    if not torch.isfinite(feature).all():
+        raise ValueError("feature contains NaN or inf (a zero last-layer gradient carries no feature; "
+                         "see recover_soft_label)")
+    total = float(label.detach().to(torch.float64).sum())
+    if not (torch.isfinite(label).all() and abs(total - 1.0) <= 1e-4):
+        raise ValueError(f"label must be a soft label summing to 1, got a sum of {total:.6g}; logits? apply "
+                         "torch.softmax(..., dim=0)")
     x = feature.detach().to(torch.float64)
     delta = torch.softmax(weights[-1] @ x, dim=0) - label.detach().to(torch.float64)
     for weight_above, grad in zip(reversed(weights[1:]), reversed(grads[:-1])):

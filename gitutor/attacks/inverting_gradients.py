@@ -35,7 +35,7 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
             restored after every forward pass, see ``client_gradients``).
         target_grads: observed float gradient aligned with ``model.parameters()``.
         labels: ``(B,)`` int64 labels or ``(B, C)`` soft labels of the private batch.
-        input_shape: ``(B, C, H, W)``.
+        input_shape: ``(B, C, H, W)``, channels first.
         iterations: Adam steps (24 000 in the paper for ImageNet; far fewer in quick profiles).
         tv_weight: α_TV ≥ 0.
         lr: Adam learning rate (> 0; paper 0.1).
@@ -54,13 +54,15 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         snapshots.
 
     Raises:
-        ValueError: for bad shapes, a label/batch mismatch, ``iterations < 1``, ``record_every < 1``,
+        ValueError: for bad shapes (``input_shape`` not ``(B, C, H, W)`` with the model's input channels,
+            e.g. channels-last), a label/batch mismatch, soft labels whose rows do not sum to 1,
+            ``iterations < 1``, ``record_every < 1``,
             a NaN/inf/negative ``tv_weight``, a NaN/inf/non-positive ``lr``, or gradients that do
             not match the model or are not finite.
         TypeError: for non-float gradients or non-numeric hyper-parameters.
     """
     target_grads = check_target_gradients(model, target_grads)
-    shape = check_input_shape(input_shape)
+    shape = check_input_shape(input_shape, model)
     tv_weight = check_hyperparameter(tv_weight, "tv_weight")
     check_count(iterations, "iterations")
     if matching_distance is None and labels.shape[0] != shape[0]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from gitutor.checks import check_layout, input_channels
 from gitutor.federated.client import check_parameter_list
 
 
@@ -34,16 +35,22 @@ def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor
     return [g.detach() for g in grads]
 
 
-def check_input_shape(input_shape: Sequence[int]) -> tuple[int, ...]:
-    """``input_shape`` as a tuple ``(B, C, H, W)`` of positive ints.
+def check_input_shape(input_shape: Sequence[int], model: nn.Module | None = None) -> tuple[int, ...]:
+    """``input_shape`` as a tuple ``(B, C, H, W)`` of positive ints, channels first.
+
+    Args:
+        input_shape: the shape of the private batch.
+        model: when given, C must equal the ``in_channels`` of its first convolution.
 
     Raises:
-        ValueError: if it does not have four positive entries.
+        ValueError: naming ``input_shape`` if it does not have four positive entries, C differs from
+            the model's input channels, or it looks channels-last ``(B, H, W, C)`` (last entry 1 or 3,
+            C neither; :func:`gitutor.checks.check_layout`).
     """
     shape = tuple(int(s) for s in input_shape)
     if len(shape) != 4 or min(shape) < 1:
         raise ValueError(f"input_shape must be (B, C, H, W) with positive sizes, got {input_shape!r}")
-    return shape
+    return check_layout(shape, "input_shape", channels=input_channels(model))
 
 
 def _check_pair(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> None:
@@ -182,10 +189,10 @@ def total_variation(x: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
     (Mahendran & Vedaldi 2015), the prior of Ye et al. 2024, Eq. 11, with β = 2.
 
     Raises:
-        ValueError: if ``x`` is not 4-D or ``beta <= 0``.
+        ValueError: if ``x`` is not ``(B, C, H, W)`` (:func:`gitutor.checks.check_layout`, e.g.
+            channels-last, where TV would mix the channels into the pixel differences) or ``beta <= 0``.
     """
-    if x.dim() != 4:
-        raise ValueError(f"x must be (B, C, H, W), got shape {tuple(x.shape)}")
+    check_layout(x.shape, "x")
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta!r}")
     dh = x[:, :, :, 1:] - x[:, :, :, :-1]

@@ -135,7 +135,7 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         model: the attacked network; its parameters are not changed.
         target_grads: the shared gradient, one tensor per ``model.parameters()`` entry.
         labels: ``(B,)`` int64 labels of the batch (recovered in Stage I, or known).
-        input_shape: ``(B, C, H, W)`` of the batch.
+        input_shape: ``(B, C, H, W)`` of the batch, channels first.
         iterations: number of optimisation steps T.
         schedule: a :class:`StepwiseSchedule` with ``iterations`` steps; default
             ``StepwiseSchedule.paper(iterations, num_tensors)``.
@@ -157,7 +157,8 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
 
     Raises:
         TypeError: for non-float gradients or non-numeric hyper-parameters.
-        ValueError: on mismatched gradient shapes or counts, NaN gradients, labels that do not
+        ValueError: on mismatched gradient shapes or counts, NaN gradients, an ``input_shape`` that
+            is not ``(B, C, H, W)`` with the model's input channels (e.g. channels-last), labels that do not
             match the batch size, a schedule for another budget or deeper than the model, an
             unknown distance, a dropout rate outside [0, 1), ``iterations < 1``, ``record_every < 1``,
             a NaN/inf/negative ``tv_weight`` or ``bn_weight``, a NaN/inf/non-positive ``lr``, or
@@ -166,7 +167,7 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
     """
     parameters = list(model.parameters())
     targets = check_target_gradients(model, target_grads)
-    input_shape = check_input_shape(input_shape)
+    input_shape = check_input_shape(input_shape, model)
     if labels.shape != (input_shape[0],) or labels.dtype != torch.int64:
         raise ValueError(f"labels must be int64 of shape ({input_shape[0]},), got {labels.dtype} {tuple(labels.shape)}")
     iterations = check_count(iterations, "iterations")

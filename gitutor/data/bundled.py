@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from gitutor.checks import check_images
 from gitutor.seeding import make_generator
 
 #: Photographs bundled in the scikit-image wheel (names of ``skimage.data`` functions).
@@ -28,14 +29,17 @@ def _check_channels(channels: int) -> None:
 
 
 def resize(images: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize ``(N, C, H, W)`` images to ``(N, C, size, size)`` (bilinear, antialiased), kept in [0, 1].
+    """Resize ``(N, C, H, W)`` images in [0, 1] to ``(N, C, size, size)`` (bilinear, antialiased),
+    kept in [0, 1] (the interpolation's overshoot is clipped; the input is never clipped).
 
     Raises:
-        ValueError: if ``images`` is not 4-D or ``size`` is not a positive int.
+        TypeError: if ``images`` is not a float tensor (8-bit pixels: ``images.float() / 255``).
+        ValueError: if ``size`` is not a positive int, or ``images`` is not ``(N, C, H, W)`` in
+            [0, 1] (:func:`gitutor.checks.check_images`: e.g. channels-last ``(N, H, W, C)``, 0–255
+            pixels or images normalised with a mean and std).
     """
     _check_size(size)
-    if images.dim() != 4:
-        raise ValueError(f"images must be (N, C, H, W), got shape {tuple(images.shape)}")
+    check_images(images, "images")
     if images.shape[-2:] == (size, size):
         return images.clone()
     out = F.interpolate(images, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
@@ -46,15 +50,24 @@ def photograph(name: str) -> torch.Tensor:
     """The ``skimage.data`` image ``name`` as a ``(3, H, W)`` float tensor in [0, 1] (grey images
     replicated to RGB, an alpha channel dropped; ``stereo_motorcycle`` gives its left view).
 
+    The scale follows the stored dtype, not the values: integer images are divided by their dtype's
+    maximum (255 for uint8, so a dark 8-bit photograph stays dark), boolean images become 0/1 and
+    float images must already lie in [0, 1].
+
     Raises:
         AttributeError: if ``skimage.data`` has no function ``name``.
+        ValueError: for a float image outside [0, 1].
     """
     import skimage.data
 
     image = getattr(skimage.data, name)()
-    array = np.asarray(image[0] if isinstance(image, tuple) else image, dtype=np.float32)
-    if array.max() > 1.0:
-        array = array / 255.0
+    raw = np.asarray(image[0] if isinstance(image, tuple) else image)
+    array = raw.astype(np.float32)
+    if np.issubdtype(raw.dtype, np.integer):
+        array = array / float(np.iinfo(raw.dtype).max)
+    elif raw.dtype != bool and raw.size and not (0.0 <= float(raw.min()) and float(raw.max()) <= 1.0):
+        raise ValueError(f"skimage.data.{name}() is a float image with values in [{raw.min():.4g}, "
+                         f"{raw.max():.4g}], not in [0, 1]")
     if array.ndim == 2:
         array = np.repeat(array[..., None], 3, axis=2)
     return torch.from_numpy(array[..., :3].copy()).permute(2, 0, 1)

@@ -85,8 +85,9 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         :class:`FedADMMUpdate` ``(delta, dual, local_params)``; detached unless ``create_graph``.
 
     Raises:
-        ValueError: for ρ or η not finite and > 0, local_steps < 1, non-finite ``x``, a batch-size
-            mismatch, labels out of range, or a parameter list whose length or
+        ValueError: for ρ or η not finite and > 0, local_steps < 1, non-finite ``x``, images not
+            ``(B, C, H, W)`` (e.g. channels-last), a batch-size mismatch, labels out of range, soft
+            labels that are not probabilities (rows summing to 1), or a parameter list whose length or
             shapes do not match the model or that holds NaN/inf (the message names the parameter).
         TypeError: if a parameter list is not a list of float tensors, ``x`` is not a float tensor,
             or integer labels are not int64.
@@ -97,7 +98,7 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     pi = [t.detach() for t in check_parameter_list(model, dual, "dual")]
     start = list(model.parameters()) if local_params is None else check_parameter_list(model, local_params, "local_params")
     start = [t.detach() for t in start]
-    check_client_batch(x, y)
+    check_client_batch(x, y, model)
 
     w = [t.clone().requires_grad_(True) for t in start]
     with preserved_buffers(model):

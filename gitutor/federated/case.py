@@ -16,6 +16,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
+from gitutor.checks import check_images, input_channels
 from gitutor.federated.admm import fedadmm_client_update, pseudo_gradient
 from gitutor.federated.client import client_gradients, observed_gradient
 from gitutor.federated.defenses import Defense, apply_defense
@@ -56,8 +57,29 @@ class Case:
                 "bn_statistics": self.bn_statistics, **self.public}
 
 
+def _check_private_images(model: nn.Module, images: torch.Tensor) -> None:
+    """The client's private batch: a float ``(B, C, H, W)`` tensor in [0, 1] with the model's channels.
+
+    Attacks search the image box [0, 1] and the metrics compare with a truth in [0, 1], so a batch in
+    0–255 or normalised with a mean and std would make every number wrong without an error.
+
+    Raises:
+        TypeError / ValueError: as :func:`gitutor.checks.check_images`, naming ``images``.
+    """
+    check_images(images, "images", channels=input_channels(model))
+
+
 def batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per BatchNorm layer of ``model``, the batch mean and biased variance of its input (no gradients)."""
+    """Per BatchNorm layer of ``model``, the batch mean and biased variance of its input (no gradients).
+
+    Args:
+        inputs: ``(B, C, H, W)`` images (channels first, as the model's first convolution takes).
+
+    Raises:
+        TypeError / ValueError: for inputs that are not finite float ``(B, C, H, W)`` images
+            (:func:`gitutor.checks.check_images`; the range is not checked).
+    """
+    check_images(inputs, "inputs", channels=input_channels(model), in_range=False)
     layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     captured = []
     hooks = [layer.register_forward_pre_hook(lambda m, args: captured.append(args[0].detach())) for layer in layers]
@@ -75,10 +97,15 @@ def gradient_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, 
                   defense: Defense | None = None, share_bn_statistics: bool = False) -> Case:
     """One client sends its batch-mean gradient, optionally defended (chapters 01, 02, 04; DLG Eq. 1).
 
+    Args:
+        images: the private batch ``(B, C, H, W)`` in [0, 1]; labels: ``(B,)`` int64 or soft labels.
+
     Raises:
-        ValueError / TypeError: as :func:`~gitutor.federated.client_gradients` and
-            :func:`~gitutor.federated.apply_defense`.
+        ValueError / TypeError: for images not ``(B, C, H, W)`` in [0, 1]
+            (:func:`gitutor.checks.check_images`), or as :func:`~gitutor.federated.client_gradients`
+            and :func:`~gitutor.federated.apply_defense`.
     """
+    _check_private_images(model, images)
     update = apply_defense(defense, client_gradients(model, images, labels))
     stats = batchnorm_statistics(model, images) if share_bn_statistics else None
     public = {} if defense is None else {"defense": defense}
@@ -101,7 +128,13 @@ def last_layer_case(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor)
 def defended_clients_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
                           defense: Defense | None) -> Case:
     """B clients with one image each defend their gradients; the server sees the mean (chapter 06;
-    Wu et al. 2022, §3.1). The server knows the defense and the labels' count, not the labels."""
+    Wu et al. 2022, §3.1). The server knows the defense and the labels' count, not the labels.
+
+    Raises:
+        ValueError / TypeError: for images not ``(B, C, H, W)`` in [0, 1]
+            (:func:`gitutor.checks.check_images`), or as :func:`~gitutor.federated.observed_gradient`.
+    """
+    _check_private_images(model, images)
     return Case(model, images, labels, observed_gradient(model, images, labels, defense),
                 public={"defense": defense})
 
@@ -110,7 +143,13 @@ def fedadmm_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *
                  global_params: Sequence[torch.Tensor], dual: Sequence[torch.Tensor], rho: float, lr: float,
                  local_steps: int) -> Case:
     """A FedADMM client sends its increment Δ (chapter 07; Algorithm 2 of the DLG report). The server
-    knows z, π, ρ, η and E; ``public["pseudo_gradient"]`` is −Δ/η, what DLG-ADMM attacks."""
+    knows z, π, ρ, η and E; ``public["pseudo_gradient"]`` is −Δ/η, what DLG-ADMM attacks.
+
+    Raises:
+        ValueError / TypeError: for images not ``(B, C, H, W)`` in [0, 1]
+            (:func:`gitutor.checks.check_images`), or as :func:`~gitutor.federated.fedadmm_client_update`.
+    """
+    _check_private_images(model, images)
     update = fedadmm_client_update(model, images, labels, global_params, dual, rho=rho, lr=lr,
                                    local_steps=local_steps).delta
     return Case(model, images, labels, update,

@@ -12,8 +12,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from gitutor.checks import check_layout, input_channels
 from gitutor.federated.defenses import Defense, apply_defense
 from gitutor.models.buffers import preserved_buffers
+
+#: Soft-label rows must be probabilities: entries ≥ −tol and row sums within tol of 1.
+SOFT_LABEL_TOLERANCE = 1e-4
 
 
 def check_parameter_list(model: nn.Module, tensors: Sequence[torch.Tensor], what: str) -> list[torch.Tensor]:
@@ -53,7 +57,7 @@ def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Raises:
         ValueError: on a batch-size or class-count mismatch, integer labels outside [0, C), or soft
-            labels with NaN/inf.
+            labels that are not probabilities (NaN/inf, negative entries, rows not summing to 1).
         TypeError: for integer labels that are not int64.
     """
     if y.shape[0] != logits.shape[0]:
@@ -68,39 +72,67 @@ def _cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return -(y * F.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
 
 
-def check_labels(y: torch.Tensor, num_classes: int) -> None:
-    """Check labels ``y``: int64 ``(B,)`` in [0, num_classes) or finite soft labels ``(B, num_classes)``.
+def check_labels(y: torch.Tensor, num_classes: int, name: str = "y") -> None:
+    """Check labels: int64 ``(B,)`` in [0, num_classes) or soft labels ``(B, num_classes)`` whose rows
+    are probability vectors — entries ≥ 0 and each row summing to 1, up to
+    :data:`SOFT_LABEL_TOLERANCE` (one-hot, :func:`~gitutor.federated.smooth_labels`,
+    :func:`~gitutor.federated.mixup` and ``softmax`` outputs all are).
 
     Raises:
         TypeError: for integer labels that are not int64.
-        ValueError: for labels out of range (e.g. −100, which cross-entropy would silently ignore),
-            soft labels of the wrong width, or NaN/inf soft labels.
+        ValueError: naming ``name``: labels out of range (e.g. −100, which cross-entropy would silently
+            ignore), soft labels of the wrong width, with NaN/inf, with negative entries, or with a row
+            that does not sum to 1 (logits? apply ``torch.softmax``).
     """
     if y.dim() == 1:
         if y.dtype != torch.int64:
-            raise TypeError(f"integer labels y must be int64 (torch.long), got {y.dtype}")
+            raise TypeError(f"integer labels {name} must be int64 (torch.long), got {y.dtype}")
         if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
-            raise ValueError(f"labels y must lie in [0, {num_classes}), got {y.tolist()}")
+            raise ValueError(f"labels {name} must lie in [0, {num_classes}), got {y.tolist()}")
         return
     if y.dim() != 2 or y.shape[1] != num_classes:
-        raise ValueError(f"soft labels y must be (B, {num_classes}), got {tuple(y.shape)}")
-    if not torch.isfinite(y).all():
-        raise ValueError("soft labels y contain NaN or inf")
+        raise ValueError(f"soft labels {name} must be (B, {num_classes}), got {tuple(y.shape)}")
+    if not y.is_floating_point():
+        raise TypeError(f"soft labels {name} must be a float tensor (B, {num_classes}), got {y.dtype}")
+    if y.numel() == 0:
+        return
+    sums = y.detach().sum(dim=1)
+    off = (sums - 1).abs()
+    if bool(~torch.isfinite(y).all() | (y.min() < -SOFT_LABEL_TOLERANCE) | (off.max() > SOFT_LABEL_TOLERANCE)):
+        if not torch.isfinite(y).all():
+            raise ValueError(f"soft labels {name} contain NaN or inf; they must be finite probabilities")
+        if float(y.min()) < -SOFT_LABEL_TOLERANCE:
+            raise ValueError(f"soft labels {name} must be probabilities (entries ≥ 0, rows summing to 1), got a "
+                             f"negative entry {float(y.min()):.4g}")
+        row = int(off.argmax())
+        raise ValueError(f"soft labels {name} must be probabilities: each row must sum to 1 (tolerance "
+                         f"{SOFT_LABEL_TOLERANCE:g}), but row {row} sums to {float(sums[row]):.6g}; logits? apply "
+                         f"torch.softmax(..., dim=-1), or build them with smooth_labels / mixup")
 
 
-def check_client_batch(x: torch.Tensor, y: torch.Tensor) -> None:
-    """Check a client's batch: float, finite images ``x`` and as many labels ``y``.
+def check_client_batch(x: torch.Tensor, y: torch.Tensor, model: nn.Module | None = None) -> None:
+    """Check a client's batch: float, finite inputs ``x`` and as many labels ``y``.
+
+    ``x`` is usually images ``(B, C, H, W)``; their layout is checked (channels first, C equal to the
+    ``in_channels`` of the model's first convolution, :func:`gitutor.checks.check_layout`). Other
+    inputs (e.g. penultimate features ``(B, d)`` for a last layer) are accepted as they are, but a
+    model with a convolution needs 4-D images. The range [0, 1] is not checked here: attacks pass
+    unbounded dummy images (the case builders of :mod:`gitutor.federated.case` check it).
 
     Raises:
         TypeError: if ``x`` is not a float tensor or ``y`` is not a tensor.
-        ValueError: on a batch-size mismatch or NaN/inf in ``x``.
+        ValueError: on a batch-size mismatch, NaN/inf in ``x``, or images not ``(B, C, H, W)`` (e.g.
+            channels-last ``(B, H, W, C)``, or C not what the model takes).
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"x must be a float tensor of images, got {getattr(x, 'dtype', type(x).__name__)}")
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"y must be a tensor of labels, got {type(y).__name__}")
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"batch size mismatch: x has {x.shape[0]} images, y has {y.shape[0]} labels")
+    if x.dim() == 0 or y.dim() == 0 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"batch size mismatch: x has shape {tuple(x.shape)} (B first), y has shape {tuple(y.shape)}")
+    channels = input_channels(model)
+    if x.dim() == 4 or channels is not None:
+        check_layout(x.shape, "x", channels=channels)
     if not torch.isfinite(x).all():
         raise ValueError("x contains NaN or inf")
 
@@ -124,8 +156,10 @@ def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
 
     Args:
         model: the shared model; its parameters' ``.grad`` are not touched.
-        x: ``(B, C, H, W)`` images in [0, 1].
-        y: ``(B,)`` int64 labels in [0, num_classes) or ``(B, num_classes)`` soft labels.
+        x: ``(B, C, H, W)`` images in [0, 1] (or an attack's dummy images; channels first, C as the
+            model's first convolution takes).
+        y: ``(B,)`` int64 labels in [0, num_classes) or ``(B, num_classes)`` soft labels whose rows are
+            probabilities (entries ≥ 0, each row summing to 1 within 1e-4).
         create_graph: keep the graph so the result can be differentiated again (attacks set this).
 
     The model's buffers (BatchNorm running statistics) are kept by
@@ -137,11 +171,13 @@ def client_gradients(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
         ``create_graph``.
 
     Raises:
-        ValueError: on batch-size mismatch, non-finite inputs, labels out of range, frozen
-            parameters, or a parameter that gets no gradient.
+        ValueError: on batch-size mismatch, non-finite inputs, images not ``(B, C, H, W)`` (e.g.
+            channels-last ``(B, H, W, C)``), labels out of range, soft labels ``y`` that are not
+            probabilities (negative, or a row not summing to 1), frozen parameters, or a parameter
+            that gets no gradient.
         TypeError: for non-float images or integer labels that are not int64.
     """
-    check_client_batch(x, y)
+    check_client_batch(x, y, model)
     parameters = trainable_parameters(model)
     with preserved_buffers(model):
         loss = cross_entropy(model(x), y)
@@ -168,7 +204,7 @@ def per_example_gradients(model: nn.Module, images: torch.Tensor, labels: torch.
     Raises:
         ValueError / TypeError: as :func:`client_gradients`.
     """
-    check_client_batch(images, labels)
+    check_client_batch(images, labels, model)
     trainable_parameters(model)
     device = next(model.parameters()).device
     with preserved_buffers(model), torch.no_grad():

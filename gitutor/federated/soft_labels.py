@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from gitutor.checks import check_images, check_num_classes
+
 
 def _as_batch_values(value, batch: int, name: str) -> torch.Tensor:
     values = torch.as_tensor(value, dtype=torch.float32)
@@ -24,8 +26,7 @@ def _as_batch_values(value, batch: int, name: str) -> torch.Tensor:
 def _one_hot(y: torch.Tensor, num_classes: int) -> torch.Tensor:
     if y.dtype != torch.long or y.dim() != 1:
         raise TypeError(f"class labels must be an int64 tensor (B,), got dtype {y.dtype} and shape {tuple(y.shape)}")
-    if not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"num_classes must be an int ≥ 2, got {num_classes!r}")
+    check_num_classes(num_classes)
     if y.numel() and (y.min() < 0 or y.max() >= num_classes):
         raise ValueError(f"class labels must lie in [0, {num_classes}), got {y.tolist()}")
     return F.one_hot(y, num_classes).float()
@@ -43,7 +44,7 @@ def smooth_labels(y: torch.Tensor, eps, num_classes: int) -> torch.Tensor:
         soft labels ``(B, C)`` float32, each row summing to 1.
 
     Raises:
-        TypeError: if ``y`` is not an int64 vector.
+        TypeError: if ``y`` is not an int64 vector or ``num_classes`` is not an int.
         ValueError: for ε outside [0, 1] or of the wrong shape, classes out of range, C < 2.
     """
     onehot = _one_hot(y, num_classes)
@@ -56,7 +57,7 @@ def mixup(x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor
     """Mixup x = λ x₁ + (1 − λ) x₂, y = λ y₁ + (1 − λ) y₂ (Wang et al. §4.1; Zhang et al. 2018).
 
     Args:
-        x1, x2: images ``(B, C, H, W)`` of the same shape.
+        x1, x2: images ``(B, C, H, W)`` in [0, 1] of the same shape.
         y1, y2: labels, either probability vectors ``(B, K)`` or class indices int64 ``(B,)``
             (then ``num_classes`` is required).
         lam: mixing weight λ ∈ [0, 1], a float or a tensor ``(B,)``.
@@ -66,9 +67,13 @@ def mixup(x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor
         ``(x, y)``: mixed images ``(B, C, H, W)`` and soft labels ``(B, K)``.
 
     Raises:
-        TypeError: for class-index labels without ``num_classes`` or of a non-integer dtype.
-        ValueError: for mismatched shapes or λ outside [0, 1].
+        TypeError: for class-index labels without ``num_classes`` or of a non-integer dtype, or
+            non-float images.
+        ValueError: for mismatched shapes, λ outside [0, 1], or images ``x1``/``x2`` that are not
+            ``(B, C, H, W)`` in [0, 1] (:func:`gitutor.checks.check_images`: channels-last, 0–255).
     """
+    check_images(x1, "x1")
+    check_images(x2, "x2")
     if x1.shape != x2.shape:
         raise ValueError(f"x1 and x2 must have the same shape, got {tuple(x1.shape)} and {tuple(x2.shape)}")
     labels = []

@@ -14,6 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
+from gitutor.checks import check_images
+
+
+#: Features may fall below 0 by this much (float rounding); anything lower is refused.
+FEATURE_TOLERANCE = 1e-6
+
 
 @dataclass(frozen=True)
 class FeatureCV:
@@ -41,14 +47,18 @@ class FeatureCV:
         Args:
             feature_extractor: Φ, maps ``(n, C, H, W)`` images to ``(n, m)`` non-negative features,
                 e.g. ``functools.partial(fc_input_features, model)``.
-            aux_images: ``(n, C, H, W)`` auxiliary images, n ≥ 2, disjoint from the attacked batch.
+            aux_images: ``(n, C, H, W)`` auxiliary images in [0, 1], n ≥ 2, disjoint from the attacked
+                batch.
             top_m: M, how many ranks with the smallest CV to keep.
 
         Raises:
-            ValueError / TypeError: as :meth:`from_features`, or if the extractor does not return one
-                feature row per image.
+            ValueError / TypeError: as :meth:`from_features`, if ``aux_images`` are not float
+                ``(n, C, H, W)`` images in [0, 1] (:func:`gitutor.checks.check_images`: channels-last,
+                0–255 pixels or mean/std-normalised images are refused), or if the extractor does not
+                return one feature row per image.
         """
-        if aux_images.dim() < 1 or aux_images.shape[0] < 2:
+        check_images(aux_images, "aux_images")
+        if aux_images.shape[0] < 2:
             raise ValueError("need at least 2 auxiliary images to measure a coefficient of variation")
         features = feature_extractor(aux_images)
         if features.dim() != 2 or features.shape[0] != aux_images.shape[0]:
@@ -61,8 +71,9 @@ class FeatureCV:
         """Eq. 5 on already extracted auxiliary features ``(n, m)``, n ≥ 2 (see :meth:`fit`).
 
         Raises:
-            ValueError: if the features are not a finite ``(n, m)`` matrix with n ≥ 2, or ``top_m`` is
-                not in [1, m] or exceeds the number of ranks with a finite CV.
+            ValueError: if the features are not a finite ``(n, m)`` matrix with n ≥ 2, have a negative
+                entry (Eq. 5–6 assume post-ReLU features h ≥ 0: taken before the activation?), or
+                ``top_m`` is not in [1, m] or exceeds the number of ranks with a finite CV.
             TypeError: if ``top_m`` is not an int.
         """
         if not isinstance(top_m, int) or isinstance(top_m, bool):
@@ -71,6 +82,10 @@ class FeatureCV:
             raise ValueError(f"need (n, m) features of n ≥ 2 auxiliary images, got shape {tuple(features.shape)}")
         if not torch.isfinite(features).all():
             raise ValueError("auxiliary features contain NaN or inf")
+        if float(features.min()) < -FEATURE_TOLERANCE:
+            raise ValueError(f"features must be non-negative (post-ReLU activations h ≥ 0, Ye et al. Eq. 5–6), "
+                             f"got a minimum of {float(features.min()):.4g}; were they taken before the "
+                             "activation? use gitutor.labels.fc_input_features")
         if not 1 <= top_m <= features.shape[1]:
             raise ValueError(f"top_m must be in [1, {features.shape[1]}] (the feature dimension), got {top_m}")
         ranked = features.detach().cpu().double().sort(dim=1, descending=True).values

@@ -19,6 +19,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from gitutor.attacks.feature_hashing import FeatureHasher
+from gitutor.checks import check_images, check_layout, input_channels
 from gitutor.federated.client import gradient_dimension, per_example_gradients
 from gitutor.federated.defenses import Defense, apply_defense
 from gitutor.seeding import make_generator
@@ -50,8 +51,9 @@ def make_gradient_dataset(model: nn.Module, images: torch.Tensor, labels: torch.
         for B = 1, row i belongs to image i.
 
     Raises:
-        ValueError: on a count mismatch between images and labels, non-4-D or non-finite images,
-            labels outside [0, classes), a batch size
+        ValueError: on a count mismatch between images and labels, images that are not finite
+            ``(N, C, H, W)`` in [0, 1] with the model's input channels (channels-last, 0–255 pixels;
+            g_θ ends in a sigmoid, so it cannot fit other values), labels outside [0, classes), a batch size
             outside [1, N], a hasher whose ``in_dim`` is not m, or an invalid defense output.
     """
     if not isinstance(images, torch.Tensor) or not images.is_floating_point() or images.dim() != 4:
@@ -59,8 +61,7 @@ def make_gradient_dataset(model: nn.Module, images: torch.Tensor, labels: torch.
                          f"{tuple(getattr(images, 'shape', ()))}")
     if labels.shape != (images.shape[0],):
         raise ValueError(f"labels must be ({images.shape[0]},) to match the images, got {tuple(labels.shape)}")
-    if not torch.isfinite(images).all():
-        raise ValueError("images contain NaN or inf")
+    check_images(images, "images", channels=input_channels(model))
     m = gradient_dimension(model)
     if hasher is not None and hasher.in_dim != m:
         raise ValueError(f"the hasher expects {hasher.in_dim} coordinates but the model has {m} parameters")
@@ -95,13 +96,15 @@ def aggregate_batches(features: torch.Tensor, images: torch.Tensor, batch_size: 
         ``(num_batches, k)`` mean features and ``(num_batches, B, C, H, W)`` images.
 
     Raises:
-        ValueError: on a count mismatch or a batch size outside [1, N].
+        ValueError: on a count mismatch, images not ``(N, C, H, W)`` (e.g. channels-last;
+            :func:`gitutor.checks.check_layout`), or a batch size outside [1, N].
     """
     images = images[:, 0] if images.dim() == 5 else images
     n = features.shape[0]
     if images.shape[0] != n or images.dim() != 4:
         raise ValueError(f"need (N, k) features and (N, C, H, W) images with the same N, got "
                          f"{tuple(features.shape)} and {tuple(images.shape)}")
+    check_layout(images.shape, "images")
     if not torch.isfinite(features).all():
         raise ValueError("features contain NaN or inf")
     if type(batch_size) is not int or not 1 <= batch_size <= n:

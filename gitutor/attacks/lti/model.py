@@ -18,6 +18,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from gitutor.attacks.result import AttackResult
+from gitutor.checks import check_images, check_layout
 from gitutor.metrics import hungarian_assignment
 from gitutor.seeding import make_generator
 
@@ -36,8 +37,8 @@ class InversionMLP(nn.Module):
     ``forward`` maps ``(N, in_dim)`` to ``(N, B, C, H, W)`` in (0, 1).
 
     Raises:
-        ValueError: for non-positive sizes or a bad ``image_shape``; in ``forward``, for an input
-            that is not ``(N, in_dim)``.
+        ValueError: for non-positive sizes or a bad ``image_shape`` (not ``(C, H, W)``, e.g.
+            channels-last ``(H, W, C)``); in ``forward``, for an input that is not ``(N, in_dim)``.
     """
 
     def __init__(self, in_dim: int, image_shape: Sequence[int], batch_size: int = 1, hidden: int = 3000,
@@ -46,6 +47,7 @@ class InversionMLP(nn.Module):
         image_shape = tuple(image_shape)
         if len(image_shape) != 3 or min(image_shape) < 1:
             raise ValueError(f"image_shape must be (C, H, W) with positive sides, got {image_shape!r}")
+        check_layout(image_shape, "image_shape", leading=0)
         for name, value in (("in_dim", in_dim), ("batch_size", batch_size), ("hidden", hidden)):
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -68,6 +70,7 @@ def _check_batches(reconstructed: torch.Tensor, images: torch.Tensor) -> None:
     if reconstructed.dim() != 5 or reconstructed.shape != images.shape:
         raise ValueError(f"reconstructed and images must both be (N, B, C, H, W) of the same shape, "
                          f"got {tuple(reconstructed.shape)} and {tuple(images.shape)}")
+    check_layout(images.shape, "images", leading=2)
 
 
 def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
@@ -81,7 +84,7 @@ def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor)
         Scalar tensor (differentiable w.r.t. ``reconstructed``; the matching itself is not).
 
     Raises:
-        ValueError: if the shapes differ or are not 5-D.
+        ValueError: if the shapes differ or are not ``(N, B, C, H, W)`` (e.g. channels-last).
     """
     _check_batches(reconstructed, images)
     cost = (reconstructed[:, :, None] - images[:, None]).pow(2).flatten(3).mean(-1)  # (N, B, B)
@@ -104,7 +107,7 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
     Args:
         inversion_model: an :class:`InversionMLP` whose ``in_dim`` and output shape fit the data.
         features: ``(N, in_dim)`` aggregated gradients, from :func:`make_gradient_dataset`.
-        images: ``(N, B, C, H, W)`` the batches behind them.
+        images: ``(N, B, C, H, W)`` the batches behind them, in [0, 1] (g_θ ends in a sigmoid).
         epochs: number of passes over the training part (≥ 1).
         seed: seed of the train/validation split and of the mini-batch order.
 
@@ -115,7 +118,8 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
     Raises:
         ValueError: on mismatched counts or shapes, ``epochs < 1``, ``val_fraction`` outside
             [0, 1), ``lr`` not finite and > 0, ``lr_drop_at`` outside (0, 1], ``batch_size < 1``,
-            NaN/inf in the data, or a split that leaves no training pair.
+            NaN/inf in the data, images outside [0, 1] (:func:`gitutor.checks.check_images`), or a
+            split that leaves no training pair.
     """
     if features.dim() != 2 or features.shape[0] != images.shape[0]:
         raise ValueError(f"features must be (N, in_dim) with N = {images.shape[0]} images, got {tuple(features.shape)}")
@@ -133,8 +137,9 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
         raise ValueError(f"lr_drop_at must be a fraction of the epochs in (0, 1], got {lr_drop_at!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if not (torch.isfinite(features).all() and torch.isfinite(images).all()):
-        raise ValueError("features or images contain NaN or inf")
+    if not torch.isfinite(features).all():
+        raise ValueError("features contain NaN or inf")
+    check_images(images, "images", leading=2)
     generator = make_generator(seed)
     order = torch.randperm(features.shape[0], generator=generator)
     n_val = int(round(val_fraction * features.shape[0]))

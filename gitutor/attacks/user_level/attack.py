@@ -31,7 +31,6 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
 from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.loop import optimise_images
@@ -39,6 +38,7 @@ from gitutor.attacks.objectives import check_target_gradients, cosine_gradient_d
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.user_level.augment import Augmentation
 from gitutor.attacks.user_level.schedules import LayerWindow, TauSchedule, ZetaSchedule
+from gitutor.checks import check_layout, input_channels
 from gitutor.federated.client import client_gradients
 from gitutor.priors.sampling import add_noise, ddpm_denoise
 from gitutor.seeding import make_generator
@@ -65,6 +65,10 @@ def matching_distance(model: nn.Module, target_grads: Sequence[torch.Tensor], la
         layer_weights: ``(L,)`` per-tensor weights of :class:`LayerWindow` (None: all 1); tensors
             with weight 0 are left out, the others scaled by √weight in both gradients so that
             each tensor's terms in the inner product and the norms carry its weight.
+
+    Raises:
+        ValueError / TypeError: as :func:`~gitutor.federated.client_gradients` (e.g. a channels-last
+            ``batch``), or for gradient lists that do not match.
     """
     grads = client_gradients(model, batch, labels, create_graph=True)
     if layer_weights is None:
@@ -75,7 +79,12 @@ def matching_distance(model: nn.Module, target_grads: Sequence[torch.Tensor], la
 
 
 def to_classifier_input(x: torch.Tensor, image_size: int) -> torch.Tensor:
-    """DDPM-scale images ([−1, 1]) → classifier images in [0, 1] of side ``image_size``."""
+    """DDPM-scale images ``(N, C, H, W)`` in [−1, 1] → classifier images in [0, 1] of side ``image_size``.
+
+    Raises:
+        ValueError: if ``x`` is not ``(N, C, H, W)`` (:func:`gitutor.checks.check_layout`).
+    """
+    check_layout(x.shape, "x")
     images = (x.clamp(-1, 1) + 1) / 2
     if images.shape[-1] != image_size:
         images = F.interpolate(images, size=(image_size, image_size), mode="bilinear", antialias=True,
@@ -136,9 +145,14 @@ def user_level_inversion(model: nn.Module, target_grads: Sequence[torch.Tensor],
     Raises:
         ValueError: naming the argument: mismatched ``target_grads``, ``labels`` not of length
             ``batch_size``, ``steps``/``batch_size``/``record_every`` < 1, non-finite or non-positive
-            ``lr``/``matching_weight``, ``t_star`` outside [0, T), a ``tau_schedule`` beyond T.
+            ``lr``/``matching_weight``, ``t_star`` outside [0, T), a ``tau_schedule`` beyond T, or a
+            ``prior`` whose image channels differ from the input channels of the model.
     """
     target_grads = _check_common(model, target_grads, labels, batch_size, steps)
+    channels = input_channels(model)
+    if channels is not None and channels != prior.channels:
+        raise ValueError(f"prior makes {prior.channels}-channel images but the model's first convolution takes "
+                         f"{channels} channels; use a model and a prior with the same channels")
     augment, tau_schedule = augment or Augmentation(), tau_schedule or TauSchedule()
     zeta_schedule, layer_window = zeta_schedule or ZetaSchedule(), layer_window or LayerWindow()
     _check_positive(lr=lr, matching_weight=matching_weight, record_every=record_every)
@@ -196,11 +210,13 @@ def user_level_inverting_gradients(model: nn.Module, target_grads: Sequence[torc
         ``history["loss"]``, snapshots and ``info["seconds"]``.
 
     Raises:
-        ValueError: as :func:`user_level_inversion`, or naming ``input_shape`` if it is not (C, H, W).
+        ValueError: as :func:`user_level_inversion`, or naming ``input_shape`` if it is not (C, H, W)
+            with positive sizes and the model's input channels (e.g. channels-last (H, W, C)).
     """
     target_grads = _check_common(model, target_grads, labels, batch_size, steps)
     if len(input_shape) != 3 or min(input_shape) < 1:
         raise ValueError(f"input_shape must be (C, H, W), got {input_shape!r}")
+    check_layout(input_shape, "input_shape", channels=input_channels(model), leading=0)
     augment = augment or Augmentation()
     generator = make_generator(seed)
 

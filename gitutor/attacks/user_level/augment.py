@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 import torchvision.transforms.v2.functional as TF
 
+from gitutor.checks import check_layout
+
 
 @dataclass(frozen=True)
 class Augmentation:
@@ -51,10 +53,12 @@ class Augmentation:
         """``copies`` augmented versions ``(copies, C, H, W)`` of ``image`` ``(1, C, H, W)`` in [0, 1].
 
         Raises:
-            ValueError: naming ``image`` if it is not one ``(1, C, H, W)`` image, ``copies`` if < 1.
+            ValueError: naming ``image`` if it is not one ``(1, C, H, W)`` image (e.g. channels-last),
+                ``copies`` if < 1.
         """
         if image.dim() != 4 or image.shape[0] != 1:
             raise ValueError(f"image must be (1, C, H, W), got shape {tuple(image.shape)}")
+        check_layout(image.shape, "image")
         if copies < 1:
             raise ValueError(f"copies must be >= 1, got {copies}")
         return torch.cat([self._one(image, generator) for _ in range(copies)]).clamp(0, 1)

@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from gitutor.checks import check_images
 from gitutor.metrics import lpips_distance, lpips_or_none, mse, psnr, ssim
 from gitutor.stats import interval
 
@@ -29,27 +30,37 @@ def paired_scores(x: torch.Tensor, y: torch.Tensor) -> dict[str, float | None]:
 
 
 def _check_representative(representative: torch.Tensor, batch: torch.Tensor) -> None:
+    check_images(batch, "batch")
+    check_images(representative, "representative", in_range=False)  # a reconstruction: clipped by the metrics
     if representative.dim() != 4 or representative.shape[0] != 1 or representative.shape[1:] != batch.shape[1:]:
         raise ValueError(f"representative must be (1, {', '.join(map(str, batch.shape[1:]))}), "
                          f"got {tuple(representative.shape)}")
 
 
 def representative_scores(representative: torch.Tensor, batch: torch.Tensor) -> dict[str, float | None]:
-    """Scores of one image ``(1, C, H, W)`` against every image of the user's ``batch``, averaged (Table 1a).
+    """Scores of one image ``(1, C, H, W)`` against every image of the user's ``batch``
+    ``(B, C, H, W)`` in [0, 1], averaged (Table 1a).
 
     Raises:
-        ValueError: naming ``representative`` if it is not one image shaped like the batch's.
+        TypeError: for non-float images.
+        ValueError: naming ``batch`` if it is not ``(B, C, H, W)`` in [0, 1] (e.g. channels-last,
+            0–255 pixels; :func:`gitutor.checks.check_images`), ``representative`` if it is not one
+            finite image shaped like the batch's.
     """
     _check_representative(representative, batch)
     return paired_scores(representative.expand_as(batch), batch)
 
 
 def intra_user_scores(batch: torch.Tensor) -> dict[str, float | None]:
-    """The intra-user reference of Table 1a: scores averaged over all pairs i < j of the user's photos.
+    """The intra-user reference of Table 1a: scores averaged over all pairs i < j of the user's photos
+    ``batch`` ``(B, C, H, W)`` in [0, 1].
 
     Raises:
-        ValueError: naming ``batch`` if it holds fewer than 2 images.
+        TypeError: for non-float images.
+        ValueError: naming ``batch`` if it holds fewer than 2 images or is not ``(B, C, H, W)`` in
+            [0, 1] (:func:`gitutor.checks.check_images`).
     """
+    check_images(batch, "batch")
     if batch.dim() != 4 or batch.shape[0] < 2:
         raise ValueError(f"batch must be (B >= 2, C, H, W), got shape {tuple(batch.shape)}")
     i, j = torch.triu_indices(len(batch), len(batch), offset=1)
@@ -63,7 +74,8 @@ def user_distance_matrix(representatives: Sequence[torch.Tensor], batches: Seque
     ``metric`` maps two equal-shape batches to per-image values (``gitutor.metrics.mse``, ``ssim``).
 
     Raises:
-        ValueError: naming ``batches`` if the counts differ, ``representatives`` for a bad shape.
+        ValueError: naming ``batches`` if the counts differ or a batch is not ``(B, C, H, W)`` in
+            [0, 1], ``representative`` for a bad shape (as :func:`representative_scores`).
     """
     if len(representatives) != len(batches) or len(batches) < 2:
         raise ValueError(f"batches must hold >= 2 users, one per representative; got {len(batches)} batches "
