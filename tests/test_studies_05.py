@@ -75,6 +75,7 @@ def test_table_and_rows_average_over_users(tmp_path):
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
     assert out[3]["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     assert verdict(out[4]) == "meets" and out[-1]["this_run"] == LPIPS_NA
+    assert out[4]["setting"].endswith("one image per user, 5 users")  # its rate moves by 1/U
 
 
 def test_differences_name_the_profile_and_flag_offline_substitutes():

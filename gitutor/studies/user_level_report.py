@@ -102,7 +102,7 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, match: tuple[float, f
             "not reported", round(spread_ratio, 3), "ratio"),
         row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
             "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
-        row("face detection rate, DiffULA (realism, not identity)", "B = 30", 1.00, round(rate[diff], 2), "fraction", "higher"),
+        row("face detection rate, DiffULA (realism, not identity)", f"B = 30, one image per user, {users} users", 1.00, round(rate[diff], 2), "fraction", "higher"),
         row("face detection rate, Inverting Gradients", "B = 30 (paper: sample level)", 0.03, round(rate[ig], 2), "fraction"),
         row("face detection rate, original batch", "B = 30", 0.95, round(rate[intra], 2), "fraction"),
         row("MSE, DiffULA", "B = 30", 0.4210, round(average(rows, diff, "mse"), 4), "MSE"),
