@@ -12,6 +12,7 @@ from gitutor.profiles.dlg import BUDGETS, SMOKE_PARAMETERS, chapter_settings
 from gitutor.results import save_results, verdict
 from gitutor.stats import success_interval
 from gitutor.studies import dlg_figures, dlg_sweeps as sweeps
+from gitutor.studies import dlg_report
 from gitutor.studies.dlg_report import chapter_rows
 
 CASE = dict(size=16, num_classes=10)
@@ -84,7 +85,57 @@ def test_chapter_rows_are_valid_records_with_a_label_verdict(tmp_path):
     save_results("01_dlg", "quick", rows, tmp_path)  # raises on a malformed row
     label = next(r for r in rows if r["quantity"] == "DLG label accuracy")
     assert verdict(label) == "meets" and rows[0]["this_run"] == 41.23
-    assert rows[-1]["this_run"] == "none tried" and "gradient RMS 0.01" in rows[-1]["differences"]
+    wilson = success_interval([True] * len(cfg.seeds))  # every seed's label recovered
+    assert label["setting"].endswith(f"95 % interval [{wilson.low:.2f}, {wilson.high:.2f}]")
+    assert rows[-1]["this_run"] == "none tried" and "gradient RMS 0.01" in rows[-1]["setting"]
+    assert len({row["differences"] for row in rows}) == 1  # the table states them once
     with pytest.raises(KeyError):
         chapter_rows(cfg, 0, main={"psnr": 1.0}, known_psnr=1.0, rates={}, label_rate=0.0, batch_rows=[{"B": 1, "psnr": 1.0}],
                      thresholds={}, scale={"rms": 1.0})
+
+
+def _run(seed, value, label_ok=True):
+    return {"seed": seed, "psnr": value, "ssim": 0.5, "label_ok": label_ok}
+
+
+def test_success_rates_and_seed_table_read_the_same_runs():
+    studies = {"fixed": [_run(0, 35.0), _run(1, 12.0, False)], "wolfe": [_run(0, 31.0), _run(1, 30.0)]}
+    rates = sweeps.success_rates(studies, 30.0)
+    assert rates["fixed"].mean == 0.5 and rates["fixed"].n == 2 and rates["wolfe"].mean == 1.0
+    table = dlg_report.seed_table(studies, {("fixed", 0): 10, ("fixed", 1): None, ("wolfe", 0): 20,
+                                            ("wolfe", 1): 30}, 30.0)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 4 and "| fixed | 1 | 12.0 | 0.500 | ✗ | ✗ | not reached |" in lines
+    with pytest.raises(KeyError):
+        dlg_report.seed_table(studies, {}, 30.0)
+
+
+def test_noise_table_puts_sigma_next_to_the_gradient_scale_and_summaries_read_their_sweeps():
+    table = dlg_report.noise_scale_table([1e-4, 1e-2], {"rms": 0.01, "median_abs": 0.001})
+    assert "| 0.01 | 0.1 | 100 | 10 |" in table.splitlines()
+    with pytest.raises(ValueError, match="median_abs"):
+        dlg_report.noise_scale_table([1e-2], {"rms": 0.0, "median_abs": 0.0})
+    assert dlg_report.stopping_strength(None, "variance") == "none of the strengths tried"
+    assert dlg_report.stopping_strength(0.3, "fraction pruned") == "0.3 (fraction pruned)"
+    assert dlg_report.batch_summary([{"B": 2, "psnr": 14.06}, {"B": 4, "psnr": 9.0}]) == "B = 2: 14.1 dB; B = 4: 9.0 dB"
+    assert dlg_report.source_summary({"digits": (23.44, None, None)}) == "digits: 23.4 dB"
+    assert dlg_report.source_summary({}) == "no other source in this profile"
+
+
+def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
+    import matplotlib.pyplot as plt
+    model, x, y = sweeps.dlg_case(0, **CASE)
+    result = dlg(model, client_gradients(model, x, y), x.shape, 10, iterations=2, seed=0, record_every=1)
+    fig = dlg_figures.attack_curves(result, x)
+    assert len(fig.axes) == 2 and len(fig.axes[1].lines[0].get_xdata()) == len(result.snapshots)
+    curves = {"run, seed 0": ((0, 10), (5.0, 31.0))}
+    assert dlg_figures.psnr_curves(curves, 30.0).axes[0].get_lines()[-1].get_ydata()[0] == 30.0
+    grids = dlg_figures.batch_grids([{"B": 2, "psnr": 10.0, "images": torch.rand(4, 3, 8, 8)}])
+    assert len(grids) == 1 and "B = 2" in grids[0]._suptitle.get_text()
+    plt.close("all")
+    with pytest.raises(ValueError, match="snapshots"):
+        dlg_figures.attack_curves(gitutor.attacks.AttackResult(images=x, labels=None), x)
+    with pytest.raises(ValueError):
+        dlg_figures.psnr_curves({}, 30.0)
+    with pytest.raises(ValueError):
+        dlg_figures.batch_grids([])

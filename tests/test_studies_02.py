@@ -96,3 +96,50 @@ def test_bad_counts_and_too_few_photographs_are_named(lenet):
     cfg = get_profile("02_idlg_soft_labels", "full").replace(**{**BUDGETS["smoke"], "fcn_images": 20})
     with pytest.raises(ValueError, match="fcn_images=20"):
         chapter_images(cfg, "bundled", 0, torch.Generator().manual_seed(0))
+
+
+# ---- what the chapter's prose pastes in (myst-nb glue, issue 22) ------------------------------------------------
+
+def test_lowest_accuracy_names_the_cells_or_says_every_cell():
+    from gitutor.studies.idlg_soft_labels_report import lowest_accuracy
+    tie = {("untrained LeNet", "smoothing"): (100.0, 1e-6), ("trained LeNet", "mixup"): (100.0, 1e-6)}
+    assert lowest_accuracy(tie) == (100.0, "in every cell")
+    table = {**tie, ("trained LeNet", "one-hot"): (90.0, 1e-3), ("untrained ResNet18", "mixup"): (90.0, 1e-3)}
+    assert lowest_accuracy(table) == (
+        90.0, "for the trained LeNet with one-hot and the untrained ResNet18 with mixup")
+    assert lowest_accuracy({("trained LeNet", "mixup"): (80.0, 0.1)}) == (80.0, "for the trained LeNet with mixup")
+    with pytest.raises(ValueError, match="table2"):
+        lowest_accuracy({})
+
+
+def test_pso_share_counts_one_flag_per_label_of_the_network():
+    methods = {("a", "smoothing"): {"lbfgs": 7, "pso": 3}, ("a", "mixup"): {"lbfgs": 10}, ("b", "mixup"): {"pso": 2}}
+    flags = study.pso_share(methods, "a")
+    assert len(flags) == 20 and sum(flags) == 3
+    assert study.pso_share(methods, "b") == [True, True] and study.pso_share(methods, "c") == []
+
+
+def test_report_tables_are_markdown_with_one_line_per_cell():
+    from gitutor.studies import idlg_soft_labels_report as report
+    rule = report.rule_table({"one-hot": (100.0, 100.0), "mixup": (90.0, 0.0)}).splitlines()
+    assert len(rule) == 4 and rule[-1] == "| mixup | 90 % | 0 % |"
+    fcn = report.fcn_table({"smoothing": (0.99991, 118.09, None), "mixup": (1.0, 102.9, 0.01234)}).splitlines()
+    assert "n/a" in fcn[2] and fcn[3] == "| mixup | 1.0000 | 102.90 | 0.0123 |"
+    noise = report.noise_markdown({1e-4: (100.0, 0.0684, 0.0622)}).splitlines()
+    assert noise[-1] == "| 1e-04 | 100 % | 6.84e-02 | 6.22e-02 |"
+    assert report.diagnosis_markdown({}, 20.0).startswith("No cosine run")
+    diagnosis = report.diagnosis_markdown({"mixup": {"as run": 12.0, "3× steps": 25.0, "no TV": 15.0}}, 20.0)
+    assert diagnosis.splitlines()[-1] == "| mixup | 12.0 | 25.0 | 15.0 | 3× steps |"
+
+
+def test_show_source_rewraps_long_docstring_lines_only():
+    from gitutor.studies.idlg_soft_labels_report import show_source
+
+    def example(x):
+        """A docstring line that is much longer than the narrow width asked for in this test, so it wraps."""
+        return x + 1  # a code line is never rewrapped, however long it is
+
+    text = show_source(example, width=40)
+    doc = [line for line in text.splitlines() if "wraps" in line or "docstring" in line]
+    assert all(len(line) <= 40 for line in doc) and len(doc) >= 1
+    assert "    return x + 1  # a code line is never rewrapped, however long it is" in text.splitlines()

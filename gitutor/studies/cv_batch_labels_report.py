@@ -245,8 +245,8 @@ def surface_note(best: Sequence[int], truth: Sequence[int]) -> str:
     """The sentence under the two-class surface: whether the minimum on the constraint line is the truth."""
     if list(best) == list(truth):
         return "is the truth."
-    return ("is not the truth, so this batch is one of the failures of the objective analysed "
-            "below.")
+    return ("is not the truth: on this batch the objective itself misses, a failure of the kind "
+            "analysed below.")
 
 
 def agreement_sentence(agree: int, trials: int) -> str:
@@ -268,12 +268,13 @@ NETWORK_NAMES = {"chapter": "ResNet34, random (the network above)", "random": "R
 def networks_table(summaries: Mapping[str, Mapping]) -> str:
     """Markdown table of :func:`~gitutor.studies.cv_batch_labels.comparison_summary` per network (keys of
     :data:`NETWORK_NAMES`): classes, input size, batches with the right coarse label set, mean top softmax
-    probability, mean CV at the kept ranks, per-label accuracy and exact-batch rate with 95 % intervals."""
+    probability, mean CV at the kept ranks, mean per-label accuracy and the exact-batch rate with its 95 %
+    interval."""
     header = ["network", "classes", "input", "coarse set right", "mean top p", "CV at t",
               "per-label accuracy", "exact batches"]
     lines = [[NETWORK_NAMES.get(key, key), s["classes"], f"{s['image_size']} px",
               f"{s['coarse_right']} / {s['trials']}", f"{s['top_probability']:.2f}", f"{s['kept_cv']:.2f}",
-              format_interval(s["accuracy"]), format_interval(s["exact"])] for key, s in summaries.items()]
+              f"{s['accuracy'].mean:.2f}", format_interval(s["exact"])] for key, s in summaries.items()]
     return markdown_table(header, lines)
 
 

@@ -1,4 +1,5 @@
-"""Chapter 01's figures: the seed study's reconstructions and the defense sweep (Zhu et al. 2019, §4–5)."""
+"""Chapter 01's figures: the attack's curves, the seed study's reconstructions and PSNR curves, the batch
+grids and the defense sweep (Zhu et al. 2019, §4–5)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -6,7 +7,8 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
-from gitutor.viz import show_grid
+from gitutor.metrics import mse
+from gitutor.viz import plot_curves, show_grid
 
 
 def _mark(value: float, success: float, recognisable: float | None = None) -> str:
@@ -57,3 +59,55 @@ def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[fl
     return show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
                      ncols=len(sweep) + 1, suptitle=f"✓ success (PSNR ≥ {success:.0f} dB); ~ recognisable "
                      f"(≥ {recognisable:.0f} dB); ✗ below")
+
+
+def attack_curves(result, truth: torch.Tensor):
+    """Two panels of one DLG run (DLG Alg. 1): the gradient distance ``||g' - g||²`` at every L-BFGS step
+    (``result.history["loss"]``, log axis) and the MSE of each recorded snapshot to the ``(B, C, H, W)``
+    ``truth`` (images in [0, 1]). Returns the figure.
+
+    Raises:
+        ValueError: if the result has no loss history or no snapshots.
+    """
+    if not result.history.get("loss") or not result.snapshots:
+        raise ValueError("result needs a loss history and snapshots (run dlg with record_every > 0)")
+    truth = truth.cpu()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    plot_curves({"gradient distance": result.history["loss"]}, ylabel="||g' - g||^2", logy=True, ax=axes[0])
+    steps = [step for step, _ in result.snapshots]
+    errors = [float(mse(images, truth).mean()) for _, images in result.snapshots]
+    plot_curves({"MSE": errors}, x={"MSE": steps}, ylabel="MSE to the private image", logy=True, ax=axes[1])
+    fig.tight_layout()
+    return fig
+
+
+def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], success: float):
+    """PSNR (dB) against the L-BFGS step of every seed-study run, from
+    :func:`~gitutor.studies.dlg_sweeps.psnr_curves` (``name → (steps, values)``), with the success
+    criterion ``success`` dB as a dashed line. Returns the figure.
+
+    Raises:
+        ValueError: if ``curves`` is empty.
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one run")
+    ax = plot_curves({k: v for k, (_, v) in curves.items()}, x={k: s for k, (s, _) in curves.items()},
+                     xlabel="L-BFGS step", ylabel="PSNR (dB)",
+                     title=f"PSNR along the attack (dashed: success at {success:.0f} dB)")
+    ax.axhline(success, color="grey", ls="--", lw=1)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def batch_grids(batch_rows: Sequence[Mapping]) -> list:
+    """One figure per :func:`~gitutor.studies.dlg_sweeps.batch_sweep` row (DLG Fig. 4): the ``B`` private
+    images on top, the matched reconstructions below, titled with the mean PSNR (dB). Returns the figures.
+
+    Raises:
+        ValueError: if ``batch_rows`` is empty.
+    """
+    if not batch_rows:
+        raise ValueError("batch_rows must hold at least one batch_sweep row")
+    return [show_grid(row["images"], ncols=row["B"], scale=1.2,
+                      suptitle=f"B = {row['B']}: truth (top), DLG (bottom), mean PSNR {row['psnr']:.1f} dB")
+            for row in batch_rows]

@@ -23,6 +23,7 @@ from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import LeNet, init_uniform_
 from gitutor.seeding import make_generator
+from gitutor.stats import Interval, success_interval
 
 SOURCES = ("photos", "digits", "cifar100", "mnist")
 
@@ -98,6 +99,16 @@ def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
             curves[f"{name}, seed {row['seed']}"] = (steps, values)
             reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
     return curves, reached
+
+
+def success_rates(studies: Mapping[str, Sequence[dict]], threshold: float) -> dict[str, Interval]:
+    """Per study name, the fraction of :func:`seed_study` runs with PSNR ≥ ``threshold`` dB and its 95 %
+    Wilson interval (:func:`gitutor.stats.success_interval`; the report's "success rate", §6).
+
+    Raises:
+        ValueError: if a study has no runs.
+    """
+    return {name: success_interval([row["psnr"] >= threshold for row in rows]) for name, rows in studies.items()}
 
 
 def batch_sweep(batch_sizes: Sequence[int], *, iterations: int, seed: int = 0, progress: bool = False,

@@ -20,9 +20,9 @@ from torch import nn
 
 from gitutor.attacks import dlg, invert_fcn, inverting_gradients
 from gitutor.federated import add_gaussian_noise, gradient_case
-from gitutor.labels import idlg_label, recover_soft_label
+from gitutor.labels import idlg_label, lambda_problem, recover_soft_label
 from gitutor.metrics import lpips_or_none, psnr, ssim
-from gitutor.studies.soft_label_trials import KINDS, label_l1, true_lambda
+from gitutor.studies.soft_label_trials import KINDS, label_l1, local_minima, true_lambda
 
 Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
 #: Table 3's settings: gradient distance / label given to the attack (Wang et al. §4.3).
@@ -112,6 +112,31 @@ def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, 
             "lam_star": true_lambda(model, x.to(device), y, result.row)}
 
 
+def landscape_examples(cases: Mapping[str, tuple[nn.Module, Sample, bool]], n: int, device="cpu") -> dict:
+    """Fig. 1's examples: per name, :func:`landscape_example` of ``(model, sample, first)`` plus the λ
+    ``problem`` (:func:`~gitutor.labels.lambda_problem`, Eq. 4–5) and the λ of its local ``minima`` on
+    [−reach, reach], reach = max(8, 1.3 |recovered λ|) (:func:`~gitutor.studies.soft_label_trials.local_minima`).
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    examples = {}
+    for name, (model, sample, first) in cases.items():
+        example = landscape_example(model, sample, n, first=first, device=device)
+        problem = lambda_problem(model.fc, example["grad"], exclude_top=example["exclude_top"])
+        reach = max(8.0, 1.3 * abs(example["result"].lam))
+        examples[name] = example | {"problem": problem, "minima": local_minima(problem, reach)}
+    return examples
+
+
+def pso_share(methods: Mapping[tuple[str, str], Mapping[str, int]], network: str) -> list[bool]:
+    """One bool per label of ``network`` in :func:`label_recovery_table`'s ``methods``: whether the λ search
+    needed particle swarm optimisation (App. E: L-BFGS from ±1 found no λ below the acceptance bar)."""
+    counts = [used for (name, _), used in methods.items() if name == network]
+    return [True] * sum(c.get("pso", 0) for c in counts) + [False] * sum(
+        n for c in counts for m, n in c.items() if m != "pso")
+
+
 def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
     """Table 6: recover label and feature from the last layer, then invert the bias-free FCN analytically
     (§4.2, Eq. 6–7) for ``n`` samples of ``kind``. Returns ``(truths, reconstructions)``, each ``(n, C, H, W)``,
@@ -135,19 +160,26 @@ def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
     return truths, reconstructions, scores
 
 
-def matching_runs(model: nn.Module, x: torch.Tensor, grads, labels: Mapping[str, torch.Tensor], repeat: int, cfg,
+def matching_runs(model: nn.Module, x: torch.Tensor, grads,
+                  labels: Mapping[str, torch.Tensor], repeat: int, cfg,
                   device="cpu") -> dict[str, torch.Tensor]:
-    """One repeat of Table 3 on one sample: the reconstruction ``(1, C, H, W)`` of every :data:`MATCHING_SETTINGS`
-    entry. Cosine matching is Inverting Gradients (signed Adam, TV ``cfg.table3_tv_weight``,
-    ``cfg.table3_ig_iterations`` steps), L2 matching is DLG's L-BFGS (``cfg.table3_iterations``); ``labels``
-    maps "GT", "iDLG" and "Ours" to the label given to the attack; "L2 / DLG" optimises the label too."""
+    """One repeat of Table 3 on one sample (§4.3): the ``(1, C, H, W)``
+    reconstruction of every :data:`MATCHING_SETTINGS` entry. Cosine: Inverting
+    Gradients (signed Adam, TV). L2: DLG's L-BFGS. ``labels`` maps "GT", "iDLG",
+    "Ours" to the label the attack is given; "L2 / DLG" optimises the label too."""
     shape, classes = tuple(x.shape), cfg.num_classes
-    runs = {f"cos / {name}": inverting_gradients(model, grads, labels[name].to(device), shape, seed=repeat,
-                                                 iterations=cfg.table3_ig_iterations, tv_weight=cfg.table3_tv_weight).images
-            for name in ("GT", "iDLG", "Ours")}
-    runs |= {f"L2 / {name}": dlg(model, grads, shape, classes, labels=labels[name].to(device),
-                                 iterations=cfg.table3_iterations, seed=repeat).images for name in ("GT", "Ours", "iDLG")}
-    runs["L2 / DLG"] = dlg(model, grads, shape, classes, iterations=cfg.table3_iterations, seed=repeat).images
+    cosine = dict(iterations=cfg.table3_ig_iterations, tv_weight=cfg.table3_tv_weight)
+    runs = {}
+    for name in ("GT", "iDLG", "Ours"):
+        label = labels[name].to(device)
+        runs[f"cos / {name}"] = inverting_gradients(
+            model, grads, label, shape, seed=repeat, **cosine).images
+    for name in ("GT", "Ours", "iDLG"):
+        label = labels[name].to(device)
+        runs[f"L2 / {name}"] = dlg(model, grads, shape, classes, labels=label,
+                                   iterations=cfg.table3_iterations, seed=repeat).images
+    runs["L2 / DLG"] = dlg(model, grads, shape, classes,
+                           iterations=cfg.table3_iterations, seed=repeat).images
     return runs
 
 
@@ -156,8 +188,9 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
     repeats of :func:`matching_runs` per kind in ("mixup", "smoothing").
 
     Returns:
-        dict with ``table`` ``{(kind, setting): (mean PSNR dB, mean SSIM)}``, ``images`` and ``titles``
-        (truth and every setting for each kind's first sample) and ``first`` ``{kind: (x, true label, grads)}``.
+        dict with ``table`` ``{(kind, setting): (mean PSNR dB, mean SSIM)}``, ``scores`` (the same keys, the
+        list of every run's ``(PSNR dB, SSIM)``, for intervals), ``images`` and ``titles`` (truth and every
+        setting for each kind's first sample) and ``first`` ``{kind: (x, true label, grads)}``.
     """
     scores, images, titles, first = {}, [], [], {}
     for kind in ("mixup", "smoothing"):
@@ -176,7 +209,7 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
                 titles += [f"{kind}: truth"] + [f"{kind}: {s}" for s in MATCHING_SETTINGS]
                 first[kind] = (x, y, grads)
     table = {key: tuple(np.mean(values, axis=0)) for key, values in scores.items()}
-    return {"table": table, "images": images, "titles": titles, "first": first}
+    return {"table": table, "scores": scores, "images": images, "titles": titles, "first": first}
 
 
 def cosine_diagnosis(model: nn.Module, matching: dict, cfg, device="cpu") -> dict[str, dict[str, float]]:

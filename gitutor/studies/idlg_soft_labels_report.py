@@ -1,13 +1,18 @@
-"""What chapter 02 reports: the λ-landscape figure (Wang, Liang & He, ICLR 2024, Fig. 1) and the
+"""What chapter 02 reports: the λ-landscape figure (Wang, Liang & He, ICLR 2024, Fig. 1), the FCN
+reconstructions (Table 6), the Markdown tables its prose pastes in (myst-nb ``glue``) and the
 paper-vs-run rows of its results record (Tables 2, 3, 5 and 6 of the paper)."""
 from __future__ import annotations
 
+import inspect
+import textwrap
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import torch
 
 from gitutor.labels import LambdaProblem
+from gitutor.tables import markdown_table
+from gitutor.viz import show_grid
 
 #: Table 2 (label accuracy %, mean L1 error L_r) per (network, augmentation), Wang et al. 2024.
 PAPER_TABLE2 = {("untrained LeNet", "smoothing"): (99.7, 5.32e-5), ("untrained LeNet", "mixup"): (99.7, 3.62e-5),
@@ -26,9 +31,12 @@ PAPER_TABLE3 = {("mixup", "cos / GT"): 25.76, ("mixup", "cos / iDLG"): 23.01, ("
 PAPER_TABLE5 = ((100, 1.02e-4), (100, 1.13e-3), (100, 1.14e-2), (45, 5.82e-1))
 
 
-def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]], curve_lambdas):
-    """Fig. 1: Eq. 5's loss against λ per network, ``{name: (problem, SoftLabelResult, true λ)}``, on a
-    ``curve_lambdas = (low, high, steps)`` grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
+def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float] | Mapping], curve_lambdas):
+    """Fig. 1: Eq. 5's loss against λ per network, ``{name: (problem, SoftLabelResult, true λ)}`` (or the dicts of
+    :func:`~gitutor.studies.idlg_soft_labels.landscape_examples`), on a ``curve_lambdas = (low, high, steps)``
+    grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
+    landscapes = {name: (v["problem"], v["result"], v["lam_star"]) if isinstance(v, Mapping) else v
+                  for name, v in landscapes.items()}
     fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 3.4), squeeze=False)
     for ax, (name, (problem, result, lam_star)) in zip(axes[0], landscapes.items()):
         _, high, steps = curve_lambdas
@@ -42,6 +50,118 @@ def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def show_source(*functions, width: int = 88) -> str:
+    """The source code of ``functions`` (the few lines that carry an idea, printed on the page), one after
+    the other, with docstring lines longer than ``width`` characters re-wrapped so the text fits the column.
+
+    Raises:
+        TypeError: if a function's source is not available (a builtin).
+    """
+    parts = []
+    for function in functions:
+        lines, in_docstring = [], False
+        for line in textwrap.dedent(inspect.getsource(function)).splitlines():
+            quotes = line.count('"""')
+            starts = not in_docstring and quotes > 0
+            if (in_docstring or starts) and len(line) > width:
+                indent = line[:len(line) - len(line.lstrip())]
+                lines += textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent)
+            else:
+                lines.append(line)
+            if quotes == 1:
+                in_docstring = not in_docstring
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def rule_table(rates: Mapping[str, tuple[float, float]]) -> str:
+    """Markdown table of :func:`~gitutor.studies.idlg_soft_labels.idlg_rule_accuracy`: per label kind, the %
+    of samples where iDLG's sign rule names the label's largest class and where its one-hot answer is the label."""
+    return markdown_table(["label", "iDLG names the largest class", "iDLG label within L1 ≤ 1e-3 of the truth"],
+                          [(kind, f"{top:.0f} %", f"{exact:.0f} %") for kind, (top, exact) in rates.items()])
+
+
+def recovery_table(table2: Mapping, methods: Mapping) -> str:
+    """Markdown Table 2: per (network, augmentation) the accuracy (%), the mean L1 error L_r and how often each
+    λ search was used (:func:`~gitutor.studies.idlg_soft_labels.label_recovery_table`)."""
+    used = lambda counts: ", ".join(f"{method} {count}" for method, count in counts.items())
+    return markdown_table(["network", "augmentation", "accuracy", "mean L_r", "search used"],
+                          [(n, k, f"{a:.1f} %", f"{e:.2e}", used(methods[n, k])) for (n, k), (a, e) in table2.items()])
+
+
+def lowest_accuracy(table2: Mapping[tuple[str, str], tuple[float, float]]) -> tuple[float, str]:
+    """The lowest label accuracy (%) of Table 2 (:func:`~gitutor.studies.idlg_soft_labels.label_recovery_table`,
+    ``{(network, augmentation): (accuracy %, mean L_r)}``) and where it occurs, as the words the chapter's
+    sentence pastes in: ``"in every cell"`` when all cells tie, else ``"for the untrained LeNet with
+    smoothing"`` (cells joined by "and").
+
+    Raises:
+        ValueError: if ``table2`` is empty.
+    """
+    if not table2:
+        raise ValueError("table2 must hold at least one (network, augmentation) cell")
+    low = min(accuracy for accuracy, _ in table2.values())
+    cells = [cell for cell, (accuracy, _) in table2.items() if accuracy == low]
+    if len(cells) == len(table2) > 1:
+        return low, "in every cell"
+    return low, "for " + " and ".join(f"the {network} with {kind}" for network, kind in cells)
+
+
+def landscape_table(examples: Mapping[str, Mapping]) -> str:
+    """Markdown table of Fig. 1's examples (:func:`~gitutor.studies.idlg_soft_labels.landscape_examples`): the
+    samples scanned, the local minima of Eq. 5 in the plotted range, the true λ* and the λ the search found."""
+    return markdown_table(["network", "samples scanned", "local minima", "true λ*", "λ found", "search"],
+                          [(name, e["scanned"], len(e["minima"]), f"{e['lam_star']:.3f}", f"{e['result'].lam:.3f}",
+                            e["result"].method) for name, e in examples.items()])
+
+
+def fcn_table(fcn: Mapping[str, tuple[float, float, float | None]]) -> str:
+    """Markdown Table 6: per augmentation the mean SSIM, PSNR (dB) and LPIPS (``None`` → "n/a", its AlexNet
+    weights are not on disk) of :func:`~gitutor.studies.idlg_soft_labels.fcn_inversion`."""
+    return markdown_table(["augmentation", "SSIM", "PSNR (dB)", "LPIPS"],
+                          [(k, f"{s:.4f}", f"{p:.2f}", "n/a (weights unavailable offline)" if l is None else f"{l:.4f}")
+                           for k, (s, p, l) in fcn.items()])
+
+
+def fcn_grid(runs: Mapping[str, tuple[torch.Tensor, torch.Tensor, object]]):
+    """Truth and analytic reconstruction rows per augmentation, ``{kind: (truths (n, C, H, W),
+    reconstructions (n, C, H, W), scores)}`` from :func:`~gitutor.studies.idlg_soft_labels.fcn_inversion`.
+    Returns the figure.
+
+    Raises:
+        ValueError: if ``runs`` is empty.
+    """
+    if not runs:
+        raise ValueError("runs must hold at least one augmentation")
+    n = len(next(iter(runs.values()))[0])
+    images = torch.cat([t for truths, recovered, _ in runs.values() for t in (truths, recovered)])
+    titles = [f"{kind}: {what}" for kind in runs for what in ("truth", "recovered") for _ in range(n)]
+    return show_grid(images, titles=titles, ncols=n)
+
+
+def matching_markdown(table3: Mapping[tuple[str, str], tuple[float, float]]) -> str:
+    """Markdown reduced Table 3: per (augmentation, matching / label) the mean PSNR (dB) and SSIM."""
+    return markdown_table(["augmentation", "matching / label", "PSNR (dB)", "SSIM"],
+                          [(k, s, f"{p:.2f}", f"{q:.3f}") for (k, s), (p, q) in table3.items()])
+
+
+def diagnosis_markdown(diagnosis: Mapping[str, Mapping[str, float]], success: float) -> str:
+    """Markdown table of :func:`~gitutor.studies.idlg_soft_labels.cosine_diagnosis`: per augmentation the PSNR
+    (dB) as run and with each change, and which changes reach ``success`` dB ("none"); a sentence when empty."""
+    if not diagnosis:
+        return "No cosine run with the true label fell short; nothing to diagnose."
+    names = list(next(iter(diagnosis.values())))
+    lines = [[kind] + [f"{runs[name]:.1f}" for name in names]
+             + [", ".join(n for n in names[1:] if runs[n] >= success) or "none"] for kind, runs in diagnosis.items()]
+    return markdown_table(["cos / GT", *(f"{name} (dB)" for name in names), f"reaches {success:.0f} dB"], lines)
+
+
+def noise_markdown(table5: Mapping[float, tuple[float, float, float]]) -> str:
+    """Markdown Table 5: per noise variance, % of λ in the true basin, mean L_s = |λ − λ*|, mean L_r."""
+    return markdown_table(["noise variance", "λ in the right basin", "mean L_s = |λ − λ*|", "mean L_r (label L1)"],
+                          [(f"{v:.0e}", f"{a:.0f} %", f"{g:.2e}", f"{e:.2e}") for v, (a, g, e) in table5.items()])
 
 
 def _row(quantity, setting, paper, this_run, unit, differences, better=None) -> dict:

@@ -11,6 +11,7 @@ from torch import nn
 from gitutor.data import digits, natural_images, resize, torchvision_images, whole_photographs
 from gitutor.federated import cross_entropy, mixup, smooth_labels
 from gitutor.labels import LambdaProblem
+from gitutor.models import LeNet
 
 KINDS = ("smoothing", "mixup", "one-hot")
 
@@ -93,6 +94,26 @@ def local_minima(problem: LambdaProblem, reach: float, points: int = 20001) -> t
     values = problem.loss(grid)
     inner = (values[1:-1] < values[:-2]) & (values[1:-1] < values[2:])
     return grid[1:-1][inner]
+
+
+def trained_stand_in(cfg, images: torch.Tensor, labels: torch.Tensor, device="cpu") -> tuple[nn.Module, float]:
+    """Fig. 1's and Table 2's trained network in the quick profile: a ReLU LeNet with a bias-free last layer,
+    trained by :func:`train_with_smoothing` on the first ``cfg.trained_split`` of ``images (N, C, H, W)`` /
+    ``labels (N,)``. Returns ``(model in eval mode, held-out accuracy in %)`` on the remaining images.
+
+    Raises:
+        ValueError: if ``cfg.trained_split`` leaves no image to train on or none held out.
+    """
+    split = cfg.trained_split
+    if not 0 < split < len(images):
+        raise ValueError(f"trained_split={split} must leave training and held-out images among {len(images)}")
+    model = LeNet(cfg.num_classes, in_channels=images.shape[1], image_size=images.shape[-1], activation="relu",
+                  fc_bias=False).to(device)
+    train_with_smoothing(model, images[:split].to(device), labels[:split].to(device), epochs=cfg.train_epochs,
+                         batch_size=cfg.train_batch, lr=cfg.train_lr, smoothing=cfg.train_label_smoothing)
+    with torch.no_grad():
+        correct = model(images[split:].to(device)).argmax(1).cpu() == labels[split:]
+    return model, 100 * correct.float().mean().item()
 
 
 def train_with_smoothing(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, epochs: int,
