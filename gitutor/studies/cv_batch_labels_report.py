@@ -330,7 +330,7 @@ def spread_sentence(spread: Mapping[str, Sequence[float]]) -> str:
     exact batches, or a sentence saying that no batch failed."""
     if not spread["failed"]:
         return "No batch with the right coarse labels failed here, so this run does not show where it breaks."
-    return (f"It holds only roughly: the spread (std / mean) of $a_k/n_k$ across a batch's classes is "
+    return (f"It holds only roughly: the spread (std / mean) of aₖ/nₖ across a batch's classes is "
             f"{mean_percent(spread['failed'])} in the failed batches against {mean_percent(spread['exact'])} "
             "in the exact ones.")
 
