@@ -107,10 +107,10 @@ def test_matching_weight_summary_reads_the_clip_and_the_difference_between_users
 
 
 def test_match_outcomes_agree_with_the_rate_and_comparisons_need_separated_intervals():
-    from gitutor.attacks.user_level import own_user_match_rate
+    from gitutor.attacks.user_level import own_user_match_rate, own_user_matches
     matrix = np.array([[0.1, 0.5, 0.6], [0.4, 0.2, 0.3], [0.1, 0.9, 0.5]])
-    assert report.match_outcomes(matrix) == [True, True, False]
-    assert np.mean(report.match_outcomes(-matrix, "higher")) == own_user_match_rate(-matrix, better="higher")
+    assert own_user_matches(matrix) == [True, True, False]
+    assert np.mean(own_user_matches(-matrix, "higher")) == own_user_match_rate(-matrix, better="higher")
     def pair(users, own_closest):  # (MSE matrix, SSIM matrix): all users matched or none
         near, far = 1 - np.eye(users), np.eye(users)
         return (near, far) if own_closest else (far, near)
@@ -120,7 +120,7 @@ def test_match_outcomes_agree_with_the_rate_and_comparisons_need_separated_inter
     out = report.match_comparison({"a": pair(40, True), "b": pair(40, False)}, "a", "b", ("A", "B"))
     assert out == {"mse": "A > B", "ssim": "A > B"}
     with pytest.raises(ValueError, match="better"):
-        report.match_outcomes(matrix, "best")
+        own_user_matches(matrix, "best")
     assert "| a | 1.00 | 0.50 |" in report.match_table({"a": (1.0, 0.5)})
 
 

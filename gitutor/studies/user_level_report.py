@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from gitutor.attacks.user_level import own_user_match_rate, user_distance_matrix
+from gitutor.attacks.user_level import own_user_match_rate, own_user_matches, user_distance_matrix
 from gitutor.metrics import LPIPS_NA, mse, ssim
 from gitutor.tables import markdown_table
 
@@ -137,29 +137,11 @@ def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
             "clip_weighted": binds(weighted)}
 
 
-def match_outcomes(matrix: np.ndarray, better: str = "lower") -> list[bool]:
-    """Per user i: is representative i strictly closer to user i than to every other user
-    (``matrix[i, i]`` below every ``matrix[i, j]``, j ≠ i; above for ``better="higher"``)?
-    The mean is :func:`~gitutor.attacks.user_level.own_user_match_rate`.
-
-    Raises:
-        ValueError: naming ``matrix`` (not square, < 2 users) or ``better``.
-    """
-    matrix = np.asarray(matrix, dtype=float)
-    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
-        raise ValueError(f"matrix must be square with >= 2 users, got shape {matrix.shape}")
-    if better not in ("lower", "higher"):
-        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
-    signed = matrix if better == "lower" else -matrix
-    others = signed + np.diag(np.full(len(signed), np.inf))
-    return [bool(v) for v in np.diag(signed) < others.min(axis=1)]
-
-
 def match_comparison(matrices: Mapping[str, tuple[np.ndarray, np.ndarray]], first: str, second: str,
                      names: tuple[str, str]) -> dict[str, str]:
     """Own-user match of two representatives compared beyond noise: per metric (``"mse"``,
     ``"ssim"``) :func:`gitutor.stats.compare` of the Wilson 95 % intervals
-    (:func:`gitutor.stats.success_interval`) of :func:`match_outcomes` — ``"A > B"`` with
+    (:func:`gitutor.stats.success_interval`) of :func:`~gitutor.attacks.user_level.own_user_matches` — ``"A > B"`` with
     ``names`` only when the intervals separate, else "not resolved at this budget".
 
     ``matrices``: :func:`identity_study`'s first output; ``first``/``second``: two of its keys.
@@ -171,7 +153,7 @@ def match_comparison(matrices: Mapping[str, tuple[np.ndarray, np.ndarray]], firs
 
     result = {}
     for index, (metric, better) in enumerate((("mse", "lower"), ("ssim", "higher"))):
-        a, b = (success_interval(match_outcomes(matrices[key][index], better)) for key in (first, second))
+        a, b = (success_interval(own_user_matches(matrices[key][index], better)) for key in (first, second))
         result[metric] = compare(a, b, names)
     return result
 

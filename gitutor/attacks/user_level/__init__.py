@@ -11,11 +11,11 @@ DDPM sampling and noising live in :mod:`gitutor.priors.sampling`; users in :mod:
 from gitutor.attacks.user_level.attack import (clip_matching_gradient, matching_distance, to_classifier_input,
                                                user_level_inversion, user_level_inverting_gradients)
 from gitutor.attacks.user_level.augment import Augmentation
-from gitutor.attacks.user_level.evaluation import (interval_ordering, intra_user_scores, mean_interval, own_user_match_rate,
+from gitutor.attacks.user_level.evaluation import (interval_ordering, intra_user_scores, mean_interval, own_user_match_rate, own_user_matches,
                                                    paired_scores, representative_scores, user_distance_matrix)
 from gitutor.attacks.user_level.schedules import LayerWindow, TauSchedule, ZetaSchedule
 
 __all__ = ["Augmentation", "LayerWindow", "TauSchedule", "ZetaSchedule", "clip_matching_gradient",
-           "interval_ordering", "intra_user_scores", "matching_distance", "mean_interval", "own_user_match_rate", "paired_scores",
+           "interval_ordering", "intra_user_scores", "matching_distance", "mean_interval", "own_user_match_rate", "own_user_matches", "paired_scores",
            "representative_scores", "to_classifier_input", "user_distance_matrix", "user_level_inversion",
            "user_level_inverting_gradients"]

@@ -86,9 +86,9 @@ def user_distance_matrix(representatives: Sequence[torch.Tensor], batches: Seque
                      for rep in representatives])
 
 
-def own_user_match_rate(matrix: np.ndarray, better: str = "lower") -> float:
-    """Fraction of users i whose representative scores strictly better on their own photos than on
-    every other user's: matrix[i, i] < matrix[i, j] for all j ≠ i (``better="higher"``: >). Chance: 1/U.
+def own_user_matches(matrix: np.ndarray, better: str = "lower") -> list[bool]:
+    """Per user i: does representative i score strictly better on its own user's photos than on
+    every other user's (matrix[i, i] < matrix[i, j] for all j ≠ i; ``better="higher"``: >)?
 
     Raises:
         ValueError: naming ``matrix`` (not square, < 2 users) or ``better``.
@@ -100,7 +100,16 @@ def own_user_match_rate(matrix: np.ndarray, better: str = "lower") -> float:
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
     signed = matrix if better == "lower" else -matrix
     others = signed + np.diag(np.full(len(signed), np.inf))
-    return float(np.mean(np.diag(signed) < others.min(axis=1)))
+    return [bool(v) for v in np.diag(signed) < others.min(axis=1)]
+
+
+def own_user_match_rate(matrix: np.ndarray, better: str = "lower") -> float:
+    """Fraction of users whose representative matches them (:func:`own_user_matches`). Chance: 1/U.
+
+    Raises:
+        ValueError: naming ``matrix`` (not square, < 2 users) or ``better``.
+    """
+    return float(np.mean(own_user_matches(matrix, better)))
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float]:
