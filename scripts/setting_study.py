@@ -57,7 +57,7 @@ def _git(*args: str) -> str:
 
 def _plain(value: dict) -> dict:
     """A trial's output as JSON: images as uint8 nested lists."""
-    images = (value["images"].clamp(0, 1) * 255).round().to(dtype=__import__("torch").uint8)
+    images = (value["images"].clamp(0, 1) * 255).round().byte()
     return {"curve": value["curve"], "images": images.tolist(), "seconds": value["seconds"]}
 
 

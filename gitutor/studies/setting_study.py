@@ -18,9 +18,11 @@ paper's λ_tv = 0.01 makes the prior almost vanish; ×1, ×0.1 and ×100 are amo
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import torch
 
@@ -171,9 +173,6 @@ def load_record(path) -> tuple[list[dict], dict]:
     Raises:
         FileNotFoundError: if there is no record at ``path``.
     """
-    import json
-    from pathlib import Path
-
     record = json.loads(Path(path).read_text())
     outcomes = [{**o, "trial": {**o["trial"], "setting": Setting(**o["trial"]["setting"])}}
                 for o in record["trials"] if o["value"] is not None]
