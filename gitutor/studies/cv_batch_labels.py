@@ -106,8 +106,9 @@ def summary(values: Sequence[dict]) -> tuple[float, float]:
 
 
 def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_gradient: Callable, recover: Callable,
-                    stats: FeatureCV, batch_size: int) -> dict:
-    """Every :data:`METHODS` entry on each ``(indices, labels)`` batch of ``trials`` (the seed of batch t is t).
+                    stats: FeatureCV, batch_size: int, progress: bool = False) -> dict:
+    """Every :data:`METHODS` entry on each ``(indices, labels)`` batch of ``trials`` (the seed of batch t is t);
+    ``progress`` shows a tqdm bar over the batches.
 
     Returns:
         dict with ``scores`` (method → list of scores), ``seconds`` (per recovery of ours), ``agree`` (batches
@@ -122,7 +123,7 @@ def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_grad
         raise ValueError("trials is empty: give at least one (indices, labels) batch")
     out = {"scores": {name: [] for name in METHODS}, "seconds": [], "failures": [], "agree": 0, "coarse_right": 0,
            "spread": {"exact": [], "failed": []}}
-    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches")):
+    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches", disable=not progress)):
         w, b = fc_gradient(indices, labels)
         ours, took = recover(w, batch_size, seed=trial)
         out["seconds"].append(took)
@@ -145,13 +146,13 @@ def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_grad
 
 
 def batch_size_sweep(pool_labels, pool_size: int, fc_gradient: Callable, recover: Callable, cfg,
-                     generator: torch.Generator) -> tuple[dict, list[float]]:
+                     generator: torch.Generator, progress: bool = False) -> tuple[dict, list[float]]:
     """Per N in ``cfg.batch_sizes``, ``cfg.sweep_trials`` batches with at most max(2, N·``cfg.sweep_class_fraction``)
     classes. Returns ``{method: {"accuracy": [...], "exact": [...]}}`` (one entry per N; all methods but the
-    exhaustive one) and the mean seconds per recovery of ours per N."""
+    exhaustive one) and the mean seconds per recovery of ours per N; ``progress`` shows a tqdm bar over N."""
     sweep = {name: {"accuracy": [], "exact": []} for name in METHODS if name != "Eq. 6 exhaustive"}
     seconds = []
-    for batch_size in tqdm(cfg.batch_sizes, desc="batch sizes"):
+    for batch_size in tqdm(cfg.batch_sizes, desc="batch sizes", disable=not progress):
         max_classes = max(2, int(batch_size * cfg.sweep_class_fraction))
         per_method, took = {name: [] for name in sweep}, []
         for trial in range(cfg.sweep_trials):
@@ -214,9 +215,10 @@ def confident_head(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor,
 
 
 def late_training(trials, fc: nn.Linear, features: torch.Tensor, fc_gradient: Callable, recover: Callable, cfg,
-                  device="cpu") -> tuple[dict, list[float], int]:
+                  device="cpu", progress: bool = False) -> tuple[dict, list[float], int]:
     """The bias count and ours late in training: ours on a bias-free copy of ``fc``, and both on a
-    :func:`confident_head` of each trial batch (``features`` are the pool's ``(n, m)`` features).
+    :func:`confident_head` of each trial batch (``features`` are the pool's ``(n, m)`` features); ``progress``
+    shows a tqdm bar over the batches.
 
     Returns:
         setting → list of scores, the true class's mean probability per batch under the confident head, and
@@ -227,7 +229,7 @@ def late_training(trials, fc: nn.Linear, features: torch.Tensor, fc_gradient: Ca
         bias_free.weight.copy_(fc.weight)
     late = {"ours (bias-free FC)": [], "ours (confident head)": [], "bias count (confident head)": []}
     probabilities, rejected = [], 0
-    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches")):
+    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches", disable=not progress)):
         w_free, = fc_gradient(indices, labels, head=bias_free)
         late["ours (bias-free FC)"].append(batch_label_scores(recover(w_free, len(labels), trial, head=bias_free)[0],
                                                               labels))
