@@ -1,4 +1,4 @@
-"""Independent trials (method × batch × seed × budget) run in-process or on Ray.
+"""Independent trials (method × batch × seed × budget) run in-process, in worker processes or on Ray.
 
 ``run_trials(function, trials, context=…)`` calls ``function(context, **trial)`` once per trial
 and returns one :class:`TrialOutcome` per trial, in the order given. A trial that raises is
@@ -6,6 +6,9 @@ reported (its ``error`` holds the exception) and the others go on.
 
 * ``engine="local"``: a plain loop in this process (what the quick profiles use; Ray is not
   imported).
+* ``engine="processes"``: ``num_cpus`` worker processes of this machine (spawned, so each may
+  open its own CUDA context), for a machine without Ray; ``context`` is pickled with every trial
+  and each worker runs ``cpus_per_trial`` OpenMP threads (``OMP_NUM_THREADS``).
 * ``engine="ray"``: trials run on Ray actors, one per ``cpus_per_trial`` CPUs of the cluster
   (``pip install "gitutor[sweeps]"``). Without a running
   Ray, ``ray.init()`` starts a local one, which uses every core (and GPU) of the machine unless
@@ -19,15 +22,18 @@ reported (its ``error`` holds the exception) and the others go on.
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import os
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 from tqdm.auto import tqdm
 
-ENGINES = ("local", "ray")
+ENGINES = ("local", "processes", "ray")
 
 
 @dataclass(frozen=True)
@@ -64,9 +70,10 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
         function: a module-level function or closure (pickled by Ray's cloudpickle for ``"ray"``).
         trials: keyword arguments, one mapping per trial.
         context: shared read-only data passed as the first argument.
-        engine: ``"local"`` or ``"ray"``.
-        num_cpus: CPUs of a local Ray started here (None: all); ignored for ``"local"`` or when Ray
-            is already running or ``RAY_ADDRESS`` points to a cluster.
+        engine: ``"local"``, ``"processes"`` or ``"ray"``.
+        num_cpus: worker processes for ``"processes"`` (None: one per core); CPUs of a local Ray
+            started here (None: all); ignored for ``"local"`` or when Ray is already running or
+            ``RAY_ADDRESS`` points to a cluster.
         cpus_per_trial, gpus_per_trial: resources each Ray actor (one trial at a time) reserves.
         progress: show a tqdm bar.
 
@@ -85,7 +92,28 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
         raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
     if engine == "local":
         return [_call(function, context, trial) for trial in tqdm(trials, desc="trials", disable=not progress)]
+    if engine == "processes":
+        return _run_in_processes(function, trials, context, num_cpus, cpus_per_trial, progress)
     return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress)
+
+
+def _run_in_processes(function, trials, context, workers, threads, progress):
+    if workers is not None and workers < 1:
+        raise ValueError(f"num_cpus (worker processes) must be ≥ 1, got {workers}")
+    before = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(max(1, int(threads)))  # each spawned worker's torch reads it
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_call, function, context, dict(trial)) for trial in trials]
+            for _ in tqdm(as_completed(futures), total=len(futures), desc="trials (processes)",
+                          disable=not progress):
+                pass
+            return [future.result() for future in futures]
+    finally:
+        if before is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = before
 
 
 class _Runner:

@@ -4,6 +4,8 @@
     python scripts/setting_study.py --phase factors   # prior weights, BatchNorm mode: 1 000
     python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
     python scripts/setting_study.py --phase base      # the base at 1 000, their reference
+    python scripts/setting_study.py --phase gpu --device cuda --engine processes --cpus 9
+                                                      # the base at 10 000, on a GPU without Ray
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
 with provenance: commit, device, torch version, command, wall time per phase. The trained
@@ -47,6 +49,8 @@ PHASES = {
                      for name in _SCALE]),
     # the reference of the 1 000-iteration factors: the base with its lr schedule over 1 000
     "base": (1000, [([study.BASE], study.METHODS)]),
+    # the base at twice the curves' budget, on a GPU (one process per trial)
+    "gpu": (10_000, [([study.BASE], study.METHODS)]),
 }
 
 
@@ -66,17 +70,27 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", choices=sorted(PHASES), required=True)
-    parser.add_argument("--cpus", type=int, default=2, help="Ray workers (one CPU each)")
+    parser.add_argument("--cpus", type=int, default=2, help="workers (one CPU each)")
+    parser.add_argument("--engine", choices=("ray", "processes"), default="ray",
+                        help="gitutor.sweeps engine: Ray, or worker processes where Ray is missing")
+    parser.add_argument("--device", default="cpu", help="torch device of every trial, e.g. cuda")
+    parser.add_argument("--iterations", type=int, help="instead of the phase's budget (a short check)")
+    parser.add_argument("--commit", help="the commit of a tree copied without .git (recorded as given)")
     args = parser.parse_args()
     iterations, groups = PHASES[args.phase]
+    iterations = args.iterations or iterations
     trials = [t for settings, methods in groups
               for t in study.study_trials(settings, iterations, methods=methods)]
     paths = {name: str(substitute_path(name)) for name in ("resnet20", "resnet34")}
-    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "gitutor"))
+    if args.commit:  # a copy of the tree without .git (a lent GPU machine): committed before the copy
+        commit, dirty = args.commit, None
+    else:
+        commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "gitutor"))
     start = time.perf_counter()
-    outcomes = run_trials(study.trial, trials, context={"weights": paths}, engine="ray",
-                          num_cpus=args.cpus, progress=True)
+    outcomes = run_trials(study.trial, trials, context={"weights": paths, "device": args.device},
+                          engine=args.engine, num_cpus=args.cpus, progress=True)
     wall = time.perf_counter() - start
+    workers = "Ray workers" if args.engine == "ray" else "worker processes"
     record = json.loads(RECORD.read_text()) if RECORD.is_file() else {"trials": [], "phases": {}}
     record["trials"] = [t for t in record["trials"] if t["phase"] != args.phase]
     record["trials"] += [{"phase": args.phase, "trial": {**o.trial, "setting": asdict(o.trial["setting"])},
@@ -84,7 +98,7 @@ def main() -> None:
                          for o in outcomes]
     record["phases"][args.phase] = {
         "commit": commit, "dirty": dirty,
-        "device": device_description("cpu", 1) + f", {args.cpus} Ray workers",
+        "device": device_description(args.device, 1) + f", {args.cpus} {workers}",
         "torch": torch.__version__, "python": platform.python_version(),
         "command": shlex.join(["python3", "scripts/setting_study.py", *sys.argv[1:]]),
         "wall_seconds": round(wall), "iterations": iterations, "trials": len(trials),

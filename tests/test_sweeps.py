@@ -20,6 +20,15 @@ def test_local_sweep_keeps_order_and_reports_a_failing_trial():
     assert failures(outcomes) == "* trial {'a': -1, 'b': 0}: RuntimeError: negative a=-1"
 
 
+def test_sweep_in_two_processes_keeps_order_and_reports_a_failing_trial():
+    outcomes = run_trials(affine, [dict(a=1, b=2), dict(a=-1, b=0), dict(a=3, b=1)], context={"scale": 10},
+                          engine="processes", num_cpus=2)
+    assert [o.value for o in outcomes] == [12, None, 31]
+    assert outcomes[1].error == "RuntimeError: negative a=-1"
+    with pytest.raises(ValueError, match="num_cpus"):
+        run_trials(affine, [dict(a=1, b=2)], engine="processes", num_cpus=0)
+
+
 def test_bad_engine_and_trials_raise():
     with pytest.raises(ValueError, match="engine"):
         run_trials(affine, [], engine="spark")

@@ -38,7 +38,7 @@ from gitutor.stats import interval
 
 METHODS = ("Inverting Gradients", "GradInversion", "Stepwise")
 #: Iterations at which a trial's snapshot is scored (those ≤ its budget).
-CHECKPOINTS = (0, 10, 30, 100, 300, 1000, 2000, 3000, 5000)
+CHECKPOINTS = (0, 10, 30, 100, 300, 1000, 2000, 3000, 5000, 10_000, 15_000, 20_000, 30_000)
 PAPER_TV, PAPER_BN = 0.01, 1e-4
 
 
@@ -106,7 +106,8 @@ def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterat
           seed: int = 0) -> dict:
     """One scored run (what :func:`gitutor.sweeps.run_trials` calls).
 
-    ``context["weights"]`` maps an architecture to its trained substitute's path.
+    ``context["weights"]`` maps an architecture to its trained substitute's path; the trial runs on
+    ``context.get("device", "cpu")`` and is scored on the CPU.
 
     Returns:
         ``{"curve": [[iteration, PSNR dB, SSIM], …] at the :data:`CHECKPOINTS` ≤ iterations
@@ -114,9 +115,10 @@ def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterat
     """
     start = time.perf_counter()
     path = context["weights"].get(setting.architecture)
-    model = study_model(setting.architecture, setting.weights, setting.image_size, path)
+    device = torch.device(context.get("device", "cpu"))
+    model = study_model(setting.architecture, setting.weights, setting.image_size, path).to(device)
     model.train(setting.bn_mode == "train")
-    x, y = study_batch(setting, batch)
+    x, y = (t.to(device) for t in study_batch(setting, batch))
     shared = client_gradients(model, x, y)
     scale = setting.prior_scale
     settings = {"dropout": 0.3, "tv_weight": PAPER_TV * scale, "ig_tv_weight": PAPER_TV * scale,
@@ -128,8 +130,9 @@ def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterat
     result = run_attack(attack_context, method, (setting.batch_size, batch), iterations, seed)
     model.eval()
     wanted = {t for t in CHECKPOINTS if t <= iterations} | {iterations}
-    curve = [[t, *_scores(images, x)] for t, images in result.snapshots if t in wanted]
-    return {"curve": curve, "images": match_batch(result.images.clamp(0, 1), x),
+    x = x.cpu()
+    curve = [[t, *_scores(images.cpu(), x)] for t, images in result.snapshots if t in wanted]
+    return {"curve": curve, "images": match_batch(result.images.cpu().clamp(0, 1), x),
             "seconds": time.perf_counter() - start}
 
 
@@ -285,8 +288,12 @@ def provenance_sentence(phase: Mapping) -> str:
     dirty = " with uncommitted changes" if phase.get("dirty") else ""
     return (f"recorded on {phase['date']} at commit `{phase['commit'][:10]}`{dirty} on "
             f"{phase['device']}: {phase['trials']} trials of {phase['iterations']} iterations "
-            f"in {phase['wall_seconds'] / 3600:.1f} h of wall time, by "
+            f"in {_duration(phase['wall_seconds'])} of wall time, by "
             f"`{phase['command']}`")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def ssim_ranking(table: Mapping[str, Mapping]) -> str:
