@@ -67,6 +67,7 @@ def test_provenance_sentence_says_commit_device_and_wall_time():
     assert "`0123456789`" in sentence and "1.5 h" in sentence and "18 trials" in sentence
     assert "uncommitted" not in sentence
     assert "uncommitted" in study.provenance_sentence({**phase, "dirty": True})
+    assert "in 2 min of wall time" in study.provenance_sentence({**phase, "wall_seconds": 148})
 
 
 def test_ssim_ranking_claims_a_lead_only_when_the_intervals_separate():
