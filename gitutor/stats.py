@@ -85,7 +85,8 @@ def success_interval(outcomes: Iterable[bool], confidence: float = CONFIDENCE) -
     z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(share, max(0.0, centre - half), min(1.0, centre + half), n)
+    # the Wilson interval holds p̂; min/max only undo rounding (0/n gave a lower bound of 5.6e-17 > p̂)
+    return Interval(share, min(share, max(0.0, centre - half)), max(share, min(1.0, centre + half)), n)
 
 
 def compare(a: Interval | Sequence[float], b: Interval | Sequence[float], names: tuple[str, str] = ("A", "B")) -> str:

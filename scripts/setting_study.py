@@ -5,7 +5,7 @@
     python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
     python scripts/setting_study.py --phase base      # the base at 1 000, their reference
     python scripts/setting_study.py --phase gpu --device cuda --engine processes --cpus 9
-                                                      # the base at 10 000, on a GPU without Ray
+                                                      # the base at 2 000, on a GPU without Ray
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
 with provenance: commit, device, torch version, command, wall time per phase. The trained
@@ -49,8 +49,8 @@ PHASES = {
                      for name in _SCALE]),
     # the reference of the 1 000-iteration factors: the base with its lr schedule over 1 000
     "base": (1000, [([study.BASE], study.METHODS)]),
-    # the base at twice the curves' budget, on a GPU (one process per trial)
-    "gpu": (10_000, [([study.BASE], study.METHODS)]),
+    # the base on a GPU, one process per trial (recorded on an H200 with --iterations 2000)
+    "gpu": (2000, [([study.BASE], study.METHODS)]),
 }
 
 

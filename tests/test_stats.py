@@ -70,6 +70,9 @@ def test_success_interval_is_wilson_inside_the_unit_interval():
     from gitutor.stats import success_interval
     all_ok = success_interval([True] * 8)
     assert all_ok.mean == 1.0 and all_ok.high == 1.0 and 0.6 < all_ok.low < 0.7  # Wilson 8/8: [0.676, 1]
+    for n in range(1, 40):  # 0 of n: the lower bound is exactly 0, never a rounding error above the mean
+        none = success_interval([False] * n)
+        assert none.low == 0.0 <= none.mean <= none.high
     half = success_interval([1, 0, 1, 0])
     assert half.mean == 0.5 and half.low > 0 and half.high < 1 and half.n == 4
     for bad in ([], [0.5, 1], [2]):
