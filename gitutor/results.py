@@ -6,7 +6,9 @@ Each notebook saves ``{RESULTS_DIR}/{notebook}.json``::
 
 A row has the keys :data:`ROW_KEYS` and may add ``"better"`` (``"higher"`` or
 ``"lower"``: which direction of the number is the better attack), which makes the row
-comparable and gives it a :func:`verdict`, and ``"headline": true``, which makes it
+comparable and gives it a :func:`verdict`; ``"low"`` and ``"high"``, the 95 % interval of
+this run's number over its trials (a verdict then needs the whole interval on one side of
+the paper's value); and ``"headline": true``, which makes it
 the row that stands for its chapter on the "Results at a glance" page
 (:data:`HEADLINE_RULE`). Wall-clock rows go in ``timings``, apart from the results, so
 that two runs with the same seed give identical ``rows``. Recorded runs
@@ -30,14 +32,16 @@ from pathlib import Path
 from gitutor.tables import markdown_table
 
 ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
-OPTIONAL_KEYS = ("better", "headline")
+OPTIONAL_KEYS = ("better", "low", "high", "headline")
 DIRECTIONS = ("higher", "lower")
 TOLERANCE = 0.05
 VERDICT_RULE = (
     "**meets**: this run's number is at least as good as the paper's, allowing "
     f"{TOLERANCE:.0%} of the paper's value (higher or lower is better as the row "
-    "states); **falls short**: otherwise; **not comparable**: the row states no "
-    "direction, or either number is not a finite number."
+    "states); **falls short**: otherwise. Where the row gives this run's 95 % interval "
+    "over its trials, the whole interval must be on one side: an interval that holds "
+    "the paper's value (with that allowance) is **not resolved**. **not comparable**: "
+    "the row states no direction, or either number is not a finite number."
 )
 HEADLINE_RULE = (
     'A chapter\'s **headline row** is the row its record marks `"headline": true`; '
@@ -45,7 +49,7 @@ HEADLINE_RULE = (
     "states which direction is better and has two finite numbers), and a chapter with "
     "no comparable row by its first row."
 )
-OUTCOMES = ("meets", "falls short", "not comparable")
+OUTCOMES = ("meets", "falls short", "not resolved", "not comparable")
 #: Short names of the chapters for tables (a notebook not listed gets its file name).
 CHAPTER_NAMES = {
     "01_dlg": "DLG",
@@ -82,6 +86,23 @@ def _plain(value, where: str):
     )
 
 
+def _finite(value) -> bool:
+    """A finite real number (not a bool)."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def interval_fields(interval, digits: int) -> dict:
+    """A row's ``"low"``/``"high"`` from a :class:`gitutor.stats.Interval`, rounded to
+    ``digits``; ``{}`` for None or an unbounded interval (one trial)."""
+    if interval is None or not (_finite(interval.low) and _finite(interval.high)):
+        return {}
+    return {"low": round(interval.low, digits), "high": round(interval.high, digits)}
+
+
 def _check_row(row: Mapping, where: str) -> dict:
     if not isinstance(row, Mapping):
         raise TypeError(
@@ -97,6 +118,15 @@ def _check_row(row: Mapping, where: str) -> dict:
     if "better" in row and row["better"] not in DIRECTIONS:
         raise ValueError(
             f"{where}: 'better' must be one of {DIRECTIONS}, got {row['better']!r}"
+        )
+    if ("low" in row) != ("high" in row):
+        raise ValueError(f"{where}: give both 'low' and 'high' (this run's interval) or neither")
+    if "low" in row and not (
+        all(_finite(row[key]) for key in ("low", "high")) and row["low"] <= row["high"]
+    ):
+        raise ValueError(
+            f"{where}: 'low' and 'high' must be finite numbers with low ≤ high, "
+            f"got {row['low']!r}, {row['high']!r}"
         )
     if "headline" in row and not isinstance(row["headline"], bool):
         raise TypeError(
@@ -195,20 +225,18 @@ def collect_results(*folders: str | Path) -> list[dict]:
 
 
 def verdict(row: Mapping) -> str:
-    """``"meets"``, ``"falls short"`` or ``"not comparable"``: one row's verdict.
-
-    By :data:`VERDICT_RULE`.
-    """
+    """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`."""
     paper, run, better = row.get("paper"), row.get("this_run"), row.get("better")
-    numeric = all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        for v in (paper, run)
-    )
-    if better not in DIRECTIONS or not numeric:
+    if better not in DIRECTIONS or not (_finite(paper) and _finite(run)):
         return "not comparable"
+    sign = 1 if better == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
     slack = TOLERANCE * abs(paper)
-    ok = run >= paper - slack if better == "higher" else run <= paper + slack
-    return "meets" if ok else "falls short"
+    worst, best = sorted((row.get("low", run), row.get("high", run)), key=lambda x: sign * x)
+    if sign * (worst - paper) >= -slack:
+        return "meets"
+    if sign * (best - paper) < -slack:
+        return "falls short"
+    return "not resolved"
 
 
 def _number(value) -> str:
@@ -400,7 +428,7 @@ def glance_table(
         "paper",
         "this run",
         "verdict",
-        "all rows: meets / falls short / not comparable",
+        "all rows: meets / falls short / not resolved / not comparable",
     ]
     lines, folders = [], (chapter_dir, recorded_dir)
     for record, summary in zip(records, glance_rows(records)):
@@ -487,7 +515,7 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
     """The sentence a chapter ends with: how many of its ``rows`` meet the paper.
 
     And how many fall short or are not comparable, by :data:`VERDICT_RULE`
-    (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``).
+    (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows meets …"``).
 
     Raises:
         ValueError: if ``rows`` is empty.
@@ -497,10 +525,12 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
             "rows is empty: a chapter reports at least one paper-vs-run row"
         )
     counts = verdict_tally(rows)
-    parts = [f"{counts['meets']} of {len(rows)} rows meet the paper"]
     verbs = {
         "falls short": ("falls short", "fall short"),
+        "not resolved": ("is not resolved", "are not resolved"),
         "not comparable": ("is not comparable", "are not comparable"),
     }
+    met, n = counts["meets"], len(rows)
+    parts = [f"{met} of {n} row{'s' * (n != 1)} {'meets' if met == 1 else 'meet'} the paper"]
     parts += [f"{counts[o]} {verbs[o][counts[o] != 1]}" for o in verbs if counts[o]]
     return ", ".join(parts) + "."

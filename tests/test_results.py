@@ -76,6 +76,24 @@ def test_verdicts_follow_the_stated_rule():
     )
 
 
+def test_a_row_with_an_interval_needs_all_of_it_on_one_side_of_the_paper(tmp_path):
+    from gitutor.results import save_results, verdict
+
+    row = dict(ROW, paper=0.49, this_run=0.20, better="higher")
+    assert verdict(dict(row, low=0.10, high=0.30)) == "falls short"
+    assert verdict(dict(row, low=-0.3, high=0.66)) == "not resolved"  # holds 0.49
+    assert verdict(dict(row, this_run=0.6, low=0.47, high=0.7)) == "meets"  # 0.47 within 5 %
+    lower = dict(ROW, paper=0.10, this_run=0.12, better="lower")
+    assert verdict(dict(lower, low=0.06, high=0.18)) == "not resolved"
+    assert verdict(dict(lower, low=0.11, high=0.13)) == "falls short"
+    assert verdict_sentence([dict(row, low=-0.3, high=0.66), MEETS]) == (
+        "1 of 2 rows meets the paper, 1 is not resolved."
+    )
+    for bad in ({"low": 0.1}, {"low": 0.3, "high": 0.1}, {"low": "a", "high": 0.2}):
+        with pytest.raises(ValueError, match="low"):
+            save_results("01_dlg", "quick", [dict(row, **bad)], tmp_path)
+
+
 def test_save_rejects_paths_unknown_directions_and_objects_and_unwraps_numpy(tmp_path):
     import numpy as np
 
@@ -202,11 +220,11 @@ def test_glance_has_one_row_per_chapter_and_recorded_runs_of_their_own(tmp_path)
 def test_glance_verdict_is_the_headline_rows_plus_a_count_of_all_rows(tmp_path):
     table = glance_table(_records(tmp_path))
     header, _, dlg, recorded, idlg, admm = table.splitlines()
-    assert "verdict" in header and "meets / falls short / not comparable" in header
+    assert "verdict" in header and "meets / falls short / not resolved / not comparable" in header
     assert (
         "PSNR, B = 4" in dlg
         and "**falls short**" in dlg
-        and dlg.endswith("| 1 / 1 / 1 |")
+        and dlg.endswith("| 1 / 1 / 0 / 1 |")
     )
     assert (
         "label accuracy" in recorded and "**meets**" in recorded
@@ -214,7 +232,7 @@ def test_glance_verdict_is_the_headline_rows_plus_a_count_of_all_rows(tmp_path):
     assert (
         "label accuracy" in idlg and "**meets**" in idlg
     )  # marked, not first comparable
-    assert idlg.endswith("| 1 / 1 / 0 |")
+    assert idlg.endswith("| 1 / 1 / 0 / 0 |")
     # a qualitative row says what was checked, what the paper claims and what this run found
     assert "PSNR ordering" in admm and "| yes |" in admm and "not resolved" in admm
     assert "**not comparable**" in admm
@@ -244,7 +262,7 @@ def test_chapter_details_hold_each_records_full_table_in_a_dropdown(tmp_path):
     assert details.count("\n````\n") + details.endswith("````") == 4
     for record in records:
         assert results_table(record["rows"]) in details
-    assert "01 · DLG (quick): 1 of 3 rows meet the paper" in details
+    assert "01 · DLG (quick): 1 of 3 rows meets the paper" in details
     assert "Recorded by `python3 scripts/record.py notebooks/01_dlg`" in details
     assert (
         "commit 0123456" in details
@@ -262,7 +280,7 @@ def test_timings_are_labelled_by_chapter_and_run(tmp_path):
 
 def test_verdict_sentence_counts_and_agrees_in_number():
     assert verdict_sentence([MEETS, FALLS_SHORT, QUALITATIVE]) == (
-        "1 of 3 rows meet the paper, 1 falls short, 1 is not comparable."
+        "1 of 3 rows meets the paper, 1 falls short, 1 is not comparable."
     )
     assert verdict_sentence([FALLS_SHORT, FALLS_SHORT, QUALITATIVE, QUALITATIVE]) == (
         "0 of 4 rows meet the paper, 2 fall short, 2 are not comparable."

@@ -18,6 +18,7 @@ from gitutor.models.substitute import load_substitute, substitute_network, subst
 from gitutor.attacks.comparison import private_batches, score
 from gitutor.federated.case import gradient_case
 from gitutor.stats import NOT_RESOLVED, Interval, interval
+from gitutor.results import interval_fields
 
 #: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
 PAPER_TABLE1 = {"Noise N(0, I)": (1.39, 9.82, 0.21), "DLG": (1.01, 9.31, 0.25), "Inverting Gradients": (0.58, 11.99, 0.31),
@@ -132,7 +133,8 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
 
 def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table2: Mapping[str, Mapping[str, Interval]],
                  order: str) -> list[dict]:
-    """The results rows of chapter 04 (see :mod:`gitutor.results`).
+    """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
+    run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it.
 
     Args:
         cfg: the chapter's settings (``gitutor.profiles.stepwise_gradinversion.chapter_settings``).
@@ -150,10 +152,11 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table
                    f"B = {cfg.batch_size}, {describe_model(cfg)}")
     rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
              "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
-             "differences": differences, "better": "lower" if k == "LPIPS" else "higher"}
+             "differences": differences, "better": "lower" if k == "LPIPS" else "higher",
+             **interval_fields(table1[m][k], 3)}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row, "paper": PAPER_TABLE2[row][1],
-              "this_run": round(table2[row]["PSNR"].mean, 2), "unit": "dB",
+              "this_run": round(table2[row]["PSNR"].mean, 2), "unit": "dB", **interval_fields(table2[row]["PSNR"], 2),
               "differences": differences if cfg.ablation_iterations == cfg.iterations
               else f"{cfg.ablation_iterations} iterations; " + differences, "better": "higher"} for row in ABLATION]
     rows.append({"quantity": "PSNR ordering " + PAPER_ORDER, "setting": "Table 1, 95 % intervals separate",
