@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gitutor.checks import check_images
 from gitutor.models.buffers import preserved_buffers
 
 
@@ -51,17 +52,11 @@ def fc_input_features(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
         ``(n, m)`` features, m = ``in_features`` of the last Linear layer (512 for ResNet34).
 
     Raises:
-        ValueError: if ``images`` is not a non-empty 4-D float tensor with finite values, or the model
-            has no Linear layer.
-        TypeError: if ``images`` is not a tensor.
+        ValueError: as :func:`gitutor.checks.check_images` (layout, NaN/inf, values outside [0, 1]),
+            or if the model has no Linear layer.
+        TypeError: if ``images`` is not a float tensor.
     """
-    if not isinstance(images, torch.Tensor):
-        raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
-    if images.dim() != 4 or images.shape[0] == 0 or not images.is_floating_point():
-        raise ValueError(f"images must be a non-empty float (n, C, H, W) batch, got {images.dtype} "
-                         f"{tuple(images.shape)}")
-    if not torch.isfinite(images).all():
-        raise ValueError("images contain NaN or inf")
+    check_images(images, "images")
     fc = last_linear(model)
     captured = []
     hook = fc.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0].detach()))
