@@ -4,8 +4,10 @@ Each notebook runs in a fresh ``python3`` kernel with ``notebooks/`` as working 
 parameters ``PROFILE`` and ``RESULTS_DIR`` injected; its executed copy goes to ``<stage>/<path>.ipynb``.
 For the rendered page the injected-parameters cell is tagged ``remove-cell`` (it stays in the
 executed notebook), and progress bars are off (``TQDM_DISABLE=1``; interactive runs keep them).
-Stops at the first notebook that fails (exit code 1); prints each notebook's wall time and any
-stderr output it left (the book hides stderr; this log does not).
+``--jobs`` notebooks run at once (default: one per core; every chapter pins its torch thread
+count, so its numbers do not depend on what runs beside it), started in the order given. After a
+failure no further notebook starts (exit code 1); prints each notebook's wall time
+and any stderr output it left (the book hides stderr; this log does not).
 
     python scripts/execute_notebooks.py --stage build/book --results build/results --profile quick notebooks/01_dlg
 """
@@ -16,6 +18,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import papermill
@@ -54,6 +57,21 @@ def execute(notebook: str, stage: Path, parameters: dict, cwd: str) -> Path:
     return target
 
 
+def run(notebook: str, stage: Path, parameters: dict, cwd: str | None, profile: str) -> bool:
+    """Execute one notebook and print its wall time and stderr lines; False if it failed."""
+    start = time.perf_counter()
+    try:
+        target = execute(notebook, stage, parameters, cwd or str(Path(notebook).parent))
+    except Exception as error:  # papermill raises PapermillExecutionError with the failing cell
+        print(f"notebook {notebook} FAILED ({type(error).__name__}); see {stage / notebook}.ipynb\n{error}",
+              file=sys.stderr)
+        return False
+    lines = [f"{notebook}: {time.perf_counter() - start:.0f} s ({profile} profile)"]
+    lines += [f"  stderr (hidden on the page): {line[:160]}" for line in stderr_lines(target)]
+    print("\n".join(lines), flush=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", help="notebook paths without .ipynb, e.g. notebooks/01_dlg")
@@ -61,21 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, required=True, help="RESULTS_DIR given to every notebook")
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--cwd", default=None, help="working directory of the kernel (default: the notebook's folder)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks run at once")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
     os.environ.setdefault("TQDM_DISABLE", "1")
     parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
-    for notebook in args.notebooks:
-        start = time.perf_counter()
-        try:
-            target = execute(notebook, args.stage, parameters, args.cwd or str(Path(notebook).parent))
-        except Exception as error:  # papermill raises PapermillExecutionError with the failing cell
-            print(f"notebook {notebook} FAILED ({type(error).__name__}); see {args.stage / notebook}.ipynb\n{error}",
-                  file=sys.stderr)
-            return 1
-        print(f"{notebook}: {time.perf_counter() - start:.0f} s ({args.profile} profile)", flush=True)
-        for line in stderr_lines(target):
-            print(f"  stderr (hidden on the page): {line[:160]}")
-    return 0
+    queue, running, ok = list(args.notebooks), set(), True
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        while running or (queue and ok):
+            while ok and queue and len(running) < args.jobs:
+                running.add(pool.submit(run, queue.pop(0), args.stage, parameters, args.cwd, args.profile))
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            ok = ok and all(future.result() for future in done)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
