@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import papermill
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TQDM_DISABLE", "1")
     parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
     queue, running, ok = list(args.notebooks), set(), True
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    # processes, not threads: papermill changes the working directory of the process it runs in
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         while running or (queue and ok):
             while ok and queue and len(running) < args.jobs:
                 running.add(pool.submit(run, queue.pop(0), args.stage, parameters, args.cwd, args.profile))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _script():
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["execute_notebooks"] = module  # its worker processes get `run` by this name
     spec.loader.exec_module(module)
     return module
 
@@ -27,7 +29,7 @@ def _notebook(name: str, source: str) -> str:
     return name
 
 
-def test_two_notebooks_side_by_side_and_a_failure_stops_the_queue(tmp_path, capsys, monkeypatch):
+def test_two_notebooks_side_by_side_and_a_failure_stops_the_queue(tmp_path, capfd, monkeypatch):
     main = _script().main
     monkeypatch.chdir(tmp_path)  # notebooks are given relative to the working directory, as make does
     ok = [_notebook(f"ok{i}", f"print('ok {i}', PROFILE)") for i in range(2)]
@@ -40,7 +42,7 @@ def test_two_notebooks_side_by_side_and_a_failure_stops_the_queue(tmp_path, caps
     later = _notebook("later", "print('never')")
     assert main([bad, later, "--stage", str(stage), "--results", str(results), "--jobs", "1",
                  "--cwd", str(tmp_path)]) == 1
-    assert "bad FAILED" in capsys.readouterr().err
+    assert "bad FAILED" in capfd.readouterr().err
     assert not (stage / f"{later}.ipynb").exists()
     with pytest.raises(SystemExit):
         main([*ok, "--stage", str(stage), "--results", str(results), "--jobs", "0"])

@@ -7,8 +7,9 @@ trials run on Ray. QUICK keeps the algorithm and every schedule *fraction* (the 
 ``StepwiseSchedule.paper(iterations, ...)``, which scales interval, T1, T2 and the lr steps with
 the budget) but attacks the trained ResNet-20 substitute (:mod:`gitutor.models.substitute`; the
 setting study, ``book/setting_study``, finds random weights return noise) on whole bundled
-photographs held out of its training, at 32×32, for 100 iterations per method, so that three
-batches per comparison fit in about three minutes on two cores: a preview.
+photographs held out of its training, at 32×32, for 100 iterations per method in Table 1 and
+30 in the ablation and the studies, so that three batches per comparison fit in about three
+minutes of one core: a preview.
 
 :data:`BUDGETS` are larger budgets for recorded runs (``book/recorded/``), applied on top of a
 profile by the notebook's ``BUDGET`` parameter: ``"cpu_recording"`` is the recording issue 21
@@ -28,11 +29,11 @@ QUICK = {
     "n_batches": 3,                  # every comparison runs on this many batches (mean, 95 % interval)
     "data": "whole bundled photographs, held out of the substitute's training",
     "image_root": "bundled",         # the notebook's IMAGE_ROOT parameter overrides it
-    "budgets": [25, 50, 100],        # budget curve (iterations) for IG, GradInversion, stepwise
+    "budgets": [30, 100],            # budget curve (iterations) for IG, GradInversion, stepwise
     "iterations": 100,               # Table 1: every method gets the same number of image updates
     "dlg_inner_steps": 20,           # L-BFGS function evaluations per DLG step (max_iter)
-    "ablation_iterations": 50,       # Table 2 and dropout on/off (shares the budget-50 runs)
-    "study_iterations": 50,          # Fig. 7 (batch size) and Fig. 8 (first matched block)
+    "ablation_iterations": 30,       # Table 2 and dropout on/off (shares the budget-30 runs)
+    "study_iterations": 30,          # Fig. 7 (batch size) and Fig. 8 (first matched block)
     "batch_sizes": [1, 2],
     "first_blocks": ["stage3", "stage1"],   # Fig. 8: match from this residual block to fc
     # the paper's hyper-parameters (Ye et al. §Experiments); the schedule scales T1, T2 to the budget
