@@ -120,11 +120,13 @@ def ordering(results: dict[str, Interval | Sequence[float]]) -> str:
     return " > ".join(ranked)
 
 
-def format_interval(summary: Interval, digits: int = 2) -> str:
-    """``"12.34 [11.90, 12.78] (n = 4)"``; ``"12.34 (n = 1, no interval)"`` for one trial."""
+def format_interval(summary: Interval, digits: int = 2, count: bool = True) -> str:
+    """``"12.34 [11.90, 12.78] (n = 4)"``; ``"12.34 (n = 1, no interval)"`` for one trial;
+    without ``count`` (a table that has its own n column) ``"12.34 [11.90, 12.78]"``."""
     if summary.n == 1:
         return f"{summary.mean:.{digits}f} (n = 1, no interval)"
-    return f"{summary.mean:.{digits}f} [{summary.low:.{digits}f}, {summary.high:.{digits}f}] (n = {summary.n})"
+    text = f"{summary.mean:.{digits}f} [{summary.low:.{digits}f}, {summary.high:.{digits}f}]"
+    return text + (f" (n = {summary.n})" if count else "")
 
 
 def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra: Mapping[str, Sequence[str]] = {},

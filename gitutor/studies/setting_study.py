@@ -34,7 +34,7 @@ from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import calibrate_batchnorm
 from gitutor.models.substitute import load_substitute, substitute_network
 from gitutor.seeding import make_generator
-from gitutor.stats import interval
+from gitutor.stats import format_interval, interval
 
 METHODS = ("Inverting Gradients", "GradInversion", "Stepwise")
 #: Iterations at which a trial's snapshot is scored (those ≤ its budget).
@@ -191,9 +191,8 @@ def summary_rows(summary: Mapping[tuple, Mapping], at: Sequence[int] = (1000, 50
                "batches": curve["n"]}
         for t in at:
             k = curve["t"].index(t) if t in curve["t"] else None
-            row[f"SSIM at {t}"] = "—" if k is None else curve["SSIM"][k].__str__()
-        last = len(curve["t"]) - 1
-        row["PSNR at end (dB)"] = str(curve["PSNR"][last])
+            row[f"SSIM at {t}"] = "—" if k is None else format_interval(curve["SSIM"][k], count=False)
+        row["PSNR at end (dB)"] = format_interval(curve["PSNR"][-1], count=False)
         rows.append(row)
     return rows
 
