@@ -4,6 +4,7 @@
     python scripts/setting_study.py --phase factors   # prior weights, BatchNorm mode: 1 000
     python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
     python scripts/setting_study.py --phase base      # the base at 1 000, their reference
+    python scripts/setting_study.py --phase scale2   # 96 and 128 px, B = 2: 1 000
     python scripts/setting_study.py --phase gpu --device cuda --engine processes --cpus 9
                                                       # the base at 2 000, on a GPU without Ray
 
@@ -41,12 +42,15 @@ RECORD = ROOT / "book" / "studies" / "04_setting_study.json"
 #: then the factors of scale (architecture, resolution, batch size) at 1 000 iterations, where a
 #: trial costs 2–5× more and two cores cannot afford GradInversion too (the page says so).
 _SCALE = ("architecture", "resolution", "batch size")
+_FIRST_SCALE = [study.Setting(architecture="resnet34"), study.Setting(image_size=64),
+                study.Setting(batch_size=4)]  # the "scale" phase; "scale2" runs the rest of _SCALE
 PHASES = {
     "curves": (5000, [([study.BASE, *study.FACTORS["weights"]], study.METHODS)]),
     "factors": (1000, [(group, study.METHODS) for name, group in study.FACTORS.items()
                        if name not in ("weights", *_SCALE)]),
-    "scale": (1000, [(study.FACTORS[name], ("Inverting Gradients", "Stepwise"))
-                     for name in _SCALE]),
+    "scale": (1000, [(_FIRST_SCALE, ("Inverting Gradients", "Stepwise"))]),
+    "scale2": (1000, [([s for name in _SCALE for s in study.FACTORS[name] if s not in _FIRST_SCALE],
+                        ("Inverting Gradients", "Stepwise"))]),
     # the reference of the 1 000-iteration factors: the base with its lr schedule over 1 000
     "base": (1000, [([study.BASE], study.METHODS)]),
     # the base on a GPU, one process per trial (recorded on an H200 with --iterations 2000)

@@ -74,8 +74,8 @@ BASE = Setting()
 FACTORS = {
     "weights": [replace(BASE, weights="random")],
     "architecture": [replace(BASE, architecture="resnet34")],
-    "resolution": [replace(BASE, image_size=64)],
-    "batch size": [replace(BASE, batch_size=4)],
+    "resolution": [replace(BASE, image_size=size) for size in (64, 96, 128)],
+    "batch size": [replace(BASE, batch_size=size) for size in (2, 4)],  # 8 > the 6 held-out photographs
     "prior weights": [replace(BASE, prior_scale=1.0), replace(BASE, prior_scale=100.0),
                       replace(BASE, prior_scale=0.1)],
     "BatchNorm mode": [replace(BASE, bn_mode="train")],
