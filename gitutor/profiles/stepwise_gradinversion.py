@@ -6,7 +6,7 @@ validation images with distinct labels, batch 8, 15 000 iterations, dropout 0.3,
 trials run on Ray. QUICK keeps the algorithm and every schedule *fraction* (the schedule is
 ``StepwiseSchedule.paper(iterations, ...)``, which scales interval, T1, T2 and the lr steps with
 the budget) but attacks the trained ResNet-20 substitute (:mod:`gitutor.models.substitute`; the
-setting study, ``book/setting_study``, finds random weights return noise) on whole bundled
+setting study, ``book/setting_study``, compares it with random weights) on whole bundled
 photographs held out of its training, at 32×32, for 100 iterations per method in Table 1 and
 30 in the ablation and the studies, so that three batches per comparison fit in about three
 minutes of one core: a preview.
