@@ -46,15 +46,21 @@ def test_summarise_gives_intervals_and_keeps_missing_lpips_missing():
 
 def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
-    table1 = {m: {"PSNR": interval([20.0, 21.0]), "SSIM": interval([0.6, 0.7]), "LPIPS": None} for m in study.PAPER_TABLE1}
+    table1 = {m: {"PSNR": interval([20.0, 20.5, 21.0]), "SSIM": interval([0.6, 0.7]), "LPIPS": None}
+              for m in study.PAPER_TABLE1}
     table2 = {row: {"PSNR": interval([9.0, 9.5])} for row in study.ABLATION}
     rows = study.chapter_rows(cfg, table1, table2, study.PAPER_ORDER)
     save_results("04_stepwise_gradinversion", "quick", rows, tmp_path)
     assert len(rows) == 4 * 3 + 4 + 1 and rows[-1]["this_run"] == "yes"
     psnr_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 PSNR") and r["setting"] == "Stepwise")
     assert psnr_stepwise["this_run"] == 20.5 and verdict(psnr_stepwise) == "meets"
+    assert psnr_stepwise["low"] < 20.5 < psnr_stepwise["high"]  # its 95 % interval over the batches
+    ssim_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 SSIM") and r["setting"] == "Stepwise")
+    assert verdict(ssim_stepwise) == "not resolved"  # two batches: the interval holds the paper's 0.49
     assert next(r for r in rows if r["quantity"].startswith("Table 1 LPIPS"))["this_run"] == "n/a"
-    assert verdict(next(r for r in rows if r["setting"] == "+ schedule")) == "falls short"
+    schedule = next(r for r in rows if r["setting"].startswith("+ schedule"))
+    assert verdict(schedule) == "falls short" and f"({cfg.ablation_iterations} iterations)" in schedule["setting"]
+    assert len({r["differences"] for r in rows}) == 1  # stated once above the table
 
 
 def test_trial_settings_and_the_model_setup():
