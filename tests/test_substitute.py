@@ -74,3 +74,14 @@ def test_bad_recipes_and_missing_substitutes_are_refused(tmp_path):
         substitute_path("resnet50")
     with pytest.raises(FileNotFoundError, match="train_substitute"):
         load_substitute(tmp_path / "missing.safetensors")
+
+
+def test_bundled_batches_hold_out_the_substitutes_photographs_only_when_it_is_attacked():
+    from gitutor.attacks.comparison import private_batches
+
+    held_out = private_batches([4], 1, image_size=16, num_classes=10, seed=0)[(4, 0)][0]
+    assert torch.equal(held_out, attacked_photographs(16, 4, 0))
+    with pytest.raises(ValueError, match=r"batch_size must be an int in \[1, 6\]"):
+        private_batches([8], 1, image_size=16, num_classes=10, seed=0)
+    x, y = private_batches([8], 1, image_size=16, num_classes=1000, seed=0, held_out=False)[(8, 0)]
+    assert x.shape == (8, 3, 16, 16) and len(set(y.tolist())) == 8  # the paper's B = 8, offline

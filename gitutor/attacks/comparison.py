@@ -24,7 +24,7 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
-from gitutor.data import attacked_photographs, image_folder
+from gitutor.data import ATTACKED_PHOTOGRAPHS, BUNDLED_PHOTOGRAPHS, attacked_photographs, image_folder
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
@@ -106,19 +106,25 @@ def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: 
 
 
 def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_classes: int, seed: int,
-                    image_root: str | Path = "bundled") -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
+                    image_root: str | Path = "bundled", held_out: bool = True
+                    ) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
     """``{(B, i): (x, y)}`` for every B in ``batch_sizes`` and i < ``count``: distinct-label batches.
 
-    Whole bundled photographs (:func:`~gitutor.data.attacked_photographs` batch i, held out of the
-    trained substitutes) with random distinct labels when ``image_root == "bundled"``, else images of
-    the ImageFolder tree with distinct classes. Batch ``(B, i)`` is drawn with seed ``seed + 1000 · i + B``.
+    Whole bundled photographs (:func:`~gitutor.data.attacked_photographs` batch i: of the six held
+    out of the trained substitutes, or of all :data:`~gitutor.data.BUNDLED_PHOTOGRAPHS` when not
+    ``held_out``) with random distinct labels when ``image_root == "bundled"``, else images of the
+    ImageFolder tree with distinct classes. Batch ``(B, i)`` is drawn with seed ``seed + 1000 · i + B``.
+
+    Raises:
+        ValueError: for a bundled B larger than the photographs to draw from (as ``attacked_photographs``).
     """
+    names = ATTACKED_PHOTOGRAPHS if held_out else BUNDLED_PHOTOGRAPHS
     batches = {}
     for b in batch_sizes:
         for i in range(count):
             generator = make_generator(seed + 1000 * i + b)
             if image_root == "bundled":
-                x = attacked_photographs(image_size, b, i)
+                x = attacked_photographs(image_size, b, i, names)
                 batches[(b, i)] = x, torch.randperm(num_classes, generator=generator)[:b]
                 continue
             images, labels = image_folder(image_root, 8 * b, size=image_size, seed=seed + 1000 * i + b)

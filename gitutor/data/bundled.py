@@ -214,19 +214,27 @@ TRAINING_PHOTOGRAPHS = ("colorwheel", "retina", "immunohistochemistry", "hubble_
                         "cell", "clock", "stereo_motorcycle", "shepp_logan_phantom")
 
 
-def attacked_photographs(size: int, batch_size: int, index: int = 0) -> torch.Tensor:
-    """Batch ``index`` of :data:`ATTACKED_PHOTOGRAPHS`: ``batch_size`` consecutive whole
-    photographs from photograph ``index · batch_size`` on (cyclically), ``(B, 3, size, size)``
-    in [0, 1] (:func:`whole_photographs`).
+#: Every distinct whole photograph a batch can draw on when no trained substitute is attacked
+#: (a pretrained or random network saw none of them).
+BUNDLED_PHOTOGRAPHS = ATTACKED_PHOTOGRAPHS + TRAINING_PHOTOGRAPHS
+
+
+def attacked_photographs(size: int, batch_size: int, index: int = 0,
+                         names: tuple[str, ...] = ATTACKED_PHOTOGRAPHS) -> torch.Tensor:
+    """Batch ``index`` of ``names`` (by default :data:`ATTACKED_PHOTOGRAPHS`, held out of the
+    trained substitutes; :data:`BUNDLED_PHOTOGRAPHS` for a network that saw none):
+    ``batch_size`` consecutive whole photographs from photograph ``index · batch_size`` on
+    (cyclically), ``(B, 3, size, size)`` in [0, 1] (:func:`whole_photographs`).
 
     Raises:
-        ValueError: for a bad ``size``, ``batch_size`` outside [1, 6] or a negative ``index``.
+        ValueError: for a bad ``size``, ``batch_size`` outside [1, len(names)] (distinct
+            photographs) or a negative ``index``.
     """
-    count = len(ATTACKED_PHOTOGRAPHS)
+    count = len(names)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= count:
-        raise ValueError(f"batch_size must be an int in [1, {count}] (distinct photographs), "
-                         f"got {batch_size!r}")
+        raise ValueError(f"batch_size must be an int in [1, {count}] (distinct bundled photographs; "
+                         f"larger batches need an image folder), got {batch_size!r}")
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"index must be an int ≥ 0, got {index!r}")
-    names = tuple(ATTACKED_PHOTOGRAPHS[(index * batch_size + j) % count] for j in range(batch_size))
-    return whole_photographs(size, names)
+    chosen = tuple(names[(index * batch_size + j) % count] for j in range(batch_size))
+    return whole_photographs(size, chosen)

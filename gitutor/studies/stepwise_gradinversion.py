@@ -88,12 +88,12 @@ def describe_model(cfg) -> str:
 def chapter_batches(cfg, model: torch.nn.Module, seed: int, device: str | torch.device = "cpu"
                     ) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]]:
     """``{(B, i): (x, y, shared gradient)}`` for B in ``{cfg.batch_size, *cfg.batch_sizes}`` and
-    i < ``cfg.n_batches``: the private batches (:func:`~gitutor.attacks.comparison.private_batches`)
-    and what the server observes of each (:func:`~gitutor.federated.case.gradient_case`, labels known).
+    i < ``cfg.n_batches``: the private batches (:func:`~gitutor.attacks.comparison.private_batches`;
+    bundled photographs held out of its training when ``cfg.substitute``, else any) and what the server observes of each (:func:`~gitutor.federated.case.gradient_case`, labels known).
     """
     sizes = sorted({cfg.batch_size, *cfg.batch_sizes})
     images = private_batches(sizes, cfg.n_batches, image_size=cfg.image_size, num_classes=cfg.num_classes,
-                             seed=seed, image_root=cfg.image_root)
+                             seed=seed, image_root=cfg.image_root, held_out=cfg.substitute)
     batches = {}
     for key, (x, y) in images.items():
         case = gradient_case(model, x.to(device), y.to(device), labels_known=True)
