@@ -514,7 +514,7 @@ def timings_table(records: Sequence[Mapping]) -> str:
 def verdict_sentence(rows: Sequence[Mapping]) -> str:
     """The sentence a chapter ends with: how many of its ``rows`` meet the paper.
 
-    And how many fall short or are not comparable, by :data:`VERDICT_RULE`
+    And how many fall short, are not resolved or are not comparable, by :data:`VERDICT_RULE`
     (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows meets …"``).
 
     Raises:
