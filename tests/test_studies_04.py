@@ -57,6 +57,7 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
     assert psnr_stepwise["low"] < 20.5 < psnr_stepwise["high"]  # its 95 % interval over the batches
     ssim_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 SSIM") and r["setting"] == "Stepwise")
     assert verdict(ssim_stepwise) == "not resolved"  # two batches: the interval holds the paper's 0.49
+    assert [r for r in rows if r.get("headline")] == [ssim_stepwise]  # the chapter's line on the results page
     assert next(r for r in rows if r["quantity"].startswith("Table 1 LPIPS"))["this_run"] == "n/a"
     schedule = next(r for r in rows if r["setting"].startswith("+ schedule"))
     assert verdict(schedule) == "falls short" and f"({cfg.ablation_iterations} iterations)" in schedule["setting"]

@@ -134,7 +134,8 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
 def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table2: Mapping[str, Mapping[str, Interval]],
                  order: str) -> list[dict]:
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
-    run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it.
+    run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
+    GradInversion's Table 1 SSIM is the chapter's headline row.
 
     Args:
         cfg: the chapter's settings (``gitutor.profiles.stepwise_gradinversion.chapter_settings``).
@@ -153,7 +154,7 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table
     rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
              "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
              "differences": differences, "better": "lower" if k == "LPIPS" else "higher",
-             **interval_fields(table1[m][k], 3)}
+             **interval_fields(table1[m][k], 3), **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {})}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
     rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][1],
