@@ -49,6 +49,16 @@ def test_loopback_unix_sockets_and_other_events_pass(guard):
     assert not Path(guard._LOG).exists()
 
 
+def test_this_machines_own_addresses_are_local(guard, monkeypatch):
+    if sys.platform.startswith("linux"):
+        assert "127.0.0.1" in guard._own_addresses()  # read from the kernel's local routes
+    monkeypatch.setattr(guard, "_OWN_ADDRESSES", {"192.0.2.9"})  # e.g. where a local Ray binds
+    with socket.socket() as sock:
+        guard._audit("socket.connect", (sock, ("192.0.2.9", 6379)))
+        with pytest.raises(OSError, match="disabled"):
+            guard._audit("socket.connect", (sock, ("192.0.2.10", 6379)))
+
+
 def test_the_hook_is_installed_in_a_process_started_with_the_log_variable(tmp_path):
     log = tmp_path / "net.log"
     probe = ("import socket\ntry:\n    socket.getaddrinfo('example.invalid', 80)\n"

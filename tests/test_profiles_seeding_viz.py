@@ -52,7 +52,7 @@ def test_a_budget_replaces_the_profile_settings_it_names_and_unknown_budgets_are
     assert smoke.replace(iterations=full.iterations, n_batches=full.n_batches, budgets=full.budgets,
                          ablation_iterations=full.ablation_iterations, study_iterations=full.study_iterations,
                          batch_sizes=full.batch_sizes, first_blocks=full.first_blocks,
-                         record_every=full.record_every) == full
+                         record_every=full.record_every, sweep_engine=full.sweep_engine) == full
     with pytest.raises(ValueError, match="BUDGET must be None or one of .*smoke"):
         get_profile("04_stepwise_gradinversion", "quick", budget="huge")
 

@@ -17,11 +17,24 @@ _LOG = os.environ.get("GITUTOR_NET_LOG")
 _LOCAL_NAMES = {"", "localhost", "localhost.localdomain", "ip6-localhost", socket.gethostname()}
 
 
+def _own_addresses() -> set[str]:
+    """This machine's own interface addresses (Linux: the kernel's local routes and IPv6 addresses):
+    a connection to one never leaves the machine, and a local Ray cluster binds its processes to one."""
+    own = set()
+    try:
+        lines = open("/proc/net/fib_trie").read().splitlines()
+        own |= {above.split()[-1] for above, line in zip(lines, lines[1:]) if line.strip() == "/32 host LOCAL"}
+        own |= {str(ipaddress.IPv6Address(bytes.fromhex(line.split()[0]))) for line in open("/proc/net/if_inet6")}
+    except (OSError, ValueError, IndexError):
+        pass  # not Linux: only loopback counts as local
+    return own
+
+
 def _is_local(host) -> bool:
     if host is None or isinstance(host, int):
         return True
     host = host.decode() if isinstance(host, bytes) else str(host)
-    if host in _LOCAL_NAMES:
+    if host in _LOCAL_NAMES or host.split("%")[0] in _OWN_ADDRESSES:
         return True
     try:
         address = ipaddress.ip_address(host.split("%")[0])
@@ -46,5 +59,6 @@ def _audit(event: str, args: tuple) -> None:
         _refuse(f"resolve {args[0]!r}")
 
 
+_OWN_ADDRESSES = _own_addresses()
 if _LOG:
     sys.addaudithook(_audit)
