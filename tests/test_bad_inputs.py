@@ -138,6 +138,8 @@ def test_range_is_checked_where_images_enter_the_library(colour_lenet, batch):
         fc_input_features(colour_lenet, x * 255)
     with pytest.raises(ValueError, match=r"images .*\(B, C, H, W\)"):
         fc_input_features(colour_lenet, x.permute(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="empty batch"):
+        fc_input_features(colour_lenet, x[:0])
     with pytest.raises(ValueError, match=r"x1 must lie in \[0, 1\]"):
         mixup(x * 255, y, x, y, 0.5, num_classes=10)
     with pytest.raises(ValueError, match=r"images must lie in \[0, 1\]"):

@@ -53,10 +53,12 @@ def fc_input_features(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
 
     Raises:
         ValueError: as :func:`gitutor.checks.check_images` (layout, NaN/inf, values outside [0, 1]),
-            or if the model has no Linear layer.
+            for an empty batch, or if the model has no Linear layer.
         TypeError: if ``images`` is not a float tensor.
     """
     check_images(images, "images")
+    if images.shape[0] == 0:
+        raise ValueError("images is an empty batch: give at least one image")
     fc = last_linear(model)
     captured = []
     hook = fc.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0].detach()))
