@@ -6,7 +6,8 @@
 writes ``book/recorded/<notebook>.ipynb`` (the executed notebook, its title saying "at a larger
 budget, recorded on <date>, <device>") and ``book/recorded/<notebook>.json`` (the notebook's
 results record, :mod:`gitutor.results`, plus a ``"provenance"`` dict: commit, device, torch
-version, wall time, exact command, parameters, date). The working tree must be committed (the
+version, wall time, exact command, parameters, date), and any other file the notebook wrote beside
+its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``). The working tree must be committed (the
 provenance commit is what was run); ``make record`` calls this script.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,6 +101,9 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
                                                **parameters})
         wall = time.perf_counter() - start
         record_ = json.loads((Path(results_dir) / f"{name}.json").read_text())
+        for kept in Path(results_dir).glob(f"{name}.*"):  # what the notebook keeps beside its record
+            if kept.suffix != ".json":
+                shutil.copyfile(kept, RECORDED / kept.name)
     executed = json.loads(output.read_text())
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     described = device_description(device, _threads_of(executed))

@@ -169,14 +169,17 @@ def chapter_trials(cfg, block_start: Mapping[str, int], seed: int) -> list[dict]
     Budget curve: IG, GradInversion, Stepwise at each of ``cfg.budgets`` (B = ``cfg.batch_size``);
     Table 1: those plus DLG at ``cfg.iterations``; Table 2 and dropout: the variants at
     ``cfg.ablation_iterations``; Fig. 7–8: Stepwise per batch size and per first block at
-    ``cfg.study_iterations``. Batch i starts every method from the same noise (seed ``seed + i``).
+    ``cfg.study_iterations``; a part whose iterations are None (or whose budgets are empty) is not
+    run. Batch i starts every method from the same noise (seed ``seed + i``).
     """
     b, specs = cfg.batch_size, []
     specs += [(m, b, t, None) for t in cfg.budgets for m in ("Inverting Gradients", "GradInversion", "Stepwise")]
     specs += [(m, b, cfg.iterations, None) for m in ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")]
-    specs += [(m, b, cfg.ablation_iterations, None) for m in METHODS[2:]]
-    specs += [("Stepwise", size, cfg.study_iterations, None) for size in cfg.batch_sizes]
-    specs += [("Stepwise", b, cfg.study_iterations, block_start[block]) for block in cfg.first_blocks]
+    if cfg.ablation_iterations is not None:
+        specs += [(m, b, cfg.ablation_iterations, None) for m in METHODS[2:]]
+    if cfg.study_iterations is not None:
+        specs += [("Stepwise", size, cfg.study_iterations, None) for size in cfg.batch_sizes]
+        specs += [("Stepwise", b, cfg.study_iterations, block_start[block]) for block in cfg.first_blocks]
     unique = list(dict.fromkeys(specs))
     return [dict(method=m, batch=(size, i), iterations=t, seed=seed + i, first_tensor=first)
             for m, size, t, first in unique for i in range(cfg.n_batches)]

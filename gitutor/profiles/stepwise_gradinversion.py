@@ -12,8 +12,8 @@ photographs held out of its training, at 32×32, for 100 iterations per method i
 minutes of one core: a preview.
 
 :data:`BUDGETS` are larger budgets for recorded runs (``book/recorded/``), applied on top of a
-profile by the notebook's ``BUDGET`` parameter: ``"cpu_recording"`` is the recording issue 21
-asks for, the trained ResNet34 substitute at B = 4 for 3 000 iterations (run with
+profile by the notebook's ``BUDGET`` parameter: ``"cpu_recording"`` records Table 1 with the
+trained ResNet34 substitute at B = 4 for 3 000 iterations (run with
 ``-p PRETRAINED False -p IMAGE_ROOT bundled``; the substitute is trained by ``make substitutes``);
 ``"smoke"`` runs a profile's code path for a few iterations.
 """
@@ -29,11 +29,11 @@ QUICK = {
     "n_batches": 3,                  # every comparison runs on this many batches (mean, 95 % interval)
     "data": "whole bundled photographs, held out of the substitute's training",
     "image_root": "bundled",         # the notebook's IMAGE_ROOT parameter overrides it
-    "budgets": [30, 100],            # budget curve (iterations) for IG, GradInversion, stepwise
+    "budgets": [30, 100],            # budget curve (iterations) for IG, GradInversion, stepwise ([]: none)
     "iterations": 100,               # Table 1: every method gets the same number of image updates
     "dlg_inner_steps": 20,           # L-BFGS function evaluations per DLG step (max_iter)
-    "ablation_iterations": 30,       # Table 2 and dropout on/off (shares the budget-30 runs)
-    "study_iterations": 30,          # Fig. 7 (batch size) and Fig. 8 (first matched block)
+    "ablation_iterations": 30,       # Table 2 and dropout on/off (shares the budget-30 runs; None: not run)
+    "study_iterations": 30,          # Fig. 7 (batch size) and Fig. 8 (first matched block; None: not run)
     "batch_sizes": [1, 2],
     "first_blocks": ["stage3", "stage1"],   # Fig. 8: match from this residual block to fc
     # the paper's hyper-parameters (Ye et al. §Experiments); the schedule scales T1, T2 to the budget
@@ -79,12 +79,14 @@ MODEL_BLOCKS = {
 }
 
 BUDGETS = {
-    # the trained ResNet34 substitute at 32×32 (its training size), B = 4, three batches, 3 000
-    # iterations with the paper's schedule scaled (T1, T2 at 1/5 and 1/3); Ray on two CPUs
+    # Table 1 only: the trained ResNet34 substitute at 32×32 (its training size), B = 4, three
+    # batches, 3 000 iterations with the paper's schedule scaled (T1, T2 at 1/5 and 1/3); Ray on two
+    # CPUs, about 2 hours. No budget curve (budgets []), no ablation and no Fig. 7–8 studies (None):
+    # those sections say so on the page
     "cpu_recording": {
         "model": "resnet34", "substitute": True, "image_size": 32, "batch_size": 4, "n_batches": 3,
-        "budgets": [300, 1000, 3000], "iterations": 3000, "ablation_iterations": 1000,
-        "study_iterations": 300, "batch_sizes": [1, 2, 4], "first_blocks": ["layer4", "layer1"],
+        "budgets": [], "iterations": 3000, "ablation_iterations": None, "study_iterations": None,
+        "batch_sizes": [], "first_blocks": [],
         "record_every": 100, "torch_threads": 1, "sweep_engine": "ray", "sweep_cpus": 2,
     },
     # `make smoke`: the code path of a profile for a handful of iterations, two batches, in this

@@ -131,8 +131,8 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
     return {k: None if results[0][k] is None else interval([r[k] for r in results]) for k in keys}
 
 
-def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table2: Mapping[str, Mapping[str, Interval]],
-                 order: str) -> list[dict]:
+def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
+                 table2: Mapping[str, Mapping[str, Interval]] | None, order: str) -> list[dict]:
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
     run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
     GradInversion's Table 1 SSIM is the chapter's headline row.
@@ -140,7 +140,8 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table
     Args:
         cfg: the chapter's settings (``gitutor.profiles.stepwise_gradinversion.chapter_settings``).
         table1: :func:`summarise` of every Table 1 method with keys LPIPS, PSNR, SSIM (``PAPER_TABLE1`` names).
-        table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with key PSNR.
+        table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with key PSNR, or None
+            when the run has no ablation (``cfg.ablation_iterations`` None).
         order: :func:`gitutor.stats.ordering` of the Table 1 PSNRs.
 
     Raises:
@@ -159,7 +160,7 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]], table
     budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
     rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][1],
               "this_run": round(table2[row]["PSNR"].mean, 2), "unit": "dB", **interval_fields(table2[row]["PSNR"], 2),
-              "differences": differences, "better": "higher"} for row in ABLATION]
+              "differences": differences, "better": "higher"} for row in (ABLATION if table2 is not None else ())]
     rows.append({"quantity": "PSNR ordering " + PAPER_ORDER, "setting": "Table 1, 95 % intervals separate",
                  "paper": "yes", "this_run": "yes" if order == PAPER_ORDER else order, "unit": "", "differences": differences})
     return rows
@@ -195,3 +196,11 @@ def budget_sentence(needed: float | None, count: int) -> str:
     if needed is None:
         return "no budget within 1000× the largest one"
     return f"about {needed:,.0f} iterations (an extrapolation from {count} budgets)"
+
+
+def not_run_sentence(cfg, part: str) -> str:
+    """Markdown sentence for a section whose trials this run's budget leaves out (``part``: e.g.
+    ``"the ablation (Table 2)"``)."""
+    budget = f"budget `{cfg.budget}`" if cfg.budget else f"the {cfg.profile} profile"
+    return (f"*Not part of this run:* {budget} runs Table 1 only ({cfg.iterations} iterations per "
+            f"method), so {part} is not measured here; the chapter's quick run shows it at its preview budget.")

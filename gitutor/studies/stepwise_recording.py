@@ -1,0 +1,87 @@
+"""Chapter 04's Table 1 reconstructions as a file a recorded run leaves beside its results record.
+
+A recording of chapter 04 (``make record``, ``book/recorded/``) runs Table 1 for thousands of
+iterations; the chapter page, built in minutes, shows that run's reconstructions and its quality along
+the run from this file instead of running it again. The file is safetensors (no pickle): per batch i,
+``truth/i`` (B, 3, H, W) and ``<method>/i`` (the final reconstruction matched to the truth, same shape)
+for every Table 1 method, and ``curve/<method>/i`` (K, 3): iteration, PSNR (dB) and SSIM of each
+snapshot taken along the run (Ye et al., AAAI 2024, Table 1 and Fig. 6b, measured along the way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from gitutor.attacks.comparison import score
+
+
+def save_reconstructions(
+    path: str | Path,
+    truths: Sequence[torch.Tensor],
+    runs: Mapping[str, Sequence[Mapping]],
+) -> Path:
+    """Write each batch's truth, each method's final images and its snapshot curve to ``path``.
+
+    Args:
+        path: the ``.safetensors`` file to write (its folder must exist).
+        truths: batch i's private images, (B, 3, H, W) in [0, 1], one per batch.
+        runs: ``{method: [trial value of batch 0, 1, …]}`` (:func:`gitutor.attacks.comparison.trial`:
+            ``"images"`` matched to the truth, ``"snapshots"`` as (iteration, images) pairs).
+
+    Raises:
+        ValueError: if ``truths`` is empty, a method has not one run per batch, or a name holds "/".
+    """
+    if not truths:
+        raise ValueError("truths must hold at least one batch")
+    tensors = {
+        f"truth/{i}": x.detach().cpu().float().contiguous()
+        for i, x in enumerate(truths)
+    }
+    for method, values in runs.items():
+        if "/" in method or len(values) != len(truths):
+            raise ValueError(
+                f"runs[{method!r}] must have one run per batch ({len(truths)}) and no '/' "
+                f"in its name, got {len(values)}"
+            )
+        for i, (value, truth) in enumerate(zip(values, truths)):
+            tensors[f"{method}/{i}"] = (
+                value["images"].detach().cpu().float().contiguous()
+            )
+            tensors[f"curve/{method}/{i}"] = snapshot_curve(value["snapshots"], truth)
+    save_file(tensors, str(path))
+    return Path(path)
+
+
+def snapshot_curve(
+    snapshots: Sequence[tuple[int, torch.Tensor]], truth: torch.Tensor
+) -> torch.Tensor:
+    """(K, 3) float64 tensor: iteration, PSNR (dB), SSIM of each snapshot (Hungarian-matched, batch mean)."""
+    rows = [
+        (float(t), *(score(images, truth)[k] for k in ("PSNR", "SSIM")))
+        for t, images in snapshots
+    ]
+    return torch.tensor(rows, dtype=torch.float64).reshape(-1, 3)
+
+
+def load_reconstructions(path: str | Path) -> dict:
+    """``{"truth": [batch 0, …], "images": {method: [batch 0, …]}, "curves": {method: [(K, 3), …]}}``.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: if the file holds no ``truth/0``.
+    """
+    tensors = load_file(str(path))
+    if "truth/0" not in tensors:
+        raise ValueError(f"{path} holds no chapter 04 reconstructions (no 'truth/0')")
+    n = sum(key.startswith("truth/") for key in tensors)
+    methods = dict.fromkeys(key.split("/")[0] for key in tensors if key.count("/") == 1)
+    methods.pop("truth")
+    return {
+        "truth": [tensors[f"truth/{i}"] for i in range(n)],
+        "images": {m: [tensors[f"{m}/{i}"] for i in range(n)] for m in methods},
+        "curves": {m: [tensors[f"curve/{m}/{i}"] for i in range(n)] for m in methods},
+    }
