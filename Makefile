@@ -43,6 +43,7 @@ CHECK_NET = @if [ -s $(NET_LOG) ]; then echo "make: network connection attempts 
 notebooks: install
 	@rm -rf $(STAGE) $(RESULTS) $(NET_LOG) && mkdir -p $(STAGE)/notebooks $(STAGE)/book $(RESULTS)
 	@cp -r book/studies $(STAGE)/book/   # recorded studies that chapters and book pages read
+	@if [ -d book/recorded ]; then cp -r book/recorded $(STAGE)/book/; fi   # recorded runs (chapter 04 reads its own)
 	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) $(RUN_ORDER)
 	$(CHECK_NET)
 
@@ -53,7 +54,6 @@ BOOK_LOG := $(BUILD)/jupyter-book.log
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
 	@mkdir -p $(STAGE)/_static && cp book/_static/* $(STAGE)/_static/   # gitutor.css: code fits the column
-	@if [ -d book/recorded ]; then cp -r book/recorded $(STAGE)/book/; fi
 	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/setting_study
 	@$(PYTHON) -c "__import__('importlib').import_module('sphinx-mathjax-offline')" 2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book]"

@@ -67,10 +67,12 @@ def retitle(notebook: dict, date: str, device: str) -> None:
     raise ValueError("the notebook has no Markdown cell starting with a '# ' title")
 
 
-def drop_exercises(notebook: dict) -> None:
-    """Remove the chapter's exercise block (cells tagged ``exercise``): it belongs to the chapter page, and
-    a second copy of its sphinx-exercise labels on the recorded page breaks the book build."""
-    notebook["cells"] = [cell for cell in notebook["cells"] if "exercise" not in cell["metadata"].get("tags", [])]
+def drop_chapter_cells(notebook: dict) -> None:
+    """Remove the cells that belong to the chapter page only: its exercise block (tag ``exercise``: a
+    second copy of its sphinx-exercise labels on the recorded page breaks the book build) and cells
+    tagged ``chapter-only`` (e.g. chapter 04's section that shows this very recording)."""
+    dropped = {"exercise", "chapter-only"}
+    notebook["cells"] = [cell for cell in notebook["cells"] if not dropped & set(cell["metadata"].get("tags", []))]
 
 
 def hide_injected_parameters(path: Path) -> None:
@@ -108,7 +110,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     described = device_description(device, _threads_of(executed))
     retitle(executed, date, described)
-    drop_exercises(executed)
+    drop_chapter_cells(executed)
     output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
     hide_injected_parameters(output)
     record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,

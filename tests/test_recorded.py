@@ -48,12 +48,13 @@ def test_recorded_notebook_is_valid_complete_and_titled(page):
         "the chapter's exercise block is on the recorded page (its labels would clash with the chapter's)"
 
 
-def test_record_drops_the_exercise_block():
+def test_record_drops_the_exercise_block_and_chapter_only_cells():
     spec = importlib.util.spec_from_file_location("record", ROOT / "scripts" / "record.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    notebook = {"cells": [{"metadata": {}}, {"metadata": {"tags": ["exercise"]}}, {"metadata": {"tags": ["x"]}}]}
-    module.drop_exercises(notebook)
+    notebook = {"cells": [{"metadata": {}}, {"metadata": {"tags": ["exercise"]}}, {"metadata": {"tags": ["x"]}},
+                          {"metadata": {"tags": ["hide-input", "chapter-only"]}}]}
+    module.drop_chapter_cells(notebook)
     assert notebook["cells"] == [{"metadata": {}}, {"metadata": {"tags": ["x"]}}]
 
 

@@ -1,11 +1,14 @@
-"""Chapter 04's schedule figure: which parameter tensors the stepwise attack matches when (Ye et al. Stage II)."""
+"""Chapter 04's figures: which parameter tensors the stepwise attack matches when, each method's loss,
+and its quality along a recorded run (Ye et al. Stage II)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import torch
 
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
+from gitutor.stats import interval
 
 
 def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapping[str, int]):
@@ -51,4 +54,32 @@ def loss_curves(losses: Mapping[str, list[float]], dlg_inner_steps: int):
     ax.set(xlabel="iteration (image updates / gradient evaluations)", ylabel="objective", yscale="log",
            title="loss curves, batch 0")
     ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def along_run(curves: Mapping[str, Sequence[torch.Tensor]]):
+    """PSNR and SSIM along each method's run (method → one (K, 3) curve per batch: iteration, PSNR,
+    SSIM, as :func:`gitutor.studies.stepwise_recording.snapshot_curve`), mean over the batches with
+    its 95 % interval as a band, log iteration axis from the first snapshot after x_0. Returns the
+    figure.
+
+    Raises:
+        ValueError: if ``curves`` is empty or a method's batches were snapshotted at different iterations.
+    """
+    if not curves:
+        raise ValueError("curves must map at least one method to its per-batch curves")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for method, per_batch in curves.items():
+        if any(not torch.equal(c[:, 0], per_batch[0][:, 0]) for c in per_batch):
+            raise ValueError(f"the batches of {method!r} were snapshotted at different iterations")
+        ts = per_batch[0][1:, 0].numpy()
+        for ax, column, metric in zip(axes, (1, 2), ("PSNR", "SSIM")):
+            spans = [interval([float(c[k, column]) for c in per_batch]) for k in range(1, len(ts) + 1)]
+            line, = ax.plot(ts, [s.mean for s in spans], label=method)
+            ax.fill_between(ts, [s.low for s in spans], [s.high for s in spans], color=line.get_color(),
+                            alpha=0.2)
+            ax.set(xscale="log", xlabel="iteration (log)", ylabel=metric)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"along the run: mean and 95 % interval over {len(per_batch)} batches", fontsize=9)
+    fig.tight_layout()
     return fig

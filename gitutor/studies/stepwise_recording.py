@@ -17,6 +17,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from gitutor.attacks.comparison import score
+from gitutor.stats import format_interval
+from gitutor.studies.stepwise_gradinversion import PAPER_TABLE1, summarise
 
 
 def save_reconstructions(
@@ -85,3 +87,45 @@ def load_reconstructions(path: str | Path) -> dict:
         "images": {m: [tensors[f"{m}/{i}"] for i in range(n)] for m in methods},
         "curves": {m: [tensors[f"curve/{m}/{i}"] for i in range(n)] for m in methods},
     }
+
+
+def recorded_table1(recording: Mapping) -> dict[str, dict]:
+    """Table 1 from a :func:`load_reconstructions` recording: ``{method: {"PSNR", "SSIM": Interval}}``
+    over its batches in the paper's row order: the noise baseline (every method's common start x_0,
+    the first snapshot of Inverting Gradients), then each method's final reconstruction, scored
+    against the truth.
+    """
+    truths, images = recording["truth"], recording["images"]
+    noise = [{"PSNR": float(curve[0, 1]), "SSIM": float(curve[0, 2])}
+             for curve in recording["curves"]["Inverting Gradients"]]
+    table = {"Noise N(0, I)": summarise(noise)}
+    table |= {m: summarise([score(x, truth) for x, truth in zip(images[m], truths)])
+              for m in PAPER_TABLE1 if m in images}
+    return table
+
+
+def recording_sentence(provenance: Mapping, iterations: int, batches: int) -> str:
+    """How a recorded chapter run was made, as a Markdown phrase (date, commit, device, wall time,
+    command) from its results record's ``provenance`` (``scripts/record.py``)."""
+    hours = provenance["wall_seconds"] / 3600
+    return (f"recorded on {provenance['date']} at commit `{provenance['commit'][:10]}` on "
+            f"{provenance['device']}: {iterations:,} iterations per method on {batches} batches in "
+            f"{hours:.1f} h of wall time, by `{provenance['command']}`")
+
+
+def target_sentence(table: Mapping[str, Mapping], target: float) -> str:
+    """Whether the best mean SSIM of a :func:`recorded_table1` reaches ``target``: "reaches" when its
+    whole 95 % interval is at or above it, "falls short of" when all of it is below, else "is not
+    resolved against", as a Markdown sentence naming the method and its interval.
+
+    Raises:
+        ValueError: if ``table`` is empty.
+    """
+    if not table:
+        raise ValueError("table must hold at least one method")
+    best = max(table, key=lambda m: table[m]["SSIM"].mean)
+    ssim = table[best]["SSIM"]
+    verdict = ("reaches" if ssim.low >= target else "falls short of" if ssim.high < target
+               else "is not resolved against")
+    shown = format_interval(ssim, count=False)
+    return f"the best mean SSIM, {best}'s {shown}, {verdict} the target of {target:.2f}"
