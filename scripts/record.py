@@ -7,8 +7,9 @@ writes ``book/recorded/<notebook>.ipynb`` (the executed notebook, its title sayi
 budget, recorded on <date>, <device>") and ``book/recorded/<notebook>.json`` (the notebook's
 results record, :mod:`gitutor.results`, plus a ``"provenance"`` dict: commit, device, torch
 version, wall time, exact command, parameters, date), and any other file the notebook wrote beside
-its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``). The working tree must be committed (the
-provenance commit is what was run); ``make record`` calls this script.
+its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``).
+The working tree must be committed (the provenance commit is what was run); ``make record`` calls
+this script.
 """
 from __future__ import annotations
 

@@ -96,11 +96,16 @@ def recorded_table1(recording: Mapping) -> dict[str, dict]:
     against the truth.
     """
     truths, images = recording["truth"], recording["images"]
-    noise = [{"PSNR": float(curve[0, 1]), "SSIM": float(curve[0, 2])}
-             for curve in recording["curves"]["Inverting Gradients"]]
+    noise = [
+        {"PSNR": float(curve[0, 1]), "SSIM": float(curve[0, 2])}
+        for curve in recording["curves"]["Inverting Gradients"]
+    ]
     table = {"Noise N(0, I)": summarise(noise)}
-    table |= {m: summarise([score(x, truth) for x, truth in zip(images[m], truths)])
-              for m in PAPER_TABLE1 if m in images}
+    table |= {
+        m: summarise([score(x, truth) for x, truth in zip(images[m], truths)])
+        for m in PAPER_TABLE1
+        if m in images
+    }
     return table
 
 
@@ -108,9 +113,11 @@ def recording_sentence(provenance: Mapping, iterations: int, batches: int) -> st
     """How a recorded chapter run was made, as a Markdown phrase (date, commit, device, wall time,
     command) from its results record's ``provenance`` (``scripts/record.py``)."""
     hours = provenance["wall_seconds"] / 3600
-    return (f"recorded on {provenance['date']} at commit `{provenance['commit'][:10]}` on "
-            f"{provenance['device']}: {iterations:,} iterations per method on {batches} batches in "
-            f"{hours:.1f} h of wall time, by `{provenance['command']}`")
+    return (
+        f"recorded on {provenance['date']} at commit `{provenance['commit'][:10]}` on "
+        f"{provenance['device']}: {iterations:,} iterations per method on {batches} batches in "
+        f"{hours:.1f} h of wall time, by `{provenance['command']}`"
+    )
 
 
 def target_sentence(table: Mapping[str, Mapping], target: float) -> str:
@@ -125,7 +132,12 @@ def target_sentence(table: Mapping[str, Mapping], target: float) -> str:
         raise ValueError("table must hold at least one method")
     best = max(table, key=lambda m: table[m]["SSIM"].mean)
     ssim = table[best]["SSIM"]
-    verdict = ("reaches" if ssim.low >= target else "falls short of" if ssim.high < target
-               else "is not resolved against")
+    verdict = (
+        "reaches"
+        if ssim.low >= target
+        else "falls short of"
+        if ssim.high < target
+        else "is not resolved against"
+    )
     shown = format_interval(ssim, count=False)
     return f"the best mean SSIM, {best}'s {shown}, {verdict} the target of {target:.2f}"
