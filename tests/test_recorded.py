@@ -44,6 +44,7 @@ def test_recorded_notebook_is_valid_complete_and_titled(page):
     assert not errors, f"the recorded run raised {errors[0].ename}: {errors[0].evalue}"
     title = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert "at a larger budget, recorded on" in title.splitlines()[0]
+    assert f"book/recorded/{page.stem}" in (ROOT / "_toc.yml").read_text(), "the page is not in _toc.yml"
     assert not any("exercise" in cell.metadata.get("tags", []) for cell in notebook.cells), \
         "the chapter's exercise block is on the recorded page (its labels would clash with the chapter's)"
 
