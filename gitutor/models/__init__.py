@@ -1,6 +1,7 @@
 """Models of the reproduced papers, and helpers that look inside a model."""
 from gitutor.models.batchnorm import calibrate_batchnorm
 from gitutor.models.buffers import preserved_buffers
+from gitutor.models.cifar_resnet18 import CifarResNet18, cifar_resnet18
 from gitutor.models.gap_cnn import GapCNN
 from gitutor.models.init import init_uniform_
 from gitutor.models.introspect import fc_input_features, fc_weight_index, last_linear
@@ -10,5 +11,5 @@ from gitutor.models.resnet20 import resnet20
 from gitutor.models.fcn import FCN
 
 
-__all__ = ["GapCNN", "LeNet", "calibrate_batchnorm", "fc_input_features", "fc_weight_index", "imagenet_resnet34", "init_uniform_",
+__all__ = ["CifarResNet18", "GapCNN", "cifar_resnet18", "LeNet", "calibrate_batchnorm", "fc_input_features", "fc_weight_index", "imagenet_resnet34", "init_uniform_",
            "last_linear", "preserved_buffers", "resnet18", "resnet20", "resnet34", "FCN"]
