@@ -1,16 +1,14 @@
-"""Run chapter 04's setting study (gitutor.studies.setting_study) on Ray and record it.
+"""Run chapter 04's setting study (gitutor.studies.setting_study) and record it.
 
-    python scripts/setting_study.py --phase curves    # base and random weights, 5 000 iterations
-    python scripts/setting_study.py --phase factors   # prior weights, BatchNorm mode: 1 000
-    python scripts/setting_study.py --phase scale     # architecture, resolution, batch size
-    python scripts/setting_study.py --phase base      # the base at 1 000, their reference
-    python scripts/setting_study.py --phase scale2   # 96 and 128 px, B = 2: 1 000
-    python scripts/setting_study.py --phase gpu --device cuda --engine processes --cpus 9
-                                                      # the base at 2 000, on a GPU without Ray
+    python scripts/setting_study.py --phase base         # the base, three methods, 1 000 iterations
+    python scripts/setting_study.py --phase width        # ResNet-20 (16, 64), ResNet34: 1 000
+    python scripts/setting_study.py --phase width64      # CIFAR ResNet-18 of width 64: 1 000
+    python scripts/setting_study.py --phase statistics   # calibrated and trained BN statistics
+    python scripts/setting_study.py --phase priors       # prior scale ×0, ×0.001, ×0.1, ×1
+    python scripts/setting_study.py --phase batch        # B = 4 and B = 8
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
-with provenance: commit, device, torch version, command, wall time per phase. The trained
-substitutes must exist (scripts/train_substitute.py). The book page
+with provenance: commit, device, torch version, command, wall time per phase. The book page
 book/setting_study.ipynb renders the record.
 """
 from __future__ import annotations
@@ -37,24 +35,19 @@ from gitutor.studies import setting_study as study  # noqa: E402
 from gitutor.sweeps import run_trials  # noqa: E402
 
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"
-#: phase → (iterations, [(settings, methods), …]): the budget curves to 5 000 iterations of the
-#: base and its random-weight twin; the prior weights and BatchNorm mode at 1 000 iterations;
-#: then the factors of scale (architecture, resolution, batch size) at 1 000 iterations, where a
-#: trial costs 2–5× more and two cores cannot afford GradInversion too (the page says so).
-_SCALE = ("architecture", "resolution", "batch size")
-_FIRST_SCALE = [study.Setting(architecture="resnet34"), study.Setting(image_size=64),
-                study.Setting(batch_size=4)]  # the "scale" phase; "scale2" runs the rest of _SCALE
+_F = study.FACTORS
+#: phase → (iterations, [(settings, methods), …]), one factor (or a costly part of one) each.
 PHASES = {
-    "curves": (5000, [([study.BASE, *study.FACTORS["weights"]], study.METHODS)]),
-    "factors": (1000, [(group, study.METHODS) for name, group in study.FACTORS.items()
-                       if name not in ("weights", *_SCALE)]),
-    "scale": (1000, [(_FIRST_SCALE, ("Inverting Gradients", "Stepwise"))]),
-    "scale2": (1000, [([s for name in _SCALE for s in study.FACTORS[name] if s not in _FIRST_SCALE],
-                        ("Inverting Gradients", "Stepwise"))]),
-    # the reference of the 1 000-iteration factors: the base with its lr schedule over 1 000
     "base": (1000, [([study.BASE], study.METHODS)]),
-    # the base on a GPU, one process per trial (recorded on an H200 with --iterations 2000)
-    "gpu": (2000, [([study.BASE], study.METHODS)]),
+    "width": (1000, [([s for s in _F["width and architecture"] if s.width != 64 or s.architecture != "cifar_resnet18"],
+                      study.METHODS)]),
+    "width64": (1000, [([s for s in _F["width and architecture"] if s.width == 64 and s.architecture == "cifar_resnet18"],
+                        study.METHODS)]),
+    "statistics": (1000, [(_F["BatchNorm statistics"] + _F["trained weights"], study.METHODS)]),
+    # the prior scale does not reach Inverting Gradients (its own α_TV, every setting)
+    "priors": (1000, [(_F["prior scale"], ("GradInversion", "Stepwise"))]),
+    "batch": (1000, [(_F["batch size"][:1], study.METHODS),
+                     (_F["batch size"][1:], ("Inverting Gradients", "Stepwise"))]),
 }
 
 
@@ -85,13 +78,13 @@ def main() -> None:
     iterations = args.iterations or iterations
     trials = [t for settings, methods in groups
               for t in study.study_trials(settings, iterations, methods=methods)]
-    paths = {name: str(substitute_path(name)) for name in ("resnet20", "resnet34")}
+    paths = {"resnet20": str(substitute_path("resnet20"))}  # the trained substitute (ships)
     if args.commit:  # a copy of the tree without .git (a lent GPU machine): committed before the copy
         commit, dirty = args.commit, None
     else:
         commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "gitutor"))
     start = time.perf_counter()
-    outcomes = run_trials(study.trial, trials, context={"weights": paths, "device": args.device},
+    outcomes = run_trials(study.trial, trials, context={"weights": paths["resnet20"], "device": args.device},
                           engine=args.engine, num_cpus=args.cpus, progress=True)
     wall = time.perf_counter() - start
     workers = "Ray workers" if args.engine == "ray" else "worker processes"

@@ -85,6 +85,7 @@ def test_dropout_masks_keep_seventy_percent_and_are_fresh_each_call():
 def test_total_variation_beta_two_on_a_ramp():
     ramp = torch.arange(6, dtype=torch.float32).mul(0.1).expand(2, 3, 6, 6)  # Δ_h = 0.1, Δ_v = 0
     assert total_variation(ramp, beta=2.0).item() == pytest.approx(0.01)
+    assert total_variation(ramp, beta=2.0, reduction="sum").item() == pytest.approx(0.01 * 2 * 3 * 5 * 5)
     assert total_variation(torch.ones(1, 3, 5, 5), beta=2.0).item() == 0.0
 
 

@@ -96,7 +96,7 @@ class StepwiseObjective:
             if masks is not None:
                 candidate, target = [g * m for g, m in zip(candidate, masks)], [g * m for g, m in zip(target, masks)]
             grad_term = gradient_l2_distance(candidate, target)
-        tv = total_variation(x, beta=2.0)
+        tv = total_variation(x, beta=2.0, reduction="sum")  # Eq. 11 sums over pixels
         r_bn = self.prior.value() if self.prior is not None else torch.zeros((), device=x.device)
         loss = grad_term
         if self.schedule.tv_active(t):

@@ -41,23 +41,29 @@ class _BasicBlock(nn.Module):
 class ResNet20(nn.Module):
     """CIFAR ResNet-20 with option-A shortcuts; input ``(B, in_channels, H, W)``, output ``(B, num_classes)``.
 
+    ``width`` is the first stage's channels (16 in He et al.; 64 gives the ResNet-20-4 of Geiping
+    et al., NeurIPS 2020, §4); the stages have ``width``, 2·``width``, 4·``width`` channels.
     ``self.fc`` is the last linear layer. Weights are Kaiming-normal drawn from a generator seeded
     with ``seed``; the fc bias starts at 0.
+
+    Raises:
+        ValueError: for a non-positive ``num_classes``, ``in_channels`` or ``width``.
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 3, seed: int = 0):
+    def __init__(self, num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16):
         super().__init__()
-        if num_classes < 1 or in_channels < 1:
-            raise ValueError("num_classes and in_channels must be positive")
-        self.conv = nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)
-        self.bn = nn.BatchNorm2d(16)
-        blocks, channels = [], 16
-        for width, stride in ((16, 1), (32, 2), (64, 2)):
+        if num_classes < 1 or in_channels < 1 or width < 1:
+            raise ValueError(f"num_classes, in_channels and width must be positive, got "
+                             f"{num_classes}, {in_channels}, {width}")
+        self.conv = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(width)
+        blocks, channels = [], width
+        for planes, stride in ((width, 1), (2 * width, 2), (4 * width, 2)):
             for index in range(3):
-                blocks.append(_BasicBlock(channels, width, stride if index == 0 else 1))
-                channels = width
+                blocks.append(_BasicBlock(channels, planes, stride if index == 0 else 1))
+                channels = planes
         self.blocks = nn.Sequential(*blocks)
-        self.fc = nn.Linear(64, num_classes)
+        self.fc = nn.Linear(channels, num_classes)
         generator = make_generator(seed)
         for module in self.modules():
             if isinstance(module, (nn.Conv2d, nn.Linear)):
@@ -71,11 +77,12 @@ class ResNet20(nn.Module):
         return self.fc(out.mean(dim=(2, 3)))
 
 
-def resnet20(num_classes: int = 10, in_channels: int = 3, seed: int = 0) -> ResNet20:
+def resnet20(num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16) -> ResNet20:
     """A randomly initialised CIFAR ResNet-20 (He et al. 2016, §4.2, option-A shortcuts), as the
-    untrained ResNet20 FL model of Wu et al. (2022, §4.1); the same ``seed`` gives the same weights.
+    untrained ResNet20 FL model of Wu et al. (2022, §4.1); the same ``seed`` gives the same weights;
+    ``width`` as :class:`ResNet20` (64: ResNet-20-4).
 
     Raises:
         ValueError: for non-positive sizes.
     """
-    return ResNet20(num_classes=num_classes, in_channels=in_channels, seed=seed)
+    return ResNet20(num_classes=num_classes, in_channels=in_channels, seed=seed, width=width)

@@ -1,7 +1,10 @@
 """Chapter 04's set-up and paper-vs-run rows (Ye et al., AAAI 2024, Stage II: Tables 1–2, Fig. 5–8).
 
-The attacked model is ResNet34 behind ImageNet normalisation in eval mode (§Experiments); offline it is
-randomly initialised and its BatchNorm running statistics are calibrated on auxiliary crops. The trials
+The paper attacks an ImageNet-pretrained ResNet34 behind ImageNet normalisation in eval mode
+(§Experiments). Offline the chapter attacks the network on which the attacks recover photographs
+(``book/setting_study``): a randomly initialised CIFAR ResNet-18 of the profile's width with
+torchvision's default BatchNorm statistics (mean 0, variance 1), or, on request, a trained
+substitute or a random network whose statistics are calibrated on auxiliary crops. The trials
 themselves live in :mod:`gitutor.attacks.comparison`; this module holds what the notebook builds around
 them and the paper's numbers (Table 1: LPIPS / PSNR / SSIM at B = 8, 15 000 iterations; Table 2: ablation).
 """
@@ -13,7 +16,7 @@ import torch
 import torchvision
 
 from gitutor.data import bundled_crops
-from gitutor.models import calibrate_batchnorm, resnet34
+from gitutor.models import calibrate_batchnorm, cifar_resnet18, resnet34
 from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
 from gitutor.attacks.comparison import private_batches, score
 from gitutor.federated.case import gradient_case
@@ -38,20 +41,25 @@ def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.n
 
     ``cfg.pretrained``: the ImageNet ResNet34; else ``cfg.substitute``: the trained substitute of
     ``cfg.model`` (:func:`gitutor.models.substitute.load_substitute`, sha256 checked); else a
-    random ``cfg.model`` whose BatchNorm running statistics are calibrated on
-    ``cfg.calibrate_bn_images`` auxiliary crops (``pool="aux"``, seed ``seed + 1``).
+    random ``cfg.model`` (``"cifar_resnet18"`` of width ``cfg.width``, seed ``seed``) with
+    torchvision's default BatchNorm statistics, or statistics calibrated on
+    ``cfg.calibrate_bn_images`` auxiliary crops (``pool="aux"``, seed ``seed + 1``) when that is
+    positive.
 
     Raises:
         OfflineDataError: as :func:`gitutor.models.resnet34` when pretrained weights are missing.
         FileNotFoundError: when the substitute has not been trained (the message says how).
     """
+    normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
     if cfg.pretrained:
-        normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
         model = torch.nn.Sequential(normalise, resnet34(num_classes=cfg.num_classes, pretrained=True))
     elif cfg.substitute:
         model = load_substitute(substitute_path(cfg.model))
+    elif cfg.model == "cifar_resnet18":
+        model = torch.nn.Sequential(normalise, cifar_resnet18(cfg.num_classes, cfg.width, seed))
     else:
         model = substitute_network(cfg.model, cfg.num_classes, seed)
+    if not (cfg.pretrained or cfg.substitute) and cfg.calibrate_bn_images:
         calibrate_batchnorm(model, bundled_crops(cfg.calibrate_bn_images, cfg.image_size, seed + 1, "aux"))
     return model.to(device).eval()
 
@@ -76,13 +84,17 @@ def block_starts(names: Sequence[str], blocks: Mapping[str, str]) -> dict[str, i
 
 
 def describe_model(cfg) -> str:
-    """The attacked network in words, e.g. ``"ResNet-20 trained substitute (16 photographs)"``."""
-    name = {"resnet34": "ResNet34", "resnet20": "ResNet-20"}[cfg.model]
+    """The attacked network in words, e.g. ``"CIFAR ResNet-18 of width 32, random init, default
+    BatchNorm statistics"``."""
+    name = {"resnet34": "ResNet34", "resnet20": "ResNet-20",
+            "cifar_resnet18": f"CIFAR ResNet-18 of width {getattr(cfg, 'width', 64)}"}[cfg.model]
     if cfg.pretrained:
         return f"{name}, ImageNet-pretrained"
     if cfg.substitute:
         return f"{name}, trained substitute ({cfg.num_classes} bundled photographs, attacked ones held out)"
-    return f"{name}, random init, BN calibrated on {cfg.calibrate_bn_images} auxiliary crops"
+    if cfg.calibrate_bn_images:
+        return f"{name}, random init, BN calibrated on {cfg.calibrate_bn_images} auxiliary crops"
+    return f"{name}, random init, default BatchNorm statistics"
 
 
 def chapter_batches(cfg, model: torch.nn.Module, seed: int, device: str | torch.device = "cpu"
