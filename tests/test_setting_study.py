@@ -6,20 +6,40 @@ from gitutor.models.substitute import substitute_path
 from gitutor.studies import setting_study as study
 
 
-def test_settings_change_one_factor_each_and_refuse_bad_values():
+def test_settings_refuse_bad_and_inconsistent_values():
     for factor, settings in study.FACTORS.items():
         for setting in settings:
-            assert setting != study.BASE and "," not in setting.label(study.BASE), factor
+            assert setting != study.BASE, factor
     assert study.BASE.label(study.BASE) == "base"
-    with pytest.raises(ValueError, match="weights"):
-        study.Setting(weights="imagenet")
-    with pytest.raises(ValueError, match="bn_mode"):
-        study.Setting(bn_mode="frozen")
+    assert study.Setting(width=64).label(study.BASE) == "width=64"
+    for bad, match in [(dict(weights="imagenet"), "weights"), (dict(bn_mode="frozen"), "bn_mode"),
+                       (dict(bn_statistics="ema"), "bn_statistics"),
+                       (dict(weights="trained"), "bn_statistics"),  # trained weights, default stats
+                       (dict(weights="trained", bn_statistics="trained"), "ResNet-20 of width 16"),
+                       (dict(architecture="resnet34", width=32), "width"),
+                       (dict(architecture="vgg"), "architecture"), (dict(width=0), "width"),
+                       (dict(prior_scale=-1.0), "prior_scale"), (dict(batch_size=23), "batch_size"),
+                       (dict(architecture="resnet20", width=16, weights="trained",
+                             bn_statistics="trained", batch_size=7), "batch_size")]:
+        with pytest.raises(ValueError, match=match):
+            study.Setting(**bad)
+
+
+def test_random_networks_keep_default_statistics_unless_calibrated():
+    default = study.study_model("cifar_resnet18", 8, "random", "default", 32, None)
+    calibrated = study.study_model("cifar_resnet18", 8, "random", "calibrated", 32, None)
+    bn = [m for m in default.modules() if isinstance(m, torch.nn.BatchNorm2d)][0]
+    bn_cal = [m for m in calibrated.modules() if isinstance(m, torch.nn.BatchNorm2d)][0]
+    assert torch.equal(bn.running_mean, torch.zeros_like(bn.running_mean))
+    assert torch.equal(bn.running_var, torch.ones_like(bn.running_var))
+    assert not torch.allclose(bn_cal.running_var, torch.ones_like(bn_cal.running_var))
+    assert not default.training and not calibrated.training
 
 
 def test_a_trial_scores_its_snapshots_and_improves_on_noise():
-    context = {"weights": {"resnet20": str(substitute_path("resnet20"))}}
-    out = study.trial(context, setting=study.BASE, method="Inverting Gradients", batch=1,
+    context = {"weights": str(substitute_path("resnet20"))}
+    narrow = study.Setting(architecture="resnet20", width=16)
+    out = study.trial(context, setting=narrow, method="Inverting Gradients", batch=1,
                       iterations=30)
     times = [row[0] for row in out["curve"]]
     assert times == [0, 10, 30] and out["images"].shape == (1, 3, 32, 32)
@@ -82,27 +102,14 @@ def test_ssim_ranking_claims_a_lead_only_when_the_intervals_separate():
         study.ssim_ranking(table)
 
 
-def test_budget_to_reach_extrapolates_a_rising_curve_and_refuses_a_flat_one():
-    from gitutor.stats import Interval
-
-    def curve(values):
-        return {"t": [0, 100, 1000], "n": 3,
-                "SSIM": [Interval(v, v - 0.01, v + 0.01, 3) for v in values]}
-    key = (study.BASE, "Stepwise", 1000)
-    # +0.1 per decade from 0.1 at 100 iterations: 0.3 at 10 000
-    assert study.budget_to_reach({key: curve([0.0, 0.1, 0.2])}, key, 0.3) == \
-        pytest.approx(10_000, rel=1e-6)
-    assert study.budget_to_reach({key: curve([0.0, 0.2, 0.1])}, key, 0.3) is None
-
-
 def test_factor_figure_has_one_row_per_setting_run():
     from gitutor.stats import Interval
 
     run = {"t": [0, 10], "n": 3, "SSIM": [Interval(0.0, -0.1, 0.1, 3)] * 2}
-    random_weights = study.FACTORS["weights"][0]
-    summary = {(study.BASE, "Stepwise", 10): run, (random_weights, "Stepwise", 10): run}
+    calibrated = study.FACTORS["BatchNorm statistics"][0]
+    summary = {(study.BASE, "Stepwise", 10): run, (calibrated, "Stepwise", 10): run}
     fig = study.factor_figure(summary, 10)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == ["base", "weights=random"]
+    assert labels == ["base", "bn_statistics=calibrated"]
     with pytest.raises(ValueError, match="no setting"):
         study.factor_figure(summary, 1000)

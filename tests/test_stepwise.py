@@ -189,7 +189,7 @@ def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
     from gitutor.profiles.stepwise_gradinversion import chapter_settings
 
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
-    trials = chapter_trials(cfg, {"stage1": 4, "stage3": 40}, seed=5)
+    trials = chapter_trials(cfg, {"layer2": 4, "layer4": 40}, seed=5)
     keys = [(t["method"], t["batch"], t["iterations"], t["first_tensor"]) for t in trials]
     assert len(keys) == len(set(keys))  # the Table 1, Table 2 and budget-curve runs are shared, not repeated
     assert {t["seed"] for t in trials if t["batch"][1] == 1} == {6}
@@ -206,8 +206,11 @@ def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
 
     full = gitutor.get_profile("04_stepwise_gradinversion", "full")
     cfg = chapter_settings(full, "cpu_recording", pretrained=False, image_root="bundled")
-    assert (cfg.iterations, cfg.batch_size, cfg.model, cfg.substitute) == (3000, 4, "resnet34", True)
-    assert cfg.num_classes == 16 and cfg.calibrate_bn_images == 0  # the substitute's classes and statistics
+    assert (cfg.iterations, cfg.batch_size, cfg.n_batches, cfg.model, cfg.width) == (2000, 4, 5, "cifar_resnet18", 32)
+    assert not cfg.substitute and cfg.calibrate_bn_images == 0  # random weights, default statistics
+    assert (cfg.tv_weight, cfg.bn_weight) == (1e-4, 1e-6)  # a hundredth of the paper's (Eq. 11 sums)
+    paper = chapter_settings(full, pretrained=False, image_root="bundled")
+    assert (paper.tv_weight, paper.bn_weight, paper.model) == (0.01, 1e-4, "resnet34")
     with pytest.raises(ValueError, match="BUDGET"):
         chapter_settings(full, "huge")
     with pytest.raises(ValueError, match="unknown settings"):

@@ -73,12 +73,18 @@ def test_trial_settings_and_the_model_setup():
     assert not model.training and model(torch.rand(2, 3, 16, 16)).shape == (2, 10)
     bn = next(m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d))
     assert not torch.allclose(bn.running_mean, torch.zeros_like(bn.running_mean))  # calibrated, not the reset zeros
-    trained = study.chapter_model(cfg, 0)  # the quick profile: the shipped trained ResNet-20
-    assert cfg.substitute and trained(torch.rand(2, 3, 32, 32)).shape == (2, cfg.num_classes)
-    batches = study.chapter_batches(cfg, trained, 0)
+    quick = study.chapter_model(cfg, 0)  # the quick profile: a random CIFAR ResNet-18, width 32
+    assert not cfg.substitute and quick(torch.rand(2, 3, 32, 32)).shape == (2, cfg.num_classes)
+    bn = next(m for m in quick.modules() if isinstance(m, torch.nn.BatchNorm2d))
+    assert bn.num_features == cfg.width and torch.equal(bn.running_var, torch.ones_like(bn.running_var))
+    assert "default BatchNorm statistics" in study.describe_model(cfg)
+    trained = study.chapter_model(cfg.__class__(**{**vars(cfg), "substitute": True, "model": "resnet20",
+                                                   "num_classes": 16}), 0)
+    assert trained(torch.rand(2, 3, 32, 32)).shape == (2, 16)
+    batches = study.chapter_batches(cfg, quick, 0)
     x, y, shared = batches[(cfg.batch_size, 0)]
     assert x.shape == (cfg.batch_size, 3, 32, 32) and len(set(y.tolist())) == cfg.batch_size
-    assert len(shared) == len(list(trained.parameters()))
+    assert len(shared) == len(list(quick.parameters()))
 
 
 def test_shared_figures_check_their_inputs():
