@@ -2,10 +2,10 @@
 
     python scripts/setting_study.py --phase base         # the base, three methods, 1 000 iterations
     python scripts/setting_study.py --phase width        # ResNet-20 (16, 64), ResNet34: 1 000
-    python scripts/setting_study.py --phase width64      # CIFAR ResNet-18 of width 64: 1 000
+    python scripts/setting_study.py --phase width64      # CIFAR ResNet-18 of width 64 (IG, stepwise)
     python scripts/setting_study.py --phase statistics   # calibrated and trained BN statistics
     python scripts/setting_study.py --phase priors       # prior scale ×0, ×0.001, ×0.1, ×1
-    python scripts/setting_study.py --phase batch        # B = 4 and B = 8
+    python scripts/setting_study.py --phase batch        # B = 8 (IG, stepwise; B = 4: chapter 04's recording)
 
 Each phase adds its trials to book/studies/04_setting_study.json (rewritten after the phase)
 with provenance: commit, device, torch version, command, wall time per phase. The book page
@@ -42,12 +42,14 @@ PHASES = {
     "width": (1000, [([s for s in _F["width and architecture"] if s.width != 64 or s.architecture != "cifar_resnet18"],
                       study.METHODS)]),
     "width64": (1000, [([s for s in _F["width and architecture"] if s.width == 64 and s.architecture == "cifar_resnet18"],
-                        study.METHODS)]),
+                        ("Inverting Gradients", "Stepwise"))]),
     "statistics": (1000, [(_F["BatchNorm statistics"] + _F["trained weights"], study.METHODS)]),
-    # the prior scale does not reach Inverting Gradients (its own α_TV, every setting)
-    "priors": (1000, [(_F["prior scale"], ("GradInversion", "Stepwise"))]),
-    "batch": (1000, [(_F["batch size"][:1], study.METHODS),
-                     (_F["batch size"][1:], ("Inverting Gradients", "Stepwise"))]),
+    # the prior scale does not reach Inverting Gradients (its own α_TV, every setting); GradInversion
+    # without priors is Table 2's ℓ_grad row of chapter 04
+    "priors": (1000, [(_F["prior scale"], ("Stepwise",)),
+                      ([s for s in _F["prior scale"] if s.prior_scale > 0], ("GradInversion",))]),
+    # B = 4 is chapter 04's recording (the base network, five batches, its own budget)
+    "batch": (1000, [(_F["batch size"], ("Inverting Gradients", "Stepwise"))]),
 }
 
 

@@ -206,7 +206,7 @@ def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
 
     full = gitutor.get_profile("04_stepwise_gradinversion", "full")
     cfg = chapter_settings(full, "cpu_recording", pretrained=False, image_root="bundled")
-    assert (cfg.iterations, cfg.batch_size, cfg.n_batches, cfg.model, cfg.width) == (2000, 4, 5, "cifar_resnet18", 32)
+    assert (cfg.iterations, cfg.batch_size, cfg.n_batches, cfg.model, cfg.width) == (1500, 4, 5, "cifar_resnet18", 32)
     assert not cfg.substitute and cfg.calibrate_bn_images == 0  # random weights, default statistics
     assert (cfg.tv_weight, cfg.bn_weight) == (1e-4, 1e-6)  # a hundredth of the paper's (Eq. 11 sums)
     paper = chapter_settings(full, pretrained=False, image_root="bundled")

@@ -104,7 +104,7 @@ def test_a_budget_without_curve_ablation_and_studies_runs_table1_only():
     assert cfg.budgets == [] and cfg.ablation_iterations is None and cfg.study_iterations is None
     trials = chapter_trials(cfg, {}, seed=0)
     assert sorted({t["method"] for t in trials}) == sorted(study.TABLE1_METHODS)
-    assert len(trials) == 4 * cfg.n_batches and {t["iterations"] for t in trials} == {2000}
+    assert len(trials) == 4 * cfg.n_batches and {t["iterations"] for t in trials} == {1500}
     assert {t["batch"][0] for t in trials} == {4} and cfg.model == "cifar_resnet18" and not cfg.substitute
     table1 = {m: {"PSNR": interval([10.0, 11.0]), "SSIM": interval([0.1, 0.2]), "LPIPS": None}
               for m in study.PAPER_TABLE1}

@@ -86,14 +86,14 @@ MODEL_BLOCKS = {
 BUDGETS = {
     # Table 1 only, in the quick profile's network (random CIFAR ResNet-18 of width 32, default
     # BatchNorm statistics, a hundredth of the paper's prior weights) at 32×32 and B = 4, five
-    # batches of whole bundled photographs, 2 000 iterations with the paper's schedule scaled;
-    # two worker processes, about 1.5 hours on two cores. No budget curve (budgets []), no
+    # batches of whole bundled photographs, 1 500 iterations with the paper's schedule scaled;
+    # two worker processes, about an hour on two idle cores. No budget curve (budgets []), no
     # ablation and no Fig. 7–8 studies (None): those sections say so on the page
     "cpu_recording": {
         "model": "cifar_resnet18", "width": 32, "substitute": False, "calibrate_bn_images": 0,
         "num_classes": 10, "tv_weight": 1e-4, "bn_weight": 1e-6,
         "image_size": 32, "batch_size": 4, "n_batches": 5,
-        "budgets": [], "iterations": 2000, "ablation_iterations": None, "study_iterations": None,
+        "budgets": [], "iterations": 1500, "ablation_iterations": None, "study_iterations": None,
         "batch_sizes": [], "first_blocks": [],
         "record_every": 100, "torch_threads": 1, "sweep_engine": "processes", "sweep_cpus": 2,
     },
