@@ -35,7 +35,7 @@ def _sweep(script: Path, journal: Path, crash_at: int | None = None) -> subproce
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     if crash_at is not None:
         env["CRASH_AT"] = str(crash_at)
-    return subprocess.run([sys.executable, str(script), str(journal)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(script), str(journal)], capture_output=True, text=True, check=False,
                           env=env, cwd=script.parent, timeout=120)
 
 
