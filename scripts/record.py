@@ -171,7 +171,7 @@ def _execute(papermill, source: Path, output: Path, journals: Path, parameters: 
     try:
         papermill.execute_notebook(str(source), str(output), kernel_name="python3", cwd=str(ROOT / "notebooks"),
                                    progress_bar=False, parameters=parameters)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - any failure of the run is reported in one line
         failed = journals / f"{output.stem}.failed.ipynb"
         if output.is_file():
             failed.parent.mkdir(parents=True, exist_ok=True)
