@@ -18,11 +18,9 @@ paper's λ_tv = 0.01 makes the prior almost vanish; ×1, ×0.1 and ×100 are amo
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
 import torch
 
@@ -30,6 +28,7 @@ from gitutor.attacks.comparison import run_attack
 from gitutor.data import (ATTACKED_PHOTOGRAPHS, TRAINING_PHOTOGRAPHS, attacked_photographs,
                           bundled_crops)
 from gitutor.federated.client import client_gradients
+from gitutor.files import read_json
 from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import calibrate_batchnorm
 from gitutor.models.substitute import load_substitute, substitute_network
@@ -175,8 +174,9 @@ def load_record(path) -> tuple[list[dict], dict]:
 
     Raises:
         FileNotFoundError: if there is no record at ``path``.
+        ValueError: naming ``path`` if it is truncated or not JSON.
     """
-    record = json.loads(Path(path).read_text())
+    record = read_json(path, "setting-study record")
     outcomes = [{**o, "trial": {**o["trial"], "setting": Setting(**o["trial"]["setting"])}}
                 for o in record["trials"] if o["value"] is not None]
     return outcomes, record["phases"]
