@@ -145,6 +145,8 @@ def read_json(path: str | Path, what: str = "record"):
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        cut = " (truncated?)" if error.pos >= len(text.rstrip()) else ""
+        if not text.strip():
+            raise ValueError(f"{what} {path} is not valid JSON: the file is empty") from None
+        cut = " (truncated?)" if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated") else ""
         raise ValueError(f"{what} {path} is not valid JSON{cut}: {error.msg} at line {error.lineno}, "
                          f"column {error.colno}") from None

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import math
 import multiprocessing
 import os
 import time
@@ -119,7 +120,7 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if not all(isinstance(trial, Mapping) for trial in trials):
         raise ValueError("trials must be a sequence of mappings (keyword arguments of function)")
-    if cpus_per_trial <= 0 or gpus_per_trial < 0:
+    if not (0 < cpus_per_trial < math.inf and 0 <= gpus_per_trial < math.inf):
         raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive int or None, got {num_cpus!r}")

@@ -206,3 +206,42 @@ def test_a_truncated_study_record_is_named_and_not_overwritten(tmp_path, monkeyp
     assert f"{path} is not valid JSON (truncated?)" in capsys.readouterr().err
     assert checksums(path.parent) == before
 
+
+
+# --- the other command lines ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("smoke", ["notebooks/99_nope"], "no notebook notebooks/99_nope.ipynb"),
+    ("smoke", ["notebooks/04_stepwise_gradinversion", "--device", "cuda:7"], "cuda:7"),
+    ("smoke", ["notebooks/04_stepwise_gradinversion", "--profile", "huge"], "invalid choice: 'huge'"),
+    ("execute_notebooks", ["notebooks/01_dlg", "--stage", "s", "--results", "r", "--jobs", "0"],
+     "--jobs: must be at least 1"),
+    ("execute_notebooks", ["notebooks/99_nope", "--stage", "s", "--results", "r"], "no notebook notebooks/99_nope"),
+    ("train_face_ddpm", ["--steps", "0"], "--steps: must be at least 1"),
+    ("train_face_ddpm", ["--lr=-1e-3"], "--lr: must be a finite number > 0"),
+    ("train_face_ddpm", ["--ema-decay", "1.5"], "--ema-decay: must be in [0, 1)"),
+])
+def test_every_command_line_refuses_bad_arguments_in_one_line(name, arguments, message, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as stop:
+        module.main(arguments)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["grade", "out", "notebooks/01_dlg.ipynb"], "invalid choice: 'grade'"),
+    (["build", "out", "notebooks/99_nope.ipynb"], "no file notebooks/99_nope.ipynb"),
+    (["build", "out", "README.md"], "not notebooks (.ipynb): README.md"),
+])
+def test_the_assignments_command_line_refuses_bad_arguments(arguments, message, monkeypatch, capsys):
+    from gitutor.assignments import main
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as stop:
+        main(arguments)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
