@@ -16,11 +16,19 @@ from gitutor.attacks.inverting_gradients import step_milestones
 from gitutor.attacks.loop import step_schedule
 from gitutor.data import load
 from gitutor.files import atomic_paths, read_json, write_json
-from gitutor.models.substitute import SHIPPED, TrainingConfig, load_substitute, save_substitute
+from gitutor.models.substitute import (
+    SHIPPED,
+    TrainingConfig,
+    load_substitute,
+    save_substitute,
+)
 from gitutor.profiles import get_profile
 from gitutor.results import collect_results, save_results
 from gitutor.stats import Interval, budget_for, compare
-from gitutor.studies.stepwise_recording import load_reconstructions, save_reconstructions
+from gitutor.studies.stepwise_recording import (
+    load_reconstructions,
+    save_reconstructions,
+)
 from gitutor.sweeps import run_trials
 
 ROOT = Path(__file__).resolve().parents[1]
