@@ -43,6 +43,7 @@ RECORDED = ROOT / "book" / "recorded"
 
 from gitutor import cli
 from gitutor.files import copy_files, read_json
+from gitutor.seeding import resolve_device
 from gitutor.sweeps import JOURNALS_ENV
 
 
@@ -145,7 +146,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
         record_ = read_json(results_dir / f"{name}.json", "results record")
         executed = json.loads(output.read_text())
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-        described = device_description(device, _threads_of(executed))
+        described = device_description(str(resolve_device(device)), _threads_of(executed))  # "auto" resolved
         retitle(executed, date, described)
         drop_chapter_cells(executed)
         output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
@@ -213,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     parser.add_argument("--recorded", type=Path, default=RECORDED, help="folder of the recordings")
     args = parser.parse_args(argv)
+    if args.recorded.exists() and not args.recorded.is_dir():
+        parser.error(f"argument --recorded: {args.recorded} is not a folder")
     command = shlex.join([Path(sys.executable).name, "scripts/record.py", *(sys.argv[1:] if argv is None else argv)])
     parameters = {key: _parameter(value) for key, value in args.parameter}
     for notebook in args.notebooks:  # every argument is checked before anything runs
