@@ -135,15 +135,18 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
 
 def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping]) -> Path | None:
     """``<folder>/<module.function>-<sha256 of the trials' keys, 12 hex>.jsonl`` (None, with a warning,
-    when the trials' parameters cannot be keyed)."""
+    when the trials cannot be keyed: parameters that are not JSON, or two trials with the same ones)."""
     try:
-        keys = "\n".join(trial_key(trial) for trial in trials)
+        keys = [trial_key(trial) for trial in trials]
+        if len(set(keys)) < len(keys):
+            raise ValueError("two trials have the same parameters")
     except (TypeError, ValueError) as error:
         warnings.warn(f"{JOURNALS_ENV} is set but this sweep cannot be journaled: {error}", stacklevel=3)
         return None
     name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', 'trial')}"
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-    return folder / f"{name}-{hashlib.sha256(keys.encode()).hexdigest()[:12]}.jsonl"
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
+    return folder / f"{name}-{digest}.jsonl"
 
 
 def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal) -> list[TrialOutcome]:
