@@ -85,6 +85,8 @@ check-assignments: assignments
 
 # Record chapters at a larger budget into book/recorded/<notebook>.ipynb + .json (results record with
 # provenance: commit, device, torch version, wall time, command). Commit first: the record names the commit.
+# A failed or interrupted recording changes nothing in book/recorded/ and keeps every finished trial in
+# book/recorded/<notebook>.journal/: run the same command again (same commit) to resume with the rest.
 #   make record NOTEBOOKS=notebooks/04_stepwise_gradinversion PROFILE=full DEVICE=cpu \
 #        RECORD_PARAMETERS="-p PRETRAINED False -p IMAGE_ROOT bundled -p BUDGET cpu_recording"
 DEVICE ?= auto
@@ -106,7 +108,10 @@ substitutes: install
 	$(PYTHON) scripts/train_substitute.py resnet34
 
 # Chapter 04's setting study, recorded into book/studies/04_setting_study.json (hours of CPU, Ray on every core;
-# the page book/setting_study.ipynb draws it). Commit first: the record names the commit.
+# the page book/setting_study.ipynb draws it). Commit first: the record names the commit. A phase is recorded
+# only when all its trials succeed; its finished trials are journaled in book/studies/04_setting_study.<phase>.*.journal.jsonl,
+# so after a failure or an interruption rerun the phase that stopped (the script prints its command), which runs only
+# its missing trials, then the phases after it (`make study` again would also re-run the phases already recorded).
 study: substitutes
 	$(PYTHON) scripts/setting_study.py --phase curves
 	$(PYTHON) scripts/setting_study.py --phase factors

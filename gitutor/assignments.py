@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitutor.files import read_json, write_json
+
 EXERCISE_TAG = "exercise"
 IGNORE_TAG = "otter_ignore"
 _MARKER = re.compile(r"#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b", re.IGNORECASE)
@@ -50,8 +52,13 @@ def _tags(cell: dict) -> list[str]:
 
 
 def read_notebook(path: str | Path) -> dict:
-    """The notebook at ``path`` as a dict (nbformat 4 JSON)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The notebook at ``path`` as a dict (nbformat 4 JSON).
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: naming ``path`` if it is truncated or not JSON.
+    """
+    return read_json(path, "notebook")
 
 
 def exercise_cells(nb: dict) -> list[dict]:
@@ -172,7 +179,7 @@ def build(out: Path, notebooks: list[Path]) -> None:
         chapter = path.stem
         master = out / "masters" / f"{chapter}.ipynb"
         master.parent.mkdir(parents=True, exist_ok=True)
-        master.write_text(json.dumps(grading_master(read_notebook(path)), indent=1, ensure_ascii=False) + "\n")
+        write_json(master, grading_master(read_notebook(path)), indent=1, ensure_ascii=False)
         target = out / chapter
         subprocess.run(["rm", "-rf", str(target)], check=True)
         _otter("assign", "--no-pdfs", str(master), str(target))
@@ -216,16 +223,26 @@ def check(out: Path, notebooks: list[Path]) -> bool:
     return reference_pass == total and unanswered_pass == 0
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 3 or argv[0] not in ("build", "check"):
-        print("usage: python -m gitutor.assignments build|check OUT NOTEBOOK.ipynb…", file=sys.stderr)
-        return 2
-    out, notebooks = Path(argv[1]), [Path(p) for p in argv[2:]]
-    if argv[0] == "build":
-        build(out, notebooks)
+def main(argv: list[str] | None = None) -> int:
+    """The command line: ``build|check OUT NOTEBOOK.ipynb…`` (see the module docstring); exit status 2
+    with one line for a bad argument (an unknown command, a notebook that does not exist)."""
+    import argparse
+
+    from gitutor import cli
+
+    parser = argparse.ArgumentParser(prog="python -m gitutor.assignments", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("build", "check"))
+    parser.add_argument("out", type=Path, help="folder of the student notebooks and autograders")
+    parser.add_argument("notebooks", nargs="+", type=cli.existing_file, help="chapter notebooks (.ipynb)")
+    args = parser.parse_args(argv)
+    not_notebooks = [str(path) for path in args.notebooks if path.suffix != ".ipynb"]
+    if not_notebooks:
+        parser.error(f"not notebooks (.ipynb): {', '.join(not_notebooks)}")
+    if args.command == "build":
+        build(args.out, args.notebooks)
         return 0
-    return 0 if check(out, notebooks) else 1
+    return 0 if check(args.out, args.notebooks) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

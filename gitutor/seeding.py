@@ -57,7 +57,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         raise ValueError(f"device={device!r} is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'") from error
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} but CUDA is not available here; use DEVICE='auto' or 'cpu'")
+            raise ValueError(f"device={device!r} but CUDA is not available here; use 'auto' or 'cpu'")
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ValueError(f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
     elif resolved.type == "mps":

@@ -14,6 +14,7 @@ interval, which stays inside [0, 1] and is not empty at 0/n or n/n.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,19 @@ class Interval:
     low: float
     high: float
     n: int
+
+    def __post_init__(self) -> None:
+        """Raises ``TypeError`` for a field that is not a real number (``n``: an int) and
+        ``ValueError`` unless low ≤ mean ≤ high, the mean is finite and n ≥ 1."""
+        for name in ("mean", "low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"Interval {name} must be a real number, got {value!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, numbers.Integral):
+            raise TypeError(f"Interval n must be an int (the number of trials), got {self.n!r}")
+        if not math.isfinite(self.mean) or not self.low <= self.mean <= self.high or self.n < 1:
+            raise ValueError(f"an Interval needs low ≤ mean ≤ high with a finite mean and n ≥ 1 trials, got "
+                             f"mean={self.mean!r}, low={self.low!r}, high={self.high!r}, n={self.n!r}")
 
     def __str__(self) -> str:
         return format_interval(self)
@@ -151,8 +165,11 @@ def budget_for(budgets: Sequence[float], means: Sequence[float], target: float,
     to extrapolate). An extrapolation, to be reported as such.
 
     Raises:
-        ValueError: for fewer than two budgets, mismatched lengths or non-positive budgets.
+        ValueError: for fewer than two budgets, mismatched lengths, non-positive budgets or
+            ``max_factor`` ≤ 1.
     """
+    if not 1 < max_factor < math.inf:
+        raise ValueError(f"max_factor must be a finite number > 1, got {max_factor!r}")
     if len(budgets) != len(means) or len(budgets) < 2:
         raise ValueError(f"need ≥ 2 budgets with one mean each, got {len(budgets)} and {len(means)}")
     if min(budgets) <= 0:

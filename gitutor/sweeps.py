@@ -18,22 +18,41 @@ reported (its ``error`` holds the exception) and the others go on.
   trial). Each actor reserves ``cpus_per_trial`` CPUs (Ray sets its ``OMP_NUM_THREADS``, hence
   torch's thread count, to it) and ``gpus_per_trial`` GPUs; an actor that dies (e.g. out of
   memory) fails its trial, which is reported, and is replaced.
+
+With ``journal=path`` every trial that finishes without an error is appended to that JSON-lines
+file at once (:mod:`gitutor.journal`); running the same sweep again skips the journaled trials and
+runs only the rest (after a kill, a reboot, or failed trials), and the outcomes of every trial are
+read back from the journal, so a resumed sweep returns what an uninterrupted one returns. Values
+are stored by :func:`gitutor.journal.to_json` (JSON, tuples, tensors) unless ``encode``/``decode``
+convert them; a finished value that cannot be stored is kept in memory with a warning (a rerun runs
+that trial again). Without a journal nothing is written, unless the environment variable
+``GITUTOR_JOURNALS`` names a folder (``scripts/record.py`` sets it for the notebook it records):
+then every sweep journals into ``<folder>/<function>-<hash of its trials>.jsonl``.
 """
 from __future__ import annotations
 
+import functools
 import gc
+import hashlib
+import math
 import multiprocessing
 import os
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from gitutor.journal import Journal, trial_key
+
 ENGINES = ("local", "processes", "ray")
+#: Environment variable naming a folder where every sweep without an explicit journal keeps one.
+JOURNALS_ENV = "GITUTOR_JOURNALS"
 
 
 @dataclass(frozen=True)
@@ -63,7 +82,9 @@ def _call(function: Callable, context: Any, trial: Mapping) -> TrialOutcome:
 
 def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]], *, context: Any = None,
                engine: str = "local", num_cpus: int | None = None, cpus_per_trial: float = 1,
-               gpus_per_trial: float = 0, progress: bool = False) -> list[TrialOutcome]:
+               gpus_per_trial: float = 0, progress: bool = False, journal: str | os.PathLike | None = None,
+               encode: Callable[[Any], Any] | None = None,
+               decode: Callable[[Any], Any] | None = None) -> list[TrialOutcome]:
     """Run ``function(context, **trial)`` for every trial; see the module docstring.
 
     Args:
@@ -76,39 +97,106 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
             ``RAY_ADDRESS`` points to a cluster.
         cpus_per_trial, gpus_per_trial: resources each Ray actor (one trial at a time) reserves.
         progress: show a tqdm bar.
+        journal: a JSON-lines file that keeps every finished trial (see the module docstring);
+            None: none (unless ``GITUTOR_JOURNALS`` is set).
+        encode, decode: turn a value into JSON for the journal and back (default:
+            :func:`gitutor.journal.to_json` and :func:`~gitutor.journal.from_json`).
 
     Returns:
-        One :class:`TrialOutcome` per trial, in the order of ``trials``.
+        One :class:`TrialOutcome` per trial, in the order of ``trials`` (with a journal, the
+        finished ones as read back from it: value decoded, ``seconds`` of the run that made it).
 
     Raises:
-        ValueError: for an unknown engine, a trial that is not a mapping, or non-positive resources.
+        TypeError: if ``function`` is not callable or, with a journal, for a trial whose parameters
+            are not JSON (or dataclasses of it).
+        ValueError: for an unknown engine, a trial that is not a mapping, or non-positive resources;
+            with a journal, for two trials with the same parameters or a journal line that is not an
+            entry (naming the file and line).
         ImportError: for ``engine="ray"`` when Ray is not installed (``pip install "gitutor[sweeps]"``).
     """
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if not all(isinstance(trial, Mapping) for trial in trials):
         raise ValueError("trials must be a sequence of mappings (keyword arguments of function)")
-    if cpus_per_trial <= 0 or gpus_per_trial < 0:
+    if not (0 < cpus_per_trial < math.inf and 0 <= gpus_per_trial < math.inf):
         raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ValueError(f"num_cpus must be a positive int or None, got {num_cpus!r}")
+    run = functools.partial(_run, function, context=context, engine=engine, num_cpus=num_cpus,
+                            cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial, progress=progress)
+    if journal is None and os.environ.get(JOURNALS_ENV):
+        journal = _journal_in(Path(os.environ[JOURNALS_ENV]), function, trials)
+    if journal is None:
+        return run(trials, keep=lambda outcome: outcome)
+    return _journaled(run, trials, Journal(journal, encode, decode))
+
+
+def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping]) -> Path | None:
+    """``<folder>/<module.function>-<sha256 of the trials' keys, 12 hex>.jsonl`` (None, with a warning,
+    when the trials cannot be keyed: parameters that are not JSON, or two trials with the same ones)."""
+    try:
+        keys = [trial_key(trial) for trial in trials]
+        if len(set(keys)) < len(keys):
+            raise ValueError("two trials have the same parameters")
+    except (TypeError, ValueError) as error:
+        warnings.warn(f"{JOURNALS_ENV} is set but this sweep cannot be journaled: {error}", stacklevel=3)
+        return None
+    name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', 'trial')}"
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:12]
+    return folder / f"{name}-{digest}.jsonl"
+
+
+def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal) -> list[TrialOutcome]:
+    """Run the trials ``book`` does not hold, journal each success, read every outcome back."""
+    keys = [trial_key(trial) for trial in trials]
+    first: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        if first.setdefault(key, index) != index:
+            raise ValueError(f"trials[{first[key]}] and trials[{index}] have the same parameters {key}: "
+                             "a journal keeps one outcome per parameter set")
+    finished = book.read()
+    todo = [index for index, key in enumerate(keys) if key not in finished]
+
+    def keep(outcome: TrialOutcome) -> TrialOutcome:
+        if outcome.ok:
+            try:
+                book.append(outcome.trial, outcome.value, outcome.seconds)
+            except (TypeError, ValueError) as error:  # the trial's work is not lost: it stays in memory
+                warnings.warn(f"trial {outcome.trial} finished but cannot be journaled ({error}); "
+                              "a rerun will run it again", stacklevel=2)
+        return outcome
+
+    ran = dict(zip(todo, run([trials[index] for index in todo], keep=keep)))
+    finished = book.read()
+    return [TrialOutcome(dict(trial), *finished[key]) if key in finished else ran[index]
+            for index, (trial, key) in enumerate(zip(trials, keys))]
+
+
+def _run(function, trials, *, context, engine, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
+    """The outcomes of ``trials`` by ``engine``, each passed through ``keep`` as soon as it finishes."""
+    if not trials:
+        return []
     if engine == "local":
-        return [_call(function, context, trial) for trial in tqdm(trials, desc="trials", disable=not progress)]
+        return [keep(_call(function, context, trial)) for trial in tqdm(trials, desc="trials", disable=not progress)]
     if engine == "processes":
-        return _run_in_processes(function, trials, context, num_cpus, cpus_per_trial, progress)
-    return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress)
+        return _run_in_processes(function, trials, context, num_cpus, cpus_per_trial, progress, keep)
+    return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep)
 
 
-def _run_in_processes(function, trials, context, workers, threads, progress):
-    if workers is not None and workers < 1:
-        raise ValueError(f"num_cpus (worker processes) must be ≥ 1, got {workers}")
+def _run_in_processes(function, trials, context, workers, threads, progress, keep):
     before = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = str(max(1, int(threads)))  # each spawned worker's torch reads it
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_call, function, context, dict(trial)) for trial in trials]
-            for _ in tqdm(as_completed(futures), total=len(futures), desc="trials (processes)",
-                          disable=not progress):
-                pass
-            return [future.result() for future in futures]
+            futures = {pool.submit(_call, function, context, dict(trial)): index for index, trial in enumerate(trials)}
+            outcomes: list[TrialOutcome | None] = [None] * len(trials)
+            for future in tqdm(as_completed(futures), total=len(futures), desc="trials (processes)",
+                               disable=not progress):
+                outcomes[futures[future]] = keep(future.result())
+            return outcomes
     finally:
         if before is None:
             del os.environ["OMP_NUM_THREADS"]
@@ -126,7 +214,7 @@ class _Runner:
         return _call(self.function, self.context, trial)
 
 
-def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress):
+def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
     try:
         import ray
     except ImportError as error:
@@ -150,7 +238,7 @@ def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_tr
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index, actor = pending.pop(done[0])
                 try:
-                    outcomes[index] = ray.get(done[0])
+                    outcomes[index] = keep(ray.get(done[0]))
                     idle.append(actor)
                 except ray.exceptions.RayError as error:  # the actor died (e.g. out of memory): report, replace
                     first_line = (str(error).strip().splitlines() or [""])[0]

@@ -24,6 +24,11 @@ from pathlib import Path
 
 import papermill
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gitutor import cli
+from gitutor.files import write_json
+from gitutor.profiles import PROFILES
+
 HIDE_TAG = "remove-cell"
 
 
@@ -34,7 +39,7 @@ def hide_injected_parameters(path: Path) -> None:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         if "injected-parameters" in tags and HIDE_TAG not in tags:
             tags.append(HIDE_TAG)
-    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    write_json(path, notebook, indent=1, ensure_ascii=False)
 
 
 def stderr_lines(path: Path) -> list[str]:
@@ -75,15 +80,16 @@ def run(notebook: str, stage: Path, parameters: dict, cwd: str | None, profile: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="+", help="notebook paths without .ipynb, e.g. notebooks/01_dlg")
+    parser.add_argument("notebooks", nargs="+", type=cli.notebook(),
+                        help="notebook paths without .ipynb, e.g. notebooks/01_dlg")
     parser.add_argument("--stage", type=Path, required=True, help="folder of the executed copies")
     parser.add_argument("--results", type=Path, required=True, help="RESULTS_DIR given to every notebook")
-    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--profile", default="quick", choices=PROFILES)
     parser.add_argument("--cwd", default=None, help="working directory of the kernel (default: the notebook's folder)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks run at once")
+    parser.add_argument("--jobs", type=cli.positive_int, default=os.cpu_count() or 1, help="notebooks run at once")
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
+    if args.cwd is not None and not Path(args.cwd).is_dir():
+        parser.error(f"argument --cwd: no folder {args.cwd}")
     os.environ.setdefault("TQDM_DISABLE", "1")
     parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
     queue, running, ok = list(args.notebooks), set(), True

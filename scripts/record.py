@@ -10,11 +10,21 @@ version, wall time, exact command, parameters, date), and any other file the not
 its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``).
 The working tree must be committed (the provenance commit is what was run); ``make record`` calls
 this script.
+
+Every argument is checked before anything runs (the notebook exists, ``-p`` names a parameter it
+declares, ``BUDGET`` is one of its profile's budgets, the device exists here). The notebook runs
+into a temporary folder and its files replace those in ``book/recorded/`` only when it succeeded:
+a failed or interrupted run leaves ``book/recorded/`` byte-identical and exits 1 with the failing
+cell's error. Every trial its sweeps finish is journaled at once under
+``book/recorded/<notebook>.journal/`` (:mod:`gitutor.journal`; the failed run's executed copy is kept
+there too; git ignores the folder and a successful recording removes it); **rerun the same command**
+(same commit and parameters) to resume: only the missing trials run.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import importlib.util
 import json
 import os
@@ -28,7 +38,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 RECORDED = ROOT / "book" / "recorded"
+
+from gitutor import cli
+from gitutor.files import copy_files, read_json
+from gitutor.seeding import resolve_device
+from gitutor.sweeps import JOURNALS_ENV
 
 
 def _git(*args: str) -> str:
@@ -84,8 +100,31 @@ def hide_injected_parameters(path: Path) -> None:
     module.hide_injected_parameters(path)
 
 
-def record(notebook: str, profile: str, device: str, parameters: dict, command: str) -> Path:
-    """Execute ``notebook`` (e.g. ``notebooks/04_stepwise_gradinversion``) and store it with provenance."""
+class RecordError(RuntimeError):
+    """A recording that did not succeed (nothing under the recorded folder was changed)."""
+
+
+def journals_of(recorded: Path, name: str, commit: str, profile: str, device: str, parameters: dict) -> Path:
+    """Where the sweeps of one recording keep their journals: ``<recorded>/<name>.journal/<commit, 12
+    hex>-<hash of profile, device and parameters>/`` (the same command at the same commit resumes)."""
+    run = json.dumps([profile, device, parameters], sort_keys=True)
+    return recorded / f"{name}.journal" / f"{commit[:12]}-{hashlib.sha256(run.encode()).hexdigest()[:8]}"
+
+
+def record(notebook: str, profile: str, device: str, parameters: dict, command: str,
+           recorded: Path = RECORDED) -> Path:
+    """Execute ``notebook`` (e.g. ``notebooks/04_stepwise_gradinversion``) and store it with provenance.
+
+    The notebook runs into a temporary folder; its executed copy, results record and kept files
+    replace those in ``recorded`` only after it succeeded (:func:`gitutor.files.copy_files`). Its
+    sweeps journal every finished trial under :func:`journals_of` (``GITUTOR_JOURNALS``), so a rerun
+    of the same command after a failure or a kill runs only the missing trials.
+
+    Raises:
+        RecordError: naming the failing cell and its error (the executed copy is kept beside the
+            journals), or a notebook that wrote no results record.
+        SystemExit: if gitutor/, notebooks/ or scripts/ have uncommitted changes.
+    """
     import papermill
     import torch
 
@@ -93,34 +132,60 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
     if _git("status", "--porcelain", "--untracked-files=no", "--", "gitutor", "notebooks", "scripts"):
         raise SystemExit("record: commit gitutor/, notebooks/ and scripts/ first: the provenance names a commit")
     commit = _git("rev-parse", "HEAD")
-    RECORDED.mkdir(parents=True, exist_ok=True)
-    output = RECORDED / f"{name}.ipynb"
+    journals = journals_of(recorded, name, commit, profile, device, parameters)
     os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bars on the page
-    with tempfile.TemporaryDirectory() as results_dir:
+    with tempfile.TemporaryDirectory(prefix=f"record-{name}-") as work:
+        work = Path(work)
+        results_dir, output = work / "results", work / f"{name}.ipynb"
         start = time.perf_counter()
-        papermill.execute_notebook(str(ROOT / f"{notebook}.ipynb"), str(output), kernel_name="python3",
-                                   cwd=str(ROOT / "notebooks"), progress_bar=False,
-                                   parameters={"PROFILE": profile, "DEVICE": device, "RESULTS_DIR": results_dir,
-                                               **parameters})
+        _execute(papermill, ROOT / f"{notebook}.ipynb", output, journals,
+                 {"PROFILE": profile, "DEVICE": device, "RESULTS_DIR": str(results_dir), **parameters})
         wall = time.perf_counter() - start
-        record_ = json.loads((Path(results_dir) / f"{name}.json").read_text())
-        for kept in Path(results_dir).glob(f"{name}.*"):  # what the notebook keeps beside its record
-            if kept.suffix != ".json":
-                shutil.copyfile(kept, RECORDED / kept.name)
-    executed = json.loads(output.read_text())
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    described = device_description(device, _threads_of(executed))
-    retitle(executed, date, described)
-    drop_chapter_cells(executed)
-    output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
-    hide_injected_parameters(output)
-    record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,
-                             "torch": torch.__version__, "python": platform.python_version(),
-                             "wall_seconds": round(wall), "command": command, "parameters": parameters,
-                             "date": date}
-    path = RECORDED / f"{name}.json"
-    path.write_text(json.dumps(record_, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    return path
+        if not (results_dir / f"{name}.json").is_file():
+            raise RecordError(f"{notebook} ran but wrote no results record {name}.json into RESULTS_DIR")
+        record_ = read_json(results_dir / f"{name}.json", "results record")
+        executed = json.loads(output.read_text())
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        described = device_description(str(resolve_device(device)), _threads_of(executed))  # "auto" resolved
+        retitle(executed, date, described)
+        drop_chapter_cells(executed)
+        output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
+        hide_injected_parameters(output)
+        record_["provenance"] = {"commit": commit, "device": described, "device_parameter": device,
+                                 "torch": torch.__version__, "python": platform.python_version(),
+                                 "wall_seconds": round(wall), "command": command, "parameters": parameters,
+                                 "date": date}
+        (work / f"{name}.json").write_text(json.dumps(record_, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        kept = [path for path in results_dir.glob(f"{name}.*") if path.suffix != ".json"]  # beside its record
+        copy_files({path: recorded / path.name for path in [output, work / f"{name}.json", *kept]})
+    shutil.rmtree(journals, ignore_errors=True)  # recorded: the journals have served
+    if journals.parent.is_dir() and not any(journals.parent.iterdir()):
+        journals.parent.rmdir()
+    return recorded / f"{name}.json"
+
+
+def _execute(papermill, source: Path, output: Path, journals: Path, parameters: dict) -> None:
+    """papermill ``source`` into ``output`` with ``GITUTOR_JOURNALS`` set; a failure becomes a
+    :class:`RecordError` and its executed copy goes beside the journals."""
+    before = os.environ.get(JOURNALS_ENV)
+    os.environ[JOURNALS_ENV] = str(journals)  # the kernel inherits it
+    try:
+        papermill.execute_notebook(str(source), str(output), kernel_name="python3", cwd=str(ROOT / "notebooks"),
+                                   progress_bar=False, parameters=parameters)
+    except Exception as error:  # noqa: BLE001 - any failure of the run is reported in one line
+        failed = journals / f"{output.stem}.failed.ipynb"
+        if output.is_file():
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(output, failed)
+        where = f"cell {error.exec_count}: {error.ename}: {error.evalue}" if hasattr(error, "ename") else \
+            f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+        raise RecordError(f"{source.stem} failed in {where} (executed copy: {failed}; finished trials are "
+                          f"journaled in {journals}: rerun the same command to resume)") from None
+    finally:
+        if before is None:
+            os.environ.pop(JOURNALS_ENV, None)
+        else:
+            os.environ[JOURNALS_ENV] = before
 
 
 def _threads_of(executed: dict) -> int | None:
@@ -136,19 +201,43 @@ def _threads_of(executed: dict) -> int | None:
     return None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    import papermill
+
+    from gitutor.profiles import NOTEBOOK_MODULES, PROFILES, get_profile
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="+", help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("notebooks", nargs="+", type=cli.notebook(ROOT),
+                        help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
+    parser.add_argument("--profile", default="full", choices=PROFILES)
+    parser.add_argument("--device", default="auto", type=cli.device, help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    args = parser.parse_args()
-    command = shlex.join([Path(sys.executable).name, "scripts/record.py", *sys.argv[1:]])
+    parser.add_argument("--recorded", type=Path, default=RECORDED, help="folder of the recordings")
+    args = parser.parse_args(argv)
+    if args.recorded.exists() and not args.recorded.is_dir():
+        parser.error(f"argument --recorded: {args.recorded} is not a folder")
+    command = shlex.join([Path(sys.executable).name, "scripts/record.py", *(sys.argv[1:] if argv is None else argv)])
     parameters = {key: _parameter(value) for key, value in args.parameter}
+    for notebook in args.notebooks:  # every argument is checked before anything runs
+        declared = papermill.inspect_notebook(str(ROOT / f"{notebook}.ipynb"))
+        unknown = sorted(set(parameters) - set(declared))
+        if unknown:
+            parser.error(f"{notebook} has no parameter {', '.join(unknown)}; it has {', '.join(declared)}")
+        name = Path(notebook).name
+        if name in NOTEBOOK_MODULES:
+            try:
+                get_profile(name, args.profile, budget=parameters.get("BUDGET"))
+            except ValueError as error:
+                parser.error(str(error))
     for notebook in args.notebooks:
-        path = record(notebook.removesuffix(".ipynb"), args.profile, args.device, parameters, command)
+        try:
+            path = record(notebook, args.profile, args.device, parameters, command, args.recorded)
+        except RecordError as error:
+            print(f"record: {error}; nothing in {args.recorded} changed", file=sys.stderr)
+            return 1
         print(f"record: {notebook} -> {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

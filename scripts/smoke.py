@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from gitutor import cli
 
 
 def smoke_parameters(notebook: str) -> dict | None:
@@ -27,15 +29,21 @@ def smoke_parameters(notebook: str) -> dict | None:
     return getattr(module, "SMOKE_PARAMETERS", None)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     import papermill
 
+    from gitutor.profiles import NOTEBOOK_MODULES, PROFILES
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="+", help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("notebooks", nargs="+", type=cli.notebook(ROOT),
+                        help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
+    parser.add_argument("--profile", default="full", choices=PROFILES)
+    parser.add_argument("--device", default="auto", type=cli.device, help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--output", default="build/smoke")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.notebooks if Path(n).name not in NOTEBOOK_MODULES]
+    if unknown:
+        parser.error(f"not a chapter: {', '.join(unknown)}; chapters: {', '.join(sorted(NOTEBOOK_MODULES))}")
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     failed = []

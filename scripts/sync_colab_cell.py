@@ -6,12 +6,15 @@ The repository is ``repository.url`` in ``_config.yml`` and the ref is ``v`` + t
 """
 from __future__ import annotations
 
-import json
+import argparse
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from gitutor.files import read_json, write_json
+
 CELL_ID = "colab-setup"
 #: Longest line of the cell: the notebooks' code width (``line-length`` of ruff in pyproject.toml).
 MAX_LINE = 88
@@ -44,18 +47,26 @@ def colab_cell(root: Path = ROOT) -> str:
 
 
 def sync(path: Path, source: str) -> bool:
-    """Put ``source`` in the cell with id ``colab-setup``; returns whether the file changed."""
-    nb = json.loads(path.read_text())
-    cell = next(c for c in nb["cells"] if c.get("id") == CELL_ID)
+    """Put ``source`` in the cell with id ``colab-setup``; returns whether the file changed (written
+    atomically).
+
+    Raises:
+        ValueError: naming ``path`` if it is not JSON or has no such cell.
+    """
+    nb = read_json(path, "notebook")
+    cell = next((c for c in nb["cells"] if c.get("id") == CELL_ID), None)
+    if cell is None:
+        raise ValueError(f"{path} has no cell with id {CELL_ID!r} (the Colab setup cell)")
     lines = source.splitlines(keepends=True)
     if cell["source"] == lines:
         return False
     cell["source"] = lines
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    write_json(path, nb, indent=1, ensure_ascii=False)
     return True
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # no arguments; --help
     pages = sorted((ROOT / "notebooks").glob("*.ipynb")) + [ROOT / "book" / "results.ipynb"]
     changed = [p.name for p in pages if sync(p, colab_cell())]
     print("updated: " + (", ".join(changed) or "nothing"))

@@ -21,14 +21,23 @@ from __future__ import annotations
 
 import argparse
 import copy
+import tempfile
 from pathlib import Path
 
 import torch
 from diffusers import DDPMScheduler, UNet2DModel
 from tqdm.auto import tqdm
 
+from gitutor import cli
 from gitutor.data import lfw_faces
-from gitutor.priors import (FACE_DDPM_CONFIG, FACE_DDPM_SCHEDULER, PRIOR_TRAIN_FACES, WEIGHTS_DIR, prior_sha256)
+from gitutor.files import copy_files
+from gitutor.priors import (
+    FACE_DDPM_CONFIG,
+    FACE_DDPM_SCHEDULER,
+    PRIOR_TRAIN_FACES,
+    WEIGHTS_DIR,
+    prior_sha256,
+)
 from gitutor.seeding import make_generator, seed_everything
 
 
@@ -67,20 +76,22 @@ def train(steps: int, batch_size: int, lr: float, ema_decay: float, seed: int) -
     return ema
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=900)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--ema-decay", type=float, default=0.99)
+    parser.add_argument("--steps", type=cli.positive_int, default=900)
+    parser.add_argument("--batch-size", type=cli.positive_int, default=16)
+    parser.add_argument("--lr", type=cli.positive_float, default=2e-3)
+    parser.add_argument("--ema-decay", type=cli.fraction, default=0.99)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=cli.positive_int, default=1,
                         help="torch CPU threads (1 is fastest on a busy machine and keeps the run reproducible)")
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ema = train(args.steps, args.batch_size, args.lr, args.ema_decay, args.seed)
-    ema.save_pretrained(args.out, safe_serialization=True)
+    with tempfile.TemporaryDirectory() as staged:  # the prior on disk is replaced only when saved whole
+        ema.save_pretrained(staged, safe_serialization=True)
+        copy_files({path: args.out / path.name for path in Path(staged).iterdir()})
     print(f"saved {args.out}\nsha256 (config.json + weights) {prior_sha256(args.out)}")
 
 

@@ -20,7 +20,14 @@ from gitutor.federated.client import client_gradients
 
 
 def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8, 7 / 8)) -> list[int]:
-    """Iterations at which the learning rate steps down (Geiping et al. 2020: 3/8, 5/8, 7/8)."""
+    """Iterations at which the learning rate steps down (Geiping et al. 2020: 3/8, 5/8, 7/8).
+
+    Raises:
+        ValueError/TypeError: if ``iterations`` is not an int ≥ 1 or a fraction is not in (0, 1).
+    """
+    check_count(iterations, "iterations")
+    if not all(isinstance(f, (int, float)) and 0 < f < 1 for f in fractions):
+        raise ValueError(f"fractions must lie in (0, 1), got {tuple(fractions)!r}")
     return [int(iterations * f) for f in fractions]
 
 

@@ -78,8 +78,15 @@ def initial_images(shape: Sequence[int], generator: torch.Generator) -> torch.Te
 
 
 def step_schedule(milestones: Iterable[int], gamma: float) -> SchedulerFactory:
-    """A factory of ``MultiStepLR(optimizer, milestones, gamma)``: lr × ``gamma`` at each milestone."""
+    """A factory of ``MultiStepLR(optimizer, milestones, gamma)``: lr × ``gamma`` at each milestone.
+
+    Raises:
+        ValueError: if a milestone is not an int ≥ 0 or ``gamma`` is not a finite number > 0.
+    """
     milestones = list(milestones)
+    if not all(isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in milestones):
+        raise ValueError(f"milestones must be iterations (ints ≥ 0), got {milestones!r}")
+    check_hyperparameter(gamma, "gamma", positive=True)
     return lambda optimizer: torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=gamma)
 
 

@@ -25,13 +25,15 @@ def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: b
         ``images`` ``(n, C, size, size)`` in [0, 1] (C = 3, or 1 for MNIST) and ``labels`` ``(n,)``.
 
     Raises:
-        ValueError: for an unknown dataset name.
+        ValueError: for an unknown dataset name, ``n`` not a positive int or more than the split
+            holds, or ``size`` not a positive int.
         OfflineDataError: when the dataset is not under ``root`` and ``download`` is False or fails.
     """
     import torchvision
 
     if name not in TORCHVISION_DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(TORCHVISION_DATASETS)}")
+    _check_size(size)
     cls = getattr(torchvision.datasets, TORCHVISION_DATASETS[name])
     try:
         split = {"split": "train" if train else "test"} if name == "lfw_people" else {"train": train}
@@ -41,7 +43,7 @@ def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: b
             f"{TORCHVISION_DATASETS[name]} is not in {Path(root).resolve()}. On a machine with internet, "
             f"run torchvision.datasets.{TORCHVISION_DATASETS[name]}(root={str(root)!r}, download=True) "
             f"once, or set DATA_ROOT to the folder that holds it. ({error})") from error
-    images, labels = _sample(dataset, n, seed)
+    images, labels = _sample(dataset, n, seed, f"{TORCHVISION_DATASETS[name]} in {Path(root).resolve()}")
     return resize(images, size), labels
 
 
@@ -55,21 +57,37 @@ def image_folder(root: str | Path, n: int, *, size: int = 224, seed: int = 0
 
     Raises:
         OfflineDataError: if ``root`` does not exist.
+        ValueError: if ``n`` is not a positive int, the folder holds fewer than ``n`` images, or
+            ``size`` is not a positive int.
     """
     import torchvision
     from torchvision import transforms
 
+    _check_size(size)
     if not Path(root).is_dir():
         raise OfflineDataError(
             f"image folder {Path(root).resolve()} not found: put the ImageNet validation images there, "
             "one sub-folder per class (e.g. n01440764/...), or set IMAGE_ROOT to that folder")
     transform = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size), transforms.ToTensor()])
     dataset = torchvision.datasets.ImageFolder(str(root), transform=transform)
-    return _sample(dataset, n, seed)
+    return _sample(dataset, n, seed, f"image folder {Path(root).resolve()}")
 
 
-def _sample(dataset, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """n random (image, label) items of a torchvision dataset, stacked."""
+def _sample(dataset, n: int, seed: int, where: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random (image, label) items of a torchvision dataset, stacked.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int or the dataset (``where``) holds fewer than ``n`` items.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    if n > len(dataset):
+        raise ValueError(f"n={n} but {where} holds only {len(dataset)} images")
     indices = torch.randperm(len(dataset), generator=make_generator(seed))[:n]
     images, labels = zip(*(dataset[int(i)] for i in indices))
     return torch.stack(images), torch.as_tensor(labels, dtype=torch.int64)
+
+
+def _check_size(size: int) -> None:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int (pixels), got {size!r}")

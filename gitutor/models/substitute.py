@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from gitutor.data import TRAINING_PHOTOGRAPHS, resize
 from gitutor.data.bundled import photograph
+from gitutor.files import atomic_paths, read_json
 from gitutor.models.resnet import IMAGENET_MEAN, IMAGENET_STD, resnet34
 from gitutor.models.resnet20 import resnet20
 
@@ -73,8 +74,14 @@ class TrainingConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not 0 < self.min_scale <= 1:
-            raise ValueError(f"min_scale must be in (0, 1], got {self.min_scale!r}")
+        for name, inside, rule in (("min_scale", lambda v: 0 < v <= 1, "in (0, 1]"),
+                                   ("lr", lambda v: 0 < v < math.inf, "a finite learning rate > 0"),
+                                   ("jitter", lambda v: 0 <= v <= 1, "in [0, 1]")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not inside(value):
+                raise ValueError(f"{name} must be {rule}, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an int ≥ 0, got {self.seed!r}")
 
 
 #: The recipes: the CIFAR ResNet-20 (shipped, ~1 MB) and the chapter's ResNet34 (~85 MB, trained
@@ -215,13 +222,16 @@ def substitute_sha256(path: str | Path) -> str:
 
 def save_substitute(model: nn.Module, log: dict, path: str | Path) -> str:
     """Write ``model``'s state dict to ``path`` (safetensors) and ``log`` plus the weights'
-    sha256 to ``path`` with suffix ``.json``; returns the sha256."""
+    sha256 to ``path`` with suffix ``.json``; returns the sha256.
+
+    Both files are replaced together and only once both are written (:mod:`gitutor.files`): a
+    failure leaves the previous substitute byte-identical."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(path))
-    digest = substitute_sha256(path)
-    path.with_suffix(".json").write_text(json.dumps({**log, "sha256": digest}, indent=1))
+    with atomic_paths(path, path.with_suffix(".json")) as (weights, manifest):  # both or neither
+        save_file(state, str(weights))
+        digest = substitute_sha256(weights)
+        manifest.write_text(json.dumps({**log, "sha256": digest}, indent=1))
     return digest
 
 
@@ -237,19 +247,38 @@ def load_substitute(path: str | Path, expected_sha256: str | None = None) -> nn.
         FileNotFoundError: if the weights or their ``.json`` are missing (the message says how
             to train them).
         SubstituteChecksumError: if the file's sha256 differs.
+        ValueError: naming the file when the ``.json`` is truncated or names no architecture, the
+            weights are not safetensors, or they belong to another architecture than the ``.json``
+            names (both named).
     """
     path = Path(path)
     if not path.is_file() or not path.with_suffix(".json").is_file():
         raise FileNotFoundError(f"no trained substitute at {path}: train it with "
                                 "`python scripts/train_substitute.py` (or `make substitutes`)")
-    record = json.loads(path.with_suffix(".json").read_text())
+    manifest = path.with_suffix(".json")
+    record = read_json(manifest, "substitute manifest")
+    architecture = record.get("config", {}).get("architecture") if isinstance(record, dict) else None
+    if architecture not in ARCHITECTURES or not isinstance(record.get("sha256"), str):
+        raise ValueError(f"substitute manifest {manifest} names no architecture of {ARCHITECTURES} "
+                         "and sha256 (config.architecture, sha256)")
     want = expected_sha256 or record["sha256"]
     got = substitute_sha256(path)
     if got != want:
         raise SubstituteChecksumError(f"{path} has sha256 {got}, expected {want}: retrain it "
                                       "with `python scripts/train_substitute.py`")
-    model = substitute_network(record["config"]["architecture"])
-    model.load_state_dict(load_file(str(path)))
+    try:
+        state = load_file(str(path))
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own SafetensorError
+        raise ValueError(f"{path} is not a safetensors file ({error})") from None
+    model = substitute_network(architecture)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError:
+        shapes = {name: t.shape for name, t in state.items()}  # whose weights are these?
+        found = next((a for a in ARCHITECTURES if shapes == {name: t.shape for name, t in
+                                                             substitute_network(a).state_dict().items()}), None)
+        raise ValueError(f"{manifest} names the architecture {architecture!r} but the weights in {path.name} "
+                         f"are {'those of ' + repr(found) if found else 'of no known architecture'}") from None
     return model.eval()
 
 
@@ -265,4 +294,4 @@ def substitute_record(name: str) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no trained substitute {name!r} at {path}: train it with "
                                 f"`python scripts/train_substitute.py {name}`")
-    return json.loads(path.read_text())
+    return read_json(path, "substitute manifest")

@@ -6,7 +6,9 @@ GPU), and may define ``BUDGETS``, named overrides applied on top of either profi
 the profile's code path for a few iterations, ``make smoke``; larger budgets for recorded runs).
 Notebooks call ``cfg = get_profile("01_dlg", PROFILE, budget=BUDGET)`` and read ``cfg.iterations``; a
 notebook that overrides settings makes a new profile, ``cfg = cfg.replace(iterations=50)``. A
-profile never changes after it is made, so no cell can alter a setting another cell relies on.
+profile never changes after it is made, so no cell can alter a setting another cell relies on, and
+a setting whose name says it is a count, a learning rate or a rate is checked when the profile is
+made (:data:`SETTING_RULES`): ``cfg.replace(iterations=0)`` raises a ``ValueError`` naming it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ import copy
 import dataclasses
 import functools
 import importlib
+import math
+import numbers
+import re
 
 NOTEBOOK_MODULES = {
     "01_dlg": "dlg",
@@ -25,6 +30,21 @@ NOTEBOOK_MODULES = {
     "07_admm_comparison": "admm_comparison",
 }
 PROFILES = ("quick", "full")
+def _real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+#: What a setting's name says it holds: kind → (name pattern, check, rule). Every profile (and every
+#: ``replace``) is checked; None is allowed for each (a part that is not run, a default).
+SETTING_RULES = {
+    "count": ((r"^n_|iterations$|steps$|epochs$|(^|_)size$|batches$|trials$|repeats$|"
+               r"^record_every$|^population$|^torch_threads$|^sweep_cpus$"),
+              lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a positive int"),
+    "number of items": (r"images$|samples$", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                        "an int ≥ 0"),
+    "learning rate": (r"(^|_)lr$", lambda v: _real(v) and 0 < v < math.inf, "a finite number > 0"),
+    "rate or fraction": (r"fraction$|rate$|^dropout$", lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+}
 #: Settings every profile has; a chapter module may leave them out. ``torch_threads`` is the
 #: thread count the notebook pins with ``torch.set_num_threads`` (None: torch's default).
 DEFAULTS = {"torch_threads": None}
@@ -41,6 +61,22 @@ class Profile:
 
     notebook: str
     profile: str
+
+    def __post_init__(self) -> None:
+        """Check the settings whose name says what they are (:data:`SETTING_RULES`).
+
+        Raises:
+            ValueError: naming the setting, for a count that is not a positive int, a learning
+                rate that is not a finite number > 0, or a rate or fraction outside [0, 1].
+        """
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) \
+                else [value]
+            for kind, (pattern, valid, rule) in SETTING_RULES.items():
+                if re.search(pattern, field.name) and not all(v is None or valid(v) for v in values):
+                    raise ValueError(f"setting {field.name} of the {self.profile} profile of {self.notebook} "
+                                     f"is a {kind}: it must be {rule}, got {value!r}")
 
     def replace(self, **changes) -> Profile:
         """A copy with some settings changed, e.g. ``cfg.replace(epochs=50)``.

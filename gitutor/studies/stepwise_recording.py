@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from gitutor.attacks.comparison import score
+from gitutor.files import atomic_path
 from gitutor.stats import format_interval
 from gitutor.studies.stepwise_gradinversion import PAPER_TABLE1, summarise
 
@@ -54,7 +55,8 @@ def save_reconstructions(
                 value["images"].detach().cpu().float().contiguous()
             )
             tensors[f"curve/{method}/{i}"] = snapshot_curve(value["snapshots"], truth)
-    save_file(tensors, str(path))
+    with atomic_path(path) as temporary:  # a failed write leaves an earlier recording intact
+        save_file(tensors, str(temporary))
     return Path(path)
 
 
@@ -74,14 +76,24 @@ def load_reconstructions(path: str | Path) -> dict:
 
     Raises:
         FileNotFoundError: if ``path`` does not exist.
-        ValueError: if the file holds no ``truth/0``.
+        ValueError: naming ``path`` when it is not a safetensors file (e.g. truncated), holds no
+            ``truth/0``, or lacks a batch of a method's images or curve.
     """
-    tensors = load_file(str(path))
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no chapter 04 reconstructions at {path}")
+    try:
+        tensors = load_file(str(path))
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own SafetensorError
+        raise ValueError(f"{path} is not a readable safetensors file (truncated?): {error}") from None
     if "truth/0" not in tensors:
         raise ValueError(f"{path} holds no chapter 04 reconstructions (no 'truth/0')")
     n = sum(key.startswith("truth/") for key in tensors)
     methods = dict.fromkeys(key.split("/")[0] for key in tensors if key.count("/") == 1)
     methods.pop("truth")
+    missing = [key for m in methods for i in range(n) for key in (f"{m}/{i}", f"curve/{m}/{i}")
+               if key not in tensors] + [f"truth/{i}" for i in range(n) if f"truth/{i}" not in tensors]
+    if missing:
+        raise ValueError(f"{path} holds {n} batches but lacks {missing[:4]}{' …' if len(missing) > 4 else ''}")
     return {
         "truth": [tensors[f"truth/{i}"] for i in range(n)],
         "images": {m: [tensors[f"{m}/{i}"] for i in range(n)] for m in methods},

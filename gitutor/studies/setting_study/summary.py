@@ -2,12 +2,11 @@
 over batches, tables, rankings and provenance, for ``book/setting_study`` and chapter 04."""
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import torch
 
+from gitutor.files import read_json
 from gitutor.stats import format_interval, interval
 from gitutor.studies.setting_study.settings import BASE, METHODS, Setting, study_batch
 
@@ -39,8 +38,9 @@ def load_record(path) -> tuple[list[dict], dict]:
 
     Raises:
         FileNotFoundError: if there is no record at ``path``.
+        ValueError: naming ``path`` if it is truncated or not JSON.
     """
-    record = json.loads(Path(path).read_text())
+    record = read_json(path, "setting-study record")
     outcomes = [{**o, "trial": {**o["trial"], "setting": Setting(**o["trial"]["setting"])}}
                 for o in record["trials"] if o["value"] is not None]
     return outcomes, record["phases"]

@@ -1,0 +1,152 @@
+"""Record files: written atomically, read with errors that name the file.
+
+A record (a results JSON, a recorded notebook, a safetensors file) is either the old one or the
+complete new one, never half of either: every writer writes a temporary file in the record's own
+folder (same file system, so the rename is atomic) and renames it over the record only when the
+whole content was written and flushed to disk (``os.replace``). A run that fails, or is killed,
+before that leaves the old record byte-identical and at most a ``.<name>.tmp-*`` file beside it.
+
+    with atomic_paths("model.safetensors", "model.json") as (weights, log):
+        save_file(state, weights)          # the library writes to the temporary paths …
+        log.write_text(json.dumps(...))    # … and both records are replaced only if both succeed
+
+:func:`read_json` reads a record and raises a ``ValueError`` naming the file when it is truncated or
+not JSON (``json.loads`` alone says neither which file nor that it is cut short).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _temporary(path: Path) -> Path:
+    """A fresh, empty temporary file beside ``path`` (hidden name, same folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(handle)
+    return Path(name)
+
+
+def _flush_to_disk(path: Path) -> None:
+    with open(path, "rb+") as file:
+        os.fsync(file.fileno())
+
+
+@contextlib.contextmanager
+def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
+    """Temporary paths beside ``paths`` that replace them when the ``with`` block succeeds.
+
+    The block writes each file to its temporary path (any writer that takes a file name). On a
+    normal exit every temporary file is flushed to disk and renamed over its target (``os.replace``,
+    atomic per file; all targets are replaced one after another only once every file has been
+    written). On an exception the temporary files are removed, the targets are untouched, and the
+    exception propagates. Missing folders are created.
+
+    Yields:
+        One temporary :class:`~pathlib.Path` per target, in the order given.
+
+    Raises:
+        ValueError: if no path is given or a path is given twice.
+        TypeError: if a path is not a str or :class:`os.PathLike`.
+    """
+    if not paths:
+        raise ValueError("atomic_paths needs at least one path")
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"paths must be str or os.PathLike, got {type(path).__name__}")
+    targets = [Path(path).absolute() for path in paths]
+    if len(set(targets)) != len(targets):
+        raise ValueError(f"paths must differ, got {[str(p) for p in paths]}")
+    temporaries: list[Path] = []
+    try:
+        for target in targets:
+            temporaries.append(_temporary(target))
+        yield tuple(temporaries)
+        for temporary in temporaries:
+            _flush_to_disk(temporary)
+            os.chmod(temporary, 0o644)  # mkstemp makes 0600; a record is an ordinary file
+        for temporary, target in zip(temporaries, targets):
+            os.replace(temporary, target)
+    finally:
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
+
+
+def atomic_path(path: str | Path) -> contextlib.AbstractContextManager[Path]:
+    """:func:`atomic_paths` for one file: ``with atomic_path(p) as tmp: save_file(state, tmp)``."""
+
+    @contextlib.contextmanager
+    def one() -> Iterator[Path]:
+        with atomic_paths(path) as (temporary,):
+            yield temporary
+
+    return one()
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; returns ``path`` as a Path.
+
+    Raises:
+        TypeError: if ``text`` is not a str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | Path, value, **dumps) -> Path:
+    """Write ``json.dumps(value, **dumps)`` plus a newline to ``path`` atomically.
+
+    Raises:
+        TypeError, ValueError: as :func:`json.dumps` (an object it cannot encode, NaN with
+            ``allow_nan=False``), before anything is written.
+    """
+    return write_text(path, json.dumps(value, **dumps) + "\n")
+
+
+def copy_files(pairs: dict[str | Path, str | Path]) -> list[Path]:
+    """Copy each ``source`` to its ``target`` (``{source: target}``), all targets replaced together
+    (see :func:`atomic_paths`); returns the targets.
+
+    Raises:
+        FileNotFoundError: naming a missing source (no target is touched).
+    """
+    sources = [Path(source) for source in pairs]
+    missing = [str(source) for source in sources if not source.is_file()]
+    if missing:
+        raise FileNotFoundError(f"cannot copy {missing}: no such file")
+    with atomic_paths(*pairs.values()) as temporaries:
+        for source, temporary in zip(sources, temporaries):
+            shutil.copyfile(source, temporary)
+    return [Path(target) for target in pairs.values()]
+
+
+def read_json(path: str | Path, what: str = "record"):
+    """The JSON value in ``path``.
+
+    Raises:
+        FileNotFoundError: naming ``path`` (and ``what`` it should hold) when it does not exist.
+        ValueError: naming ``path`` when it is empty, truncated or not JSON (with the position).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{what} {path} is not UTF-8 text: {error.reason} at byte {error.start}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        if not text.strip():
+            raise ValueError(f"{what} {path} is not valid JSON: the file is empty") from None
+        cut = " (truncated?)" if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated") else ""
+        raise ValueError(f"{what} {path} is not valid JSON{cut}: {error.msg} at line {error.lineno}, "
+                         f"column {error.colno}") from None

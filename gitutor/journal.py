@@ -1,0 +1,151 @@
+"""The journal of a sweep: one JSON line per finished trial, so that an interrupted sweep resumes.
+
+:func:`gitutor.sweeps.run_trials` with ``journal=path`` appends every trial that finishes without an
+error to ``path`` as soon as it finishes (written, flushed and fsynced: a kill, a reboot or a
+machine taken back loses at most the trials still running) and skips, on a rerun, every trial the
+journal already holds. A line is ``{"trial": {...}, "value": ..., "seconds": s}``; a trial is
+identified by its parameters as canonical JSON (:func:`trial_key`: sorted keys, dataclasses as
+dicts), so the same command finds its own trials and a changed parameter (e.g. more iterations)
+runs anew. Failed trials are not journaled: a rerun tries them again.
+
+Values are stored by :func:`to_json`, which keeps what a trial usually returns exactly: JSON values,
+tuples, and torch tensors (safetensors bytes in base64, bit-exact, any dtype); :func:`from_json`
+turns them back. A sweep may pass its own ``encode``/``decode`` instead.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def _parameter(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def trial_key(trial: Mapping[str, Any]) -> str:
+    """The canonical JSON of a trial's parameters (sorted keys, dataclasses as dicts, tuples as lists).
+
+    Raises:
+        TypeError: naming the trial when a parameter is neither JSON nor a dataclass of JSON values.
+        ValueError: for a NaN or infinite parameter.
+    """
+    try:
+        return json.dumps(dict(trial), sort_keys=True, separators=(",", ":"), default=_parameter,
+                          allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"trial {dict(trial)!r} cannot be journaled (its parameters must be JSON "
+                          f"numbers, strings, lists, dicts or dataclasses of them): {error}") from None
+
+
+def to_json(value: Any) -> Any:
+    """``value`` as JSON: dicts with str keys, lists, str, numbers, bools and None as they are;
+    tuples as ``{"__tuple__": [...]}``; torch tensors as ``{"__tensor__": base64 safetensors}``.
+
+    Raises:
+        TypeError: naming the type of a part that is none of these (or a dict key that is not a str).
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [to_json(item) for item in value]
+        return items if isinstance(value, list) else {"__tuple__": items}
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError(f"dict keys must be str to be journaled, got {sorted(map(repr, value))}")
+        return {key: to_json(item) for key, item in value.items()}
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        from safetensors.torch import save
+
+        data = save({"tensor": value.detach().cpu().contiguous()})
+        return {"__tensor__": base64.b64encode(data).decode("ascii")}
+    raise TypeError(f"a {type(value).__name__} cannot be journaled (JSON, tuples and tensors can)")
+
+
+def from_json(value: Any) -> Any:
+    """The inverse of :func:`to_json`."""
+    if isinstance(value, list):
+        return [from_json(item) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {"__tuple__"}:
+            return tuple(from_json(item) for item in value["__tuple__"])
+        if set(value) == {"__tensor__"}:
+            from safetensors.torch import load
+
+            return load(base64.b64decode(value["__tensor__"]))["tensor"]
+        return {key: from_json(item) for key, item in value.items()}
+    return value
+
+
+class Journal:
+    """The finished trials of one sweep in the JSON-lines file ``path`` (created when the first
+    trial finishes).
+
+    Args:
+        path: the journal file, e.g. beside the record the sweep makes.
+        encode: turns a trial's value into JSON (default: :func:`to_json`).
+        decode: turns the stored JSON back into the value (default: :func:`from_json`).
+
+    Raises:
+        TypeError: if ``path`` is not a str or path, or ``encode``/``decode`` are not callable.
+    """
+
+    def __init__(self, path: str | Path, encode: Callable[[Any], Any] | None = None,
+                 decode: Callable[[Any], Any] | None = None) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"journal must be a str or path, got {type(path).__name__}")
+        for name, function in (("encode", encode), ("decode", decode)):
+            if function is not None and not callable(function):
+                raise TypeError(f"{name} must be callable or None, got {type(function).__name__}")
+        self.path = Path(path)
+        self.encode = encode or to_json
+        self.decode = decode or from_json
+
+    def read(self) -> dict[str, tuple[Any, None, float]]:
+        """``{trial_key: (value, None, seconds)}`` of every journaled trial (the value decoded; None:
+        no error, the fields of a :class:`gitutor.sweeps.TrialOutcome`).
+
+        A last line cut short by a kill is dropped from the file (its trial runs again).
+
+        Raises:
+            ValueError: naming the file and line when a complete line is not a journal entry.
+        """
+        if not self.path.is_file():
+            return {}
+        data = self.path.read_bytes()
+        complete = data.rfind(b"\n") + 1
+        if complete < len(data):  # the last write was interrupted: drop its partial line
+            os.truncate(self.path, complete)
+        finished = {}
+        for number, line in enumerate(data[:complete].decode("utf-8").splitlines(), start=1):
+            try:
+                entry = json.loads(line)
+                key, value, seconds = trial_key(entry["trial"]), entry["value"], float(entry["seconds"])
+            except (ValueError, TypeError, KeyError) as error:
+                raise ValueError(f"journal {self.path}, line {number}, is not a journal entry "
+                                 f"({type(error).__name__}: {error}); move the file away to start the "
+                                 "sweep afresh") from None
+            finished[key] = (self.decode(value), None, seconds)
+        return finished
+
+    def append(self, trial: Mapping[str, Any], value: Any, seconds: float) -> None:
+        """Add one finished trial and force it to disk before returning.
+
+        Raises:
+            TypeError, ValueError: if the encoded value is not JSON (nothing is written).
+        """
+        line = json.dumps({"trial": json.loads(trial_key(trial)), "value": self.encode(value),
+                           "seconds": round(float(seconds), 3)}) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as file:
+            file.write(line)
+            file.flush()
+            os.fsync(file.fileno())

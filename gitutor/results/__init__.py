@@ -1,0 +1,83 @@
+"""The "paper vs this run" record every notebook ends with, and the book-wide summary.
+
+Each notebook saves ``{RESULTS_DIR}/{notebook}.json``::
+
+    {"notebook", "profile", "rows": [row, ...], "timings": [row, ...]}
+
+A row has the keys :data:`ROW_KEYS` and may add ``"better"`` (``"higher"`` or
+``"lower"``: which direction of the number is the better attack), which makes the row
+comparable and gives it a :func:`verdict`; ``"low"`` and ``"high"``, the 95 % interval of
+this run's number over its trials (a verdict then needs the whole interval on one side of
+the paper's value); and ``"headline": true``, which makes it
+the row that stands for its chapter on the "Results at a glance" page
+(:data:`HEADLINE_RULE`). Wall-clock rows go in ``timings``, apart from the results, so
+that two runs with the same seed give identical ``rows``. Recorded runs
+(``book/recorded/``) use the same record with an extra ``"provenance"`` dict.
+
+The "Results at a glance" page (``book/results.ipynb``) reads the records with
+:func:`collect_results` and shows :func:`glance_table` (one line per record: a chapter
+run, or a recorded run of its own) above :func:`chapter_details` (each record's full
+:func:`results_table` in a dropdown) and :func:`timings_table`.
+"""
+
+from gitutor.results.glance import (
+    CHAPTER_NAMES,
+    GLANCE_LIMITS,
+    chapter_details,
+    chapter_name,
+    glance_rows,
+    glance_table,
+    provenance_note,
+    record_label,
+    run_label,
+    timings_table,
+)
+from gitutor.results.records import (
+    DIRECTIONS,
+    OPTIONAL_KEYS,
+    ROW_KEYS,
+    collect_results,
+    interval_fields,
+    read_record,
+    save_results,
+)
+from gitutor.results.verdicts import (
+    HEADLINE_RULE,
+    OUTCOMES,
+    TOLERANCE,
+    VERDICT_RULE,
+    headline_row,
+    results_table,
+    verdict,
+    verdict_sentence,
+    verdict_tally,
+)
+
+__all__ = [
+    "CHAPTER_NAMES",
+    "DIRECTIONS",
+    "GLANCE_LIMITS",
+    "HEADLINE_RULE",
+    "OPTIONAL_KEYS",
+    "OUTCOMES",
+    "ROW_KEYS",
+    "TOLERANCE",
+    "VERDICT_RULE",
+    "chapter_details",
+    "chapter_name",
+    "collect_results",
+    "glance_rows",
+    "glance_table",
+    "headline_row",
+    "interval_fields",
+    "provenance_note",
+    "read_record",
+    "record_label",
+    "results_table",
+    "run_label",
+    "save_results",
+    "timings_table",
+    "verdict",
+    "verdict_sentence",
+    "verdict_tally",
+]

@@ -1,0 +1,205 @@
+"""A chapter's results record: ``{RESULTS_DIR}/{notebook}.json``, written by :func:`save_results`
+(checked rows, written atomically) and read back by :func:`collect_results` (see :mod:`gitutor.results`)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gitutor.files import read_json, write_json
+
+ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
+OPTIONAL_KEYS = ("better", "low", "high", "headline")
+DIRECTIONS = ("higher", "lower")
+_NOTEBOOK_NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+$")
+
+
+def _plain(value, where: str):
+    """``value`` as a JSON scalar: numpy/torch scalars unwrapped, inf/nan as str."""
+    if (
+        hasattr(value, "item")
+        and callable(value.item)
+        and getattr(value, "ndim", 0) == 0
+    ):
+        value = value.item()
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        # JSON has no inf/nan; keep them readable
+        return value if math.isfinite(value) else str(value)
+    raise TypeError(
+        f"{where} must be a number, a string or None, got {type(value).__name__}"
+    )
+
+
+def _finite(value) -> bool:
+    """A finite real number (not a bool)."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def interval_fields(interval, digits: int) -> dict:
+    """A row's ``"low"``/``"high"`` from a :class:`gitutor.stats.Interval`, rounded to
+    ``digits``; ``{}`` for None or an unbounded interval (one trial)."""
+    if interval is None or not (_finite(interval.low) and _finite(interval.high)):
+        return {}
+    return {"low": round(interval.low, digits), "high": round(interval.high, digits)}
+
+
+def _check_row(row: Mapping, where: str) -> dict:
+    if not isinstance(row, Mapping):
+        raise TypeError(
+            f"{where} must be a dict with keys {ROW_KEYS}, got {type(row).__name__}"
+        )
+    missing = [key for key in ROW_KEYS if key not in row]
+    extra = [key for key in row if key not in ROW_KEYS + OPTIONAL_KEYS]
+    if missing or extra:
+        raise ValueError(
+            f"{where} {dict(row)!r}: missing keys {missing}, unknown keys {extra}; "
+            f"keys are {ROW_KEYS} and optionally {OPTIONAL_KEYS}"
+        )
+    if "better" in row and row["better"] not in DIRECTIONS:
+        raise ValueError(
+            f"{where}: 'better' must be one of {DIRECTIONS}, got {row['better']!r}"
+        )
+    if ("low" in row) != ("high" in row):
+        raise ValueError(f"{where}: give both 'low' and 'high' (this run's interval) or neither")
+    if "low" in row and not (
+        all(_finite(row[key]) for key in ("low", "high")) and row["low"] <= row["high"]
+    ):
+        raise ValueError(
+            f"{where}: 'low' and 'high' must be finite numbers with low ≤ high, "
+            f"got {row['low']!r}, {row['high']!r}"
+        )
+    if "headline" in row and not isinstance(row["headline"], bool):
+        raise TypeError(
+            f"{where}: 'headline' must be True or False, got {row['headline']!r}"
+        )
+    return {
+        key: _plain(row[key], f"{where}[{key!r}]")
+        for key in ROW_KEYS + OPTIONAL_KEYS
+        if key in row
+    }
+
+
+def save_results(
+    notebook: str,
+    profile: str,
+    rows: Sequence[Mapping],
+    results_dir: str | Path,
+    timings: Sequence[Mapping] = (),
+) -> Path:
+    """Write the notebook's rows to ``{results_dir}/{notebook}.json``; returns the path.
+
+    Args:
+        notebook: the chapter's name, e.g. ``"01_dlg"`` (two digits, underscore,
+            letters/digits).
+        profile: ``"quick"`` or ``"full"`` (any name :mod:`gitutor.profiles` defines).
+        rows: the paper-vs-run rows (keys :data:`ROW_KEYS`, optional ``"better"`` and
+            ``"headline"``: ``True`` on the one row that stands for the chapter).
+        results_dir: the folder of the records (created if missing).
+        timings: wall-clock rows (same keys), stored apart from ``rows``.
+
+    Raises:
+        ValueError: ``notebook`` is not a plain chapter name (no paths), ``rows`` is
+            empty, or a row lacks one of :data:`ROW_KEYS`, has an unknown key or an
+            unknown ``better``, or more than
+            one row is marked ``"headline": True``.
+        TypeError: a row is not a dict, a value is not a number, string or None, or
+            ``headline`` is not a bool.
+    """
+    if not isinstance(notebook, str) or not _NOTEBOOK_NAME.match(notebook):
+        raise ValueError(
+            "notebook must be a chapter name such as '01_dlg' (no path), "
+            f"got {notebook!r}"
+        )
+    if not isinstance(profile, str) or not profile:
+        raise ValueError(
+            f"profile must be a non-empty string such as 'quick', got {profile!r}"
+        )
+    checked = [_check_row(row, f"rows[{i}]") for i, row in enumerate(rows)]
+    if not checked:
+        raise ValueError(
+            "rows is empty: a notebook must report at least one paper-vs-run row"
+        )
+    marked = [i for i, row in enumerate(checked) if row.get("headline")]
+    if len(marked) > 1:
+        raise ValueError(
+            f"rows {marked} are all marked 'headline': mark one row per chapter"
+        )
+    timed = [_check_row(row, f"timings[{i}]") for i, row in enumerate(timings)]
+    path = Path(results_dir) / f"{notebook}.json"
+    record = {
+        "notebook": notebook,
+        "profile": profile,
+        "rows": checked,
+        "timings": timed,
+    }
+    return write_json(path, record, indent=2, allow_nan=False)
+
+
+def collect_results(*folders: str | Path) -> list[dict]:
+    """Every ``*.json`` record in ``folders``, sorted by notebook name.
+
+    A chapter's run comes before its recorded run.
+
+    Raises:
+        ValueError: if no folder is given or the first one does not exist (later folders
+            may be missing), or naming the file of a record that is truncated, not JSON, or not
+            a results record (no ``notebook`` name, no ``rows`` list, a row :func:`save_results`
+            would refuse).
+    """
+    if not folders:
+        raise ValueError("collect_results needs at least one results folder")
+    if not Path(folders[0]).is_dir():
+        raise ValueError(
+            f"results folder {folders[0]} does not exist; "
+            "run the notebooks first (make notebooks)"
+        )
+    records = [
+        read_record(path)
+        for folder in folders
+        if Path(folder).is_dir()
+        for path in sorted(Path(folder).glob("*.json"))
+    ]
+    return sorted(
+        records, key=lambda record: (record["notebook"], "provenance" in record)
+    )
+
+
+def read_record(path: str | Path) -> dict:
+    """The results record at ``path``, checked as :func:`save_results` checks what it writes.
+
+    Raises:
+        FileNotFoundError: if ``path`` does not exist.
+        ValueError: naming ``path`` when it is truncated, not JSON, or not a results record.
+    """
+    record = read_json(path, "results record")
+    problem = _record_problem(record)
+    if problem:
+        raise ValueError(f"results record {path} is not a results record: {problem}")
+    return record
+
+
+def _record_problem(record) -> str | None:
+    """What is wrong with a parsed results record (None: nothing)."""
+    if not isinstance(record, dict) or not isinstance(record.get("notebook"), str):
+        return "it has no 'notebook' name"
+    if not isinstance(record.get("rows"), list) or not record["rows"]:
+        return "it has no list of 'rows'"
+    try:
+        for key in ("rows", "timings"):
+            for i, row in enumerate(record.get(key, [])):
+                _check_row(row, f"{key}[{i}]")
+    except (TypeError, ValueError) as error:
+        return str(error)
+    return None

@@ -1,0 +1,131 @@
+"""The verdict of a paper-vs-run row (:data:`VERDICT_RULE`), a chapter's headline row and verdict
+sentence, and the Markdown table of rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gitutor.results.records import DIRECTIONS, ROW_KEYS, _finite
+from gitutor.tables import markdown_table
+
+TOLERANCE = 0.05
+VERDICT_RULE = (
+    "**meets**: this run's number is at least as good as the paper's, allowing "
+    f"{TOLERANCE:.0%} of the paper's value (higher or lower is better as the row "
+    "states); **falls short**: otherwise. Where the row gives this run's 95 % interval "
+    "over its trials, the whole interval must be on one side: an interval that holds "
+    "the paper's value (with that allowance) is **not resolved**. **not comparable**: "
+    "the row states no direction, or either number is not a finite number."
+)
+HEADLINE_RULE = (
+    'A chapter\'s **headline row** is the row its record marks `"headline": true`; '
+    "a chapter that marks none is represented by its first comparable row (a row that "
+    "states which direction is better and has two finite numbers), and a chapter with "
+    "no comparable row by its first row."
+)
+OUTCOMES = ("meets", "falls short", "not resolved", "not comparable")
+
+
+def verdict(row: Mapping) -> str:
+    """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`."""
+    paper, run, better = row.get("paper"), row.get("this_run"), row.get("better")
+    if better not in DIRECTIONS or not (_finite(paper) and _finite(run)):
+        return "not comparable"
+    sign = 1 if better == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
+    slack = TOLERANCE * abs(paper)
+    worst, best = sorted((row.get("low", run), row.get("high", run)), key=lambda x: sign * x)
+    if sign * (worst - paper) >= -slack:
+        return "meets"
+    if sign * (best - paper) < -slack:
+        return "falls short"
+    return "not resolved"
+
+
+def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:
+    """How many of ``rows`` get each verdict: ``{"meets": k, "falls short": m, ...}``.
+
+    Every outcome of :data:`OUTCOMES` is a key (0 when no row has it).
+    """
+    found = [verdict(row) for row in rows]
+    return {outcome: found.count(outcome) for outcome in OUTCOMES}
+
+
+def headline_row(rows: Sequence[Mapping]) -> Mapping:
+    """The row that stands for a chapter, by :data:`HEADLINE_RULE`.
+
+    The row marked ``"headline": True``; else the first row whose :func:`verdict` is
+    not "not comparable"; else the first row.
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError(
+            "rows is empty: a chapter reports at least one paper-vs-run row"
+        )
+    marked = [row for row in rows if row.get("headline")]
+    comparable = [row for row in rows if verdict(row) != "not comparable"]
+    return (marked or comparable or list(rows))[0]
+
+
+def verdict_sentence(rows: Sequence[Mapping]) -> str:
+    """The sentence a chapter ends with: how many of its ``rows`` meet the paper.
+
+    And how many fall short, are not resolved or are not comparable, by :data:`VERDICT_RULE`
+    (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows meets …"``).
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError(
+            "rows is empty: a chapter reports at least one paper-vs-run row"
+        )
+    counts = verdict_tally(rows)
+    verbs = {
+        "falls short": ("falls short", "fall short"),
+        "not resolved": ("is not resolved", "are not resolved"),
+        "not comparable": ("is not comparable", "are not comparable"),
+    }
+    met, n = counts["meets"], len(rows)
+    parts = [f"{met} of {n} row{'s' * (n != 1)} {'meets' if met == 1 else 'meet'} the paper"]
+    parts += [f"{counts[o]} {verbs[o][counts[o] != 1]}" for o in verbs if counts[o]]
+    return ", ".join(parts) + "."
+
+
+def _number(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def results_table(
+    rows: Sequence[Mapping],
+    notebook_column: Sequence[str] | None = None,
+    verdicts: bool = True,
+) -> str:
+    """A Markdown table of paper-vs-run rows.
+
+    Optionally with a leading notebook column and a verdict column. When every row
+    states the same ``differences`` (and there is no notebook column), that text is
+    printed once above the table instead of in every row.
+    """
+    shared = {row["differences"] for row in rows}
+    once = notebook_column is None and len(shared) == 1
+    keys = [key for key in ROW_KEYS if not (once and key == "differences")]
+    names = {"this_run": "this run"}
+    header = (
+        (["notebook"] if notebook_column else [])
+        + [names.get(key, key) for key in keys]
+        + (["verdict"] if verdicts else [])
+    )
+    lines = [
+        ([notebook_column[index]] if notebook_column else [])
+        + [_number(row[key]) for key in keys]
+        + ([verdict(row)] if verdicts else [])
+        for index, row in enumerate(rows)
+    ]
+    preface = (
+        f"**Differences from the paper (every row):** {shared.pop()}\n\n"
+        if once
+        else ""
+    )
+    return preface + markdown_table(header, lines)
