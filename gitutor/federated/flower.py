@@ -317,8 +317,10 @@ def run_federation(server_app, client_app, num_clients: int, *, engine: str = "i
 
     Args:
         engine: ``"in-process"`` (:class:`LoopbackGrid`) or ``"simulation"``
-            (``flwr.simulation.run_simulation``, a local Ray cluster; telemetry is switched
-            off with ``FLWR_TELEMETRY_ENABLED=0`` unless already set).
+            (``flwr.simulation.run_simulation``, a local Ray cluster; Flower's telemetry is
+            off for the run, as ``FLWR_TELEMETRY_ENABLED=0`` does). Under the book's network
+            guard Ray's dashboard process resolves cloud metadata hosts, which is why the
+            quick profile runs in-process.
         backend_config: the simulation engine's ``backend_config`` (e.g. client resources).
 
     Raises:
@@ -338,10 +340,21 @@ def run_federation(server_app, client_app, num_clients: int, *, engine: str = "i
                                          state=RecordDict(), run_config={}))
             return
         from flwr.simulation import run_simulation
+        from flwr.supercore import telemetry
 
-        os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
-        run_simulation(server_app=server_app, client_app=client_app,
-                       num_supernodes=num_clients, backend_config=dict(backend_config or {}))
+        saved = telemetry.FLWR_TELEMETRY_ENABLED, os.environ.get("FLWR_TELEMETRY_ENABLED")
+        telemetry.FLWR_TELEMETRY_ENABLED = "0"  # read once at import: set it for this run
+        os.environ["FLWR_TELEMETRY_ENABLED"] = "0"  # and for the Ray workers it starts
+        try:
+            run_simulation(server_app=server_app, client_app=client_app,
+                           num_supernodes=num_clients,
+                           backend_config=dict(backend_config or {}))
+        finally:
+            telemetry.FLWR_TELEMETRY_ENABLED = saved[0]
+            if saved[1] is None:
+                os.environ.pop("FLWR_TELEMETRY_ENABLED", None)
+            else:
+                os.environ["FLWR_TELEMETRY_ENABLED"] = saved[1]
 
 
 def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
