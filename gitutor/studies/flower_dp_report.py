@@ -27,8 +27,10 @@ def eps_text(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value:.3g}"
 
 
-def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], title: str = ""):
-    """Rows of images (first row: the clients' private photographs); returns the figure."""
+def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], title: str = "",
+                        columns: Sequence[str] | None = None):
+    """Rows of images (first row: the clients' private photographs), optional column titles;
+    returns the figure."""
     grids = {"private": truth, **rows}
     cols = len(truth)
     fig, axes = plt.subplots(len(grids), cols, figsize=(1.3 * cols + 1.4, 1.35 * len(grids)),
@@ -40,6 +42,8 @@ def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], t
             ax.set_xticks([]), ax.set_yticks([])
             if c == 0:
                 ax.set_ylabel(name, fontsize=8, rotation=0, ha="right", va="center")
+            if r == 0 and columns is not None:
+                ax.set_title(columns[c], fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
