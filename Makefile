@@ -20,10 +20,10 @@ INSTALLED := $(BUILD)/.installed
 
 # Install (editable) unless this checkout's gitutor and the tools are already importable.
 $(INSTALLED): pyproject.toml
-	@(cd / && $(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest, sphinx_exercise, selenium, otter, ray; \
+	@(cd / && $(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest, sphinx_exercise, selenium, otter, ray, flwr, opacus; \
 	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('$(CURDIR)/gitutor').resolve())") \
 	  2>/dev/null \
-	  || $(PYTHON) -m pip install -e ".[book,dev,assign,sweeps]"
+	  || $(PYTHON) -m pip install -e ".[book,dev,assign,sweeps,fl]"
 	@mkdir -p $(BUILD) && touch $@
 
 install: $(INSTALLED)

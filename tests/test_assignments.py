@@ -21,6 +21,17 @@ CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 
 #: One easy-to-make mistake per exercise (question name -> code replacing the answer).
 WRONG_ANSWERS = {
+    # forgets the number of local steps: reads −Δ/η as the gradient of a multi-step update
+    "update_to_gradient": """
+def as_gradient(sent, start, lr, steps):
+    return [-(w_k - w) / lr for w_k, w in zip(sent, start)]
+""",
+    # picks the largest σ that meets the budget instead of the smallest (most utility)
+    "epsilon_budget": """
+def smallest_sigma(target, steps, delta, sigmas):
+    fitting = [s for s in sigmas if epsilon(s, 1.0, steps, delta) <= target]
+    return max(fitting) if fitting else None
+""",
     # missing softmax: the dummy logits are used as if they were label probabilities
     "dlg_objective": """
 def dlg_objective(model, dummy_x, dummy_logits, target_grads):
@@ -123,7 +134,7 @@ def reference_namespaces():
 
 def test_every_chapter_has_a_tagged_exercise_block_at_its_end():
     toc = (ROOT / "_toc.yml").read_text()
-    assert len(CHAPTERS) == 7 and all(f"notebooks/{p.stem}" in toc for p in CHAPTERS)
+    assert len(CHAPTERS) == 8 and all(f"notebooks/{p.stem}" in toc for p in CHAPTERS)
     total = 0
     for path in CHAPTERS:
         nb = read_notebook(path)

@@ -9,8 +9,8 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python ≥ 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The extras `make install` installs (Makefile: pip install -e ".[book,dev,assign,sweeps]").
-EXTRAS = ("book", "dev", "assign", "sweeps")
+#: The extras `make install` installs (Makefile: pip install -e ".[book,dev,assign,sweeps,fl]").
+EXTRAS = ("book", "dev", "assign", "sweeps", "fl")
 
 
 def _pip_section(text: str) -> list[str]:

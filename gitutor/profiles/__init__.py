@@ -28,6 +28,7 @@ NOTEBOOK_MODULES = {
     "05_diffusion_user_level": "diffusion_user_level",
     "06_learning_to_invert": "learning_to_invert",
     "07_admm_comparison": "admm_comparison",
+    "08_flower_dp": "flower_dp",
 }
 PROFILES = ("quick", "full")
 def _real(value) -> bool:

@@ -1,0 +1,286 @@
+"""A Flower federation whose server keeps every client's update: the attacker's view.
+
+The server of the threat model is a Flower ``ServerApp`` running :class:`RecordingFedAvg`, a
+``flwr.serverapp.strategy.FedAvg`` whose aggregation step first stores each reply's arrays —
+the parameters a Flower ``ClientApp`` sends back after local training — and then averages as
+usual (McMahan et al. 2017). The update of client k in round t is Δ_k = W_k − W, the model it
+returned minus the model it received; for one local SGD step on a batch (FedSGD) Δ_k = −η·∇W,
+so the server holds the client's gradient up to the public factor −η.
+
+Two ways to run the same ``ServerApp``/``ClientApp`` pair (``run_federation(engine=...)``):
+
+- ``"in-process"``: :class:`LoopbackGrid`, a ``flwr.serverapp.Grid`` that hands each message to
+  the ``ClientApp`` in this process, serialised to Flower's protobuf wire format and back in
+  both directions (what a SuperLink forwards). No Ray, no sockets: milliseconds per round.
+- ``"simulation"``: ``flwr.simulation.run_simulation``, Flower's simulation engine (a local Ray
+  cluster, ``flwr[simulation]``); the deployment engine (``flower-superlink``,
+  ``flower-supernode``, ``flwr run``) runs the same two apps across machines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from gitutor.federated.client import check_client_batch
+from gitutor.federated.flower_engine import ENGINES, quiet_flower, run_federation
+
+__all__ = ["ENGINES", "ClientUpdate", "federated_round", "local_training", "make_client_app",
+           "make_server_app", "recording_fedavg", "run_federation", "update_as_gradient"]
+
+
+@dataclass(frozen=True)
+class ClientUpdate:
+    """What the server received from one client in one round.
+
+    Attributes:
+        round: the server round (1, 2, …).
+        partition: the client's partition id (which dataset shard it holds).
+        arrays: the parameters it sent, one tensor per ``model.parameters()`` entry.
+        metrics: the numbers it reported (``num-examples``, ``local-steps``, …).
+    """
+
+    round: int
+    partition: int
+    arrays: list[torch.Tensor]
+    metrics: dict
+
+    def update(self, global_parameters: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Δ = W_k − W: the sent parameters minus the ``global_parameters`` it trained from."""
+        return [sent - start for sent, start in zip(self.arrays, global_parameters)]
+
+
+def _strategy_class():
+    from flwr.serverapp.strategy import FedAvg
+
+    class RecordingFedAvg(FedAvg):
+        """FedAvg that stores every client's reply (:class:`ClientUpdate`) before averaging.
+
+        ``self.updates`` lists what arrived, round by round; ``parameter_names`` picks the
+        trainable tensors out of the state dict (buffers are not updates).
+        """
+
+        def __init__(self, parameter_names: Sequence[str], **kwargs):
+            super().__init__(**kwargs)
+            self.parameter_names = list(parameter_names)
+            self.updates: list[ClientUpdate] = []
+
+        def aggregate_train(self, server_round, replies):
+            replies = list(replies)
+            for message in replies:  # the hook: the server's view of each client
+                if message.has_error():
+                    continue
+                state = message.content["arrays"].to_torch_state_dict()
+                metrics = dict(message.content["metrics"])
+                self.updates.append(ClientUpdate(
+                    server_round, int(metrics["partition-id"]),
+                    [state[name].clone() for name in self.parameter_names], metrics))
+            return super().aggregate_train(server_round, replies)
+
+    return RecordingFedAvg
+
+
+def recording_fedavg(model: nn.Module, **kwargs):
+    """A :class:`RecordingFedAvg` for ``model`` (``kwargs`` go to Flower's ``FedAvg``)."""
+    names = [name for name, _ in model.named_parameters()]
+    return _strategy_class()(names, **kwargs)
+
+
+def local_training(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
+                   lr: float, epochs: int = 1, batch_size: int | None = None,
+                   noise_multiplier: float | None = None, max_grad_norm: float = 1.0,
+                   seed: int = 0) -> tuple[nn.Module, dict]:
+    """A client's local training: ``epochs`` passes of SGD over mini-batches, in order.
+
+    Steps = epochs · ⌈N / batch_size⌉. One epoch with ``batch_size = N`` is FedSGD (the update
+    is −η·∇W of the batch-mean loss); more steps are FedAvg (McMahan et al. 2017, Alg. 1).
+    With ``noise_multiplier`` set, the steps are Opacus DP-SGD instead
+    (:func:`gitutor.federated.dp.private_sgd`, Poisson sampling at q = batch_size / N).
+
+    Returns:
+        ``(trained copy, metrics)`` with ``local-steps`` and, for DP-SGD, ``sample-rate``,
+        ``noise-multiplier`` and ``max-grad-norm``.
+
+    Raises:
+        ValueError: naming ``lr``, ``epochs``, ``batch_size`` or the DP settings when invalid,
+            or for a bad batch (as :func:`~gitutor.federated.client_gradients`).
+    """
+    check_client_batch(images, labels, model)
+    count = images.shape[0]
+    batch_size = count if batch_size is None else batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= count:
+        raise ValueError(f"batch_size must be an int in [1, {count}], got {batch_size!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be an int ≥ 1, got {epochs!r}")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    steps = epochs * -(-count // batch_size)
+    if noise_multiplier is not None:
+        from gitutor.federated.dp import private_sgd
+
+        trained, spent = private_sgd(model, images, labels, lr=lr, steps=steps,
+                                     noise_multiplier=noise_multiplier,
+                                     max_grad_norm=max_grad_norm, batch_size=batch_size,
+                                     seed=seed)
+        return trained, {"local-steps": steps, "sample-rate": spent["sample_rate"],
+                         "noise-multiplier": spent["noise_multiplier"],
+                         "max-grad-norm": spent["max_grad_norm"]}
+    trained = __import__("copy").deepcopy(model).train()
+    optimizer = torch.optim.SGD(trained.parameters(), lr=lr)
+    for _ in range(epochs):
+        for start in range(0, count, batch_size):
+            optimizer.zero_grad()
+            end = start + batch_size
+            nn.functional.cross_entropy(trained(images[start:end]), labels[start:end]).backward()
+            optimizer.step()
+    return trained, {"local-steps": steps}
+
+
+def make_client_app(model_fn: Callable[[], nn.Module],
+                    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]]):
+    """A ``flwr.clientapp.ClientApp`` whose node ``partition-id`` = k trains on ``partitions[k]``.
+
+    The server's ``ConfigRecord`` sets ``lr``, ``local-epochs``, ``batch-size`` (0: the whole
+    partition), ``seed`` and, for DP-SGD, ``noise-multiplier`` and ``max-grad-norm``. The reply
+    carries the trained parameters (``ArrayRecord``) and a ``MetricRecord`` (``num-examples``,
+    ``partition-id``, ``local-steps``, DP settings).
+
+    Raises:
+        ValueError: for an empty ``partitions``.
+    """
+    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+
+    if not partitions:
+        raise ValueError("partitions must hold at least one (images, labels) pair")
+    app = ClientApp()
+
+    @app.train()
+    def train(message, context):
+        partition = int(context.node_config["partition-id"])
+        images, labels = partitions[partition]
+        config = message.content["config"]
+        model = model_fn()
+        model.load_state_dict(message.content["arrays"].to_torch_state_dict())
+        dp = {"noise_multiplier": float(config["noise-multiplier"]),
+              "max_grad_norm": float(config["max-grad-norm"])} if "noise-multiplier" in config else {}
+        batch = int(config.get("batch-size", 0)) or None
+        seed = int(config.get("seed", 0)) * 100_003 + 1_009 * int(config["server-round"]) + partition
+        trained, metrics = local_training(model, images, labels, lr=float(config["lr"]),
+                                          epochs=int(config.get("local-epochs", 1)),
+                                          batch_size=batch, seed=seed, **dp)
+        metrics.update({"num-examples": len(labels), "partition-id": partition})
+        content = RecordDict({"arrays": ArrayRecord(trained.state_dict()),
+                              "metrics": MetricRecord(metrics)})
+        return Message(content=content, reply_to=message)
+
+    return app
+
+
+def make_server_app(strategy, model: nn.Module, num_rounds: int, config: Mapping,
+                    evaluate_fn: Callable[[nn.Module], float] | None = None,
+                    history: list | None = None):
+    """A ``flwr.serverapp.ServerApp`` that runs ``strategy.start`` for ``num_rounds`` rounds.
+
+    ``model`` is the initial global model; ``config`` the training ``ConfigRecord`` sent each
+    round; ``evaluate_fn(model) -> accuracy`` is evaluated on the server after every round
+    (and before the first), appended to ``history`` as ``(round, accuracy)``.
+    """
+    import copy
+
+    from flwr.app import ArrayRecord, ConfigRecord, MetricRecord
+    from flwr.serverapp import ServerApp
+
+    app = ServerApp()
+
+    def evaluate(server_round, arrays):
+        if evaluate_fn is None:
+            return None
+        current = copy.deepcopy(model)
+        current.load_state_dict(arrays.to_torch_state_dict())
+        accuracy = float(evaluate_fn(current))
+        if history is not None:
+            history.append((server_round, accuracy))
+        return MetricRecord({"accuracy": accuracy})
+
+    @app.main()
+    def main(grid, context):
+        strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()),
+                       num_rounds=num_rounds, train_config=ConfigRecord(dict(config)),
+                       evaluate_fn=evaluate)
+
+    return app
+
+
+def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+                    config: Mapping, *, num_rounds: int = 1, engine: str = "in-process",
+                    evaluate_fn: Callable[[nn.Module], float] | None = None):
+    """Run a Flower federation on ``partitions`` and return what its server recorded.
+
+    Args:
+        model: the initial global model (not modified).
+        partitions: one ``(images, labels)`` pair per client.
+        config: the training config (``lr``, ``local-epochs``, ``batch-size``, ``seed``,
+            optionally ``noise-multiplier`` and ``max-grad-norm``).
+        num_rounds: federated rounds (≥ 1).
+        engine: as :func:`run_federation`.
+        evaluate_fn: ``model -> accuracy``, evaluated by the server after every round.
+
+    Returns:
+        ``(updates, history)``: the :class:`ClientUpdate` list (every client, every round)
+        and ``[(round, accuracy), …]`` (empty without ``evaluate_fn``).
+
+    Raises:
+        ValueError: naming ``partitions``, ``num_rounds``, ``config`` or ``engine``.
+    """
+    if not partitions:
+        raise ValueError("partitions must hold at least one (images, labels) pair")
+    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
+        raise ValueError(f"num_rounds must be an int ≥ 1, got {num_rounds!r}")
+    if "lr" not in config:
+        raise ValueError(f"config must set 'lr' (the clients' learning rate), got {dict(config)}")
+    import copy
+
+    global_model = copy.deepcopy(model)
+    builder = _ModelBuilder(global_model)
+    count = len(partitions)
+    with quiet_flower():  # FedAvg warns that client-side evaluation is off (on purpose)
+        strategy = recording_fedavg(global_model, fraction_evaluate=0.0,
+                                    min_train_nodes=count, min_available_nodes=count)
+    history: list = []
+    server = make_server_app(strategy, global_model, num_rounds, config, evaluate_fn, history)
+    run_federation(server, make_client_app(builder, partitions), count, engine=engine)
+    return strategy.updates, history
+
+
+class _ModelBuilder:
+    """Picklable ``model_fn``: a fresh copy of the template (Ray ships it to its workers)."""
+
+    def __init__(self, template: nn.Module):
+        self.template = template
+
+    def __call__(self) -> nn.Module:
+        import copy
+
+        return copy.deepcopy(self.template)
+
+
+def update_as_gradient(update: Sequence[torch.Tensor], lr: float, steps: int = 1) -> list[torch.Tensor]:
+    """−Δ / (η · steps): a client update read as the gradient of one step.
+
+    Exact for FedSGD (one step: Δ = −η·∇W). For FedAvg with several local steps it is the mean
+    of the gradients along the client's path, which the attack treats as one gradient at the
+    global model (the approximation Geiping et al. 2020 §5 improve on by unrolling the steps).
+
+    Raises:
+        ValueError: naming ``lr`` or ``steps`` when not positive.
+    """
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an int ≥ 1, got {steps!r}")
+    return [-delta / (lr * steps) for delta in update]

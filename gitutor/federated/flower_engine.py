@@ -1,0 +1,168 @@
+"""How the chapter's Flower apps run: in this process, or on Flower's simulation engine.
+
+``run_federation(server_app, client_app, n, engine=...)`` runs a Flower ``ServerApp`` against
+``n`` copies of a ``ClientApp``:
+
+- ``"in-process"``: :class:`LoopbackGrid`, a ``flwr.serverapp.Grid`` that hands each message to
+  the ``ClientApp`` in this process, serialised to Flower's protobuf wire format and back in both
+  directions (what a SuperLink forwards). No Ray, no sockets: milliseconds per round. Flower's
+  process-wide task identity is set as a SuperLink/SuperNode sets it (:func:`task_identity`).
+- ``"simulation"``: ``flwr.simulation.run_simulation`` (a local Ray cluster, ``flwr[simulation]``),
+  with Flower's telemetry off. Under the book's network guard Ray's dashboard process resolves
+  cloud metadata hosts (169.254.169.254, metadata.google.internal) at start-up, which is why the
+  quick profile runs in-process.
+
+Flower's deployment engine (``flower-superlink``, ``flower-supernode``, ``flwr run``) runs the same
+two apps across machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+
+ENGINES = ("in-process", "simulation")
+
+
+class LoopbackGrid:
+    """A ``flwr.serverapp.Grid`` delivering messages to ``ClientApp``s in this process.
+
+    Every message and reply goes through Flower's protobuf serialisation
+    (``flwr.common.serde.message_to_proto`` → bytes → ``message_from_proto``), so the server
+    decodes exactly the bytes a SuperLink would forward. Nodes have ids 1001, 1002, … and
+    ``node_config`` ``{"partition-id": k, "num-partitions": n}`` as in Flower's simulation engine.
+    """
+
+    def __new__(cls, client_app, num_clients: int):
+        from flwr.app import Context, RecordDict
+        from flwr.common import serde
+        from flwr.proto.message_pb2 import Message as ProtoMessage
+        from flwr.serverapp import Grid
+        from flwr.supercore.run import Run
+
+        def wire(message):
+            data = serde.message_to_proto(message).SerializeToString()
+            return serde.message_from_proto(ProtoMessage.FromString(data))
+
+        class _Grid(Grid):
+            def __init__(self):
+                self._run = Run.create_empty(run_id=1)
+                self._contexts = {1001 + k: Context(run_id=1, node_id=1001 + k, node_config={
+                    "partition-id": k, "num-partitions": num_clients}, state=RecordDict(),
+                    run_config={}) for k in range(num_clients)}
+                self._replies = {}
+
+            def set_run(self, run):
+                self._run = run
+
+            @property
+            def run(self):
+                return self._run
+
+            def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+                from flwr.app import Message
+                return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+            def get_node_ids(self):
+                return list(self._contexts)
+
+            def push_messages(self, messages):
+                ids = []
+                for message in messages:
+                    message.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+                    message.metadata.__dict__["_src_node_id"] = 1  # the SuperLink's node id
+                    node = message.metadata.dst_node_id
+                    with task_identity(node):  # the ClientApp runs as its SuperNode
+                        reply = client_app(wire(message), self._contexts[node])
+                    reply.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+                    self._replies[message.metadata.message_id] = wire(reply)
+                    ids.append(message.metadata.message_id)
+                return ids
+
+            def pull_messages(self, message_ids):
+                return [self._replies.pop(i) for i in message_ids if i in self._replies]
+
+            def send_and_receive(self, messages, *, timeout=None):
+                return self.pull_messages(self.push_messages(messages))
+
+        if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
+            raise ValueError(f"num_clients must be an int ≥ 1, got {num_clients!r}")
+        return _Grid()
+
+
+@contextlib.contextmanager
+def task_identity(node_id: int, run_id: int = 1):
+    """Flower's process-wide task identity (``flwr.supercore.task_identity``) set to this
+    node and run inside the block — what a SuperLink or SuperNode sets in its own process —
+    and restored after."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, node_id
+    try:
+        yield
+    finally:
+        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
+
+
+@contextlib.contextmanager
+def quiet_flower(level: int = logging.ERROR):
+    """Flower's INFO log lines silenced inside the block; the level is restored after."""
+    from flwr.common.logger import (
+        FLOWER_LOGGER as logger,  # importing flwr sets its level
+    )
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def run_federation(server_app, client_app, num_clients: int, *, engine: str = "in-process",
+                   backend_config: Mapping | None = None) -> None:
+    """Run ``server_app`` against ``num_clients`` copies of ``client_app``.
+
+    Args:
+        engine: ``"in-process"`` (:class:`LoopbackGrid`) or ``"simulation"``
+            (``flwr.simulation.run_simulation``, a local Ray cluster; Flower's telemetry is
+            off for the run, as ``FLWR_TELEMETRY_ENABLED=0`` does). Under the book's network
+            guard Ray's dashboard process resolves cloud metadata hosts, which is why the
+            quick profile runs in-process.
+        backend_config: the simulation engine's ``backend_config`` (e.g. client resources).
+
+    Raises:
+        ValueError: naming ``engine`` or ``num_clients`` when invalid.
+    """
+    from flwr.app import Context, RecordDict
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
+        raise ValueError(f"num_clients must be an int ≥ 1, got {num_clients!r}")
+    with quiet_flower():
+        if engine == "in-process":
+            grid = LoopbackGrid(client_app, num_clients)
+            with task_identity(1):  # the ServerApp runs as the SuperLink (node 1)
+                server_app(grid, Context(run_id=1, node_id=1, node_config={},
+                                         state=RecordDict(), run_config={}))
+            return
+        from flwr.simulation import run_simulation
+        from flwr.supercore import telemetry
+
+        saved = telemetry.FLWR_TELEMETRY_ENABLED, os.environ.get("FLWR_TELEMETRY_ENABLED")
+        telemetry.FLWR_TELEMETRY_ENABLED = "0"  # read once at import: set it for this run
+        os.environ["FLWR_TELEMETRY_ENABLED"] = "0"  # and for the Ray workers it starts
+        try:
+            run_simulation(server_app=server_app, client_app=client_app,
+                           num_supernodes=num_clients,
+                           backend_config=dict(backend_config or {}))
+        finally:
+            telemetry.FLWR_TELEMETRY_ENABLED = saved[0]
+            if saved[1] is None:
+                os.environ.pop("FLWR_TELEMETRY_ENABLED", None)
+            else:
+                os.environ["FLWR_TELEMETRY_ENABLED"] = saved[1]

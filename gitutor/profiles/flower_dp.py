@@ -1,0 +1,60 @@
+"""Settings of notebook 08_flower_dp: the attack on a real Flower federation, against Opacus DP-SGD.
+
+The task is face / non-face on the 200 LFW images bundled with scikit-image (25×25 grey, resized to
+32×32): a test set of 20 + 20 images, the rest spread over the clients. The network is the DLG LeNet
+with tanh activations and PyTorch's default initialisation — chosen by measurement (notebook, "Which
+network"): it learns the task in a few rounds and Inverting Gradients recovers a face from its
+gradient in a few hundred steps on one core; a width-16/32 ResNet-18 with GroupNorm (what Opacus
+needs instead of BatchNorm) returned noise at 7 s per 100 steps.
+
+The quick profile drives Flower's ServerApp/ClientApp in-process (``engine="in-process"``); the full
+profile runs more clients, rounds, noise levels and attack steps on Flower's simulation engine.
+"""
+
+QUICK = {
+    "torch_threads": 1,              # LeNet-sized work is fastest on one thread; same numbers anywhere
+    "image_size": 32,
+    "engine": "in-process",          # Flower apps driven in this process (no Ray, no sockets)
+    "lr": 0.05,                      # clients' SGD learning rate η
+    "attacked_clients": 5,           # clients whose updates the server attacks (one interval each)
+    "batch_sizes": [1, 2, 4],        # images per client, FedSGD (one step on the whole batch)
+    "local_epochs": [1, 2, 5],       # FedAvg: E local steps on a client's one image
+    "attack_iterations": 200,        # Inverting Gradients steps (signed Adam, lr 0.1)
+    "tv_weight": 1e-2,
+    "record_every": 50,
+    "utility_clients": 8,            # clients holding the rest of the training faces / non-faces
+    "rounds": 10,                    # federated rounds of the DP sweep (utility after them)
+    # σ of the sweep (0: clipping only, ε = ∞); ε ≈ 55 000 … 1.1 for the 10 rounds
+    "noise_multipliers": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 4.0, 12.0],
+    "max_grad_norm": 1.0,            # C, per-example clipping norm
+    "delta": 1e-5,
+    "accountant": "rdp",
+    "handwritten_variance": 1e-2,    # chapter 01's Gaussian-noise defense (DLG §5), for comparison
+    "success_ssim": 0.5,             # SSIM at which a reconstruction counts as a recognisable face
+    "progress": False,
+}
+
+FULL = {
+    **QUICK,
+    "torch_threads": None,
+    "engine": "simulation",          # flwr.simulation.run_simulation (local Ray cluster)
+    "attacked_clients": 20,
+    "batch_sizes": [1, 2, 4, 8],
+    "local_epochs": [1, 2, 5, 10],
+    "attack_iterations": 2000,
+    "record_every": 250,
+    "utility_clients": 16,
+    "rounds": 30,
+    "noise_multipliers": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0],
+    "progress": True,
+}
+
+BUDGETS = {
+    # `make smoke`: the profile's code path for a few attack steps and rounds
+    "smoke": {"attacked_clients": 2, "batch_sizes": [1, 2], "local_epochs": [1, 2],
+              "attack_iterations": 5, "record_every": 5, "utility_clients": 2, "rounds": 2,
+              "noise_multipliers": [0.0, 4.0], "torch_threads": 1},
+}
+
+#: Papermill parameters of ``make smoke`` (scripts/smoke.py).
+SMOKE_PARAMETERS = {"BUDGET": "smoke"}

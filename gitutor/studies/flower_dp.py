@@ -1,0 +1,191 @@
+"""Chapter 08's experiments: attacks on what a Flower server records, against Opacus DP-SGD.
+
+Data: the 200 LFW images of ``skimage.data.lfw_subset()`` (the first 100 faces, label 1; the rest
+non-faces, label 0), resized; 20 + 20 form the server's test set, faces from the rest are the
+attacked clients' photographs, and the others are spread over the utility clients.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from gitutor.attacks import inverting_gradients
+from gitutor.data.bundled import resize
+from gitutor.federated.defenses import add_gaussian_noise
+from gitutor.federated.dp import epsilon
+from gitutor.federated.flower import federated_round, update_as_gradient
+from gitutor.metrics import score_batch
+from gitutor.models import LeNet
+from gitutor.stats import interval
+
+TEST_PER_CLASS = 20
+
+
+def face_data(size: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """LFW faces / non-faces at ``size`` px: ``faces`` (the attacked clients' pool, train),
+    ``train_x``/``train_y`` (the other training images), ``test_x``/``test_y`` (20 + 20).
+
+    Raises:
+        ValueError: for a ``size`` below 8.
+    """
+    import skimage.data
+
+    if isinstance(size, bool) or not isinstance(size, int) or size < 8:
+        raise ValueError(f"size must be an int ≥ 8 (pixels), got {size!r}")
+    images = torch.as_tensor(np.asarray(skimage.data.lfw_subset(), dtype=np.float32))
+    images = resize(images[:, None], size).clamp(0, 1)
+    order = torch.randperm(100, generator=torch.Generator().manual_seed(seed))
+    faces, others = images[:100][order], images[100:][order]
+    test_x = torch.cat([faces[:TEST_PER_CLASS], others[:TEST_PER_CLASS]])
+    test_y = torch.cat([torch.ones(TEST_PER_CLASS), torch.zeros(TEST_PER_CLASS)]).long()
+    return {"faces": faces[TEST_PER_CLASS:], "others": others[TEST_PER_CLASS:],
+            "test_x": test_x, "test_y": test_y}
+
+
+def chapter_model(size: int, seed: int = 0) -> LeNet:
+    """The attacked network: DLG LeNet, tanh, PyTorch's default initialisation, 2 classes."""
+    torch.manual_seed(seed)
+    return LeNet(2, in_channels=1, image_size=size, activation="tanh")
+
+
+def accuracy(model, images: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of ``images`` the model classifies as ``labels``."""
+    with torch.no_grad():
+        return float((model(images).argmax(1) == labels).float().mean())
+
+
+def attacked_partitions(data: dict, clients: int, batch: int) -> list:
+    """``clients`` partitions of ``batch`` distinct faces each (label 1)."""
+    faces = data["faces"]
+    if clients * batch > len(faces):
+        raise ValueError(f"clients × batch = {clients * batch} exceeds the {len(faces)} faces")
+    return [(faces[k * batch:(k + 1) * batch], torch.ones(batch, dtype=torch.long))
+            for k in range(clients)]
+
+
+def utility_partitions(data: dict, clients: int, skip: int) -> list:
+    """The training images left after the first ``skip`` faces, dealt to ``clients`` clients."""
+    images = torch.cat([data["faces"][skip:], data["others"]])
+    labels = torch.cat([torch.ones(len(data["faces"]) - skip), torch.zeros(len(data["others"]))])
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(1))
+    images, labels = images[order], labels[order].long()
+    return [(images[k::clients], labels[k::clients]) for k in range(clients)]
+
+
+def bias_label(gradient: list[torch.Tensor]) -> int:
+    """The label of a one-image update: the class whose last-layer bias gradient p_c − y_c
+    is negative (iDLG's rule read off the bias, which holds whatever the features' sign)."""
+    return int(gradient[-1].argmin())
+
+
+def attack(model, update, truth, labels, *, lr: float, steps: int, iterations: int,
+           tv_weight: float, seed: int, record_every: int = 50, progress: bool = False,
+           noise_std: float = 0.0) -> dict:
+    """Inverting Gradients on −Δ/(η·steps); one client's scores, label and reconstruction.
+
+    ``noise_std`` > 0 first adds chapter 01's hand-written defense, N(0, noise_std²) on every
+    entry of the gradient (no clipping), as if the client had sent that instead."""
+    gradient = update_as_gradient(update, lr, steps)
+    if noise_std:
+        gradient = add_gaussian_noise(gradient, noise_std, torch.Generator().manual_seed(seed))
+    label = bias_label(gradient)
+    used = torch.tensor([label]) if len(labels) == 1 else labels  # B > 1: labels known
+    result = inverting_gradients(model, gradient, used, truth.shape, iterations=iterations,
+                                 tv_weight=tv_weight, seed=seed, record_every=record_every,
+                                 progress=progress)
+    images = result.images.clamp(0, 1)
+    scores = score_batch(images, truth)
+    return {"psnr": scores["psnr"], "ssim": scores["ssim"], "mse": scores["mse"], "images": images,
+            "label_ok": len(labels) > 1 or label == int(labels[0]), "result": result}
+
+
+def regime(model, data: dict, *, clients: int, batch: int, epochs: int, cfg, seed: int = 0,
+           batch_size: int | None = None, noise_std: float = 0.0) -> dict:
+    """One Flower round with ``clients`` clients of ``batch`` faces, then the attack on each.
+
+    FedSGD: ``epochs = 1`` and one batch; FedAvg: ``epochs`` passes in mini-batches of
+    ``batch_size``. Returns the per-client rows and PSNR/SSIM intervals.
+    """
+    partitions = attacked_partitions(data, clients, batch)
+    config = {"lr": cfg.lr, "local-epochs": epochs, "batch-size": batch_size or 0, "seed": seed}
+    updates, _ = federated_round(model, partitions, config, engine=cfg.engine)
+    summary = attack_updates(model, updates, partitions, cfg, seed=seed, noise_std=noise_std)
+    return summary | {"updates": updates}
+
+
+def attack_updates(model, updates, partitions, cfg, *, seed: int = 0, first_round=1,
+                   noise_std: float = 0.0) -> dict:
+    """Attack the recorded round-``first_round`` update of every client in ``partitions``."""
+    start = [p.detach() for p in model.parameters()]
+    rows = []
+    for update in sorted(updates, key=lambda u: u.partition):
+        if update.round != first_round or update.partition >= len(partitions):
+            continue
+        truth, labels = partitions[update.partition]
+        row = attack(model, update.update(start), truth, labels, lr=cfg.lr,
+                     steps=int(update.metrics["local-steps"]), iterations=cfg.attack_iterations,
+                     tv_weight=cfg.tv_weight, seed=seed + update.partition,
+                     record_every=cfg.record_every, progress=cfg.progress, noise_std=noise_std)
+        rows.append(row | {"partition": update.partition, "truth": truth})
+    return summarise(rows)
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Rows plus PSNR/SSIM intervals (:func:`gitutor.stats.interval`) and label accuracy."""
+    return {"rows": rows, "psnr": interval([r["psnr"] for r in rows]),
+            "ssim": interval([r["ssim"] for r in rows]),
+            "label_rate": sum(r["label_ok"] for r in rows) / len(rows)}
+
+
+def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
+    """One σ of the sweep: a Flower federation of attacked + utility clients training with
+    Opacus DP-SGD (one full-batch step per round, q = 1) for ``cfg.rounds`` rounds.
+
+    Returns the attack summary on the attacked clients' round-1 updates, the server's test
+    accuracy after each round, and ε from Opacus' accountant for the steps each client took.
+    """
+    attacked = attacked_partitions(data, cfg.attacked_clients, 1)
+    partitions = attacked + utility_partitions(data, cfg.utility_clients, cfg.attacked_clients)
+    config = {"lr": cfg.lr, "seed": seed, "noise-multiplier": float(sigma),
+              "max-grad-norm": float(cfg.max_grad_norm)}
+    updates, history = federated_round(
+        model, partitions, config, num_rounds=cfg.rounds, engine=cfg.engine,
+        evaluate_fn=lambda m: accuracy(m, data["test_x"], data["test_y"]))
+    steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
+    rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
+    eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
+    summary = attack_updates(model, updates, attacked, cfg, seed=seed)
+    return summary | {"sigma": float(sigma), "epsilon": eps, "steps": steps,
+                      "accuracy": history[-1][1], "history": history}
+
+
+def equivalent_noise_multiplier(variance: float, batch: int, example_norm: float) -> float:
+    """σ that chapter 01's noise N(0, variance) on a mean gradient of ``batch`` examples would
+    be if every example's gradient were clipped at its own norm ``example_norm``:
+    σ = √variance · batch / example_norm (DP-SGD adds σ·C to the sum, i.e. σ·C/B to the mean)."""
+    return float(variance) ** 0.5 * batch / float(example_norm)
+
+
+def dlg_lenet(size: int, seed: int = 0) -> LeNet:
+    """Chapter 01's network for comparison: Sigmoid LeNet with weights from U(−0.5, 0.5)."""
+    from gitutor.models import init_uniform_
+
+    return init_uniform_(LeNet(2, in_channels=1, image_size=size),
+                         generator=torch.Generator().manual_seed(seed))
+
+
+def budget_curve(candidates: dict, data: dict, cfg, *, clients: int = 3) -> dict:
+    """SSIM along the attack for each candidate network: one Flower FedSGD round with
+    ``clients`` one-face clients, one attack of ``cfg.attack_iterations`` steps each, scored at
+    every snapshot. Returns ``{name: {step: Interval}}``."""
+    from gitutor.metrics import ssim
+
+    curves = {}
+    for name, net in candidates.items():
+        found = regime(net, data, clients=clients, batch=1, epochs=1, cfg=cfg)
+        steps = [step for step, _ in found["rows"][0]["result"].snapshots if step > 0]
+        curves[name] = {step: interval([float(ssim(dict(r["result"].snapshots)[step].clamp(0, 1),
+                                                    r["truth"]).mean()) for r in found["rows"]])
+                        for step in steps}
+    return curves

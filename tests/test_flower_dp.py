@@ -1,0 +1,136 @@
+"""Chapter 08's real systems: a Flower server's recorded updates and Opacus DP-SGD's ε.
+
+The Flower test runs a 2-client, 1-round federation (Flower's ServerApp, ClientApp and FedAvg
+strategy, messages through Flower's protobuf wire format) and checks that the FedSGD update the
+server recorded is −η · ``client_gradients`` on the client's batch: the book's client model is
+what a real framework sends. The Opacus tests check ε against Opacus' own accountant.
+"""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
+pytest.importorskip("opacus", reason="the fl extra: pip install 'gitutor[fl]'")
+
+from gitutor.federated import client_gradients  # noqa: E402
+from gitutor.federated.dp import epsilon, private_sgd  # noqa: E402
+from gitutor.federated.flower import (  # noqa: E402
+    federated_round,
+    run_federation,
+    update_as_gradient,
+)
+from gitutor.models import LeNet  # noqa: E402
+
+LR = 0.1
+
+
+def _setting(seed=0, clients=2, size=12):
+    torch.manual_seed(seed)
+    model = LeNet(2, 1, size, activation="tanh")
+    gen = torch.Generator().manual_seed(seed + 1)
+    partitions = [(torch.rand(2, 1, size, size, generator=gen), torch.tensor([0, 1]))
+                  for _ in range(clients)]
+    return model, partitions
+
+
+def test_recorded_fedsgd_update_equals_client_gradients():
+    model, partitions = _setting()
+    updates, _ = federated_round(model, partitions, {"lr": LR, "seed": 0})
+    assert sorted(u.partition for u in updates) == [0, 1] and {u.round for u in updates} == {1}
+    start = [p.detach() for p in model.parameters()]
+    for update in updates:
+        images, labels = partitions[update.partition]
+        seen = update_as_gradient(update.update(start), LR)
+        sent = client_gradients(model, images, labels)
+        assert update.metrics["local-steps"] == 1 and update.metrics["num-examples"] == 2
+        for got, want in zip(seen, sent):
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-6)
+    moved = [(u.arrays[0] - start[0]).abs().max() for u in updates]
+    assert min(moved) > 0  # the clients really trained
+
+
+def test_fedavg_local_steps_and_rounds_are_recorded():
+    model, partitions = _setting(clients=3)
+    config = {"lr": LR, "local-epochs": 2, "batch-size": 1, "seed": 0}
+    updates, history = federated_round(model, partitions, config, num_rounds=2,
+                                       evaluate_fn=lambda m: 0.25)
+    assert len(updates) == 6 and {u.round for u in updates} == {1, 2}
+    assert all(u.metrics["local-steps"] == 4 for u in updates)  # 2 epochs × 2 batches
+    assert history == [(0, 0.25), (1, 0.25), (2, 0.25)]
+
+
+def test_dp_sgd_without_noise_or_clipping_is_the_plain_gradient_step():
+    """σ = 0 and a clipping norm no gradient reaches: Opacus' step is −η·∇W (q = 1)."""
+    model, partitions = _setting()
+    images, labels = partitions[0]
+    trained, spent = private_sgd(model, images, labels, lr=LR, steps=1, noise_multiplier=0.0,
+                                 max_grad_norm=1e6)
+    assert spent["sample_rate"] == 1.0
+    sent = client_gradients(model, images, labels)
+    for new, old, grad in zip(trained.parameters(), model.parameters(), sent):
+        assert torch.allclose((old - new) / LR, grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("sigma, rate, steps", [(1.0, 1.0, 3), (2.0, 0.5, 4)])
+def test_epsilon_is_opacus_accountants_value_for_the_steps_taken(sigma, rate, steps):
+    from opacus.accountants import RDPAccountant
+
+    model, _ = _setting()
+    gen = torch.Generator().manual_seed(3)
+    images, labels = torch.rand(4, 1, 12, 12, generator=gen), torch.tensor([0, 1, 0, 1])
+    _, spent = private_sgd(model, images, labels, lr=LR, steps=steps, noise_multiplier=sigma,
+                           max_grad_norm=1.0, batch_size=int(4 * rate))
+    accountant = RDPAccountant()
+    accountant.history = spent["history"]  # what the client's PrivacyEngine recorded
+    want = accountant.get_epsilon(delta=1e-5)
+    got = epsilon(sigma, spent["sample_rate"], spent["steps"], 1e-5)
+    assert spent["steps"] == steps and got == pytest.approx(want, rel=1e-9)
+    assert math.isfinite(got) and got > 0
+
+
+def test_known_epsilon_and_monotone_in_sigma():
+    # one full-batch Gaussian-mechanism step at σ = 1, δ = 1e-5 (Opacus RDP): ε ≈ 4.73
+    assert epsilon(1.0, 1.0, 1, 1e-5) == pytest.approx(4.73, abs=0.01)
+    values = [epsilon(s, 1.0, 5, 1e-5) for s in (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)]
+    assert values[0] == math.inf
+    assert all(a > b for a, b in zip(values, values[1:]))
+    assert epsilon(2.0, 1.0, 5, 1e-5, accountant="prv") <= values[3] * 1.01
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(noise_multiplier=-1.0), "noise_multiplier"),
+    (dict(sample_rate=0.0), "sample_rate"),
+    (dict(sample_rate=1.5), "sample_rate"),
+    (dict(steps=0), "steps"),
+    (dict(delta=1.0), "delta"),
+    (dict(accountant="moments"), "accountant"),
+])
+def test_epsilon_rejects_bad_inputs_naming_the_argument(kwargs, name):
+    arguments = dict(noise_multiplier=1.0, sample_rate=1.0, steps=1, delta=1e-5) | kwargs
+    accountant = arguments.pop("accountant", "rdp")
+    with pytest.raises(ValueError, match=name):
+        epsilon(**arguments, accountant=accountant)
+
+
+def test_private_sgd_and_federation_reject_bad_inputs_naming_the_argument():
+    model, partitions = _setting()
+    images, labels = partitions[0]
+    dp = dict(lr=LR, steps=1, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        private_sgd(model, images, labels, max_grad_norm=0.0, **dp)
+    with pytest.raises(ValueError, match="batch_size"):
+        private_sgd(model, images, labels, max_grad_norm=1.0, batch_size=5, **dp)
+    with_bn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(),
+                            nn.Linear(200, 2))
+    with pytest.raises(ValueError, match="model.*GroupNorm"):
+        private_sgd(with_bn, images, labels, max_grad_norm=1.0, **dp)
+    with pytest.raises(ValueError, match="engine"):
+        run_federation(None, None, 2, engine="ray")
+    with pytest.raises(ValueError, match="num_rounds"):
+        federated_round(model, partitions, {"lr": LR}, num_rounds=0)
+    with pytest.raises(ValueError, match="lr"):
+        federated_round(model, partitions, {})
+    with pytest.raises(ValueError, match="lr"):
+        update_as_gradient([torch.zeros(1)], 0.0)
