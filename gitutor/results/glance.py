@@ -25,6 +25,7 @@ CHAPTER_NAMES = {
     "05_diffusion_user_level": "User-level diffusion",
     "06_learning_to_invert": "Learning to invert",
     "07_admm_comparison": "DLG against FedADMM",
+    "08_flower_dp": "Flower and Opacus DP-SGD",
 }
 #: Character limits of the glance table's cells; longer text is cut at a word ("…").
 GLANCE_LIMITS = {"headline": 60, "value": 32}
