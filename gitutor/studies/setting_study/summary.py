@@ -147,3 +147,46 @@ def seconds_per_iteration(outcomes: Sequence[Mapping]) -> dict[tuple[str, str], 
         costs.setdefault((t["setting"].label(BASE), t["method"]), []).append(
             outcome["value"]["seconds"] / t["iterations"])
     return {key: sum(v) / len(v) for key, v in costs.items()}
+
+
+def first_reaching(curve: Mapping, target: float) -> int | None:
+    """The first checkpoint of a :func:`curves` entry whose mean SSIM is ≥ ``target`` (None if
+    none is): how many iterations a method needs to recover the photographs this well."""
+    return next((t for t, v in zip(curve["t"], curve["SSIM"]) if v.mean >= target), None)
+
+
+def reach_rows(summary: Mapping[tuple, Mapping], target: float) -> list[dict]:
+    """One row per setting of ``summary``: for each method of :data:`METHODS` its final SSIM
+    (mean [95 % interval]) and the first checkpoint at which its mean SSIM reaches ``target``
+    ("—" if never, "not run" if the method was not run), and the finishing order by
+    :func:`ssim_ranking` (resolved or not)."""
+    settings = list(dict.fromkeys((s, t) for s, _, t in summary))
+    rows = []
+    for setting, budget in settings:
+        row = {"setting": setting.label(BASE), "budget": budget}
+        table = {}
+        for method in METHODS:
+            curve = summary.get((setting, method, budget))
+            if curve is None:
+                row[method] = "not run"
+                continue
+            table[method] = {"SSIM": curve["SSIM"][-1]}
+            reached = first_reaching(curve, target)
+            row[method] = (f"{format_interval(curve['SSIM'][-1], count=False)}; "
+                           f"≥ {target:.2f} at {'—' if reached is None else reached}")
+        row["order"] = finishing_order(table)
+        rows.append(row)
+    return rows
+
+
+def finishing_order(table: Mapping[str, Mapping]) -> str:
+    """The methods of ``table`` (``{method: {"SSIM": Interval}}``) by final mean SSIM, joined by
+    ">" where the two neighbours' 95 % intervals do not overlap and by "≈" where they do."""
+    names = sorted(table, key=lambda name: -table[name]["SSIM"].mean)
+    if not names:
+        return "—"
+    text = names[0]
+    for upper, lower in zip(names, names[1:]):
+        separated = table[lower]["SSIM"].high < table[upper]["SSIM"].low
+        text += (" > " if separated else " ≈ ") + lower
+    return text
