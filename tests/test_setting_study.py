@@ -113,3 +113,42 @@ def test_factor_figure_has_one_row_per_setting_run():
     assert labels == ["base", "bn_statistics=calibrated"]
     with pytest.raises(ValueError, match="no setting"):
         study.factor_figure(summary, 1000)
+
+
+def _summary(values_by_key):
+    from gitutor.stats import Interval
+
+    return {key: {"t": [0, 100, 1000], "n": 3,
+                  "SSIM": [Interval(v, v - 0.05, v + 0.05, 3) for v in values]}
+            for key, values in values_by_key.items()}
+
+
+def test_reach_rows_give_the_first_checkpoint_over_the_target_and_the_finishing_order():
+    from gitutor.studies.setting_study.summary import finishing_order, first_reaching, reach_rows
+
+    wide = study.Setting(width=64)
+    summary = _summary({(study.BASE, "Inverting Gradients", 1000): [0.0, 0.1, 0.2],
+                        (study.BASE, "GradInversion", 1000): [0.0, 0.35, 0.5],
+                        (study.BASE, "Stepwise", 1000): [0.0, 0.2, 0.55],
+                        (wide, "Stepwise", 1000): [0.0, 0.4, 0.7]})
+    assert first_reaching(summary[(study.BASE, "GradInversion", 1000)], 0.3) == 100
+    assert first_reaching(summary[(study.BASE, "Inverting Gradients", 1000)], 0.3) is None
+    rows = {row["setting"]: row for row in reach_rows(summary, 0.3)}
+    assert rows["base"]["Stepwise"].endswith("≥ 0.30 at 1000")
+    assert rows["base"]["Inverting Gradients"].endswith("at —")
+    assert rows["width=64"]["GradInversion"] == "not run"
+    # 0.55 and 0.5 overlap (±0.05), both clear 0.2
+    assert rows["base"]["order"] == "Stepwise ≈ GradInversion > Inverting Gradients"
+    assert finishing_order({}) == "—"
+
+
+def test_effect_rows_claim_a_change_only_beyond_the_intervals():
+    from gitutor.studies.setting_study.summary import effect_rows
+
+    wide, calibrated = study.Setting(width=64), study.Setting(bn_statistics="calibrated")
+    summary = _summary({(study.BASE, "Stepwise", 1000): [0.0, 0.2, 0.5],
+                        (wide, "Stepwise", 1000): [0.0, 0.4, 0.8],
+                        (calibrated, "Stepwise", 1000): [0.0, 0.0, 0.47]})
+    rows = effect_rows(summary, {"width": [wide], "statistics": [calibrated]}, 1000)
+    assert [(r["setting"], r["vs base"]) for r in rows] == [("width=64", "higher"),
+                                                           ("bn_statistics=calibrated", "not resolved at this budget")]

@@ -190,3 +190,26 @@ def finishing_order(table: Mapping[str, Mapping]) -> str:
         separated = table[lower]["SSIM"].high < table[upper]["SSIM"].low
         text += (" > " if separated else " ≈ ") + lower
     return text
+
+
+def effect_rows(summary: Mapping[tuple, Mapping], factors: Mapping[str, Sequence[Setting]],
+                budget: int) -> list[dict]:
+    """One row per (factor setting, method) run for ``budget`` iterations: its final SSIM, the
+    base's, and whether it ends higher or lower than the base beyond run-to-run noise
+    (:func:`gitutor.stats.compare`: the 95 % intervals must not overlap) or "not resolved"."""
+    from gitutor.stats import compare
+
+    rows = []
+    for factor, settings in factors.items():
+        for setting in settings:
+            for method in METHODS:
+                key, base = (setting, method, budget), (BASE, method, budget)
+                if key not in summary or base not in summary:
+                    continue
+                mine, reference = summary[key]["SSIM"][-1], summary[base]["SSIM"][-1]
+                verdict = compare(mine, reference, ("setting", "base"))
+                effect = {"setting > base": "higher", "setting < base": "lower"}.get(verdict, verdict)
+                rows.append({"factor": factor, "setting": setting.label(BASE), "method": method,
+                             "SSIM": format_interval(mine, count=False),
+                             "base": format_interval(reference, count=False), "vs base": effect})
+    return rows
