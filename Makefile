@@ -107,13 +107,12 @@ smoke: install
 substitutes: install
 	$(PYTHON) scripts/train_substitute.py resnet34
 
-# Chapter 04's setting study, recorded into book/studies/04_setting_study.json (hours of CPU, Ray on every core;
-# the page book/setting_study.ipynb draws it). Commit first: the record names the commit. A phase is recorded
-# only when all its trials succeed; its finished trials are journaled in book/studies/04_setting_study.<phase>.*.journal.jsonl,
-# so after a failure or an interruption rerun the phase that stopped (the script prints its command), which runs only
-# its missing trials, then the phases after it (`make study` again would also re-run the phases already recorded).
-study: substitutes
-	$(PYTHON) scripts/setting_study.py --phase curves
-	$(PYTHON) scripts/setting_study.py --phase factors
-	$(PYTHON) scripts/setting_study.py --phase scale
-	$(PYTHON) scripts/setting_study.py --phase base
+# Chapter 04's setting study, recorded into book/studies/04_setting_study.json (about 3 hours of two cores, one
+# worker process per core; the page book/setting_study.ipynb draws it). Commit first: the record names the commit.
+# A phase is recorded only when all its trials succeed; its finished trials are journaled in
+# book/studies/04_setting_study.<phase>.*.journal.jsonl, so after a failure or an interruption rerun the printed
+# command: it runs only that phase's missing trials (`make study` again would also re-run the phases already recorded).
+STUDY_PHASES := base statistics priors width batch width64
+study: install
+	for phase in $(STUDY_PHASES); do \
+	  $(PYTHON) scripts/setting_study.py --phase $$phase --engine processes --cpus 2 || exit 1; done
