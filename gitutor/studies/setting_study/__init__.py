@@ -1,6 +1,8 @@
 """Chapter 04's setting study: which network, BatchNorm statistics, prior scale and batch size let
 the attacks recover photographs (:mod:`.settings`), summarised (:mod:`.summary`) and drawn
-(:mod:`.figures`) from the record ``book/studies/04_setting_study.json``."""
+(:mod:`.figures`) from the record ``book/studies/04_setting_study.json``; the audit against
+breaching from ``book/studies/04_breaching_audit.json`` (:mod:`.audit`)."""
+from gitutor.studies.setting_study.audit import audit_table
 from gitutor.studies.setting_study.figures import curve_figure, factor_figure
 from gitutor.studies.setting_study.settings import (BASE, CHECKPOINTS, FACTORS, IG_TV, METHODS, PAPER_BN,
                                                     PAPER_TV, Setting, study_batch, study_model,
@@ -9,7 +11,7 @@ from gitutor.studies.setting_study.summary import (best_setting, curves, final_i
                                                    provenance_sentence, recorded_table,
                                                    seconds_per_iteration, ssim_ranking, summary_rows)
 
-__all__ = ["BASE", "CHECKPOINTS", "FACTORS", "IG_TV", "METHODS", "PAPER_BN", "PAPER_TV", "Setting",
+__all__ = ["BASE", "audit_table", "CHECKPOINTS", "FACTORS", "IG_TV", "METHODS", "PAPER_BN", "PAPER_TV", "Setting",
            "best_setting", "curve_figure", "curves", "factor_figure", "final_images", "load_record",
            "provenance_sentence", "recorded_table", "seconds_per_iteration", "ssim_ranking",
            "study_batch", "study_model", "study_trials", "summary_rows", "trial"]
