@@ -38,22 +38,23 @@ def test_the_chapter_01_headline_is_not_resolved_by_its_interval():
 
 
 def test_a_row_of_several_trials_cannot_be_judged_without_its_interval(tmp_path):
-    for bare in (DLG_LABELS, dict(DLG_LABELS, n=2)):  # today's row; with its n but no interval
-        with pytest.raises(ValueError, match="DLG label accuracy.*interval"):
-            verdict(bare)
-        with pytest.raises(ValueError, match=r"rows\[0\].*DLG label accuracy"):
-            save_results("01_dlg", "quick", [bare], tmp_path)
+    assert verdict(DLG_LABELS) == "not resolved"  # today's row: how many trials is not stated
+    several = dict(DLG_LABELS, n=2)  # its n but no interval: refused, naming the row
+    with pytest.raises(ValueError, match="DLG label accuracy.*n = 2.*interval"):
+        verdict(several)
+    with pytest.raises(ValueError, match=r"rows\[0\].*DLG label accuracy"):
+        save_results("01_dlg", "quick", [several], tmp_path)
     with pytest.raises(ValueError, match="one trial has none"):
         save_results("01_dlg", "quick", [dict(DLG_LABELS, n=1, low=0.3, high=1.0)], tmp_path)
     with pytest.raises(ValueError, match="'n'"):
         save_results("01_dlg", "quick", [dict(DLG_LABELS, n=0)], tmp_path)
     assert verdict(dict(DLG_LABELS, n=1)) == "meets"  # one measurement: its number decides
-    qualitative = dict(DLG_LABELS, paper="pixel-wise accurate")  # not judged: needs no n
+    qualitative = dict(DLG_LABELS, paper="pixel-wise accurate", n=3)  # not judged: needs no interval
     assert verdict(qualitative) == "not comparable"
     save_results("01_dlg", "quick", [qualitative], tmp_path)
     path = tmp_path / "bad" / "01_dlg.json"  # a record written without the check is refused on reading
     path.parent.mkdir()
-    path.write_text(json.dumps({"notebook": "01_dlg", "profile": "quick", "rows": [DLG_LABELS]}))
+    path.write_text(json.dumps({"notebook": "01_dlg", "profile": "quick", "rows": [several]}))
     with pytest.raises(ValueError, match="interval"):
         read_record(path)
 
@@ -140,3 +141,34 @@ def test_no_interval_on_any_recorded_page_lies_outside_its_range():
                 for summary in curve[metric]:
                     low, high = BOUNDS[metric]
                     assert summary.n == 1 or low <= summary.low <= summary.high <= high
+
+
+def _record(notebook, row, recorded=False):
+    record = {"notebook": notebook, "profile": "quick", "rows": [dict(row, headline=True)]}
+    return record | ({"provenance": {"commit": "abc"}} if recorded else {})
+
+
+def test_the_ledger_reads_each_papers_claim_off_its_headline_row():
+    from gitutor.results import PAPERS, ledger_html, ledger_rows, ledger_summary, ledger_table
+
+    unresolved = dict(DLG_LABELS, **interval_fields(success_interval([True, True]), 2))
+    shorter = dict(DLG_LABELS, quantity="SSIM, stepwise", unit="", paper=0.49, this_run=0.04,
+                   n=3, low=0.02, high=0.07)
+    records = [_record("01_dlg", unresolved), _record("04_stepwise_gradinversion", dict(shorter, this_run=0.6,
+               low=0.55, high=0.65)), _record("04_stepwise_gradinversion", shorter, recorded=True),
+               _record("02_idlg_soft_labels", dict(DLG_LABELS, n=1))]
+    lines = {line["notebook"]: line for line in ledger_rows(records)}
+    assert len(lines) == len(PAPERS) == 7
+    assert lines["01_dlg"]["outcome"] == "not resolved" and "[0.34, 1]" in lines["01_dlg"]["reason"]
+    assert lines["04_stepwise_gradinversion"]["run"] == "recorded"  # the larger budget decides
+    assert lines["04_stepwise_gradinversion"]["outcome"] == "not reproduced"
+    assert lines["02_idlg_soft_labels"]["outcome"] == "reproduced"
+    assert lines["05_diffusion_user_level"]["outcome"] == "not run in this build"
+    assert "ADMM" in lines["07_admm_comparison"]["paper"] and "anonymous" in lines["07_admm_comparison"]["source"]
+    summary = ledger_summary(records)
+    assert summary.startswith("Of the 7 papers' central claims, 1 reproduced (iDLG and soft labels), ")
+    assert "1 did not reproduce (Stepwise GradInversion (Stage II))" in summary
+    table = ledger_table(records, "../notebooks", "recorded")
+    assert "[04 (recorded)](recorded/04_stepwise_gradinversion.ipynb)" in table and table.count("\n") == 8
+    page = ledger_html(records, "../notebooks", "recorded")
+    assert '<a href="../notebooks/01_dlg.html">01</a>' in page and page.count("<tr>") == 8

@@ -13,7 +13,8 @@ from a :class:`gitutor.stats.Interval`); ``"not_comparable"``, why the row's set
 from the paper's in a way that matters (its verdict is then *not comparable*, with that
 reason); and ``"headline": true``, which makes it the row that stands for its chapter on
 the "Results at a glance" page (:data:`HEADLINE_RULE`). No number or interval may lie outside
-its quantity's range (:func:`check_bounds`). Wall-clock rows go in ``timings``, apart from the results, so
+its quantity's range (:func:`check_bounds`). The ledger (:func:`ledger_table`, :func:`ledger_summary`) reads each paper's central claim
+off its chapter's headline row. Wall-clock rows go in ``timings``, apart from the results, so
 that two runs with the same seed give identical ``rows``. Recorded runs
 (``book/recorded/``) use the same record with an extra ``"provenance"`` dict.
 
@@ -35,6 +36,14 @@ from gitutor.results.glance import (
     record_label,
     run_label,
     timings_table,
+)
+from gitutor.results.ledger import (
+    CLAIM_OUTCOMES,
+    PAPERS,
+    ledger_html,
+    ledger_rows,
+    ledger_summary,
+    ledger_table,
 )
 from gitutor.results.records import (
     DIRECTIONS,
@@ -62,6 +71,8 @@ from gitutor.results.verdicts import (
 
 __all__ = [
     "CHAPTER_NAMES",
+    "CLAIM_OUTCOMES",
+    "PAPERS",
     "DIRECTIONS",
     "GLANCE_LIMITS",
     "HEADLINE_RULE",
@@ -79,6 +90,10 @@ __all__ = [
     "headline_row",
     "interval_fields",
     "judged",
+    "ledger_html",
+    "ledger_rows",
+    "ledger_summary",
+    "ledger_table",
     "provenance_note",
     "read_record",
     "record_label",

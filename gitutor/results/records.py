@@ -69,17 +69,17 @@ def judged(row: Mapping) -> bool:
 
 
 def sample_problem(row: Mapping) -> str | None:
-    """Why ``row`` cannot be judged as it stands (None: it can): a judged row must say how
-    many trials its number summarises — its 95 % interval (``low``/``high``, n ≥ 2) or
-    ``"n": 1`` — and a row with n = 1 has no interval."""
+    """Why ``row`` cannot be judged as it stands (None: it can): a judged row
+    (:func:`judged`) of n > 1 trials needs its 95 % interval (``low``/``high``), and a row
+    with n = 1 has no interval. (A judged row that states neither is *not resolved*:
+    :func:`gitutor.results.verdict`.)"""
     n, has_interval = row.get("n"), "low" in row
     if n == 1 and has_interval:
         return "'n' is 1 but the row has an interval: one trial has none (n = 1, no interval)"
-    if judged(row) and not has_interval and n != 1:
-        told = "states no 'n'" if n is None else f"summarises n = {n} trials"
-        return (f"it is judged against the paper and {told} but carries no interval: give its "
-                "95 % interval as 'low'/'high' (gitutor.results.interval_fields), or 'n': 1 "
-                "for a single measurement")
+    if judged(row) and not has_interval and n is not None and n > 1:
+        return (f"it is judged against the paper and summarises n = {n} trials but carries no "
+                "interval: give its 95 % interval as 'low'/'high' "
+                "(gitutor.results.interval_fields(gitutor.stats.interval(values, bounds=...)))")
     return None
 
 
@@ -157,7 +157,7 @@ def save_results(
             empty, or a row lacks one of :data:`ROW_KEYS`, has an unknown key or an
             unknown ``better``, or more than
             one row is marked ``"headline": True``; naming the row, when a judged row
-            (:func:`judged`) states neither its interval nor ``"n": 1``
+            (:func:`judged`) of n > 1 trials has no interval or a row of n = 1 has one
             (:func:`sample_problem`), or a number or interval lies outside its
             quantity's range (:func:`gitutor.results.bounds.check_bounds`).
         TypeError: a row is not a dict, a value is not a number, string or None, or

@@ -15,8 +15,9 @@ VERDICT_RULE = (
     "states); **falls short**: otherwise. A number summarising several trials is judged "
     "by its 95 % interval over them, never by its mean alone: the whole interval must be "
     "on one side, and an interval that holds the paper's value (with that allowance) is "
-    "**not resolved**; a row of several trials without its interval is refused, a single "
-    "measurement says n = 1. **not comparable**: the row states no direction, either "
+    "**not resolved**; a row of several trials without its interval is refused, and a "
+    "row that gives neither its interval nor n = 1 (a single measurement) is **not "
+    "resolved**, its uncertainty unknown. **not comparable**: the row states no direction, either "
     "number is not a finite number, or its setting differs from the paper's in a way "
     "that matters: a row is comparable only when its setting is the paper's or its "
     "differences say why they do not matter, otherwise it is marked not comparable and "
@@ -35,14 +36,16 @@ def verdict(row: Mapping) -> str:
     """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`.
 
     Raises:
-        ValueError: naming the row, for a judged row that summarises several trials without
-            its interval, or states no ``n`` (:func:`gitutor.results.records.sample_problem`).
+        ValueError: naming the row, for a judged row that summarises n > 1 trials without
+            its interval (:func:`gitutor.results.records.sample_problem`).
     """
     if not judged(row):
         return "not comparable"
     problem = sample_problem(row)
     if problem:
         raise ValueError(f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}")
+    if "low" not in row and row.get("n") != 1:
+        return "not resolved"  # how many trials, and so how uncertain, is not stated
     paper, run = row["paper"], row["this_run"]
     sign = 1 if row["better"] == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
     slack = TOLERANCE * abs(paper)

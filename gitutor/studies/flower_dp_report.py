@@ -129,9 +129,9 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
         return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run,
                 "unit": unit, "differences": differences, **extra}
 
-    from gitutor.stats import interval
+    from gitutor.stats import BOUNDS, interval
 
-    fed, hand = interval(mse), interval(noisy)
+    fed, hand = interval(mse, bounds=BOUNDS["MSE"]), interval(noisy, bounds=BOUNDS["MSE"])
     return [
         row("MSE, IG on a FedSGD update, B = 1", "Flower client's update, no defense",
             0.022, round(fed.mean, 4), "MSE (Wu et al. 2022, Tab. 1, LeNet)",
