@@ -43,19 +43,18 @@ def _record_for(records: Sequence[Mapping], notebook: str) -> Mapping | None:
 
 def _reason(row: Mapping, outcome: str) -> str:
     """One line: what the headline measures, the paper's and this run's numbers, why."""
-    value = _glance_value(row["this_run"], row["unit"])
-    if "low" in row:
-        value += f" [{row['low']:g}, {row['high']:g}], n = {row.get('n', '≥ 2')}"
+    value, spread = _glance_value(row["this_run"], row["unit"]), "low" in row
+    if spread:
+        value += f" [{row['low']:g}, {row['high']:g}]" + (f", n = {row['n']}" if "n" in row else "")
     elif row.get("n") == 1:
         value += ", n = 1"
-    why = {"meets": "at least the paper's", "falls short": "below the paper's beyond noise",
-           "not resolved": "the interval holds the paper's value"}.get(verdict(row), "")
+    whole = " over its whole interval" if spread else ""
+    why = {"meets": f"at least the paper's{whole}", "falls short": f"below the paper's{whole}",
+           "not resolved": ("its interval holds the paper's value" if spread
+                            else "how many trials is not stated"),
+           "not comparable": "no number to set against the paper's"}[outcome]
     if row.get("not_comparable"):
         why = f"not comparable: {row['not_comparable']}"
-    elif verdict(row) == "not comparable":
-        why = "no number to set against the paper's"
-    elif verdict(row) == "not resolved" and "low" not in row:
-        why = "how many trials is not stated"
     text = (f"{row['quantity']}: paper {_glance_value(row['paper'], row['unit'])}, "
             f"this run {value} — {why}")
     return _shorten(text, REASON_LIMIT)
