@@ -6,15 +6,27 @@ method's numbers with :func:`interval` and lets :func:`compare` decide: ``"A > B
 otherwise. Overlap of 95 % intervals is a conservative rule (it needs more evidence than a
 two-sample test at the 5 % level); it is easy to read off a table and to check by eye.
 
-The interval is the Student-t interval of the mean, mean ± t_{0.975, n−1} · s / √n (s the sample
-standard deviation); with a single trial it is unbounded, so nothing is ever claimed from one run.
-For success fractions (one 0/1 outcome per trial) :func:`success_interval` gives the Wilson score
-interval, which stays inside [0, 1] and is not empty at 0/n or n/n.
+Every interval respects its quantity's range (:data:`BOUNDS`: SSIM in [−1, 1], PSNR and MSE
+≥ 0, rates in [0, 1]); the caller names it with ``bounds=``. :func:`interval` gives, for
+n ≥ :data:`BOOTSTRAP_MIN_N` trials, the BCa bootstrap interval of the mean
+(``scipy.stats.bootstrap``, :data:`N_RESAMPLES` resamples, seed :data:`BOOTSTRAP_SEED`, so the
+same values give the same interval); a bootstrap interval lies inside the range of the data, so
+inside the bounds. Below that n the bootstrap covers less than its nominal 95 % (Efron &
+Tibshirani 1993, §14.3), so small samples get the Student-t interval
+mean ± t_{0.975, n−1} · s / √n intersected with the bounds: the true mean lies inside the bounds,
+so the intersection misses it exactly when the t interval does and keeps the t interval's
+coverage. With a single trial there is no interval (``low``/``high`` are ±inf, printed
+"n = 1, no interval"), so nothing is ever claimed from one run. For success fractions (one 0/1
+outcome per trial) :func:`success_interval` gives the Wilson score interval, inside [0, 1].
+
+:func:`budget_for` extrapolates a log-linear trend of a metric over budgets, and only from
+points whose intervals pin the answer down (see there).
 """
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,20 +37,48 @@ from gitutor.tables import markdown_table
 
 NOT_RESOLVED = "not resolved at this budget"
 CONFIDENCE = 0.95
+#: From this many trials :func:`interval` is the BCa bootstrap interval; below, Student-t in the bounds.
+BOOTSTRAP_MIN_N = 20
+#: Bootstrap resamples and seed (fixed: the same values give the same interval).
+N_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0
+UNBOUNDED = (-math.inf, math.inf)
+#: The range of each quantity the book reports (pass it as ``bounds=``): PSNR in dB of images in
+#: [0, 1] is ≥ 0 (finite: identical images are excluded by the caller), MSE and LPIPS ≥ 0.
+BOUNDS = {"SSIM": (-1.0, 1.0), "PSNR": (0.0, math.inf), "MSE": (0.0, math.inf),
+          "LPIPS": (0.0, math.inf), "fraction": (0.0, 1.0), "percent": (0.0, 100.0)}
+
+
+def _bounds(bounds) -> tuple[float, float]:
+    """``bounds`` checked: a pair of real numbers (or None for an open end) with low < high."""
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise TypeError(f"bounds must be a pair (low, high), got {bounds!r}")
+    pair = tuple(-math.inf if b is None and i == 0 else math.inf if b is None else b
+                 for i, b in enumerate(bounds))
+    if any(isinstance(b, bool) or not isinstance(b, numbers.Real) or math.isnan(b) for b in pair):
+        raise TypeError(f"bounds must hold real numbers or None, got {bounds!r}")
+    if not pair[0] < pair[1]:
+        raise ValueError(f"bounds must have low < high, got {bounds!r}")
+    return float(pair[0]), float(pair[1])
 
 
 @dataclass(frozen=True)
 class Interval:
-    """Mean and 95 % interval of ``n`` trials (``low``/``high`` are ±inf when n = 1)."""
+    """Mean and 95 % interval of ``n`` trials, inside ``bounds`` (the quantity's range).
+
+    ``low``/``high`` are −inf/+inf when n = 1: one trial has no interval.
+    """
 
     mean: float
     low: float
     high: float
     n: int
+    bounds: tuple[float, float] = UNBOUNDED
 
     def __post_init__(self) -> None:
         """Raises ``TypeError`` for a field that is not a real number (``n``: an int) and
-        ``ValueError`` unless low ≤ mean ≤ high, the mean is finite and n ≥ 1."""
+        ``ValueError`` unless low ≤ mean ≤ high, the mean is finite, n ≥ 1, and (for n > 1)
+        the interval lies inside ``bounds``."""
         for name in ("mean", "low", "high"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -48,6 +88,15 @@ class Interval:
         if not math.isfinite(self.mean) or not self.low <= self.mean <= self.high or self.n < 1:
             raise ValueError(f"an Interval needs low ≤ mean ≤ high with a finite mean and n ≥ 1 trials, got "
                              f"mean={self.mean!r}, low={self.low!r}, high={self.high!r}, n={self.n!r}")
+        lo, hi = _bounds(self.bounds)
+        ends = (self.mean,) if self.n == 1 else (self.low, self.high)
+        if not all(lo <= end <= hi for end in ends):
+            raise ValueError(f"Interval [{self.low!r}, {self.high!r}] (mean {self.mean!r}, n = {self.n}) "
+                             f"lies outside its quantity's bounds [{lo!r}, {hi!r}]")
+
+    @property
+    def has_interval(self) -> bool:  # False for one trial
+        return self.n > 1
 
     def __str__(self) -> str:
         return format_interval(self)
@@ -58,32 +107,74 @@ class Interval:
         return {"mean": self.mean, "low": plain(self.low), "high": plain(self.high), "n": self.n}
 
 
-def interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Interval:
-    """Mean and Student-t confidence interval of ``values`` (one number per trial).
+def interval(values: Iterable[float], confidence: float = CONFIDENCE,
+             bounds: tuple[float | None, float | None] = UNBOUNDED) -> Interval:
+    """Mean and confidence interval of ``values`` (one number per trial), inside ``bounds``.
+
+    Args:
+        values: one real number per trial (n of them).
+        confidence: the interval's confidence level, in (0, 1).
+        bounds: the quantity's range ``(low, high)``, None or ±inf for an open end; e.g.
+            ``BOUNDS["SSIM"]`` = (−1, 1). Default: unbounded.
+
+    Returns:
+        n = 1: no interval (``low``/``high`` ±inf). 2 ≤ n < :data:`BOOTSTRAP_MIN_N`: the
+        Student-t interval intersected with ``bounds``. n ≥ :data:`BOOTSTRAP_MIN_N`: the BCa
+        bootstrap interval of the mean (seeded, :data:`N_RESAMPLES` resamples), widened to
+        hold the mean when BCa's skew correction moved both ends past it. Identical values
+        give a zero-width interval.
 
     Raises:
-        ValueError: if ``values`` is empty, holds NaN/inf, or ``confidence`` is not in (0, 1).
-        TypeError: if a value is not a real number.
+        ValueError: if ``values`` is empty, holds NaN/inf or a value outside ``bounds``,
+            ``confidence`` is not in (0, 1), or ``bounds`` has low ≥ high.
+        TypeError: if a value is not a real number or ``bounds`` is not a pair of numbers.
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    lo, hi = _bounds(bounds)
     data = np.asarray(list(values))
     if data.size == 0:
         raise ValueError("values is empty: an interval needs at least one trial")
     if data.dtype == object or not np.issubdtype(data.dtype, np.number) or data.dtype == bool:
         raise TypeError(f"values must be real numbers, got dtype {data.dtype}")
-    data = data.astype(float)
+    data = data.astype(float).ravel()
     if not np.isfinite(data).all():
         raise ValueError("values contain NaN or inf")
-    mean = float(data.mean())
+    if data.min() < lo or data.max() > hi:
+        raise ValueError(f"values must lie inside bounds [{lo}, {hi}], got min {data.min()!r}, "
+                         f"max {data.max()!r}")
+    mean = float(np.clip(data.mean(), lo, hi))  # clip: only rounding can move the mean out
     if data.size == 1:
-        return Interval(mean, -math.inf, math.inf, 1)
-    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, data.size - 1) * data.std(ddof=1) / math.sqrt(data.size))
-    return Interval(mean, mean - half, mean + half, int(data.size))
+        return Interval(mean, -math.inf, math.inf, 1, (lo, hi))
+    if np.ptp(data) == 0:
+        return Interval(mean, mean, mean, int(data.size), (lo, hi))
+    if data.size >= BOOTSTRAP_MIN_N:
+        low, high = _bootstrap(data, confidence)
+    else:
+        half = float(scipy_stats.t.ppf(0.5 + confidence / 2, data.size - 1) * data.std(ddof=1)
+                     / math.sqrt(data.size))
+        low, high = mean - half, mean + half
+    low, high = max(lo, min(low, mean)), min(hi, max(high, mean))
+    return Interval(mean, low, high, int(data.size), (lo, hi))
+
+
+def _bootstrap(data: np.ndarray, confidence: float) -> tuple[float, float]:
+    """BCa bootstrap interval of the mean of ``data`` (percentile when BCa is undefined)."""
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = scipy_stats.bootstrap((data,), np.mean, confidence_level=confidence,
+                                           n_resamples=N_RESAMPLES, method=method, vectorized=True,
+                                           rng=np.random.default_rng(BOOTSTRAP_SEED))
+        low, high = (float(x) for x in (result.confidence_interval.low, result.confidence_interval.high))
+        if math.isfinite(low) and math.isfinite(high):
+            return low, high
+    raise ValueError("the bootstrap interval is undefined for these values")  # pragma: no cover
 
 
 def success_interval(outcomes: Iterable[bool], confidence: float = CONFIDENCE) -> Interval:
-    """Fraction of successes among ``outcomes`` (one bool or 0/1 per trial) and its Wilson score interval.
+    """Fraction of successes among ``outcomes`` (one bool or 0/1 per trial) and its Wilson score interval
+    (bounds [0, 1]; one outcome: no interval).
 
     Wilson (1927): centre (p̂ + z²/2n) / (1 + z²/n), half-width z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
 
@@ -96,11 +187,14 @@ def success_interval(outcomes: Iterable[bool], confidence: float = CONFIDENCE) -
     if not data or not set(data) <= {0.0, 1.0}:
         raise ValueError(f"outcomes must be a non-empty sequence of 0/1 or bools, got {data!r}")
     n, share = len(data), sum(data) / len(data)
+    if n == 1:  # one outcome: no interval (the Wilson interval of 1/1 would still claim [0.21, 1])
+        return Interval(share, -math.inf, math.inf, 1, (0.0, 1.0))
     z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     # the Wilson interval holds p̂; min/max only undo rounding (0/n gave a lower bound of 5.6e-17 > p̂)
-    return Interval(share, min(share, max(0.0, centre - half)), max(share, min(1.0, centre + half)), n)
+    return Interval(share, min(share, max(0.0, centre - half)), max(share, min(1.0, centre + half)), n,
+                    (0.0, 1.0))
 
 
 def compare(a: Interval | Sequence[float], b: Interval | Sequence[float], names: tuple[str, str] = ("A", "B")) -> str:
@@ -156,24 +250,49 @@ def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra
     return markdown_table(["", *header], rows)
 
 
-def budget_for(budgets: Sequence[float], means: Sequence[float], target: float,
-               max_factor: float = 1000.0) -> float | None:
+def budget_for(budgets: Sequence[float], means: Sequence[float | Interval], target: float,
+               max_factor: float = 1000.0, max_spread: float = 3.0) -> float | None:
     """The budget at which a log-linear fit of ``means`` against ``budgets`` reaches ``target``.
 
     Fits mean = a + c · log(budget) by least squares; returns None when c ≤ 0 (no progress) or
     when the predicted budget is more than ``max_factor`` × the largest budget measured (too far
     to extrapolate). An extrapolation, to be reported as such.
 
+    When ``means`` are :class:`Interval` s (pass them: plain numbers are taken as exact), the
+    answer must also survive the points' uncertainty: the same fit through the intervals' lower
+    ends and through their upper ends must both reach ``target`` within ``max_factor`` and agree
+    within a factor ``max_spread``; otherwise (or when a point has n = 1, no interval) the
+    intervals are too wide to extrapolate from and the result is None.
+
     Raises:
-        ValueError: for fewer than two budgets, mismatched lengths, non-positive budgets or
-            ``max_factor`` ≤ 1.
+        ValueError: for fewer than two budgets, mismatched lengths, non-positive budgets,
+            ``max_factor`` ≤ 1 or ``max_spread`` < 1.
+        TypeError: for ``means`` that mix :class:`Interval` s and numbers.
     """
     if not 1 < max_factor < math.inf:
         raise ValueError(f"max_factor must be a finite number > 1, got {max_factor!r}")
+    if not 1 <= max_spread < math.inf:
+        raise ValueError(f"max_spread must be a finite number ≥ 1, got {max_spread!r}")
     if len(budgets) != len(means) or len(budgets) < 2:
         raise ValueError(f"need ≥ 2 budgets with one mean each, got {len(budgets)} and {len(means)}")
     if min(budgets) <= 0:
         raise ValueError("budgets must be positive")
+    kinds = {isinstance(m, Interval) for m in means}
+    if len(kinds) > 1:
+        raise TypeError("means must be all Intervals or all numbers, not a mix")
+    if kinds == {False}:
+        return _log_linear_budget(budgets, means, target, max_factor)
+    if any(not m.has_interval for m in means):
+        return None
+    central = _log_linear_budget(budgets, [m.mean for m in means], target, max_factor)
+    ends = [_log_linear_budget(budgets, [getattr(m, end) for m in means], target, max_factor)
+            for end in ("low", "high")]
+    if central is None or None in ends or max(ends) > max_spread * min(ends):
+        return None
+    return central
+
+
+def _log_linear_budget(budgets, means, target, max_factor) -> float | None:  # budget_for, numbers
     slope, intercept = np.polyfit(np.log(np.asarray(budgets, float)), np.asarray(means, float), 1)
     if slope <= 0 or (target - intercept) / slope > math.log(max_factor * max(budgets)):
         return None

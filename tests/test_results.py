@@ -22,6 +22,7 @@ ROW = {
     "this_run": 31.25,
     "unit": "dB",
     "differences": "quick profile",
+    "n": 1,
 }
 
 
@@ -79,11 +80,11 @@ def test_verdicts_follow_the_stated_rule():
 def test_a_row_with_an_interval_needs_all_of_it_on_one_side_of_the_paper(tmp_path):
     from gitutor.results import save_results, verdict
 
-    row = dict(ROW, paper=0.49, this_run=0.20, better="higher")
+    row = dict(ROW, paper=0.49, this_run=0.20, better="higher", n=4)
     assert verdict(dict(row, low=0.10, high=0.30)) == "falls short"
     assert verdict(dict(row, low=-0.3, high=0.66)) == "not resolved"  # holds 0.49
     assert verdict(dict(row, this_run=0.6, low=0.47, high=0.7)) == "meets"  # 0.47 within 5 %
-    lower = dict(ROW, paper=0.10, this_run=0.12, better="lower")
+    lower = dict(ROW, paper=0.10, this_run=0.12, better="lower", n=4)
     assert verdict(dict(lower, low=0.06, high=0.18)) == "not resolved"
     assert verdict(dict(lower, low=0.11, high=0.13)) == "falls short"
     assert verdict_sentence([dict(row, low=-0.3, high=0.66), MEETS]) == (

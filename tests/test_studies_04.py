@@ -46,7 +46,7 @@ def test_summarise_gives_intervals_and_keeps_missing_lpips_missing():
 
 def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
-    table1 = {m: {"PSNR": interval([20.0, 20.5, 21.0]), "SSIM": interval([0.6, 0.7]), "LPIPS": None}
+    table1 = {m: {"PSNR": interval([20.0, 20.5, 21.0]), "SSIM": interval([0.6, 0.7], bounds=(-1, 1)), "LPIPS": None}
               for m in study.PAPER_TABLE1}
     table2 = {row: {"PSNR": interval([9.0, 9.5])} for row in study.ABLATION}
     rows = study.chapter_rows(cfg, table1, table2, study.PAPER_ORDER)

@@ -74,7 +74,8 @@ def test_table_and_rows_average_over_users(tmp_path):
                                          "intra-user": (0.3, 0.01)}, users=5, differences="test")
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
     assert out[3]["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
-    assert verdict(out[4]) == "meets" and out[-1]["this_run"] == LPIPS_NA
+    # a rate over 5 users that states neither its interval nor n = 1 is not resolved (issue 27's rule)
+    assert verdict(out[4]) == "not resolved" and out[-1]["this_run"] == LPIPS_NA
     assert out[4]["setting"].endswith("one image per user, 5 users")  # its rate moves by 1/U
 
 
@@ -150,7 +151,7 @@ def test_timing_rows_keep_seconds_apart_from_results(tmp_path):
     cfg = gitutor.get_profile("05_diffusion_user_level", "quick")
     timings = report.timing_rows(cfg, {"DiffULA (diffusion prior)": [10.0, 12.0]}, 99.94, "quick", "test")
     assert [t["this_run"] for t in timings] == [11.0, 99.9] and timings[0]["paper"] == 23.3 * 60
-    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="fraction")], tmp_path,
+    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="s")], tmp_path,
                  timings=timings)
 
 

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gitutor.files import read_json, write_json
+from gitutor.results.bounds import check_bounds
 
 ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
-OPTIONAL_KEYS = ("better", "low", "high", "headline")
+OPTIONAL_KEYS = ("better", "low", "high", "n", "headline", "not_comparable")
 DIRECTIONS = ("higher", "lower")
 _NOTEBOOK_NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+$")
 
@@ -48,14 +49,42 @@ def _finite(value) -> bool:
 
 
 def interval_fields(interval, digits: int) -> dict:
-    """A row's ``"low"``/``"high"`` from a :class:`gitutor.stats.Interval`, rounded to
-    ``digits``; ``{}`` for None or an unbounded interval (one trial)."""
-    if interval is None or not (_finite(interval.low) and _finite(interval.high)):
+    """A row's ``"n"``, ``"low"`` and ``"high"`` from a :class:`gitutor.stats.Interval`, the
+    ends rounded to ``digits`` (outwards, so the rounded interval still holds the exact one);
+    only ``{"n": 1}`` for one trial (no interval), ``{}`` for None."""
+    if interval is None:
         return {}
-    return {"low": round(interval.low, digits), "high": round(interval.high, digits)}
+    if interval.n == 1 or not (_finite(interval.low) and _finite(interval.high)):
+        return {"n": int(interval.n)}
+    scale = 10 ** digits
+    return {"n": int(interval.n), "low": math.floor(interval.low * scale + 1e-9) / scale,
+            "high": math.ceil(interval.high * scale - 1e-9) / scale}
 
 
-def _check_row(row: Mapping, where: str) -> dict:
+def judged(row: Mapping) -> bool:
+    """Whether ``row`` gets a meets / falls short / not resolved verdict: it states which
+    direction is better, both numbers are finite and it is not marked ``not_comparable``."""
+    return (row.get("better") in DIRECTIONS and not row.get("not_comparable")
+            and _finite(row.get("paper")) and _finite(row.get("this_run")))
+
+
+def sample_problem(row: Mapping) -> str | None:
+    """Why ``row`` cannot be judged as it stands (None: it can): a judged row
+    (:func:`judged`) of n > 1 trials needs its 95 % interval (``low``/``high``), and a row
+    with n = 1 has no interval. (A judged row that states neither is *not resolved*:
+    :func:`gitutor.results.verdict`.)"""
+    n, has_interval = row.get("n"), "low" in row
+    if n == 1 and has_interval:
+        return "'n' is 1 but the row has an interval: one trial has none (n = 1, no interval)"
+    if judged(row) and not has_interval and n is not None and n > 1:
+        return (f"it is judged against the paper and summarises n = {n} trials but carries no "
+                "interval: give its 95 % interval as 'low'/'high' "
+                "(gitutor.results.interval_fields(gitutor.stats.interval(values, bounds=...)))")
+    return None
+
+
+def _check_row(row: Mapping, where: str, results: bool = True) -> dict:
+    """``row`` checked (``results``: a paper-vs-run row, not a timing) as a JSON-able dict."""
     if not isinstance(row, Mapping):
         raise TypeError(
             f"{where} must be a dict with keys {ROW_KEYS}, got {type(row).__name__}"
@@ -80,6 +109,17 @@ def _check_row(row: Mapping, where: str) -> dict:
             f"{where}: 'low' and 'high' must be finite numbers with low ≤ high, "
             f"got {row['low']!r}, {row['high']!r}"
         )
+    if "n" in row and (isinstance(row["n"], bool) or not isinstance(row["n"], numbers.Integral)
+                       or row["n"] < 1):
+        raise ValueError(f"{where}: 'n' (trials behind this run's number) must be an int ≥ 1, "
+                         f"got {row['n']!r}")
+    if "not_comparable" in row and not (isinstance(row["not_comparable"], str)
+                                        and row["not_comparable"].strip()):
+        raise ValueError(f"{where}: 'not_comparable' must say why the setting's differences "
+                         f"matter (a non-empty string), got {row['not_comparable']!r}")
+    problem = sample_problem(row) if results else None
+    if problem:
+        raise ValueError(f"{where} ({row['quantity']!r}, {row['setting']!r}): {problem}")
     if "headline" in row and not isinstance(row["headline"], bool):
         raise TypeError(
             f"{where}: 'headline' must be True or False, got {row['headline']!r}"
@@ -104,8 +144,11 @@ def save_results(
         notebook: the chapter's name, e.g. ``"01_dlg"`` (two digits, underscore,
             letters/digits).
         profile: ``"quick"`` or ``"full"`` (any name :mod:`gitutor.profiles` defines).
-        rows: the paper-vs-run rows (keys :data:`ROW_KEYS`, optional ``"better"`` and
-            ``"headline"``: ``True`` on the one row that stands for the chapter).
+        rows: the paper-vs-run rows (keys :data:`ROW_KEYS`; optional :data:`OPTIONAL_KEYS`:
+            ``"better"``, this run's interval ``"low"``/``"high"`` and its trials ``"n"``,
+            ``"headline"``: ``True`` on the one row that stands for the chapter, and
+            ``"not_comparable"``: why the setting's differences matter; see
+            :mod:`gitutor.results`).
         results_dir: the folder of the records (created if missing).
         timings: wall-clock rows (same keys), stored apart from ``rows``.
 
@@ -113,7 +156,10 @@ def save_results(
         ValueError: ``notebook`` is not a plain chapter name (no paths), ``rows`` is
             empty, or a row lacks one of :data:`ROW_KEYS`, has an unknown key or an
             unknown ``better``, or more than
-            one row is marked ``"headline": True``.
+            one row is marked ``"headline": True``; naming the row, when a judged row
+            (:func:`judged`) of n > 1 trials has no interval or a row of n = 1 has one
+            (:func:`sample_problem`), or a number or interval lies outside its
+            quantity's range (:func:`gitutor.results.bounds.check_bounds`).
         TypeError: a row is not a dict, a value is not a number, string or None, or
             ``headline`` is not a bool.
     """
@@ -136,7 +182,7 @@ def save_results(
         raise ValueError(
             f"rows {marked} are all marked 'headline': mark one row per chapter"
         )
-    timed = [_check_row(row, f"timings[{i}]") for i, row in enumerate(timings)]
+    timed = [_check_row(row, f"timings[{i}]", False) for i, row in enumerate(timings)]
     path = Path(results_dir) / f"{notebook}.json"
     record = {
         "notebook": notebook,
@@ -144,7 +190,7 @@ def save_results(
         "rows": checked,
         "timings": timed,
     }
-    return write_json(path, record, indent=2, allow_nan=False)
+    return write_json(path, check_bounds(record), indent=2, allow_nan=False)
 
 
 def collect_results(*folders: str | Path) -> list[dict]:
@@ -199,7 +245,8 @@ def _record_problem(record) -> str | None:
     try:
         for key in ("rows", "timings"):
             for i, row in enumerate(record.get(key, [])):
-                _check_row(row, f"{key}[{i}]")
+                _check_row(row, f"{key}[{i}]", key == "rows")
+        check_bounds(record)
     except (TypeError, ValueError) as error:
         return str(error)
     return None

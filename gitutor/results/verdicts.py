@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitutor.results.records import DIRECTIONS, ROW_KEYS, _finite
+from gitutor.results.records import ROW_KEYS, judged, sample_problem
 from gitutor.tables import markdown_table
 
 TOLERANCE = 0.05
 VERDICT_RULE = (
     "**meets**: this run's number is at least as good as the paper's, allowing "
     f"{TOLERANCE:.0%} of the paper's value (higher or lower is better as the row "
-    "states); **falls short**: otherwise. Where the row gives this run's 95 % interval "
-    "over its trials, the whole interval must be on one side: an interval that holds "
-    "the paper's value (with that allowance) is **not resolved**. **not comparable**: "
-    "the row states no direction, or either number is not a finite number."
+    "states); **falls short**: otherwise. A number summarising several trials is judged "
+    "by its 95 % interval over them, never by its mean alone: the whole interval must be "
+    "on one side, and an interval that holds the paper's value (with that allowance) is "
+    "**not resolved**; a row of several trials without its interval is refused, and a "
+    "row that gives neither its interval nor n = 1 (a single measurement) is **not "
+    "resolved**, its uncertainty unknown. **not comparable**: the row states no direction, either "
+    "number is not a finite number, or its setting differs from the paper's in a way "
+    "that matters: a row is comparable only when its setting is the paper's or its "
+    "differences say why they do not matter, otherwise it is marked not comparable and "
+    "says why."
 )
 HEADLINE_RULE = (
     'A chapter\'s **headline row** is the row its record marks `"headline": true`; '
@@ -27,11 +33,21 @@ OUTCOMES = ("meets", "falls short", "not resolved", "not comparable")
 
 
 def verdict(row: Mapping) -> str:
-    """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`."""
-    paper, run, better = row.get("paper"), row.get("this_run"), row.get("better")
-    if better not in DIRECTIONS or not (_finite(paper) and _finite(run)):
+    """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`.
+
+    Raises:
+        ValueError: naming the row, for a judged row that summarises n > 1 trials without
+            its interval (:func:`gitutor.results.records.sample_problem`).
+    """
+    if not judged(row):
         return "not comparable"
-    sign = 1 if better == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
+    problem = sample_problem(row)
+    if problem:
+        raise ValueError(f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}")
+    if "low" not in row and row.get("n") != 1:
+        return "not resolved"  # how many trials, and so how uncertain, is not stated
+    paper, run = row["paper"], row["this_run"]
+    sign = 1 if row["better"] == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
     slack = TOLERANCE * abs(paper)
     worst, best = sorted((row.get("low", run), row.get("high", run)), key=lambda x: sign * x)
     if sign * (worst - paper) >= -slack:
@@ -39,6 +55,13 @@ def verdict(row: Mapping) -> str:
     if sign * (best - paper) < -slack:
         return "falls short"
     return "not resolved"
+
+
+def verdict_text(row: Mapping) -> str:
+    """The :func:`verdict` as a table shows it: with the reason after a marked
+    ``not_comparable`` row's verdict ("not comparable: 16 px, untrained network")."""
+    reason = row.get("not_comparable")
+    return f"not comparable: {reason}" if reason else verdict(row)
 
 
 def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:
@@ -120,7 +143,7 @@ def results_table(
     lines = [
         ([notebook_column[index]] if notebook_column else [])
         + [_number(row[key]) for key in keys]
-        + ([verdict(row)] if verdicts else [])
+        + ([verdict_text(row)] if verdicts else [])
         for index, row in enumerate(rows)
     ]
     preface = (

@@ -372,7 +372,7 @@ def comparison_summary(comparison: Mapping, stats: FeatureCV, top_probability: f
     if not ours:
         raise ValueError("the comparison scored no batch")
     return {"exact": success_interval([s["exact"] for s in ours]),
-            "accuracy": interval([s["accuracy"] for s in ours]),
+            "accuracy": interval([s["accuracy"] for s in ours], bounds=(0.0, 1.0)),
             "coarse_right": int(comparison["coarse_right"]), "trials": len(ours),
             "kept_cv": float(stats.cv[stats.indices].mean()), "top_probability": float(top_probability),
             "classes": int(classes), "image_size": int(image_size)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gitutor.results.records import interval_fields
 from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
 
@@ -62,7 +63,7 @@ def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, rates: Map
         row("success rate over seeds, strong-Wolfe L-BFGS", seeds_note, "not in the paper (beyond-the-paper row)",
             _interval(rates["strong-Wolfe line search"]), "fraction"),
         row("DLG label accuracy", f"{n} seeds; 95 % interval [{label_interval.low:.2f}, {label_interval.high:.2f}]", 0.833, round(label_rate, 3),
-            "fraction (iDLG paper, CIFAR-100)", better="higher"),
+            "fraction (iDLG paper, CIFAR-100)", better="higher", **interval_fields(label_interval, 2)),
         row(f"mean PSNR, B = {batch_rows[-1]['B']}", f"{cfg.batch_iterations} steps, matched",
             "recovered (DLG Fig. 4, up to B = 8)", round(batch_rows[-1]["psnr"], 2), "dB"),
         row("smallest pruning rate that stops DLG", f"rates {cfg.prune_rates}, {success}", "> 0.2",

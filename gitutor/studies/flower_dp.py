@@ -17,7 +17,7 @@ from gitutor.federated.dp import epsilon
 from gitutor.federated.flower import federated_round, update_as_gradient
 from gitutor.metrics import score_batch
 from gitutor.models import LeNet
-from gitutor.stats import interval
+from gitutor.stats import BOUNDS, interval
 
 TEST_PER_CLASS = 20
 
@@ -133,8 +133,8 @@ def attack_updates(model, updates, partitions, cfg, *, seed: int = 0, first_roun
 
 def summarise(rows: list[dict]) -> dict:
     """Rows plus PSNR/SSIM intervals (:func:`gitutor.stats.interval`) and label accuracy."""
-    return {"rows": rows, "psnr": interval([r["psnr"] for r in rows]),
-            "ssim": interval([r["ssim"] for r in rows]),
+    return {"rows": rows, "psnr": interval([r["psnr"] for r in rows], bounds=BOUNDS["PSNR"]),
+            "ssim": interval([r["ssim"] for r in rows], bounds=BOUNDS["SSIM"]),
             "label_rate": sum(r["label_ok"] for r in rows) / len(rows)}
 
 
@@ -186,6 +186,7 @@ def budget_curve(candidates: dict, data: dict, cfg, *, clients: int = 3) -> dict
         found = regime(net, data, clients=clients, batch=1, epochs=1, cfg=cfg)
         steps = [step for step, _ in found["rows"][0]["result"].snapshots if step > 0]
         curves[name] = {step: interval([float(ssim(dict(r["result"].snapshots)[step].clamp(0, 1),
-                                                    r["truth"]).mean()) for r in found["rows"]])
+                                                    r["truth"]).mean()) for r in found["rows"]],
+                                     bounds=BOUNDS["SSIM"])
                         for step in steps}
     return curves

@@ -1,6 +1,6 @@
 """Chapter 08's figures, tables and paper-vs-run rows.
 
-Paper numbers: Wu et al. 2022, Table 1 (Inverting Gradients on LeNet, B = 1, CIFAR-10: MSE 0.022
+Paper numbers: Wu et al. 2023, Table 1 (Inverting Gradients on LeNet, B = 1, CIFAR-10: MSE 0.022
 without defense, 0.150 under Gaussian noise σ = 0.1); Zhu et al. 2019 §5 (noise of variance 1e-2
 stops DLG); Wang et al. 2024, Table 5 (label accuracy 100 % under noise of variance ≤ 1e-2 on the
 last layer's gradient); Ye et al. 2024 §2 (strict DP guarantees need noise that significantly
@@ -129,16 +129,16 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
         return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run,
                 "unit": unit, "differences": differences, **extra}
 
-    from gitutor.stats import interval
+    from gitutor.stats import BOUNDS, interval
 
-    fed, hand = interval(mse), interval(noisy)
+    fed, hand = interval(mse, bounds=BOUNDS["MSE"]), interval(noisy, bounds=BOUNDS["MSE"])
     return [
         row("MSE, IG on a FedSGD update, B = 1", "Flower client's update, no defense",
-            0.022, round(fed.mean, 4), "MSE (Wu et al. 2022, Tab. 1, LeNet)",
+            0.022, round(fed.mean, 4), "MSE (Wu et al. 2023, Tab. 1, LeNet)",
             better="lower", headline=True, **interval_fields(fed, 4)),
         row("MSE, IG under Gaussian noise σ = 0.1, no clipping",
             f"noise of variance {cfg.handwritten_variance:g} on the gradient (chapter 01)",
-            0.150, round(hand.mean, 4), "MSE (Wu et al. 2022, Tab. 1)", better="lower",
+            0.150, round(hand.mean, 4), "MSE (Wu et al. 2023, Tab. 1)", better="lower",
             **interval_fields(hand, 4)),
         row("label accuracy under noise of variance 1e-2", "bias-gradient sign rule, B = 1",
             1.0, round(handwritten["label_rate"], 3), "fraction (Wang et al. 2024, Tab. 5)",

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from gitutor.metrics import score_batch
-from gitutor.stats import Interval, compare, format_interval, interval
+from gitutor.stats import BOUNDS, Interval, compare, format_interval, interval
 from gitutor.tables import markdown_table
 
 #: Wu et al. 2022, Table 1: MSE on CIFAR-10 per (model, B), method, defense (none, sign, prune, gauss).
@@ -151,7 +151,8 @@ def ig_comparison(cells: Mapping, model: str, names: Mapping[str, str]) -> dict:
     Raises:
         ValueError: as :meth:`~gitutor.studies.learning_to_invert.Comparison.per_target_mse`.
     """
-    intervals = {(d, m): interval(cells[model, 1, d].per_target_mse(m)) for d in names for m in ("IG", "LTI")}
+    intervals = {(d, m): interval(cells[model, 1, d].per_target_mse(m), bounds=BOUNDS["MSE"])
+                 for d in names for m in ("IG", "LTI")}
     verdicts = {d: compare(intervals[d, "LTI"], intervals[d, "IG"], names=("LTI", "IG")) for d in names}
     table = markdown_table(["defense", "IG", "LTI", "comparison"],
                            [[names[d], *(format_interval(intervals[d, m], 4) for m in ("IG", "LTI")), verdicts[d]]
@@ -179,7 +180,7 @@ def smallest_aux(errors: Mapping[str, Sequence[Sequence[float]]], intervals: Map
     Returns:
         ``verdicts`` ``{defense: str}``, ``wins`` (how many read "LTI < IG") and ``defended`` (text).
     """
-    verdicts = {d: compare(interval(errors[d][0]), intervals[d, "IG"], names=("LTI", "IG")) for d in DEFENDED}
+    verdicts = {d: compare(interval(errors[d][0], bounds=BOUNDS["MSE"]), intervals[d, "IG"], names=("LTI", "IG")) for d in DEFENDED}
     return {"verdicts": verdicts, "wins": sum(v == "LTI < IG" for v in verdicts.values()),
             "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
 

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
-from gitutor.stats import interval
+from gitutor.stats import BOUNDS, interval
 
 
 def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapping[str, int]):
@@ -74,7 +74,8 @@ def along_run(curves: Mapping[str, Sequence[torch.Tensor]]):
             raise ValueError(f"the batches of {method!r} were snapshotted at different iterations")
         ts = per_batch[0][1:, 0].numpy()
         for ax, column, metric in zip(axes, (1, 2), ("PSNR", "SSIM")):
-            spans = [interval([float(c[k, column]) for c in per_batch]) for k in range(1, len(ts) + 1)]
+            spans = [interval([float(c[k, column]) for c in per_batch], bounds=BOUNDS[metric])
+                     for k in range(1, len(ts) + 1)]
             line, = ax.plot(ts, [s.mean for s in spans], label=method)
             ax.fill_between(ts, [s.low for s in spans], [s.high for s in spans], color=line.get_color(),
                             alpha=0.2)

@@ -20,7 +20,7 @@ from gitutor.models import calibrate_batchnorm, cifar_resnet18, resnet34
 from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
 from gitutor.attacks.comparison import private_batches, score
 from gitutor.federated.case import gradient_case
-from gitutor.stats import NOT_RESOLVED, Interval, interval
+from gitutor.stats import BOUNDS, NOT_RESOLVED, UNBOUNDED, Interval, interval
 from gitutor.results import interval_fields
 
 #: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
@@ -140,7 +140,8 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
     """
     if not results:
         raise ValueError("results is empty: one trial value per batch is needed")
-    return {k: None if results[0][k] is None else interval([r[k] for r in results]) for k in keys}
+    return {k: None if results[0][k] is None else interval([r[k] for r in results], bounds=BOUNDS.get(k, UNBOUNDED))
+            for k in keys}
 
 
 def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
@@ -205,8 +206,8 @@ def schedule_sentence(schedule) -> str:
 def budget_sentence(needed: float | None, count: int) -> str:
     """Where a log-linear fit of SSIM over ``count`` budgets reaches the target
     (:func:`gitutor.stats.budget_for`), as a phrase."""
-    if needed is None:
-        return "no budget within 1000× the largest one"
+    if needed is None:  # budget_for: no trend, too far, or the intervals too wide to extrapolate from
+        return "none: the fit does not reach it within 1000× the largest budget, or the points' intervals are too wide to extrapolate from"
     return f"about {needed:,.0f} iterations (an extrapolation from {count} budgets)"
 
 

@@ -181,15 +181,16 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
         KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users.
     """
     from gitutor.attacks.user_level import interval_ordering, mean_interval
-    from gitutor.stats import interval, ordering
+    from gitutor.stats import BOUNDS, interval, ordering
 
     groups = [(name, [r["mse"] for r in rows[name]]) for name in ORDER]
     intervals = {name: mean_interval(values) for name, values in groups}
+    bounded = {name: interval(values, bounds=BOUNDS["MSE"]) for name, values in groups}
     table = markdown_table(["method", "MSE mean", "95 % interval", "users"],
-                           [[name, f"{m:.4f}", f"[{m - h:.4f}, {m + h:.4f}]", str(len(values))]
-                            for (name, values), (m, h) in zip(groups, intervals.values())])
+                           [[name, f"{s.mean:.4f}", f"[{s.low:.4f}, {s.high:.4f}]", str(len(values))]
+                            for (name, values), s in zip(groups, bounded.values())])
     return {"intervals": intervals, "paper_order": interval_ordering(groups),
-            "measured": ordering({name: interval(values) for name, values in groups}), "table": table}
+            "measured": ordering(bounded), "table": table}
 
 
 def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:

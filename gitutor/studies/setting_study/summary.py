@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from gitutor.files import read_json
-from gitutor.stats import format_interval, interval
+from gitutor.stats import BOUNDS, format_interval, interval
 from gitutor.studies.setting_study.settings import BASE, METHODS, Setting, study_batch
 
 
@@ -27,8 +27,8 @@ def curves(outcomes: Sequence[Mapping]) -> dict[tuple[Setting, str, int], dict]:
         times = sorted(set.intersection(*({row[0] for row in run} for run in runs)))
         rows = [{row[0]: row for row in run} for run in runs]
         summary[key] = {"t": times, "n": len(runs),
-                        "PSNR": [interval([r[t][1] for r in rows]) for t in times],
-                        "SSIM": [interval([r[t][2] for r in rows]) for t in times]}
+                        "PSNR": [interval([r[t][1] for r in rows], bounds=BOUNDS["PSNR"]) for t in times],
+                        "SSIM": [interval([r[t][2] for r in rows], bounds=BOUNDS["SSIM"]) for t in times]}
     return summary
 
 
