@@ -28,10 +28,7 @@ sys.path.insert(0, str(ROOT))
 from gitutor import cli  # noqa: E402
 from gitutor.files import write_json  # noqa: E402
 
-#: label → (architecture, width) of the study's networks.
-NETWORKS = {"ResNet-20 (width 16)": ("resnet20", 16), "CIFAR ResNet-18, width 32": ("cifar_resnet18", 32),
-            "ResNet-20-4 (width 64)": ("resnet20", 64), "CIFAR ResNet-18, width 64": ("cifar_resnet18", 64),
-            "ResNet34 (ImageNet stem)": ("resnet34", 64)}
+from gitutor.studies.setting_study import NETWORKS  # noqa: E402
 
 
 def seconds_per_iteration(run, extra: int, repeats: int) -> float:

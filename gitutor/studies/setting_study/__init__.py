@@ -4,7 +4,7 @@ the attacks recover photographs (:mod:`.settings`), summarised (:mod:`.summary`)
 breaching from ``book/studies/04_breaching_audit.json`` (:mod:`.audit`)."""
 from gitutor.studies.setting_study.audit import audit_table
 from gitutor.studies.setting_study.figures import curve_figure, factor_figure
-from gitutor.studies.setting_study.settings import (BASE, CHECKPOINTS, FACTORS, IG_TV, METHODS, PAPER_BN,
+from gitutor.studies.setting_study.settings import (BASE, CHECKPOINTS, FACTORS, IG_TV, METHODS, NETWORKS, PAPER_BN,
                                                     PAPER_TV, Setting, study_batch, study_model,
                                                     study_trials, trial)
 from gitutor.studies.setting_study.summary import (best_setting, curves, final_images, load_record,

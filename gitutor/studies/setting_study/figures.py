@@ -48,7 +48,7 @@ def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
     settings = [s for s in order if any((s, m, budget) in summary for m in METHODS)]
     if not settings:
         raise ValueError(f"no setting was run for {budget} iterations")
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(settings) + 1.2))
+    fig, ax = plt.subplots(figsize=(9.5, 0.45 * len(settings) + 1.2))
     for k, method in enumerate(METHODS):
         rows = [(i, summary[(s, method, budget)]["SSIM"][-1]) for i, s in enumerate(settings)
                 if (s, method, budget) in summary]
@@ -59,7 +59,7 @@ def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
         errors = [[v.mean - max(v.low, -1.0) for _, v in rows],
                   [min(v.high, 1.0) - v.mean for _, v in rows]]
         ax.errorbar(means, ys, xerr=errors, fmt="o", ms=4, capsize=2, label=method)
-    ax.set_yticks(range(len(settings)), [s.label(BASE) for s in settings])
+    ax.set_yticks(range(len(settings)), [s.label(BASE) for s in settings], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="grey", lw=0.5)
     ax.set(xlabel=f"SSIM after {budget} iterations (mean, 95 % interval)")

@@ -100,6 +100,11 @@ class Setting:
         return ", ".join(changed) or "base"
 
 
+#: The study's networks by name (random weights): name → (architecture, width).
+NETWORKS = {"ResNet-20 (width 16)": ("resnet20", 16), "CIFAR ResNet-18, width 32": ("cifar_resnet18", 32),
+            "ResNet-20-4 (width 64)": ("resnet20", 64), "CIFAR ResNet-18, width 64": ("cifar_resnet18", 64),
+            "ResNet34 (ImageNet stem)": ("resnet34", 64)}
+
 BASE = Setting()
 #: One factor at a time: factor name → the settings that change it.
 FACTORS = {
