@@ -77,6 +77,13 @@ def test_lti_beats_the_mean_image_without_defense_and_reports_both_attacks(cfg):
     assert sum(errors[1]) < sum(errors[0])   # more auxiliary data, a better inverse
     with pytest.raises(ValueError, match="sizes"):
         study.aux_size_errors(setup, aux[0], aux_x, [401], cell.features, target_x)
+    from gitutor.studies import lti_checks  # the same g_θ raw, standardised and trained twice as long
+    names = defense_names(0.99, 0.1)
+    check = lti_checks.input_scale_check(setup, {"none": aux[0] * 0.1, "sign": aux[0]}, aux_x,
+                                         {("lenet", 1, "none"): cell, ("lenet", 1, "sign"): cell}, "lenet", names)
+    assert check["size"]["none"] == pytest.approx(0.1 * check["size"]["sign"])
+    assert set(check["verdicts"]) == {"raw", "standardised", "longer"} and "(Table 1)" in check["table"]
+    assert check["standardised"]["none"].mean == pytest.approx(cell.scores["LTI (all held-out)"]["mse"], rel=1e-4)
 
 
 def test_report_rows_and_table_carry_the_papers_numbers():
