@@ -57,6 +57,7 @@ def test_same_label_pairs_and_users_alone_with_their_label():
 def test_score_interval_stays_in_the_unit_interval_and_widens_with_few_users():
     few, many = score_interval([1.0] * 5), score_interval([1.0] * 40)
     assert few.mean == 1.0 and few.high == 1.0 and 0.5 < few.low < many.low < 1.0
+    assert type(few.low) is float and type(few.high) is float  # glued into prose as plain numbers
     half = score_interval([0.5, 0.4, 0.6, float("nan")])
     assert half.n == 3 and 0.0 <= half.low < 0.5 < half.high <= 1.0
     with pytest.raises(ValueError, match="scores"):

@@ -127,17 +127,16 @@ def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: to
     rows = [[names[d], f"{size[d]:.3f}", *(format_interval(summary[k][d], 4, count=False) for k in errors)]
             for d in defenses]
     rows.append([f"paired {first} − {second}", "", *(verdicts[k] for k in errors)])
-    anomaly = f"{first} > {second}"
+    anomaly, a, b = f"{first} > {second}", f"“{names[first]}”", f"“{names[second]}”"
     if verdicts["raw"] == anomaly and verdicts["longer"] != anomaly:
-        sentence = (f"The inverse of the {first} gradient is the slower one to train: with enough training the "
-                    f"gap closes, so a lower MSE under {second} says how far training has got, not that the "
-                    "defense helps the attacker.")
+        sentence = (f"The inverse for {a} is the slower one to train: with enough training the gap closes, so a "
+                    f"lower MSE under {b} says how far training has got, not that the defense helps the attacker.")
     elif verdicts["longer"] == anomaly:
-        sentence = (f"Even with twice the epochs the {first} inverse stays behind: in this run {second} does "
-                    "not hurt LTI, and the rest of the gap is not explained by the input's size or the training "
-                    "length measured here.")
+        sentence = (f"Even with twice the epochs the inverse for {a} stays behind the one for {b}: in this run "
+                    f"{b} does not hurt LTI, and the rest of the gap is not explained by the input's size or "
+                    "the training length measured here.")
     else:
-        sentence = f"Here the {first} inverse is not behind the {second} one beyond noise."
+        sentence = f"Here the inverse for {a} is not behind the one for {b} beyond noise."
     return {"size": size, **summary, "verdicts": verdicts, "table": markdown_table(header, rows),
             "sentence": sentence}
 

@@ -72,7 +72,8 @@ def identity_study(candidates: Mapping[str, Sequence[torch.Tensor]], means: Sequ
         out["same_intervals"][name] = score_interval(finite) if finite.size else None
         out["mse_match"][name] = own_user_match_rate(user_distance_matrix(reps, means))
     rows = [[name, f"{out['mse_match'][name]:.2f}", format_interval(out["intervals"][name], 2, count=False),
-             "n/a" if out["same_intervals"][name] is None else format_interval(out["same_intervals"][name], 2)]
+             "n/a" if out["same_intervals"][name] is None
+             else format_interval(out["same_intervals"][name], 2, count=False)]
             for name in candidates]
     out["table"] = markdown_table(["representative", "own-user match by MSE (brightness can win)",
                                    "pairing score, standardised [95 %]", "same-label pairs only [95 %]"], rows)
@@ -121,10 +122,13 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
         sentence = f"In this run the diffusion prior helps on {', '.join(gains)}"
         sentence += f" and hurts on {', '.join(hurts)}." if hurts else "."
     elif hurts:
+        pairing = intervals["pairing"]
+        identity_text = (f"the difference on the identity test, {format_interval(pairing, 2, count=False)}, is not "
+                         "resolved" if helps["pairing"] == NOT_RESOLVED else f"on the identity test the prior "
+                         f"{helps['pairing']}")
         sentence = (f"In this run the diffusion prior does not help: without it the same user-level attack is "
-                    f"closer to the users' photos on {', '.join(hurts)} (95 % intervals of the per-user "
-                    f"differences below and above 0), and on the identity test the difference is "
-                    f"{'not resolved' if helps['pairing'] == NOT_RESOLVED else helps['pairing']}.")
+                    f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
+                    f"differences lies on the prior's losing side of 0), and {identity_text}.")
     else:
         sentence = "In this run the intervals do not resolve whether the diffusion prior helps or hurts."
     table = markdown_table(["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],

@@ -114,4 +114,4 @@ def _wilson(share: float, n: int) -> tuple[float, float]:
     z = float(scipy_stats.norm.ppf(0.5 + CONFIDENCE / 2))
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
