@@ -228,3 +228,23 @@ def test_reconstruction_scores_are_score_batch():
     from gitutor.metrics import score_batch
 
     assert reconstruction_scores is score_batch
+
+
+def test_standardised_input_makes_training_blind_to_the_features_scale():
+    """g_θ's input standardisation (chapter 06): features ×0.01 train exactly as the originals."""
+    from gitutor.attacks.lti import InversionMLP, train_inversion_model
+    gen = torch.Generator().manual_seed(0)
+    features, images = torch.randn(40, 12, generator=gen), torch.rand(40, 1, 1, 4, 4, generator=gen)
+    curves = []
+    for scale in (1.0, 0.01):
+        model = InversionMLP(12, (1, 4, 4), 1, 16, seed=0)
+        curves.append(train_inversion_model(model, features * scale, images, epochs=3, lr=1e-2, batch_size=8,
+                                            seed=0, progress=False, standardise=True)["val_loss"])
+    assert curves[0] == pytest.approx(curves[1], rel=1e-4)
+    model = InversionMLP(12, (1, 4, 4), 1, 16, seed=0)
+    model.standardise_from(torch.stack([torch.zeros(12), torch.full((12,), 2.0)]))
+    assert torch.allclose(model.shift, torch.ones(12)) and torch.allclose(model.scale, torch.full((12,), 2 ** 0.5))
+    model.standardise_from(torch.ones(3, 12))  # constant coordinates keep scale 1
+    assert torch.equal(model.scale, torch.ones(12))
+    with pytest.raises(ValueError, match="features"):
+        model.standardise_from(torch.ones(1, 12))

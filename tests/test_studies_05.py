@@ -50,33 +50,44 @@ def test_diffula_attacks_the_server_view_and_recovers_an_image_of_the_user():
         study.shared_model("vgg", cfg)
 
 
-def test_identity_study_finds_each_user_when_representatives_are_the_users():
-    means = [torch.full((1, 1, 8, 8), v) + 0.05 * torch.rand(1, 1, 8, 8, generator=torch.Generator().manual_seed(i))
-             for i, v in enumerate((0.2, 0.5, 0.8))]
-    matrices, match = report.identity_study({"perfect": means, "same face": [means[1]] * 3}, means)
-    assert match["perfect"] == (1.0, 1.0) and match["same face"][0] == pytest.approx(1 / 3)
-    assert matrices["perfect"][0].shape == (3, 3) and np.allclose(np.diag(matrices["perfect"][0]), 0)
+def test_mean_pairwise_mse_measures_how_alike_the_representatives_are():
+    means = [torch.full((1, 1, 8, 8), v) for v in (0.2, 0.5, 0.8)]
+    assert report.mean_pairwise_mse(means) == pytest.approx((0.09 + 0.36 + 0.09) / 3)
     assert report.mean_pairwise_mse([means[0], means[0]]) == 0.0
     with pytest.raises(ValueError, match="images"):
         report.mean_pairwise_mse(means[:1])
 
 
-def test_table_and_rows_average_over_users(tmp_path):
-    def user(mse, lpips=None):
-        return {"mse": mse, "psnr": 10.0, "ssim": 0.5, "lpips": lpips, "face_rate": 1.0}
-    rows = {name: [user(0.1), user(0.3)] for name in study.METHODS}
+def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path):
+    from gitutor.results import headline_row
+    from gitutor.studies import user_level_identity as identity_study
+
+    def user(mse, face_rate=1.0, lpips=None):
+        return {"mse": mse, "psnr": 10.0 + mse, "ssim": 0.5 - mse, "lpips": lpips, "face_rate": face_rate}
+    rows = {name: [user(0.1), user(0.3), user(0.2)] for name in study.METHODS}
     assert report.average(rows, "intra-user", "mse") == pytest.approx(0.2)
     assert report.average(rows, "intra-user", "lpips") is None
     table = report.method_table(rows)
     assert "0.2000" in table and table.count("\n") == len(study.METHODS) + 1
-    out = report.chapter_rows(rows, match=(0.6, 0.4), spread_ratio=0.5, ordering="holds",
+    means = [torch.rand(1, 1, 8, 8, generator=torch.Generator().manual_seed(i)) for i in range(3)]
+    candidates = {"IG user-level, no prior": means, "DiffULA (diffusion prior)": [means[0]] * 3}
+    identity = identity_study.identity_study(candidates, means, [0, 0, 1])
+    effect = identity_study.prior_effect(rows, identity, "DiffULA (diffusion prior)", "IG user-level, no prior")
+    out = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
                               intervals={"IG sample-level (matched)": (0.1, 0.01), "DiffULA (diffusion prior)": (0.2, 0.01),
-                                         "intra-user": (0.3, 0.01)}, users=5, differences="test")
+                                         "intra-user": (0.3, 0.01)}, users=3, differences="test")
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
-    assert out[3]["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
-    # a rate over 5 users that states neither its interval nor n = 1 is not resolved (issue 27's rule)
-    assert verdict(out[4]) == "not resolved" and out[-1]["this_run"] == LPIPS_NA
-    assert out[4]["setting"].endswith("one image per user, 5 users")  # its rate moves by 1/U
+    head = headline_row(out)
+    assert head is out[0] and head["this_run"] == 0.5 and "chance 0.50: not resolved" in head["setting"]
+    assert 0.0 <= head["low"] <= 0.5 <= head["high"] <= 1.0 and verdict(head) == "not comparable"
+    ordering = next(r for r in out if r["quantity"].startswith("ordering"))
+    assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
+    face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
+    assert face["this_run"] == 1.0 and verdict(face) == "not resolved"  # 3 of 3 users: the interval is wide
+    for row in out:
+        if "low" in row and row["unit"] in ("MSE", "fraction", "fraction of pairs"):
+            assert row["low"] >= (-1 if "−" in row["quantity"] else 0) and row["high"] <= 1
+    assert out[-1]["this_run"] == LPIPS_NA
 
 
 def test_differences_name_the_profile_and_flag_offline_substitutes():
@@ -107,22 +118,13 @@ def test_matching_weight_summary_reads_the_clip_and_the_difference_between_users
         report.matching_weight_summary(plain[:1], weighted)
 
 
-def test_match_outcomes_agree_with_the_rate_and_comparisons_need_separated_intervals():
+def test_match_outcomes_agree_with_the_rate():
     from gitutor.attacks.user_level import own_user_match_rate, own_user_matches
     matrix = np.array([[0.1, 0.5, 0.6], [0.4, 0.2, 0.3], [0.1, 0.9, 0.5]])
     assert own_user_matches(matrix) == [True, True, False]
     assert np.mean(own_user_matches(-matrix, "higher")) == own_user_match_rate(-matrix, better="higher")
-    def pair(users, own_closest):  # (MSE matrix, SSIM matrix): all users matched or none
-        near, far = 1 - np.eye(users), np.eye(users)
-        return (near, far) if own_closest else (far, near)
-
-    out = report.match_comparison({"a": pair(3, True), "b": pair(3, False)}, "a", "b", ("A", "B"))
-    assert out == {"mse": "not resolved at this budget", "ssim": "not resolved at this budget"}
-    out = report.match_comparison({"a": pair(40, True), "b": pair(40, False)}, "a", "b", ("A", "B"))
-    assert out == {"mse": "A > B", "ssim": "A > B"}
     with pytest.raises(ValueError, match="better"):
         own_user_matches(matrix, "best")
-    assert "| a | 1.00 | 0.50 |" in report.match_table({"a": (1.0, 0.5)})
 
 
 def test_ordering_study_and_failure_case():
@@ -151,7 +153,7 @@ def test_timing_rows_keep_seconds_apart_from_results(tmp_path):
     cfg = gitutor.get_profile("05_diffusion_user_level", "quick")
     timings = report.timing_rows(cfg, {"DiffULA (diffusion prior)": [10.0, 12.0]}, 99.94, "quick", "test")
     assert [t["this_run"] for t in timings] == [11.0, 99.9] and timings[0]["paper"] == 23.3 * 60
-    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="s")], tmp_path,
+    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="fraction")], tmp_path,
                  timings=timings)
 
 
@@ -173,6 +175,8 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     examples = [(users[0][0], users[0][0], result, result)] * 2
     assert len([a for a in figures.examples_figure(examples).axes if a.images]) == 10
     assert len([a for a in figures.failure_figure(users[0][0], result).axes if a.images]) == 9
+    matrices = figures.identity_matrices({"a": np.eye(3), "b": np.ones((3, 3))})
+    assert [ax.get_title() for ax in matrices.axes if ax.images] == ["a", "b"]
     with pytest.raises(ValueError, match="users"):
         figures.users_figures([])
     plt.close("all")

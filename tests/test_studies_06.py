@@ -69,32 +69,42 @@ def test_lti_beats_the_mean_image_without_defense_and_reports_both_attacks(cfg):
     assert cell.ig_images.shape == (2, 1, 1, 8, 8) and cell.lti_images.shape == (8, 1, 1, 8, 8)
     mean_mse = float(((aux_x.mean(0) - target_x) ** 2).mean())
     assert cell.scores["LTI (all held-out)"]["mse"] < 0.8 * mean_mse   # g_θ learned something from the gradient
-    assert len(cell.per_target_mse("IG")) == 2 and cell.history["val_loss"][-1] < cell.history["val_loss"][0]
-    with pytest.raises(ValueError, match="B = 1"):
-        cell.per_target_mse("DLG")
+    assert len(cell.per_batch_mse("IG")) == 2 and cell.history["val_loss"][-1] < cell.history["val_loss"][0]
+    with pytest.raises(ValueError, match="method"):
+        cell.per_batch_mse("DLG")
     errors = study.aux_size_errors(setup, aux[0], aux_x, [20, 400], cell.features, target_x)
     assert len(errors) == 2 and len(errors[0]) == 8
     assert sum(errors[1]) < sum(errors[0])   # more auxiliary data, a better inverse
     with pytest.raises(ValueError, match="sizes"):
         study.aux_size_errors(setup, aux[0], aux_x, [401], cell.features, target_x)
+    from gitutor.studies import lti_checks  # the same g_θ raw, standardised and trained twice as long
+    names = defense_names(0.99, 0.1)
+    check = lti_checks.input_scale_check(setup, {"none": aux[0] * 0.1, "sign": aux[0]}, aux_x,
+                                         {("lenet", 1, "none"): cell, ("lenet", 1, "sign"): cell}, "lenet", names)
+    assert check["size"]["none"] == pytest.approx(0.1 * check["size"]["sign"])
+    assert set(check["verdicts"]) == {"raw", "standardised", "longer"} and "(Table 1)" in check["table"]
+    assert check["standardised"]["none"].mean == pytest.approx(cell.scores["LTI (all held-out)"]["mse"], rel=1e-4)
 
 
 def test_report_rows_and_table_carry_the_papers_numbers():
     names = defense_names(0.99, 0.1)
     scores = {"mse": 0.01234, "psnr": 19.1, "ssim": 0.5}
     table1 = {("lenet", 1, d): {"IG": scores, "LTI": scores, "LTI (all held-out)": scores} for d in names}
+    ood = {d: stats.Interval(0.02, 0.01, 0.03, 20) for d in names}
+    intervals = {("lenet", 1, "sign", "IG"): stats.Interval(0.0125, 0.010, 0.015, 5)}
     common = dict(scale="tiny", n_ig={1: 5}, ood_model="lenet", wins=2, smallest=(100, 1597, 1))
-    rows = results_rows(table1, {d: 0.02 for d in names}, names, comparable=True, **common)
-    assert len(rows) == 4 * 2 + 4 + 2
+    rows = results_rows(table1, ood, names, comparable=True, intervals=intervals, **common)
+    assert len(rows) == 1 + 4 * 2 + 4 + 1
     sign_ig = next(r for r in rows if r["setting"] == "lenet, B=1, sign comp." and "IG" in r["quantity"])
-    assert sign_ig["paper"] == PAPER_MSE["lenet", 1]["IG"][1] and sign_ig["this_run"] == 0.0123
-    assert all(r["better"] == "lower" for r in rows[:-2])
+    assert sign_ig["paper"] == PAPER_MSE["lenet", 1]["IG"][1] and sign_ig["this_run"] == 0.0125
+    assert (sign_ig["low"], sign_ig["high"]) == (0.01, 0.015)
+    assert all(r["better"] == "lower" for r in rows[1:-1]) and rows[-2]["low"] == 0.01
     headline = [r for r in rows if r.get("headline")]
-    assert len(headline) == 1 and (headline[0]["paper"], headline[0]["this_run"]) == (3, 2)
+    assert headline == [rows[0]] and (rows[0]["paper"], rows[0]["this_run"]) == (3, 2)
     assert rows[-1]["this_run"] == 1 and "100 of 1597" in rows[-1]["setting"] and rows[-1]["better"] == "higher"
     # MSE on other images than the paper's carries no verdict; the counts still do
-    other = results_rows(table1, {d: 0.02 for d in names}, names, comparable=False, **common)
-    assert not any("better" in r for r in other[:-2]) and all(r["better"] == "higher" for r in other[-2:])
+    other = results_rows(table1, ood, names, comparable=False, **common)
+    assert not any("better" in r for r in other[1:-1]) and all(r["better"] == "higher" for r in (other[0], other[-1]))
     assert "| IG | 0.0123 / 19.1 / 0.50" in table1_markdown(table1, "lenet", 1, names, 5, 200)
 
 
@@ -105,20 +115,43 @@ def _comparison(ig, lti):
     return study.Comparison({}, {}, truth + offsets(ig), truth + offsets(lti), truth, torch.zeros(len(ig), 2))
 
 
-def test_ig_comparison_counts_only_separated_intervals(cfg):
+def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
+    from gitutor.studies import lti_checks
     names = defense_names(0.99, 0.1)
     clear = _comparison([0.30, 0.31, 0.29, 0.30], [0.01, 0.02, 0.01, 0.02])
     mixed = _comparison([0.10, 0.30, 0.02, 0.25], [0.01, 0.28, 0.20, 0.02])
-    cells = {("lenet", 1, d): (mixed if d == "prune" else clear) for d in names}
-    result = lti_report.ig_comparison(cells, "lenet", names)
+    # hard and easy targets for both: unpaired intervals overlap, the paired differences do not
+    ig = [0.10, 0.30, 0.15, 0.20]
+    paired = _comparison(ig, [(v * v - d) ** 0.5 for v, d in zip(ig, (0.005, 0.006, 0.005, 0.006))])
+    cells = {("lenet", 1, d): {"prune": mixed, "gauss": paired}.get(d, clear) for d in names}
+    result = lti_checks.paired_comparison(cells, "lenet", names)
     assert result["verdicts"]["sign"] == "LTI < IG" and result["verdicts"]["prune"] == stats.NOT_RESOLVED
+    assert result["verdicts"]["gauss"] == "LTI < IG" and result["n"] == 4
+    assert stats.compare(result["intervals"]["gauss", "LTI"], result["intervals"]["gauss", "IG"]) == stats.NOT_RESOLVED
     assert result["wins"] == 2 and "prune α=0.99: not resolved" in result["defended"]
     assert "| none |" in result["table"] and "[" in result["table"]
-    errors = {d: [[0.0001] * 8] for d in lti_report.DEFENDED}
-    small = lti_report.smallest_aux(errors | {"prune": [[0.5] * 8]}, result["intervals"], names)
-    assert small["wins"] == 2 and small["verdicts"]["prune"] == "LTI > IG"
+    assert all(0 <= result["intervals"][d, m].low for d in names for m in ("IG", "LTI"))
+    errors = {d: [[0.0001] * 4] for d in lti_report.DEFENDED}
+    small = lti_checks.smallest_aux_paired(errors | {"prune": [[0.5] * 4]}, cells, "lenet", names)
+    assert small["verdicts"]["prune"] == "LTI > IG" and small["verdicts"]["sign"] == "LTI < IG"
+    assert small["wins"] == 1  # gauss: IG's per-target MSE varies too much for 4 targets
     sentence = lti_report.chapter_verdict(result, small, 100)
-    assert "under 2 of the 3 defenses" in sentence and "2 of 3 with 100 auxiliary images" in sentence
+    assert "under 2 of the 3 defenses" in sentence and "1 of 3 with 100 auxiliary images" in sentence
+    one = {key: _comparison([0.3], [0.01]) for key in cells}  # one batch: nothing resolved
+    assert lti_checks.paired_comparison(one, "lenet", names)["wins"] == 0
+
+
+def test_ood_reference_reads_table_2_against_the_mean_image():
+    from gitutor.studies import lti_checks
+    names = defense_names(0.99, 0.1)
+    reference = [0.05, 0.06, 0.04, 0.05, 0.07]
+    better, worse = [r - 0.02 for r in reference], [r + 0.03 for r in reference]
+    table2 = {d: {"LTI, OOD only": worse, "LTI-OOD (+ DCT samples)": better if d == "none" else worse} for d in names}
+    check = lti_checks.ood_reference(table2, reference, names)
+    assert check["beats"] == {"LTI, OOD only": 0, "LTI-OOD (+ DCT samples)": 1}
+    assert check["verdicts"]["sign", "LTI, OOD only"] == "worse than the mean image"
+    assert "under 1 of the 4 defenses" in check["sentence"] and "ignores the gradient" in check["table"]
+    assert check["reference"].low >= 0
 
 
 def test_settings_and_differences_follow_the_profile(cfg):

@@ -1,7 +1,7 @@
 """Settings of notebook 05 (Li et al. 2023, user-level gradient inversion with a diffusion prior).
 
-QUICK: CPU, offline — the shipped 32×32 grey LFW face DDPM, users made of variations of held-out
-LFW faces (gitutor.federated.users.lfw_user), an untrained ReLU LeNet with 2 classes (the notebook's
+QUICK: CPU, offline — the shipped 32×32 grey LFW face DDPM, 10 users made of variations of held-out
+LFW faces (gitutor.federated.users.lfw_user; 5 of each label, so the identity test also has same-label pairs), an untrained ReLU LeNet with 2 classes (the notebook's
 COMPARE_GAP_CNN adds GapCNN, ResNet-18's global-average-pooling head on three convolutions); 100 steps, so τ anneals to 200 (not 500) and the final
 denoising starts at t* = 100 (not 200); matching weight λ so that the matching gradient reaches the
 clip (see gitutor.attacks.user_level.attack), see the notebook.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 QUICK = dict(
-    data="lfw", users=[81, 84, 87, 90, 93], image_size=32, channels=1, batch_size=30, large_batch_size=None,
+    data="lfw", users=[81, 84, 87, 90, 93, 86, 89, 95, 97, 98], image_size=32, channels=1, batch_size=30, large_batch_size=None,
     model="lenet", prior="lfw32", steps=100, lr=0.1, t_star=100, matching_weight=1e5,
     tau=dict(t_max=999, t_min=200, noise=50), zeta=dict(start=1.5, end=1.0), window=dict(width=2.0, open_at=0.5),
     ig_steps=100, ig_tv_weight=1e-2, ig_lr=0.1, record_every=20, prior_samples=8, prior_sampling_steps=50,

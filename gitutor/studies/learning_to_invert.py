@@ -22,7 +22,7 @@ from gitutor.attacks.lti import aggregate_batches, gradient_features, reconstruc
 from gitutor.data import digits, torchvision_images
 from gitutor.federated import Defense, gradient_dimension
 from gitutor.federated.case import defended_clients_case
-from gitutor.metrics import mse, score_batch
+from gitutor.metrics import match_batch, mse, score_batch
 from gitutor.models import LeNet, init_uniform_, resnet20
 from gitutor.seeding import make_generator
 
@@ -98,7 +98,8 @@ class Setup:
     def fit(self, features: torch.Tensor, batches: torch.Tensor, batch_size: int
             ) -> tuple[InversionMLP, dict[str, list[float]]]:
         """A fresh g_θ (hidden size ``cfg.hidden[batch_size]``) trained on ``features`` ``(N, in_dim)`` →
-        ``batches`` ``(N, B, C, H, W)`` (Eq. 2–3); returns it and its loss curves.
+        ``batches`` ``(N, B, C, H, W)`` (Eq. 2–3), its input standardised when ``cfg.standardise``;
+        returns it and its loss curves.
 
         Raises:
             ValueError / KeyError: as :func:`~gitutor.attacks.lti.train_inversion_model`; KeyError for a
@@ -110,7 +111,7 @@ class Setup:
         history = train_inversion_model(inversion, features, batches, epochs=cfg.epochs, lr=cfg.lr,
                                         batch_size=cfg.train_batch, val_fraction=cfg.val_fraction,
                                         lr_drop_at=cfg.lr_drop_at, seed=self.seed, device=self.device,
-                                        progress=self.progress)
+                                        progress=self.progress, standardise=cfg.standardise)
         return inversion, history
 
     def ig(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
@@ -163,13 +164,18 @@ class Comparison:
     truth: torch.Tensor
     features: torch.Tensor
 
-    def per_target_mse(self, method: str) -> list[float]:
-        """MSE of every target attacked by both methods (``"IG"`` or ``"LTI"``), B = 1 only."""
-        if self.truth.shape[1] != 1 or method not in ("IG", "LTI"):
-            raise ValueError(f"per-target MSE needs B = 1 and method 'IG' or 'LTI', got B = {self.truth.shape[1]}, "
-                             f"{method!r}")
+    def per_batch_mse(self, method: str) -> list[float]:
+        """MSE of every target batch attacked by both methods (``"IG"`` or ``"LTI"``): one value per
+        batch, its images put in their best order first (:func:`~gitutor.metrics.match_batch`); for
+        B = 1 one value per target.
+
+        Raises:
+            ValueError: for another method.
+        """
+        if method not in ("IG", "LTI"):
+            raise ValueError(f"method must be 'IG' or 'LTI', got {method!r}")
         images = self.ig_images if method == "IG" else self.lti_images[:len(self.ig_images)]
-        return mse(images[:, 0], self.truth[:len(images), 0]).tolist()
+        return [float(mse(match_batch(r, x), x).mean()) for r, x in zip(images, self.truth[:len(images)])]
 
 
 def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defense: Defense,
@@ -217,13 +223,13 @@ def aux_size_errors(setup: Setup, features: torch.Tensor, aux_x: torch.Tensor, s
 
 def ood_errors(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defense: Defense,
                ood: tuple[torch.Tensor, torch.Tensor], synthetic: tuple[torch.Tensor, torch.Tensor],
-               target_features: torch.Tensor, target_x: torch.Tensor) -> dict[str, float]:
-    """Table 2 for one defense: MSE on the targets of g_θ trained on the out-of-distribution auxiliary
-    pairs ``ood`` = (features, images) alone, and with the DCT-Gaussian ``synthetic`` (images,
+               target_features: torch.Tensor, target_x: torch.Tensor) -> dict[str, list[float]]:
+    """Table 2 for one defense: per-target MSE on the targets of g_θ trained on the out-of-distribution
+    auxiliary pairs ``ood`` = (features, images) alone, and with the DCT-Gaussian ``synthetic`` (images,
     labels) added (LTI-OOD, §4.1.2), whose defended gradients are computed here.
 
     Returns:
-        ``{"LTI, OOD only": mse, "LTI-OOD (+ DCT samples)": mse}``.
+        ``{"LTI, OOD only": [mse per target], "LTI-OOD (+ DCT samples)": [...]}``.
     """
     synthetic_features, _ = make_gradient_dataset(model, *synthetic, defense, 1, hasher=hasher)
     variants = {"LTI, OOD only": ood,
@@ -232,5 +238,5 @@ def ood_errors(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, def
     for variant, (features, images) in variants.items():
         inversion, _ = setup.fit(features, images[:, None], 1)
         rec = reconstruct(inversion, target_features, device=setup.device).images
-        result[variant] = score_batch(rec, target_x[:, None])["mse"]
+        result[variant] = mse(rec[:, 0], target_x).tolist()
     return result

@@ -3,9 +3,9 @@ the chapter's prose pastes in (myst-nb ``glue``), the IG-vs-LTI comparisons with
 this run's paper-vs-run rows.
 
 ``table1`` below is ``{(model, B, defense): scores}``, where ``scores`` is
-:attr:`gitutor.studies.learning_to_invert.Comparison.scores`; ``cells`` is
-``{(model, B, defense): Comparison}``; defenses are in the order of
-:func:`~gitutor.federated.paper_defenses` (none, sign, prune, gauss).
+:attr:`gitutor.studies.learning_to_invert.Comparison.scores`; defenses are in the order of
+:func:`~gitutor.federated.paper_defenses` (none, sign, prune, gauss). The paired IG-vs-LTI
+comparisons, the input-scale check and Table 2's reference are in :mod:`gitutor.studies.lti_checks`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from gitutor.metrics import score_batch
-from gitutor.stats import BOUNDS, Interval, compare, format_interval, interval
+from gitutor.stats import Interval
 from gitutor.tables import markdown_table
 
 #: Wu et al. 2022, Table 1: MSE on CIFAR-10 per (model, B), method, defense (none, sign, prune, gauss).
@@ -55,44 +55,58 @@ def same_data(cfg, data_root: str = "data") -> bool:
     return cfg.dataset == PAPER_DATASET and str(data_root) != "bundled"
 
 
-def results_rows(table1: Mapping, table2: Mapping[str, float], names: Mapping[str, str], *, scale: str,
+def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping[str, str], *, scale: str,
                  n_ig: Mapping[int, int], ood_model: str, wins: int, smallest: tuple[int, int, int],
-                 comparable: bool) -> list[dict]:
+                 comparable: bool, intervals: Mapping | None = None) -> list[dict]:
     """The paper-vs-run rows of the results record (:func:`gitutor.results.save_results`).
 
     Args:
-        table1: ``{(model, B, defense): scores}``; table2: ``{defense: LTI-OOD MSE}``.
+        table1: ``{(model, B, defense): scores}``; table2: ``{defense: Interval}`` of LTI-OOD's
+            per-target MSE (the row's number is its mean; low/high its 95 % interval).
         names: :func:`defense_names`; scale: how this run differs from the paper.
         n_ig: target batches attacked by both methods per B; ood_model: the model of Table 2.
-        wins: defenses (of :data:`DEFENDED`) under which LTI's per-target MSE lies below IG's beyond
-            noise (:func:`ig_comparison`); the paper: all three. This row is the chapter's headline.
-        smallest: ``(size, auxiliary images in all, wins)`` of Fig. 3a's smallest auxiliary set
-            (:func:`smallest_aux`); the paper: 500 of 50 000 images beat IG under every defense.
+        wins: defenses (of :data:`DEFENDED`) under which LTI's MSE lies below IG's beyond noise,
+            paired over the targets both attacked (:func:`gitutor.studies.lti_checks.paired_comparison`);
+            the paper: all three. This row is the chapter's headline.
+        smallest: ``(size, auxiliary images in all, wins)`` of Fig. 3a's smallest auxiliary set; the
+            paper: 500 of 50 000 images beat IG under every defense.
         comparable: :func:`same_data`; when False the MSE rows carry no ``better`` (no verdict):
             MSE on other images is on another scale.
+        intervals: ``{(model, B, defense, method): Interval}`` of the per-batch MSE of IG and LTI on the
+            batches both attacked; a row's number is then the interval's mean, with its low/high.
 
     Raises:
         KeyError: for a (model, B) or defense the paper does not report.
     """
-    order = list(names)
+    from gitutor.results import interval_fields
+
+    order, intervals = list(names), intervals or {}
     direction = {"better": "lower"} if comparable else {}
-    rows = [{"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
-             "paper": PAPER_MSE[model, batch_size][method][order.index(defense)],
-             "this_run": round(scores[method]["mse"], 4), "unit": "MSE", **direction,
-             "differences": f"{scale}; {n_ig[batch_size]} target batch(es)"}
+
+    def mse_row(model, batch_size, defense, method, scores):
+        summary = intervals.get((model, batch_size, defense, method))
+        value = scores[method]["mse"] if summary is None else summary.mean
+        return {"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
+                "paper": PAPER_MSE[model, batch_size][method][order.index(defense)], "this_run": round(value, 4),
+                "unit": "MSE", **direction, **interval_fields(summary, 4),
+                "differences": f"{scale}; {n_ig[batch_size]} target batch(es)"}
+
+    rows = [mse_row(model, batch_size, defense, method, scores)
             for (model, batch_size, defense), scores in table1.items() for method in ("IG", "LTI")]
     rows += [{"quantity": "MSE LTI-OOD (Table 2)", "setting": f"{ood_model}, B=1, {names[defense]}",
-              "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense], 4), "unit": "MSE",
-              **direction, "differences": f"{scale}; OOD = other digit classes"} for defense in order]
-    rows.append({"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
-                 "setting": f"{ood_model}, B=1, 95 % intervals over {n_ig[1]} targets", "paper": len(DEFENDED),
-                 "this_run": wins, "unit": f"of {len(DEFENDED)} defenses", "better": "higher", "headline": True,
-                 "differences": f"{scale}; paper: means over 1 000 targets"})
+              "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense].mean, 4), "unit": "MSE",
+              **direction, **interval_fields(table2[defense], 4), "differences": f"{scale}; OOD = other digit classes"}
+             for defense in order]
+    rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
+                    "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets",
+                    "paper": len(DEFENDED), "this_run": wins, "unit": f"of {len(DEFENDED)} defenses",
+                    "better": "higher", "headline": True, "differences": f"{scale}; paper: means over 1 000 targets"})
     size, total, small_wins = smallest
     rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
                  "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
                  "paper": len(DEFENDED), "this_run": small_wins, "unit": f"of {len(DEFENDED)} defenses",
-                 "better": "higher", "differences": f"{scale}; 95 % intervals over the held-out targets"})
+                 "better": "higher", "differences": f"{scale}; 95 % intervals of the paired differences over "
+                                                    f"{n_ig[1]} targets"})
     return rows
 
 
@@ -138,30 +152,6 @@ def table1_section(table1: Mapping, cfg, n_ig: Mapping[int, int], n_targets: int
                         for model in cfg.models for b in cfg.batch_sizes)
 
 
-def ig_comparison(cells: Mapping, model: str, names: Mapping[str, str]) -> dict:
-    """LTI against Inverting Gradients per defense on the targets both attacked (B = 1): the mean and
-    Student-t 95 % interval of the per-target MSE (:func:`gitutor.stats.interval`) and
-    :func:`gitutor.stats.compare` (``"LTI < IG"`` only when the intervals separate).
-
-    Returns:
-        ``intervals`` ``{(defense, method): Interval}``, ``verdicts`` ``{defense: str}``, ``wins`` (how
-        many of :data:`DEFENDED` read "LTI < IG"), ``table`` (Markdown) and ``defended`` (text:
-        ``"sign comp.: LTI < IG, …"``).
-
-    Raises:
-        ValueError: as :meth:`~gitutor.studies.learning_to_invert.Comparison.per_target_mse`.
-    """
-    intervals = {(d, m): interval(cells[model, 1, d].per_target_mse(m), bounds=BOUNDS["MSE"])
-                 for d in names for m in ("IG", "LTI")}
-    verdicts = {d: compare(intervals[d, "LTI"], intervals[d, "IG"], names=("LTI", "IG")) for d in names}
-    table = markdown_table(["defense", "IG", "LTI", "comparison"],
-                           [[names[d], *(format_interval(intervals[d, m], 4) for m in ("IG", "LTI")), verdicts[d]]
-                            for d in names])
-    return {"intervals": intervals, "verdicts": verdicts, "table": table,
-            "wins": sum(verdicts[d] == "LTI < IG" for d in DEFENDED),
-            "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
-
-
 def aux_size_curves(errors: Mapping[str, Sequence[Sequence[float]]], table1: Mapping, model: str,
                     names: Mapping[str, str]) -> dict[str, list[float]]:
     """Fig. 3a's curves: per defense name, the mean held-out MSE of g_θ for each smaller auxiliary set
@@ -171,40 +161,15 @@ def aux_size_curves(errors: Mapping[str, Sequence[Sequence[float]]], table1: Map
             + [table1[model, 1, d]["LTI (all held-out)"]["mse"]] for d in errors}
 
 
-def smallest_aux(errors: Mapping[str, Sequence[Sequence[float]]], intervals: Mapping[tuple[str, str], Interval],
-                 names: Mapping[str, str]) -> dict:
-    """Does g_θ trained on the smallest auxiliary set still beat IG? Per defense of :data:`DEFENDED`,
-    :func:`gitutor.stats.compare` of its per-target MSE interval (over all held-out targets) with IG's
-    (``intervals`` from :func:`ig_comparison`).
-
-    Returns:
-        ``verdicts`` ``{defense: str}``, ``wins`` (how many read "LTI < IG") and ``defended`` (text).
-    """
-    verdicts = {d: compare(interval(errors[d][0], bounds=BOUNDS["MSE"]), intervals[d, "IG"], names=("LTI", "IG")) for d in DEFENDED}
-    return {"verdicts": verdicts, "wins": sum(v == "LTI < IG" for v in verdicts.values()),
-            "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
-
-
-def ood_table(table2: Mapping[str, Mapping[str, float]], table1: Mapping, model: str,
-              names: Mapping[str, str]) -> str:
-    """Markdown Table 2: per auxiliary set (``table2[defense][variant]`` from
-    :func:`~gitutor.studies.learning_to_invert.ood_errors`) and Table 1's in-distribution g_θ, the
-    held-out MSE under each defense."""
-    variants = list(next(iter(table2.values())))
-    rows = [[variant] + [f"{table2[d][variant]:.4f}" for d in names] for variant in variants]
-    rows.append(["LTI in-distribution (Table 1, all held-out)"]
-                + [f"{table1[model, 1, d]['LTI (all held-out)']['mse']:.4f}" for d in names])
-    return markdown_table(["auxiliary set", *names.values()], rows)
-
-
 def differences(cfg, profile: str, budget: str | None, data_root: str) -> str:
     """How this run differs from the paper, for the rows' ``differences``: the quick profile's data,
     hashing, MLP, epochs and IG budget; a budget or data root for other runs; else "paper settings"."""
     if profile == "quick":
         fraction = cfg.hash_fraction[cfg.models[0]]
         hashed = "not hashed" if fraction is None else f"hashed to {fraction:.0%}"
+        scaled = ", g_θ input standardised" if cfg.standardise else ""
         return (f"quick: sklearn digits {cfg.image_size}×{cfg.image_size} grey instead of CIFAR-10, gradient "
-                f"{hashed}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations")
+                f"{hashed}{scaled}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations")
     if budget or str(data_root) == "bundled":
         return f"{profile} profile at budget {budget!r}, data {str(data_root)!r}"
     return "paper settings"
@@ -217,7 +182,7 @@ def mse_rows_note(comparable: bool, mean_mse: float) -> str:
         return "This run attacks the paper's CIFAR-10 images, so the record's MSE rows are compared with the paper's."
     return (f"This run's images are not the paper's: the digits are mostly black background, and predicting "
             f"the mean auxiliary image already gives MSE {mean_mse:.4f}, so the record's MSE rows carry no "
-            f"verdict (MSE on other images is on another scale).")
+            f"verdict (MSE on other images is on another scale); the counts of defenses do.")
 
 
 def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:

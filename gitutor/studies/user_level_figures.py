@@ -37,12 +37,15 @@ def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int =
     return fig
 
 
-def identity_matrices(mse_matrix: np.ndarray, ssim_matrix: np.ndarray):
-    """The ``(U, U)`` MSE and SSIM matrices of representative i against user j's mean photo, side by side."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, matrix, title in zip(axes, (mse_matrix, ssim_matrix), ("MSE to user j's mean photo ↓", "SSIM to it ↑")):
-        ax.imshow(matrix, cmap="viridis")
-        ax.set(xlabel="user j", ylabel="representative of user i", title=title)
+def identity_matrices(matrices: Mapping[str, np.ndarray]):
+    """One panel per entry of ``matrices``: the ``(U, U)`` correlation of representative i with user j's
+    mean photo, images standardised (:func:`~gitutor.attacks.user_level.identity.correlation_matrix`).
+    A bright diagonal: each representative resembles its own user more than the others. Returns the figure."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(4.4 * len(matrices), 3.8), squeeze=False)
+    for ax, (name, matrix) in zip(axes[0], matrices.items()):
+        image = ax.imshow(matrix, cmap="viridis")
+        ax.set(xlabel="user j (mean photo)", ylabel="representative of user i", title=name)
+        fig.colorbar(image, ax=ax, fraction=0.046, label="correlation r")
     fig.tight_layout()
     return fig
 

@@ -1,4 +1,5 @@
-"""Chapter 05's tables and paper-vs-run rows (Li et al. 2023, Table 1a–b) and the own-user identity test.
+"""Chapter 05's tables and paper-vs-run rows (Li et al. 2023, Table 1a–b); the identity test and the
+prior's effect are in :mod:`gitutor.studies.user_level_identity`.
 
 Paper numbers (CelebA 64×64, 50 users, B = 30, FFHQ-256 DDPM, Table 1a): MSE of IG (matched) 0.3192,
 DiffULA 0.4210, intra-user 0.4981; DiffULA LPIPS 0.5039; face detection rates DiffULA 1.00, IG 0.03,
@@ -11,8 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from gitutor.attacks.user_level import own_user_match_rate, own_user_matches, user_distance_matrix
-from gitutor.metrics import LPIPS_NA, mse, ssim
+from gitutor.metrics import LPIPS_NA, mse
 from gitutor.tables import markdown_table
 
 
@@ -45,21 +45,6 @@ def mean_pairwise_mse(images: Sequence[torch.Tensor]) -> float:
     return float(np.mean([mse(a, b).item() for i, a in enumerate(images) for b in images[i + 1:]]))
 
 
-def identity_study(candidates: Mapping[str, Sequence[torch.Tensor]], means: Sequence[torch.Tensor]):
-    """Own-user match rates of each candidate's representatives against the users' mean photos.
-
-    Returns ``(matrices, match)``: ``matrices[name] = (MSE matrix, SSIM matrix)`` (``(U, U)``, entry [i, j]:
-    representative i against user j's mean photo) and ``match[name] = (rate by MSE, rate by SSIM)``.
-
-    Raises:
-        ValueError: as :func:`~gitutor.attacks.user_level.user_distance_matrix` (fewer than 2 users, shapes).
-    """
-    matrices = {name: (user_distance_matrix(reps, means), user_distance_matrix(reps, means, ssim))
-                for name, reps in candidates.items()}
-    match = {name: (own_user_match_rate(m), own_user_match_rate(s, better="higher")) for name, (m, s) in matrices.items()}
-    return matrices, match
-
-
 def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
     """The "differences" column: how the run differs from the paper's setup (§3, Table 1)."""
     from gitutor.priors import PRIOR_TRAIN_FACES
@@ -74,43 +59,77 @@ def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
                                   f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"))
 
 
-def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, match: tuple[float, float], spread_ratio: float, ordering: str,
+def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
                  intervals: Mapping[str, tuple[float, float]], users: int, differences: str) -> list[dict]:
-    """The results rows of chapter 05 (see :mod:`gitutor.results`).
+    """The results rows of chapter 05 (see :mod:`gitutor.results`); the first is the headline.
+
+    Headline: the paper's central claim that the representative reveals *who* the user is (§1,
+    Table 1b), tested by the pairing score on standardised images (brightness cannot win it), with
+    its 95 % interval over users. The paper has no such number (its identity evidence is a DeepFace
+    facial similarity), so the row carries no verdict; whether it lies above chance is in its setting.
 
     Args:
         rows: :func:`gitutor.studies.diffusion_user_level.evaluate_users`'s per-method rows.
-        match: DiffULA's own-user match rates (by MSE, by SSIM). spread_ratio: mean pairwise MSE of DiffULA's
-            representatives over that of the users' mean photos. ordering, intervals: the MSE ordering verdict
-            and ``{method: (mean, 95 % half-width)}`` of IG matched, DiffULA, intra-user (in that order).
+        identity: :func:`gitutor.studies.user_level_identity.identity_study`'s output.
+        effect: :func:`gitutor.studies.user_level_identity.prior_effect` of DiffULA against user-level IG.
+        ordering, intervals: the MSE ordering verdict and ``{method: (mean, 95 % half-width)}`` of IG
+            matched, DiffULA, intra-user (in that order).
         users: U. differences: the profile's differences from the paper.
     """
-    def row(quantity, setting, paper, value, unit, better=None):
+    from gitutor.results import interval_fields
+    from gitutor.stats import success_interval
+
+    from gitutor.studies.user_level_identity import above_chance, score_interval
+
+    def row(quantity, setting, paper, value, unit, better=None, summary=None, digits=4, **extra):
         return dict(quantity=quantity, setting=setting, paper=paper, this_run=value, unit=unit,
-                    differences=differences) | ({"better": better} if better else {})
+                    differences=differences) | ({"better": better} if better else {}) \
+            | interval_fields(summary, digits) | extra
 
     diff, ig, intra, user_ig = "DiffULA (diffusion prior)", "IG sample-level (matched)", "intra-user", "IG user-level, no prior"
     order_text = "; ".join(f"{name.split(' (')[0]} {m:.4f} ± {h:.4f}" for name, (m, h) in intervals.items())
-    rate = {name: average(rows, name, "face_rate") for name in (diff, ig, intra)}
-    lpips = average(rows, diff, "lpips")
-    return [
-        row("own-user match rate", f"DiffULA, MSE to the user's mean photo, {users} users (chance {1 / users:.2f})",
-            "not reported", round(match[0], 3), "fraction"),
-        row("own-user match rate", f"DiffULA, SSIM to the user's mean photo, {users} users (chance {1 / users:.2f})",
-            "not reported", round(match[1], 3), "fraction"),
-        row("spread of DiffULA's representatives / spread of the users' mean photos", "mean pairwise MSE ratio",
-            "not reported", round(spread_ratio, 3), "ratio"),
+    small = f"{users} users: n small, intervals wide"
+    pairing, same = identity["intervals"], identity["same_intervals"]
+    rates = {diff: success_interval([r["face_rate"] > 0.5 for r in rows[diff]]),
+             ig: score_interval([r["face_rate"] for r in rows[ig]]),
+             intra: score_interval([r["face_rate"] for r in rows[intra]])}
+    mses = {name: interval([r["mse"] for r in rows[name]], bounds=(0.0, 1.0)) for name in (diff, intra, ig, user_ig)}
+    no_prior = "not reported (the paper has no user-level run without the prior)"
+    out = [
+        row("own user identified: pairing score, images standardised (brightness cannot win)",
+            f"DiffULA, all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}; {small}",
+            "not reported (its identity evidence: DeepFace facial similarity 0.574)", round(pairing[diff].mean, 3),
+            "fraction of pairs", "higher", pairing[diff], 3, headline=True),
+        row("own user identified: pairing score, same-label users only",
+            f"DiffULA, chance 0.50: {above_chance(same[diff])}; {small}", "not reported",
+            "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3),
+        row("own user identified: pairing score, IG user level without prior",
+            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[user_ig])}", no_prior,
+            round(pairing[user_ig].mean, 3), "fraction of pairs", None, pairing[user_ig], 3),
+    ]
+    for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3)):
+        summary = effect["intervals"][metric]
+        out.append(row(f"{metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
+                       f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
+                       round(summary.mean, digits), unit, None, summary, digits))
+    out += [
         row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
             "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
-        row("face detection rate, DiffULA (realism, not identity)", f"B = 30, one image per user, {users} users", 1.00, round(rate[diff], 2), "fraction", "higher"),
-        row("face detection rate, Inverting Gradients", "B = 30 (paper: sample level)", 0.03, round(rate[ig], 2), "fraction"),
-        row("face detection rate, original batch", "B = 30", 0.95, round(rate[intra], 2), "fraction"),
-        row("MSE, DiffULA", "B = 30", 0.4210, round(average(rows, diff, "mse"), 4), "MSE"),
-        row("MSE, intra-user", "B = 30", 0.4981, round(average(rows, intra, "mse"), 4), "MSE"),
-        row("MSE, Inverting Gradients (matched)", "B = 30", 0.3192, round(average(rows, ig, "mse"), 4), "MSE"),
-        row("MSE, IG user level without prior", "B = 30", "not reported", round(average(rows, user_ig, "mse"), 4), "MSE"),
-        row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"),
+        row("face detection rate, DiffULA (realism, not identity)", f"B = 30, one image per user, {small}", 1.00,
+            round(rates[diff].mean, 2), "fraction", "higher", rates[diff], 2),
+        row("face detection rate, Inverting Gradients", "B = 30 (paper: sample level)", 0.03,
+            round(rates[ig].mean, 2), "fraction", None, rates[ig], 2),
+        row("face detection rate, original batch", "B = 30", 0.95, round(rates[intra].mean, 2), "fraction",
+            None, rates[intra], 2),
+        row("MSE, DiffULA", "B = 30", 0.4210, round(mses[diff].mean, 4), "MSE", None, mses[diff]),
+        row("MSE, intra-user", "B = 30", 0.4981, round(mses[intra].mean, 4), "MSE", None, mses[intra]),
+        row("MSE, Inverting Gradients (matched)", "B = 30", 0.3192, round(mses[ig].mean, 4), "MSE", None, mses[ig]),
+        row("MSE, IG user level without prior", "B = 30", "not reported", round(mses[user_ig].mean, 4), "MSE",
+            None, mses[user_ig]),
     ]
+    lpips = average(rows, diff, "lpips")
+    out.append(row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"))
+    return out
 
 
 def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
@@ -135,33 +154,6 @@ def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
             "clip_plain": binds(plain[0]),
             "max_difference": float((plain[0].images - plain[1].images).abs().max()),
             "clip_weighted": binds(weighted)}
-
-
-def match_comparison(matrices: Mapping[str, tuple[np.ndarray, np.ndarray]], first: str, second: str,
-                     names: tuple[str, str]) -> dict[str, str]:
-    """Own-user match of two representatives compared beyond noise: per metric (``"mse"``,
-    ``"ssim"``) :func:`gitutor.stats.compare` of the Wilson 95 % intervals
-    (:func:`gitutor.stats.success_interval`) of :func:`~gitutor.attacks.user_level.own_user_matches` — ``"A > B"`` with
-    ``names`` only when the intervals separate, else "not resolved at this budget".
-
-    ``matrices``: :func:`identity_study`'s first output; ``first``/``second``: two of its keys.
-
-    Raises:
-        KeyError: if ``first`` or ``second`` is not in ``matrices``.
-    """
-    from gitutor.stats import compare, success_interval
-
-    result = {}
-    for index, (metric, better) in enumerate((("mse", "lower"), ("ssim", "higher"))):
-        a, b = (success_interval(own_user_matches(matrices[key][index], better)) for key in (first, second))
-        result[metric] = compare(a, b, names)
-    return result
-
-
-def match_table(match: Mapping[str, tuple[float, float]]) -> str:
-    """Markdown table of own-user match rates: one row per representative, by MSE and by SSIM."""
-    return markdown_table(["representative", "by MSE", "by SSIM"],
-                          [[name, f"{a:.2f}", f"{b:.2f}"] for name, (a, b) in match.items()])
 
 
 #: Table 1a's MSE ordering, lowest first: the paper's IG (matched) < DiffULA < intra-user.

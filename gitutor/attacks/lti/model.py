@@ -34,7 +34,8 @@ class InversionMLP(nn.Module):
         seed: seed of the initial weights (PyTorch's default Linear initialisation, drawn under
             ``torch.random.fork_rng`` so the global generator is left untouched).
 
-    ``forward`` maps ``(N, in_dim)`` to ``(N, B, C, H, W)`` in (0, 1).
+    ``forward`` maps ``(N, in_dim)`` to ``(N, B, C, H, W)`` in (0, 1). It first standardises its
+    input, (features − ``shift``) / ``scale``: identity until :meth:`standardise_from` sets them.
 
     Raises:
         ValueError: for non-positive sizes or a bad ``image_shape`` (not ``(C, H, W)``, e.g.
@@ -59,11 +60,32 @@ class InversionMLP(nn.Module):
                 nn.Linear(hidden, hidden), nn.ReLU(),
                 nn.Linear(hidden, batch_size * math.prod(image_shape)), nn.Sigmoid(),
             )
+        self.register_buffer("shift", torch.zeros(in_dim))
+        self.register_buffer("scale", torch.ones(in_dim))
+
+    def standardise_from(self, features: torch.Tensor) -> None:
+        """Set ``shift``/``scale`` to the per-coordinate mean and standard deviation of ``features``
+        ``(N, in_dim)`` (the training pairs; a constant coordinate keeps scale 1).
+
+        An affine map the first linear layer could learn itself, but slowly: the undefended gradient's
+        coordinates are ~10× smaller than sign compression's ±1 (summed by the hash), so with
+        PyTorch's default initialisation and a short training the undefended g_θ is the under-trained
+        one (chapter 06 measures it). Not in Wu et al.'s description.
+
+        Raises:
+            ValueError: if ``features`` is not a finite ``(N >= 2, in_dim)`` tensor.
+        """
+        if features.dim() != 2 or features.shape[1] != self.in_dim or len(features) < 2 \
+                or not torch.isfinite(features).all():
+            raise ValueError(f"features must be a finite (N >= 2, {self.in_dim}) tensor, got {tuple(features.shape)}")
+        std = features.float().std(0)
+        self.shift.copy_(features.float().mean(0))
+        self.scale.copy_(torch.where(std > 1e-8, std, torch.ones_like(std)))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         if features.dim() != 2 or features.shape[1] != self.in_dim:
             raise ValueError(f"InversionMLP expects (N, {self.in_dim}) gradient features, got {tuple(features.shape)}")
-        return self.net(features).view(-1, self.batch_size, *self.image_shape)
+        return self.net((features - self.shift) / self.scale).view(-1, self.batch_size, *self.image_shape)
 
 
 def _check_batches(reconstructed: torch.Tensor, images: torch.Tensor) -> None:
@@ -97,7 +119,7 @@ def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor)
 def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor, images: torch.Tensor, *,
                           epochs: int, lr: float = 1e-4, batch_size: int = 256, val_fraction: float = 0.1,
                           lr_drop_at: float = 0.75, seed: int = 0, device: str | torch.device = "cpu",
-                          progress: bool = True) -> dict[str, list[float]]:
+                          progress: bool = True, standardise: bool = False) -> dict[str, list[float]]:
     """Fit g_θ on auxiliary pairs by minimising Eq. 2 with the loss of Eq. 3 (Wu et al. §4.1).
 
     Adam with learning rate ``lr``, multiplied by 0.1 after ``lr_drop_at`` of the epochs (the paper:
@@ -110,6 +132,8 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
         images: ``(N, B, C, H, W)`` the batches behind them, in [0, 1] (g_θ ends in a sigmoid).
         epochs: number of passes over the training part (≥ 1).
         seed: seed of the train/validation split and of the mini-batch order.
+        standardise: first set g_θ's input standardisation from the training part of ``features``
+            (:meth:`InversionMLP.standardise_from`); False (Wu et al.): raw features.
 
     Returns:
         ``{"train_loss": [...], "val_loss": [...], "lr": [...]}``, one float per epoch
@@ -146,6 +170,8 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
     if n_val >= features.shape[0]:
         raise ValueError("the validation split leaves no training pair; use more data or a smaller val_fraction")
     val_idx, train_idx = order[:n_val], order[n_val:]
+    if standardise:
+        inversion_model.standardise_from(features[train_idx])
     inversion_model.to(device)
     optimizer = torch.optim.Adam(inversion_model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[int(lr_drop_at * epochs)], gamma=0.1)
