@@ -77,7 +77,7 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
         users: U. differences: the profile's differences from the paper.
     """
     from gitutor.results import interval_fields
-    from gitutor.stats import success_interval
+    from gitutor.stats import interval, success_interval
 
     from gitutor.studies.user_level_identity import above_chance, score_interval
 
