@@ -153,7 +153,7 @@ def test_timing_rows_keep_seconds_apart_from_results(tmp_path):
     cfg = gitutor.get_profile("05_diffusion_user_level", "quick")
     timings = report.timing_rows(cfg, {"DiffULA (diffusion prior)": [10.0, 12.0]}, 99.94, "quick", "test")
     assert [t["this_run"] for t in timings] == [11.0, 99.9] and timings[0]["paper"] == 23.3 * 60
-    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="fraction")], tmp_path,
+    save_results("05_diffusion_user_level", "quick", [dict(timings[1], unit="s")], tmp_path,
                  timings=timings)
 
 
