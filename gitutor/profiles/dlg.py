@@ -3,8 +3,8 @@
 The main setting is the paper's: DLG LeNet, 32×32 images, up to 300 L-BFGS steps. The seed study runs
 10 seeds at that setting (the headline: on how many DLG recovers a recognisable image), all at once in one
 stacked network (``gitutor.attacks.batched_dlg``); a run of the study stops once its gradient distance is
-below ``stop_loss`` (DLG has found the image: the stopped runs were at 23–33 dB, recognisable, not all
-pixel-exact), which halves the cost of a success. Failures (distance still high after 300 steps) are rerun
+below ``stop_loss`` (DLG has found the image: the stopped runs are recognisable, though not all
+pixel-exact; the page shows their PSNR), which halves the cost of a success. Failures (distance still high after 300 steps) are rerun
 from a new dummy start, as an attacker who sees the distance would. The batch, data and defense sweeps use
 16×16 images, where DLG converges within about 35 steps. One 32×32 L-BFGS step of one run costs about
 0.075 s of one CPU core.
@@ -20,7 +20,7 @@ QUICK = {
     "num_classes": 100,              # DLG LeNet for CIFAR-100
     "iterations": 300,               # L-BFGS steps of the main setting (the paper's 300)
     "record_every": 10,
-    "data": "whole photographs bundled with scikit-image, resized to 32×32",
+    "data": "whole photographs of real scenes bundled with scikit-image, resized to 32×32",
     "source": "photos",              # CIFAR-100 stand-in
     "extra_sources": ["digits"],     # scikit-learn digits, an MNIST stand-in
     "progress": False,               # no progress bars in the rendered book

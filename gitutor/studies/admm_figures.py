@@ -16,7 +16,7 @@ import torch
 from gitutor.metrics import mse
 from gitutor.studies.admm_report import snapshot_curve
 from gitutor.studies.admm_rounds import NAMES
-from gitutor.studies.figures import comparison_grid, stacked_strip
+from gitutor.studies.figures import stacked_strip
 from gitutor.viz import plot_curves
 
 #: The attacks whose loss is DLG's squared gradient distance (the loss panel of :func:`attack_curves`).
@@ -47,21 +47,28 @@ def data_figure(data: Mapping, count: int):
 
 def final_grid(runs: Mapping, data: Mapping, kind: str, count: int):
     """The report's comparison on every attacked image of one kind: the true images on top, then one row
-    per attack with its final reconstruction (clipped to [0, 1]) (:func:`~gitutor.studies.figures
-    .comparison_grid`). Returns the figure."""
-    images = data[kind][0][:count]
-    names = list(runs[kind, 0])
-    found = {name: torch.cat([runs[kind, i][name].images.clamp(0, 1) for i in range(count)]) for name in names}
-    return comparison_grid(images, found, title=f"{NAMES[kind]}: final reconstructions")
+    per attack with its final reconstruction (clipped to [0, 1]), each row named on its left. Returns the
+    figure."""
+    names = ["truth", *runs[kind, 0]]
+    fig, axes = plt.subplots(len(names), count, figsize=(0.8 * count + 1.6, 0.8 * len(names) + 0.4), squeeze=False)
+    for row, name in enumerate(names):
+        for col in range(count):
+            image = data[kind][0][col] if name == "truth" else runs[kind, col][name].images[0].clamp(0, 1)
+            axes[row, col].imshow(image.permute(1, 2, 0).squeeze(-1).cpu(), cmap="gray", vmin=0, vmax=1)
+            axes[row, col].set_xticks([]), axes[row, col].set_yticks([])
+        axes[row, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
+    fig.suptitle(f"{NAMES[kind]}: final reconstructions", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def reconstruction_strips(runs: Mapping, data: Mapping, columns: int = 9) -> list:
-    """Fig. 1 per data kind: one row per attack on the kind's first image, its snapshots over the
-    L-BFGS steps, the true image last (:func:`gitutor.studies.figures.stacked_strip`). Returns the
+    """Fig. 1 per data kind: one row per L-BFGS attack (:data:`MATCHING_LOSS`) on the kind's first image,
+    its snapshots over the L-BFGS steps, the true image last (:func:`gitutor.studies.figures.stacked_strip`). Returns the
     figures, one per kind."""
     figures = []
     for kind, (images, _) in data.items():
-        snapshots = {name: result.snapshots for name, result in runs[kind, 0].items()}
+        snapshots = {name: result.snapshots for name, result in runs[kind, 0].items() if name in MATCHING_LOSS}
         figures.append(stacked_strip(snapshots, images[:1], columns=columns,
                                      title=f"{NAMES[kind]}: reconstructions over L-BFGS steps"))
     return figures

@@ -49,6 +49,10 @@ def loss_growth(result: AttackResult) -> float:
     return loss[-1] / loss[0]
 
 
+def _span(summary: Interval, digits: int) -> str:
+    return f"[{summary.low:.{digits}f}, {summary.high:.{digits}f}]"
+
+
 def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], rates: Mapping[str, Interval],
                  closed_form_error: float, lowest_cosine: float) -> list[dict]:
     """The paper-vs-run rows of the results record.
@@ -80,11 +84,11 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], rates: M
 
     rows = [row("ADMM increments resist DLG and iDLG: log10(MSE of X-ADMM / MSE of X), the smaller of "
                 "X = DLG, iDLG per image", 2.0, round(gaps["both"].mean, 2),
-                "log10 ratio, mean (95 % interval); paper: clear vs noise, read as ≥ 100×", better="higher",
-                headline=True, **interval_fields(gaps["both"], 2))]
+                f"log10 ratio, mean; 95 % interval {_span(gaps['both'], 2)}; paper: clear vs noise, read as "
+                "≥ 100×", better="higher", headline=True, **interval_fields(gaps["both"], 2))]
     rows += [row(f"log10(MSE of {name}-ADMM / MSE of {name})", 2.0, round(gaps[name].mean, 2),
-                 "log10 ratio, mean (95 % interval)", better="higher", **interval_fields(gaps[name], 2))
-             for name in ("DLG", "iDLG")]
+                 f"log10 ratio, mean; 95 % interval {_span(gaps[name], 2)}", better="higher",
+                 **interval_fields(gaps[name], 2)) for name in ("DLG", "iDLG")]
     papers = {"DLG": "clear by ~280 iterations (Fig. 1)", "iDLG": "clear by ~280 iterations (Fig. 1)",
               "DLG-ADMM": "noise (Fig. 1)", "iDLG-ADMM": "noise (Fig. 1)"}
     for name, rate in rates.items():

@@ -21,7 +21,8 @@ from torch import nn
 
 from gitutor.attacks import (AttackResult, adaptive_admm_inversion, cosine_gradient_distance, dlg, dlg_admm,
                              fc_weight_index, idlg_admm)
-from gitutor.data import OfflineDataError, digits, lfw_faces, resize, torchvision_images, whole_photographs
+from gitutor.data import (REAL_PHOTOGRAPHS, OfflineDataError, digits, lfw_faces, resize, torchvision_images,
+                          whole_photographs)
 from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gradient
 from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
@@ -34,8 +35,7 @@ BUNDLED = ("digits", "photos", "lfw")
 TORCHVISION = {"mnist": "MNIST(root, train=False, download=True)", "cifar100": "CIFAR100(root, train=False, download=True)",
                "lfw_people": "LFWPeople(root, split='test', download=True)"}
 #: Real photographs bundled with scikit-image (no drawings or silhouettes): the CIFAR-100 stand-in.
-PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "clock", "stereo_motorcycle",
-               "retina", "immunohistochemistry", "hubble_deep_field")
+PHOTOGRAPHS = REAL_PHOTOGRAPHS
 #: ``data_root`` value that loads the bundled stand-in of every torchvision kind (offline smoke runs).
 BUNDLED_ROOT = "bundled"
 STAND_INS = {"mnist": "digits", "cifar100": "photos", "lfw_people": "lfw"}

@@ -17,8 +17,8 @@ from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
 
 
-def _interval(rate: Interval) -> str:
-    return f"{rate.mean:.2f} [{rate.low:.2f}, {rate.high:.2f}]"
+def _span(rate: Interval) -> str:
+    return f"[{rate.low:.2f}, {rate.high:.2f}]"
 
 
 def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows: Sequence[Mapping],
@@ -58,17 +58,19 @@ def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows:
 
     rows = [
         row(f"DLG recovers the B = 1 image: seeds with PSNR ≥ {T:.0f} dB (recognisable)", study,
-            1.0, round(recognisable.mean, 3), f"fraction of {n} seeds (95 % Wilson interval)", better="higher",
+            1.0, round(recognisable.mean, 3), f"fraction of {n} seeds; 95 % Wilson interval {_span(recognisable)}",
+            better="higher",
             headline=True, **interval_fields(recognisable, 3)),
         row("PSNR, DLG, B = 1 (main run)", f"{cfg.iterations} L-BFGS steps, seed {seed}",
             "pixel-wise accurate (MSE ≈ 0)", round(main["psnr"], 2), "dB"),
         row(f"seeds that fail (PSNR < {T:.0f} dB)", study, "strongly seed dependent (report §6)",
-            round(1 - recognisable.mean, 3), f"fraction of {n} seeds (95 % Wilson interval)",
+            round(1 - recognisable.mean, 3),
+            f"fraction of {n} seeds; 95 % Wilson interval [{1 - recognisable.high:.2f}, {1 - recognisable.low:.2f}]",
             low=round(1 - recognisable.high, 3), high=round(1 - recognisable.low, 3)),
         row("failed seeds recognisable after one restart (new dummy start)", f"{len(failed)} failed of {n}",
             "not in the paper (beyond-the-paper row)", f"{saved['restart']} of {len(failed)}", "seeds"),
         row("DLG label accuracy", f"{n} seeds", 0.833, round(labels.mean, 3),
-            "fraction (iDLG paper, CIFAR-100; 95 % Wilson interval)", better="higher",
+            f"fraction (iDLG paper, CIFAR-100); 95 % Wilson interval {_span(labels)}", better="higher",
             **interval_fields(labels, 3)),
         row("PSNR, label known (iDLG setting)", f"{cfg.known_iterations} L-BFGS steps, seed {seed}",
             "clear by ~280 iterations", round(known_psnr, 2), "dB"),

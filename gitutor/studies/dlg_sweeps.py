@@ -20,7 +20,7 @@ from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
 from gitutor.attacks.batched_dlg import batched_dlg
-from gitutor.data import digits, torchvision_images, whole_photographs
+from gitutor.data import REAL_PHOTOGRAPHS, digits, torchvision_images, whole_photographs
 from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
 from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim
@@ -35,7 +35,8 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
              data_root: str = "data", device: str | torch.device = "cpu"):
     """``(model, x, y)``: the DLG LeNet (U(−0.5, 0.5) from ``seed``) and a private batch drawn by ``seed``.
 
-    ``"photos"``: whole bundled photographs (photo ``seed mod 12`` first) with random labels; ``"digits"``:
+    ``"photos"``: whole bundled photographs of real scenes (:data:`gitutor.data.REAL_PHOTOGRAPHS`, photo
+    ``seed mod 12`` first) with random labels; ``"digits"``:
     scikit-learn digits; ``"cifar100"``/``"mnist"``: torchvision test images from ``data_root`` (full
     profile). Grey images are replicated to 3 channels. ``x`` is ``(batch_size, 3, size, size)``.
 
@@ -47,7 +48,7 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
     generator = make_generator(seed)
     model = init_uniform_(LeNet(num_classes=num_classes, in_channels=3, image_size=size), 0.5, make_generator(seed))
     if source == "photos":
-        pool = whole_photographs(size)
+        pool = whole_photographs(size, REAL_PHOTOGRAPHS)
         images = pool[[(seed + i) % len(pool) for i in range(batch_size)]]
         labels = torch.randint(num_classes, (batch_size,), generator=generator)
     elif source == "digits":
