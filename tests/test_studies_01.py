@@ -35,9 +35,11 @@ def test_defense_sweep_without_defense_is_dlg_on_the_clients_gradient():
     sweep = sweeps.defense_sweep(model, x, y, prune_rates=[0.5], noise_variances=[1.0], iterations=2)
     assert list(sweep) == [("none", 0.0), ("prune", 0.5), ("noise", 1.0)]
     direct = dlg(model, client_gradients(model, x, y), x.shape, 10, iterations=2, seed=0)
-    assert torch.equal(sweep["none", 0.0][1], direct.images)
-    assert sweep["none", 0.0][0] == pytest.approx(float(psnr(direct.images, x).mean()))
-    assert not torch.equal(sweep["noise", 1.0][1], direct.images)  # the server attacked the defended gradient
+    # every strength runs at once (batched_dlg, tested to follow dlg to rounding in float64); in float32
+    # the chaotic first L-BFGS steps amplify rounding, so compare the PSNR of the image clipped to [0, 1]
+    assert sweep["none", 0.0][0] == pytest.approx(float(psnr(direct.images.clamp(0, 1), x).mean()), abs=1.0)
+    assert 0 <= float(sweep["none", 0.0][1].min()) and float(sweep["none", 0.0][1].max()) <= 1
+    assert not torch.equal(sweep["noise", 1.0][1], sweep["none", 0.0][1])  # the server attacked the defended gradient
 
 
 def test_first_stopping_is_the_weakest_defense_below_the_level():
@@ -46,6 +48,52 @@ def test_first_stopping_is_the_weakest_defense_below_the_level():
     assert sweeps.first_stopping(sweep, "prune", 30.0) == 0.3
     assert sweeps.first_stopping(sweep, "prune", 20.0) == 0.5
     assert sweeps.first_stopping(sweep, "noise", 30.0) is None
+
+
+def test_stopping_from_needs_every_stronger_level_to_stay_below():
+    sweep = {("none", 0.0): (35.0, None), ("prune", 0.1): (33.0, None), ("prune", 0.2): (12.0, None),
+             ("prune", 0.3): (19.3, None), ("prune", 0.5): (11.0, None), ("prune", 0.7): (8.0, None),
+             ("noise", 1e-4): (19.3, None), ("noise", 1e-2): (16.0, None)}
+    # 0.2 fails between two recognisable levels: DLG is stopped only from 0.5 on
+    assert sweeps.stopping_from(sweep, "prune", 15.0) == 0.5
+    assert sweeps.first_stopping(sweep, "prune", 15.0) == 0.2
+    assert sweeps.stopping_from(sweep, "noise", 15.0) is None   # 19.3 dB at 1e-4 is recognisable
+    with pytest.raises(ValueError, match="blur"):
+        sweeps.stopping_from(sweep, "blur", 15.0)
+    sentence = dlg_report.defense_sentence("noise", None, sweep, 15.0)
+    assert "no strength tried stops it" in sentence and "at 0.0001 the image is still recognisable (19.3 dB" in sentence
+    assert "from 0.5 on" in dlg_report.defense_sentence("prune", 0.5, sweep, 15.0)
+    table = dlg_report.defense_table(sweep, 15.0)
+    assert "| Gaussian noise (variance) | 0.0001 | 19.3 | yes |" in table and "| pruning (fraction) | 0.2 | 12.0 | no |" in table
+    with pytest.raises(ValueError, match="kind"):
+        dlg_report.defense_sentence("blur", None, sweep, 15.0)
+
+
+def test_noise_ladder_hits_the_requested_psnr_and_stays_an_image():
+    image = torch.full((1, 3, 32, 32), 0.5)
+    rungs = sweeps.noise_ladder(image, [12.0, 20.0], seed=0)
+    assert [round(value) for value, _ in rungs] == [12, 20]   # no clipping at mid-grey
+    assert all(0 <= float(noisy.min()) and float(noisy.max()) <= 1 for _, noisy in rungs)
+    with pytest.raises(ValueError, match="levels"):
+        sweeps.noise_ladder(image, [])
+    fig = dlg_figures.ladder({"grey": rungs}, {"grey": image}, 15.0)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["grey\ntruth", f"{rungs[0][0]:.1f} dB ✗", f"{rungs[1][0]:.1f} dB ✓"]
+    with pytest.raises(ValueError, match="truth"):
+        dlg_figures.ladder({"grey": rungs}, {}, 15.0)
+
+
+def test_stop_loss_ends_a_seed_run_once_dlg_has_found_the_image_and_failures_restart():
+    full = sweeps.seed_study([0], iterations=40, record_every=5, **CASE)[0]
+    stopped = sweeps.seed_study([0], iterations=40, record_every=5, stop_loss=1e-3, **CASE)[0]
+    assert stopped["steps"] < full["steps"] and stopped["loss"] < 1e-3 and stopped["psnr"] > 30
+    assert stopped["result"].snapshots[-1][0] == stopped["steps"] == stopped["result"].info["stopped_at"]
+    assert 0 <= full["ssim"] <= 1 and stopped["label_ok"]
+    # a run whose distance stays above stop_loss is the failure an attacker sees; it restarts elsewhere
+    again = sweeps.restart_failures([dict(full, loss=1.0), dict(stopped, seed=1)], stop_loss=1e-3, iterations=2,
+                                    record_every=1, **CASE)
+    assert list(again) == [0] and again[0]["result"].snapshots[0][1].shape == (1, 3, 16, 16)
+    with pytest.raises(ValueError, match="stop_loss"):
+        sweeps.seed_study([0], iterations=2, stop_loss=0.0, **CASE)
 
 
 def test_psnr_curves_follow_the_snapshots_and_find_the_first_success():
@@ -72,33 +120,57 @@ def test_batch_and_source_sweeps_score_matched_reconstructions():
 def test_figures_mark_success_and_refuse_empty_input():
     assert dlg_figures._mark(31, 30) == "✓" and dlg_figures._mark(25, 30, 20) == "~" and dlg_figures._mark(10, 30, 20) == "✗"
     with pytest.raises(ValueError, match="rows"):
-        dlg_figures.seed_grid([], 30.0)
+        dlg_figures.seed_grid([], 30.0, 15.0)
 
 
-def test_chapter_rows_are_valid_records_with_a_label_verdict(tmp_path):
+def _seed_rows(psnrs, labels=None):
+    return [{"seed": i, "psnr": v, "ssim": 0.5, "label_ok": True if labels is None else labels[i], "loss": 1e-5,
+             "steps": 100} for i, v in enumerate(psnrs)]
+
+
+def _rows(cfg, psnrs, **changes):
+    seed_rows = _seed_rows(psnrs)
+    failed = [r["seed"] for r in seed_rows if r["psnr"] < cfg.recognisable_psnr]
+    arguments = dict(main={"psnr": 41.234}, known_psnr=12.0, seed_rows=seed_rows,
+                     rescued={"restart": {s: {"psnr": 40.0} for s in failed}},
+                     batch_rows=[{"B": 4, "psnr": 9.5}], stopping={"prune": 0.3, "noise": None}, scale={"rms": 0.01})
+    return chapter_rows(cfg, 0, **{**arguments, **changes})
+
+
+def test_chapter_rows_headline_is_recognisable_fraction_with_its_wilson_interval(tmp_path):
     cfg = chapter_settings(gitutor.get_profile("01_dlg", "quick"))
-    rate = success_interval([True, False])
-    rows = chapter_rows(cfg, 0, main={"psnr": 41.234}, known_psnr=12.0,
-                        rates={"fixed step (DLG code)": rate, "strong-Wolfe line search": rate}, label_rate=1.0,
-                        batch_rows=[{"B": 4, "psnr": 9.5}], thresholds={("prune", 30.0): 0.3, ("noise", 30.0): None},
-                        scale={"rms": 0.01})
+    assert len(cfg.seeds) >= 10 and len(cfg.prune_rates) >= 4 and len(cfg.noise_variances) >= 4
+    rows = _rows(cfg, [40.0] * 10)
     save_results("01_dlg", "quick", rows, tmp_path)  # raises on a malformed row
+    headline = [r for r in rows if r.get("headline")]
+    assert len(headline) == 1 and headline[0]["paper"] == 1.0 and headline[0]["this_run"] == 1.0
+    wilson = success_interval([True] * 10)
+    assert (headline[0]["low"], headline[0]["high"]) == (round(wilson.low, 3), 1.0)
+    assert verdict(headline[0]) == "not resolved"   # ten of ten cannot tell 1.0 from 0.72
+    assert verdict(next(r for r in _rows(cfg, [40.0] * 5 + [6.0] * 5) if r.get("headline"))) == "falls short"
     label = next(r for r in rows if r["quantity"] == "DLG label accuracy")
-    wilson = success_interval([True] * len(cfg.seeds))  # every seed's label recovered
-    assert (label["low"], label["high"], label["n"]) == (round(wilson.low, 2), 1.0, len(cfg.seeds))
-    # judged by its interval (issue 27): all seeds right is "not resolved" while the interval holds 0.833
-    assert verdict(label) == ("meets" if label["low"] >= 0.95 * 0.833 else "not resolved")
-    assert rows[0]["this_run"] == 41.23
-    assert label["setting"].endswith(f"95 % interval [{wilson.low:.2f}, {wilson.high:.2f}]")
+    assert label["paper"] == 0.833 and verdict(label) == "not resolved" and 0 <= label["low"] <= label["high"] <= 1
+    assert rows[1]["this_run"] == 41.23
+    failures = next(r for r in _rows(cfg, [40.0] * 7 + [6.0] * 3) if r["quantity"].startswith("seeds that fail"))
+    assert failures["this_run"] == 0.3 and 0 < failures["low"] < 0.3 < failures["high"] < 1
+    restart = next(r for r in _rows(cfg, [40.0] * 8 + [6.0] * 2) if "restart" in r["quantity"])
+    assert restart["this_run"] == "2 of 2"
     assert rows[-1]["this_run"] == "none tried" and "gradient RMS 0.01" in rows[-1]["setting"]
+    assert rows[-2]["this_run"] == "0.3"
     assert len({row["differences"] for row in rows}) == 1  # the table states them once
     with pytest.raises(KeyError):
-        chapter_rows(cfg, 0, main={"psnr": 1.0}, known_psnr=1.0, rates={}, label_rate=0.0, batch_rows=[{"B": 1, "psnr": 1.0}],
-                     thresholds={}, scale={"rms": 1.0})
+        _rows(cfg, [40.0], rescued={})
+
+
+def test_seed_dependence_sentence_reads_the_failure_interval():
+    assert dlg_report.seed_dependence(_seed_rows([40.0] * 10), 15.0).startswith("No seed of 10 failed")
+    assert "depends strongly on the seed" in dlg_report.seed_dependence(_seed_rows([40.0] * 5 + [6.0] * 5), 15.0)
+    assert "cannot rule out that failures are rare" in dlg_report.seed_dependence(_seed_rows([40.0] * 9 + [6.0]), 15.0)
+    assert dlg_report.seed_dependence(_seed_rows([6.0] * 3), 15.0).startswith("Every seed of 3 failed")
 
 
 def _run(seed, value, label_ok=True):
-    return {"seed": seed, "psnr": value, "ssim": 0.5, "label_ok": label_ok}
+    return {"seed": seed, "psnr": value, "ssim": 0.5, "label_ok": label_ok, "loss": 2e-5, "steps": 120}
 
 
 def test_success_rates_and_seed_table_read_the_same_runs():
@@ -106,11 +178,11 @@ def test_success_rates_and_seed_table_read_the_same_runs():
     rates = sweeps.success_rates(studies, 30.0)
     assert rates["fixed"].mean == 0.5 and rates["fixed"].n == 2 and rates["wolfe"].mean == 1.0
     table = dlg_report.seed_table(studies, {("fixed", 0): 10, ("fixed", 1): None, ("wolfe", 0): 20,
-                                            ("wolfe", 1): 30}, 30.0)
+                                            ("wolfe", 1): 30}, 30.0, 15.0)
     lines = table.splitlines()
-    assert len(lines) == 2 + 4 and "| fixed | 1 | 12.0 | 0.500 | ✗ | ✗ | not reached |" in lines
+    assert len(lines) == 2 + 4 and "| fixed | 1 | 12.0 | 0.500 | ✗ | ✗ | 120 | 2.0e-05 | not reached |" in lines
     with pytest.raises(KeyError):
-        dlg_report.seed_table(studies, {}, 30.0)
+        dlg_report.seed_table(studies, {}, 30.0, 15.0)
 
 
 def test_noise_table_puts_sigma_next_to_the_gradient_scale_and_summaries_read_their_sweeps():
@@ -133,6 +205,7 @@ def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
     assert len(fig.axes) == 2 and len(fig.axes[1].lines[0].get_xdata()) == len(result.snapshots)
     curves = {"run, seed 0": ((0, 10), (5.0, 31.0))}
     assert dlg_figures.psnr_curves(curves, 30.0).axes[0].get_lines()[-1].get_ydata()[0] == 30.0
+    assert dlg_figures.psnr_curves(curves, 30.0, 15.0).axes[0].get_lines()[-1].get_ydata()[0] == 15.0
     grids = dlg_figures.batch_grids([{"B": 2, "psnr": 10.0, "images": torch.rand(4, 3, 8, 8)}])
     assert len(grids) == 1 and "B = 2" in grids[0]._suptitle.get_text()
     plt.close("all")
@@ -142,3 +215,14 @@ def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
         dlg_figures.psnr_curves({}, 30.0)
     with pytest.raises(ValueError):
         dlg_figures.batch_grids([])
+
+
+def test_restart_and_defense_sentences_follow_the_numbers():
+    assert dlg_report.restart_sentence(3, 0).startswith("None of the 3 failures is rescued")
+    assert dlg_report.restart_sentence(2, 2).startswith("Every failure was the dummy start's")
+    assert dlg_report.restart_sentence(3, 1).startswith("A restart rescues 1 of 3")
+    sweep = {("prune", 0.2): (31.3, None), ("prune", 0.3): (25.0, None), ("prune", 0.7): (13.5, None),
+             ("noise", 1e-4): (19.3, None), ("noise", 1e-3): (9.8, None), ("noise", 1e-2): (5.4, None)}
+    assert "a stronger defense than the paper needed" in dlg_report.defense_sentence("prune", 0.7, sweep, 15.0)
+    assert "a weaker defense than the paper needed" in dlg_report.defense_sentence("noise", 1e-3, sweep, 15.0)
+    assert "the paper's threshold" in dlg_report.defense_sentence("noise", 1e-2, sweep, 15.0)

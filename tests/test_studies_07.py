@@ -10,9 +10,10 @@ from gitutor.federated import client_gradients
 from gitutor.models import LeNet, init_uniform_
 from gitutor.profiles import get_profile
 from gitutor.profiles.admm_comparison import SMOKE_PARAMETERS
-from gitutor.studies import admm_report
-from gitutor.studies.admm_rounds import (alignment, alignment_grid, chapter_model, closed_form_errors, first_round,
-                                         load_kinds, naive_and_adaptive_psnr)
+from gitutor.results import save_results, verdict
+from gitutor.studies import admm_compare, admm_report
+from gitutor.studies.admm_rounds import (PHOTOGRAPHS, alignment, alignment_grid, chapter_model, closed_form_errors,
+                                         first_round, load_kinds, naive_and_adaptive_psnr)
 
 
 def _case(seed=0):
@@ -51,8 +52,9 @@ def test_chapter_model_is_the_seeded_dlg_lenet_of_each_kind():
     photos, again = chapter_model(cfg, "photos", 3), chapter_model(cfg, "photos", 3)
     assert all(torch.equal(a, b) for a, b in zip(photos.parameters(), again.parameters()))
     assert float(max(p.detach().abs().max() for p in photos.parameters())) <= 0.5
-    assert photos(torch.rand(1, 3, 32, 32)).shape == (1, 100)
-    assert chapter_model(cfg, "digits", 3)(torch.rand(1, 1, 32, 32)).shape == (1, 10)
+    side = cfg.image_size
+    assert photos(torch.rand(1, 3, side, side)).shape == (1, 100)
+    assert chapter_model(cfg, "digits", 3)(torch.rand(1, 1, side, side)).shape == (1, 10)
 
 
 def test_adaptive_attack_recovers_the_first_round_image_where_dlg_admm_does_not():
@@ -73,54 +75,69 @@ def _result(images, losses):
     return AttackResult(images=images, labels=None, history={"loss": losses}, snapshots=[(0, images + 0.5), (1, images)])
 
 
-def test_summaries_and_rows_follow_the_final_images_clipped_to_the_image_range():
+def test_compare_kind_runs_every_attack_on_every_image_and_the_diagnostics_recover_it():
+    cfg = get_profile("07_admm_comparison", "quick")
+    assert cfg.images_per_kind >= 10
+    data = load_kinds(["digits"], 2, 8, 0, "data", {"digits": 10}, {"digits": 1})
+    images, labels = data["digits"]
+    model = init_uniform_(LeNet(10, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(1))
+    runs = admm_compare.compare_kind(model, images, labels, rho=0.01, lr=0.1, local_steps=1, iterations=15, seed=0,
+                                     record_every=5, cosine_iterations=150, tv_weight=1e-4)
+    assert len(runs) == 2 and all(list(r) == list(admm_compare.ATTACKS) for r in runs)
+    table = admm_compare.scores(runs, images)
+    rates = admm_compare.recovered(table, 15.0)
+    assert rates["DLG-ADMM"].mean == 0 and rates["cosine on −Δ/η"].mean == 1.0   # blind to the factor 2
+    assert [p >= 15 for _, p in table["DLG"]] == [p >= 15 for _, p in table["DLG on −Δ/(2η)"]]
+    with pytest.raises(ValueError, match="images and labels"):
+        admm_compare.compare_kind(model, images, labels[:1], rho=0.01, lr=0.1, local_steps=1, iterations=1, seed=0,
+                                  record_every=1, cosine_iterations=1, tv_weight=0.0)
+
+
+def test_photographs_are_real_and_limited_to_those_bundled():
+    data = load_kinds(["photos"], 11, 16, 0, "data", {"photos": 100}, {"photos": 3})
+    assert data["photos"][0].shape == (11, 3, 16, 16)
+    assert "horse" not in PHOTOGRAPHS and "logo" not in PHOTOGRAPHS
+    with pytest.raises(ValueError, match="photographs"):
+        load_kinds(["photos"], 13, 16, 0, "data", {"photos": 100}, {"photos": 3})
+
+
+def test_gaps_are_paired_log_ratios_with_intervals_and_the_headline_row_follows_them(tmp_path):
+    # per image: MSE of DLG 1e-6, of DLG-ADMM 0.1 (gap 5); iDLG the same except image 2 (gap 1)
+    table = {"DLG": [(1e-6, 60.0)] * 3, "DLG-ADMM": [(0.1, 10.0)] * 3,
+             "iDLG": [(1e-6, 60.0), (1e-6, 60.0), (0.01, 20.0)], "iDLG-ADMM": [(0.1, 10.0)] * 3,
+             "DLG on −Δ/(2η)": [(1e-6, 60.0)] * 3, "cosine on −Δ/η": [(1e-3, 30.0)] * 3}
+    gaps = admm_compare.log_gaps(table)
+    assert gaps["DLG"] == pytest.approx([5.0] * 3) and gaps["both"] == pytest.approx([5.0, 5.0, 1.0])
+    assert admm_compare.log_gaps({**table, "DLG": [(0.0, 99.0)] * 3})["DLG"][0] == pytest.approx(11.0)  # floored
+    intervals = admm_compare.gap_intervals(gaps)
+    rates = admm_compare.recovered(table, 15.0)
+    cfg = get_profile("07_admm_comparison", "quick")
+    rows = admm_report.results_rows({"digits": table}, cfg, gaps=intervals, rates=rates, closed_form_error=3e-4,
+                                    lowest_cosine=0.91234)
+    save_results("07_admm_comparison", "quick", rows, tmp_path)
+    headline = [r for r in rows if r.get("headline")]
+    assert len(headline) == 1 and headline[0]["paper"] == 2.0 and headline[0]["better"] == "higher"
+    assert verdict(headline[0]) == "not resolved"   # [−0.97, 8.97] holds 2
+    assert verdict(next(r for r in rows if r["quantity"].startswith("log10(MSE of DLG-ADMM"))) == "meets"
+    assert all(0 <= r["low"] <= r["high"] <= 1 for r in rows if "recognisable" in r["quantity"])
+    assert rows[-1]["this_run"] == 0.912
+    assert "not resolved" in admm_report.gap_sentence(intervals["both"])
+    assert "beyond image-to-image variation" in admm_report.gap_sentence(intervals["DLG"])
+    assert admm_report.chapter_verdict(intervals["DLG"], rates, 15.0).startswith("Over 3 paired images")
+    assert "| digits (MNIST stand-in) | 3 / 3 (60 dB) | 0 / 3 (10 dB) | 3 / 3 (60 dB) | 0 / 3 (10 dB) |" in \
+        admm_report.rate_table({"digits": table}, 15.0)
+    assert "| all kinds |" in admm_report.gap_table({"digits": intervals}, intervals)
+
+
+def test_summaries_follow_the_final_images_clipped_to_the_image_range():
     truth = torch.full((1, 1, 4, 4), 0.5)
-    # the ADMM dummy left [0, 1] far on the positive side (raw values up to 3.5: gitutor.metrics would
-    # refuse them as 0–255 pixels); it is scored as the image it estimates, clipped to [0, 1]
-    exact, noise = _result(truth.clone(), [1.0, 0.1]), _result(truth + 3.0, [1.0, 4.0])
-    runs = {("digits", 0): {"DLG": exact, "iDLG": exact, "DLG-ADMM": noise, "iDLG-ADMM": noise,
-                            "adaptive ADMM": exact}}
-    data = {"digits": (truth, torch.tensor([3]))}
-    finals = admm_report.final_scores(runs, data, 1)
-    assert finals["digits"]["DLG-ADMM"][0] == pytest.approx(0.25) and finals["digits"]["DLG"][0] == 0
-    assert finals["digits"]["DLG-ADMM"][1] == pytest.approx(6.0206, abs=1e-3)   # 10 log10(1 / 0.25)
-    ok = admm_report.outcomes(finals, 20.0)
-    assert ok["sgd"] == ok["adaptive"] == ok["reproduced"] == ["digits (MNIST stand-in)"] and ok["admm"] == []
+    noise = _result(truth + 3.0, [1.0, 4.0])
+    runs = {("digits", 0): {"DLG-ADMM": noise}}
     assert admm_report.loss_growth(noise) == 4.0 and admm_report.snapshot_curve(noise, truth) == [0.25, 0.25]
     assert admm_report.pixel_range(runs, "DLG-ADMM") == (3.5, 3.5)
-    assert admm_report.loss_growth_note(runs, data) == "4 on digits (MNIST stand-in)"
-    assert admm_report.iterations_note(cfg := get_profile("07_admm_comparison", "quick")).startswith(
-        f"{cfg.iterations['digits']} L-BFGS steps on digits (MNIST stand-in), ")
+    assert admm_report.loss_growth_note(runs, {"digits": None}) == "4 on digits (MNIST stand-in)"
     cfg = get_profile("07_admm_comparison", "quick")
-    gaps = {"DLG": stats.interval([3.0, 3.5, 2.5]), "iDLG": stats.interval([3.0, 3.1, 2.9])}
-    rows = admm_report.results_rows(finals, runs, cfg, closed_form_error=3e-4, lowest_cosine=0.91234, gaps=gaps)
-    assert [r["this_run"] for r in rows if r["quantity"] == "DLG-ADMM final MSE"] == [0.25]
-    assert rows[-1]["this_run"] == 0.912 and len(rows) == 4 + 2 + 2 + 3
-    assert [r["quantity"] for r in rows if r.get("headline")] == ["DLG and iDLG ≥ 100× below their ADMM variants in MSE"]
-    with pytest.raises(ValueError, match="images_per_kind"):
-        admm_report.final_scores(runs, data, 0)
-
-
-def test_the_admm_gap_is_paired_per_image_and_claimed_only_when_both_intervals_clear_two_orders():
-    truth = torch.full((1, 1, 4, 4), 0.5)
-    near = lambda offset: _result(truth + offset, [1.0])  # noqa: E731 - MSE = offset² while |offset| <= 0.5
-    # per image i: DLG off by 1e-3 (i + 1), DLG-ADMM by 0.1 (i + 1): a gap of exactly 4 orders each time
-    runs = {("digits", i): {"DLG": near(1e-3 * (i + 1)), "iDLG": near(1e-3), "DLG-ADMM": near(0.1 * (i + 1)),
-                            "iDLG-ADMM": near(-0.1)} for i in range(3)}
-    data = {"digits": (truth.repeat(3, 1, 1, 1), torch.tensor([1, 2, 3]))}
-    gaps = admm_report.admm_gap(runs, data, 3)
-    assert gaps["DLG"].n == 3 and gaps["DLG"].mean == pytest.approx(4.0, abs=1e-3)
-    assert gaps["DLG"].high - gaps["DLG"].low < 1e-2
-    assert admm_report.gap_verdict(gaps) == "reproduced"
-    values = admm_report.summary(admm_report.final_scores(
-        {**runs, **{k: {**v, "adaptive ADMM": v["DLG"]} for k, v in runs.items()}}, data, 3), gaps, 20.0)
-    assert values["gap_verdict"] == "reproduced" and values["gap_n"] == 3 and values["kinds"] == 1
-    assert "holds beyond run-to-run noise" in admm_report.chapter_verdict(values)
-    runs[("digits", 2)]["iDLG-ADMM"] = near(1e-3)   # one image where ADMM does not hurt: the interval widens
-    assert admm_report.gap_verdict(admm_report.admm_gap(runs, data, 3)) == stats.NOT_RESOLVED
-    # a dummy far outside [0, 1] is scored clipped (not refused as 0–255 pixels): MSE 0.25, a finite gap
-    runs[("digits", 0)]["DLG-ADMM"] = near(2.0)
-    assert admm_report.admm_gap(runs, data, 3)["DLG"].n == 3
+    assert admm_report.iterations_note(cfg).startswith(f"{cfg.iterations['digits']} L-BFGS steps on digits")
 
 
 def test_glue_tables_and_cosine_summary():
@@ -135,3 +152,6 @@ def test_glue_tables_and_cosine_summary():
     with pytest.raises(ValueError, match="round 2"):
         admm_report.cosine_summary({(1, 0.01, 1): 1.0})
     assert "| 0.01 | 1 | 2 | 12.0 dB | 30.5 dB |" in admm_report.ablation_table([(0.01, 1, 2, 12.0, 30.5)])
+    facts = admm_report.local_steps_summary({(1, 0.01, 1): 1.0, (1, 0.01, 3): 0.99, (2, 0.01, 3): 0.5},
+                                            {(1, 0.01, 1): 2.0, (1, 0.01, 3): 5.9, (2, 0.01, 3): 1.0})
+    assert facts == {"lowest": 0.99, "steps": 3, "ratio_low": 5.9, "ratio_high": 5.9, "twice_steps": 6}

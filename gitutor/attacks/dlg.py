@@ -34,8 +34,8 @@ LINE_SEARCHES = {None: "lbfgs", "strong_wolfe": "lbfgs_strong_wolfe"}
 
 def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Sequence[int],
         num_classes: int, *, labels: torch.Tensor | None = None, iterations: int = 300, seed: int = 0,
-        record_every: int = 10, lr: float = 1.0, line_search: str | None = None, progress: bool = False,
-        dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None) -> AttackResult:
+        record_every: int = 10, lr: float = 1.0, line_search: str | None = None, stop_loss: float | None = None,
+        progress: bool = False, dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
     Args:
@@ -53,6 +53,8 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         lr: L-BFGS learning rate (1 in the DLG code).
         line_search: ``None`` (the DLG code: fixed steps) or ``"strong_wolfe"`` (torch's strong-Wolfe
             line search; not in the paper).
+        stop_loss: stop once the gradient distance is below this value (None, the DLG code: run every
+            step); :func:`gitutor.attacks.loop.optimise_images` sets ``info["stopped_at"]``.
         progress: show a tqdm progress bar.
         dummy_gradients: ``f(dummy_x, dummy_label) -> list of tensors`` (differentiable) that the
             client would send for that data; default the gradient ``client_gradients(...,
@@ -100,7 +102,8 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         return {"loss": gradient_l2_distance(dummy_gradients(x, current), target_grads)}
 
     result = optimise_images(objective, dummy_x, iterations=iterations, lr=lr, step_rule=LINE_SEARCHES[line_search],
-                             signed=False, box=None, record_every=record_every, progress=progress, desc="DLG",
+                             signed=False, box=None, record_every=record_every, stop_loss=stop_loss,
+                             progress=progress, desc="DLG",
                              extra_variables=() if labels is not None else (dummy_y,))
     result.labels = (labels if labels is not None else dummy_y.detach().argmax(dim=-1)).cpu()
     return result

@@ -95,7 +95,7 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                     box: tuple[float, float] | None = (0.0, 1.0), record_every: int = 50,
                     snapshot_at: Iterable[int] = (), view: Callable[[torch.Tensor], torch.Tensor] | None = None,
                     labels: torch.Tensor | None = None, extra_variables: Sequence[torch.Tensor] = (),
-                    progress: bool = False, desc: str = "attack") -> AttackResult:
+                    stop_loss: float | None = None, progress: bool = False, desc: str = "attack") -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
     Args:
@@ -119,6 +119,10 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         labels: stored in the result as they are (moved to the CPU).
         extra_variables: further leaf tensors optimised with x (modified in place), e.g. DLG's dummy
             label logits; the objective reads them itself. Not allowed with a ``"grad"`` term.
+        stop_loss: stop after the first step whose recorded loss (the objective before the step) is
+            below this value (None: run every step). History and snapshots end there, with a
+            snapshot at the stop; ``info["stopped_at"]`` holds the steps done. A study's budget
+            rule (e.g. DLG has found the image, the remaining steps only polish it), not the paper's.
         progress: show a tqdm bar labelled ``desc``.
 
     Returns:
@@ -135,6 +139,8 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
     """
     iterations, record_every = check_count(iterations, "iterations"), check_count(record_every, "record_every")
     lr = check_hyperparameter(lr, "lr", positive=True)
+    if stop_loss is not None:
+        stop_loss = check_hyperparameter(stop_loss, "stop_loss", positive=True)
     if step_rule not in STEP_RULES:
         raise ValueError(f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}")
     if signed and step_rule != "adam":
@@ -174,8 +180,12 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         if box is not None:
             with torch.no_grad():
                 x.clamp_(*box)
-        if (t + 1) % record_every == 0 or (t + 1) in snapshot_times:
+        stop = stop_loss is not None and float(recorded["loss"]) < stop_loss
+        if (t + 1) % record_every == 0 or (t + 1) in snapshot_times or stop:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
+        if stop:
+            info["stopped_at"] = t + 1
+            break
         if step_rule != "adam" and all(torch.equal(v, old) for v, old in zip(variables, before)):
             info["converged_at"] = t + 1
             for later in range(t + 1, iterations):

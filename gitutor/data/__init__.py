@@ -12,13 +12,13 @@ from pathlib import Path
 
 import torch
 
-from gitutor.data.bundled import (ATTACKED_PHOTOGRAPHS, BUNDLED_CROP, BUNDLED_PHOTOGRAPHS, TRAINING_PHOTOGRAPHS, attacked_photographs, PHOTOGRAPHS, POOLS, WHOLE_PHOTOGRAPHS, bundled_crops, digits,
+from gitutor.data.bundled import (ATTACKED_PHOTOGRAPHS, BUNDLED_CROP, BUNDLED_PHOTOGRAPHS, TRAINING_PHOTOGRAPHS, attacked_photographs, PHOTOGRAPHS, POOLS, REAL_PHOTOGRAPHS, WHOLE_PHOTOGRAPHS, bundled_crops, digits,
                                   lfw_faces, natural_images, resize, whole_photographs)
 from gitutor.data.folders import TORCHVISION_DATASETS, image_folder, torchvision_images
 from gitutor.errors import OfflineDataError
 from gitutor.seeding import make_generator
 
-__all__ = ["ATTACKED_PHOTOGRAPHS", "BUNDLED_CROP", "BUNDLED_PHOTOGRAPHS", "TRAINING_PHOTOGRAPHS", "attacked_photographs", "KINDS", "OfflineDataError", "bundled_crops", "PHOTOGRAPHS", "POOLS", "TORCHVISION_DATASETS", "WHOLE_PHOTOGRAPHS", "digits",
+__all__ = ["ATTACKED_PHOTOGRAPHS", "BUNDLED_CROP", "BUNDLED_PHOTOGRAPHS", "TRAINING_PHOTOGRAPHS", "attacked_photographs", "KINDS", "OfflineDataError", "bundled_crops", "PHOTOGRAPHS", "POOLS", "REAL_PHOTOGRAPHS", "TORCHVISION_DATASETS", "WHOLE_PHOTOGRAPHS", "digits",
            "image_folder", "lfw_faces", "load", "natural_images", "resize", "torchvision_images", "whole_photographs"]
 
 #: Image sources of :func:`load`.

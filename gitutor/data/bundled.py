@@ -172,6 +172,12 @@ WHOLE_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "colo
                      "logo", "immunohistochemistry", "hubble_deep_field")
 
 
+#: Whole photographs of real scenes among them (no drawing, logo, silhouette or colour wheel): the CIFAR
+#: stand-in where a chapter's claim is about photographs (chapters 01 and 07).
+REAL_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "clock",
+                    "stereo_motorcycle", "retina", "immunohistochemistry", "hubble_deep_field")
+
+
 def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS) -> torch.Tensor:
     """Whole bundled photographs, centre-cropped to a square and resized to ``size`` (CIFAR-like).
 

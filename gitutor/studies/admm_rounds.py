@@ -21,7 +21,8 @@ from torch import nn
 
 from gitutor.attacks import (AttackResult, adaptive_admm_inversion, cosine_gradient_distance, dlg, dlg_admm,
                              fc_weight_index, idlg_admm)
-from gitutor.data import OfflineDataError, digits, lfw_faces, resize, torchvision_images, whole_photographs
+from gitutor.data import (REAL_PHOTOGRAPHS, OfflineDataError, digits, lfw_faces, resize, torchvision_images,
+                          whole_photographs)
 from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gradient
 from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
@@ -33,6 +34,8 @@ from gitutor.seeding import make_generator
 BUNDLED = ("digits", "photos", "lfw")
 TORCHVISION = {"mnist": "MNIST(root, train=False, download=True)", "cifar100": "CIFAR100(root, train=False, download=True)",
                "lfw_people": "LFWPeople(root, split='test', download=True)"}
+#: Real photographs bundled with scikit-image (no drawings or silhouettes): the CIFAR-100 stand-in.
+PHOTOGRAPHS = REAL_PHOTOGRAPHS
 #: ``data_root`` value that loads the bundled stand-in of every torchvision kind (offline smoke runs).
 BUNDLED_ROOT = "bundled"
 STAND_INS = {"mnist": "digits", "cifar100": "photos", "lfw_people": "lfw"}
@@ -63,7 +66,9 @@ def _load(kind: str, n: int, size: int, seed: int, root: str | Path, classes: in
         pick = torch.randperm(len(images), generator=generator)[:n]
         return images[pick], labels[pick]
     if kind == "photos":
-        photos = whole_photographs(size)
+        if n > len(PHOTOGRAPHS):
+            raise ValueError(f"n={n} photographs asked, but only {len(PHOTOGRAPHS)} bundled photographs exist")
+        photos = whole_photographs(size, PHOTOGRAPHS)
         return photos[torch.randperm(len(photos), generator=generator)[:n]], torch.randint(classes, (n,), generator=generator)
     if kind == "lfw":
         faces = lfw_faces(size=25, channels=channels)
@@ -78,8 +83,8 @@ def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: st
                num_classes: Mapping[str, int], channels: Mapping[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """``{kind: (images (n, C, size, size) in [0, 1], labels (n,))}`` for every data kind.
 
-    Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs,
-    CIFAR stand-in, random classes), ``"lfw"`` (skimage's LFW subset, random classes). Full kinds:
+    Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs of
+    :data:`PHOTOGRAPHS`, at most 12, CIFAR stand-in, random classes), ``"lfw"`` (skimage's LFW subset, random classes). Full kinds:
     ``"mnist"``, ``"cifar100"``, ``"lfw_people"`` through torchvision from ``data_root``; with
     ``data_root="bundled"`` their bundled stand-ins (:data:`STAND_INS`) at the kind's classes and channels.
 

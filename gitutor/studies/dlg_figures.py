@@ -1,5 +1,5 @@
-"""Chapter 01's figures: the attack's curves, the seed study's reconstructions and PSNR curves, the batch
-grids and the defense sweep (Zhu et al. 2019, §4–5)."""
+"""Chapter 01's figures: the recognisability ladder, the attack's curves, the seed study's reconstructions
+and PSNR curves, the batch grids and the defense sweep (Zhu et al. 2019, §4–5)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -16,18 +16,44 @@ def _mark(value: float, success: float, recognisable: float | None = None) -> st
     return "✓" if value >= success else "~" if recognisable is not None and value >= recognisable else "✗"
 
 
-def seed_grid(rows: Sequence[dict], success: float, suptitle: str = ""):
-    """Truth and reconstruction of every :func:`~gitutor.studies.dlg_sweeps.seed_study` row side by side,
-    titled with the seed and the PSNR (✓ at or above ``success`` dB). Returns the figure.
+def seed_grid(rows: Sequence[dict], success: float, recognisable: float, suptitle: str = ""):
+    """Truth and reconstruction (clipped to [0, 1]) of every :func:`~gitutor.studies.dlg_sweeps.seed_study`
+    row side by side, titled with the seed and the PSNR: ✓ at or above ``success`` dB, ~ at or above
+    ``recognisable`` dB, ✗ below. Returns the figure.
 
     Raises:
         ValueError: if ``rows`` is empty.
     """
     if not rows:
         raise ValueError("rows must hold at least one seed_study row")
-    images = torch.cat([torch.cat([row["truth"], row["result"].images]) for row in rows])
-    titles = [t for row in rows for t in (f"seed {row['seed']}\ntruth", f"{row['psnr']:.1f} dB {_mark(row['psnr'], success)}")]
-    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 4), suptitle=suptitle)
+    images = torch.cat([torch.cat([row["truth"], row["result"].images.clamp(0, 1)]) for row in rows])
+    titles = [t for row in rows for t in (f"seed {row['seed']}\ntruth",
+                                          f"{row['psnr']:.1f} dB {_mark(row['psnr'], success, recognisable)}")]
+    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 5), suptitle=suptitle)
+
+
+def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Mapping[str, torch.Tensor],
+           recognisable: float):
+    """The recognisability yardstick: per photograph one row, the ``(1, C, H, W)`` truth then the
+    :func:`~gitutor.studies.dlg_sweeps.noise_ladder` images titled with their PSNR, ✓ at or above
+    ``recognisable`` dB and ✗ below; smaller photographs are shown enlarged (nearest neighbour). Returns
+    the figure.
+
+    Raises:
+        ValueError: if ``rungs`` is empty or a photograph has no truth.
+    """
+    if not rungs or set(rungs) - set(truths):
+        raise ValueError("rungs must be non-empty and every photograph needs its truth")
+    images, titles = [], []
+    for name, row in rungs.items():
+        images += [truths[name].cpu()] + [image for _, image in row]
+        titles += [f"{name}\ntruth"] + [f"{value:.1f} dB {'✓' if value >= recognisable else '✗'}"
+                                         for value, _ in row]
+    ncols = 1 + len(next(iter(rungs.values())))
+    side = max(image.shape[-1] for image in images)  # smaller images shown enlarged, pixels as blocks
+    images = [torch.nn.functional.interpolate(image, size=(side, side), mode="nearest") for image in images]
+    return show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.3,
+                     suptitle=f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
 
 
 def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float, recognisable: float):
@@ -57,8 +83,8 @@ def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[fl
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
     titles = ["truth"] + [f"{k} {s:g}\n{v:.1f} dB {_mark(v, success, recognisable)}" for (k, s), (v, _) in sweep.items()]
     return show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
-                     ncols=len(sweep) + 1, suptitle=f"✓ success (PSNR ≥ {success:.0f} dB); ~ recognisable "
-                     f"(≥ {recognisable:.0f} dB); ✗ below")
+                     ncols=min(len(sweep) + 1, 6), suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
+                     f"~ recognisable (≥ {recognisable:.0f} dB); ✗ unrecognisable")
 
 
 def attack_curves(result, truth: torch.Tensor):
@@ -81,10 +107,11 @@ def attack_curves(result, truth: torch.Tensor):
     return fig
 
 
-def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], success: float):
+def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], success: float,
+                recognisable: float | None = None):
     """PSNR (dB) against the L-BFGS step of every seed-study run, from
-    :func:`~gitutor.studies.dlg_sweeps.psnr_curves` (``name → (steps, values)``), with the success
-    criterion ``success`` dB as a dashed line. Returns the figure.
+    :func:`~gitutor.studies.dlg_sweeps.psnr_curves` (``name → (steps, values)``; a run stopped early ends
+    early), with the criteria ``success`` (dashed) and ``recognisable`` (dotted) dB. Returns the figure.
 
     Raises:
         ValueError: if ``curves`` is empty.
@@ -93,8 +120,13 @@ def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], suc
         raise ValueError("curves must hold at least one run")
     ax = plot_curves({k: v for k, (_, v) in curves.items()}, x={k: s for k, (s, _) in curves.items()},
                      xlabel="L-BFGS step", ylabel="PSNR (dB)",
-                     title=f"PSNR along the attack (dashed: success at {success:.0f} dB)")
+                     title=f"PSNR along the attack (dashed: {success:.0f} dB"
+                     + ("" if recognisable is None else f", dotted: {recognisable:.0f} dB") + ")")
     ax.axhline(success, color="grey", ls="--", lw=1)
+    if recognisable is not None:
+        ax.axhline(recognisable, color="grey", ls=":", lw=1)
+    if len(curves) > 6:
+        ax.legend(fontsize=7, ncol=2)
     ax.figure.tight_layout()
     return ax.figure
 

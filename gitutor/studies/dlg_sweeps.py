@@ -3,8 +3,10 @@
 ``dlg_case`` builds one seeded attack case (the DLG LeNet, a private image, its label);
 ``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``psnr_curves`` follows those runs
 step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on batches and other image sources;
-``defense_sweep`` reruns DLG against pruned or noised gradients (``first_stopping`` reads off the weakest
-defense that stops it); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
+``restart_failures`` reruns the runs an attacker sees fail from a new dummy start; ``defense_sweep``
+reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
+it stays below a PSNR level); ``noise_ladder`` shows a photograph at given PSNRs (the yardstick of the
+recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
 be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
 """
 from __future__ import annotations
@@ -17,7 +19,8 @@ import torch
 from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
-from gitutor.data import digits, torchvision_images, whole_photographs
+from gitutor.attacks.batched_dlg import batched_dlg
+from gitutor.data import REAL_PHOTOGRAPHS, digits, torchvision_images, whole_photographs
 from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
 from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim
@@ -32,7 +35,8 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
              data_root: str = "data", device: str | torch.device = "cpu"):
     """``(model, x, y)``: the DLG LeNet (U(−0.5, 0.5) from ``seed``) and a private batch drawn by ``seed``.
 
-    ``"photos"``: whole bundled photographs (photo ``seed mod 12`` first) with random labels; ``"digits"``:
+    ``"photos"``: whole bundled photographs of real scenes (:data:`gitutor.data.REAL_PHOTOGRAPHS`, photo
+    ``seed mod 12`` first) with random labels; ``"digits"``:
     scikit-learn digits; ``"cifar100"``/``"mnist"``: torchvision test images from ``data_root`` (full
     profile). Grey images are replicated to 3 channels. ``x`` is ``(batch_size, 3, size, size)``.
 
@@ -44,7 +48,7 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
     generator = make_generator(seed)
     model = init_uniform_(LeNet(num_classes=num_classes, in_channels=3, image_size=size), 0.5, make_generator(seed))
     if source == "photos":
-        pool = whole_photographs(size)
+        pool = whole_photographs(size, REAL_PHOTOGRAPHS)
         images = pool[[(seed + i) % len(pool) for i in range(batch_size)]]
         labels = torch.randint(num_classes, (batch_size,), generator=generator)
     elif source == "digits":
@@ -57,27 +61,49 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
 
 
 def score_run(seed: int, result: AttackResult, x: torch.Tensor, y: torch.Tensor) -> dict:
-    """``{seed, psnr (dB, mean over the batch), ssim, label_ok, truth, result}`` of one DLG run on ``(x, y)``."""
-    truth = x.cpu()
-    return {"seed": seed, "psnr": float(psnr(result.images, truth).mean()),
-            "ssim": float(ssim(result.images.clamp(0, 1), truth).mean()),
-            "label_ok": bool((result.labels == y.cpu()).all()), "truth": truth, "result": result}
+    """``{seed, psnr (dB, mean over the batch), ssim, label_ok, loss, steps, truth, result}`` of one DLG run on
+    ``(x, y)``. The reconstruction is scored clipped to [0, 1] (it estimates an image in [0, 1]); ``loss`` is
+    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps run."""
+    truth, images = x.cpu(), result.images.clamp(0, 1)
+    losses = result.history.get("loss") or [math.nan]
+    steps = result.info.get("stopped_at", len(result.history.get("loss", [])))
+    return {"seed": seed, "psnr": float(psnr(images, truth).mean()), "ssim": float(ssim(images, truth).mean()),
+            "label_ok": bool((result.labels == y.cpu()).all()), "loss": float(losses[-1]), "steps": steps,
+            "truth": truth, "result": result}
 
 
 def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None = None, record_every: int = 10,
-               progress: bool = False, **case) -> list[dict]:
+               stop_loss: float | None = None, dummy_offset: int = 0, progress: bool = False,
+               **case) -> list[dict]:
     """DLG (label unknown) on ``dlg_case(seed, **case)`` for every seed: one :func:`score_run` dict per seed.
 
-    The seed draws the model, the image, the label and the dummy initialisation together (the report's
-    "random seed", §6); ``line_search`` is passed to :func:`gitutor.attacks.dlg`.
+    The seed draws the model, the image, the label and (shifted by ``dummy_offset``) the dummy start
+    together (the report's "random seed", §6); ``stop_loss`` (stop once the gradient distance is below it)
+    and ``line_search`` are DLG's (:func:`gitutor.attacks.dlg`). With the DLG code's fixed step
+    (``line_search=None``) all seeds run at once in :func:`gitutor.attacks.batched_dlg.batched_dlg` (batch
+    size 1 each; the same algorithm, several times cheaper on a CPU); with a line search one after another.
     """
-    rows = []
-    for seed in seeds:
-        view = gradient_case(*dlg_case(seed, **case))
-        result = attack(view, iterations=iterations, seed=seed, line_search=line_search, record_every=record_every,
-                        progress=progress)
-        rows.append(score_run(seed, result, view.inputs, view.labels))
-    return rows
+    views = [gradient_case(*dlg_case(seed, **case)) for seed in seeds]
+    options = dict(iterations=iterations, record_every=record_every, stop_loss=stop_loss)
+    if line_search is None and views:
+        results = batched_dlg([v.server_view["model"] for v in views], [v.server_view["update"] for v in views],
+                              tuple(views[0].inputs.shape[1:]), views[0].server_view["model"].fc.out_features,
+                              seeds=[seed + dummy_offset for seed in seeds], **options)
+    else:
+        results = [attack(view, seed=seed + dummy_offset, line_search=line_search, progress=progress, **options)
+                   for seed, view in zip(seeds, views)]
+    return [score_run(seed, result, view.inputs, view.labels) for seed, result, view in zip(seeds, results, views)]
+
+
+def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, **study) -> dict[int, dict]:
+    """Rerun, from a new dummy start (seed + ``offset``), every :func:`seed_study` run whose final gradient
+    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image.
+
+    Returns ``{seed: score_run dict of the restart}``; ``study`` (iterations, record_every, size, …) goes
+    to :func:`seed_study`.
+    """
+    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss]
+    return {row["seed"]: row for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)}
 
 
 def attack(case: Case, **options) -> AttackResult:
@@ -87,7 +113,7 @@ def attack(case: Case, **options) -> AttackResult:
 
 
 def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
-    """PSNR (dB, batch mean) at every recorded snapshot of every :func:`seed_study` run.
+    """PSNR (dB, batch mean, snapshot clipped to [0, 1]) at every recorded snapshot of every :func:`seed_study` run.
 
     Returns ``(curves, reached)``: ``curves[f"{name}, seed {s}"] = (steps, psnr values)`` and
     ``reached[(name, s)]``, the first recorded step with PSNR ≥ ``threshold`` (None if never).
@@ -95,7 +121,8 @@ def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
     curves, reached = {}, {}
     for name, rows in studies.items():
         for row in rows:
-            steps, values = zip(*[(step, float(psnr(images, row["truth"]).mean())) for step, images in row["result"].snapshots])
+            steps, values = zip(*[(step, float(psnr(images.clamp(0, 1), row["truth"]).mean()))
+                                  for step, images in row["result"].snapshots])
             curves[f"{name}, seed {row['seed']}"] = (steps, values)
             reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
     return curves, reached
@@ -113,44 +140,52 @@ def success_rates(studies: Mapping[str, Sequence[dict]], threshold: float) -> di
 
 def batch_sweep(batch_sizes: Sequence[int], *, iterations: int, seed: int = 0, progress: bool = False,
                 **case) -> list[dict]:
-    """DLG on a batch of each size (DLG Fig. 4): ``[{"B", "psnr" (dB, mean after Hungarian matching on MSE),
+    """DLG on a batch of each size (DLG Fig. 4): ``[{"B", "psnr" (dB, mean after clipping to [0, 1] and
+    Hungarian matching on MSE),
     "images" ((2B, C, H, W): the truth, then the matched reconstructions)}]``; ``case`` goes to :func:`dlg_case`."""
     rows = []
     for batch_size in batch_sizes:
         view = gradient_case(*dlg_case(seed, batch_size=batch_size, **case))
         truth = view.inputs.cpu()
-        matched = match_batch(attack(view, iterations=iterations, seed=seed, progress=progress).images, truth)
+        found = attack(view, iterations=iterations, seed=seed, progress=progress).images.clamp(0, 1)
+        matched = match_batch(found, truth)
         rows.append({"B": batch_size, "psnr": float(psnr(matched, truth).mean()), "images": torch.cat([truth, matched])})
     return rows
 
 
 def source_sweep(sources: Sequence[str], *, iterations: int, seed: int = 0, progress: bool = False,
                  **case) -> dict[str, tuple[float, AttackResult, torch.Tensor]]:
-    """DLG on one image of each source: ``{source: (psnr dB, result with 5 snapshots, (1, 3, H, W) truth)}``."""
+    """DLG on one image of each source: ``{source: (psnr dB of the image clipped to [0, 1], result with 5
+    snapshots, (1, 3, H, W) truth)}``."""
     out = {}
     for source in sources:
         view = gradient_case(*dlg_case(seed, **dict(case, source=source)))
         run = attack(view, iterations=iterations, seed=seed, record_every=max(1, iterations // 5), progress=progress)
-        out[source] = (float(psnr(run.images, view.inputs.cpu())[0]), run, view.inputs.cpu())
+        out[source] = (float(psnr(run.images.clamp(0, 1), view.inputs.cpu())[0]), run, view.inputs.cpu())
     return out
 
 
 def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_rates: Sequence[float],
                   noise_variances: Sequence[float], iterations: int, seed: int = 0, progress: bool = False) -> dict:
-    """DLG against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients.
+    """DLG against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients, every
+    strength at once (:func:`gitutor.attacks.batched_dlg.batched_dlg`; ``x`` is one image, the model a DLG LeNet).
 
     Returns ``{(kind, strength): (psnr dB, images)}`` with kind in ``"none"``, ``"prune"``, ``"noise"``
-    (strength: pruned fraction, noise variance σ²; the noise is drawn from ``seed``).
+    (strength: pruned fraction, noise variance σ²; the noise is drawn from ``seed``); ``images`` are the
+    reconstruction clipped to [0, 1], the image the PSNR scores.
     """
     defenses = {("none", 0.0): None}
     defenses |= {("prune", rate): Defense("prune", partial(prune_gradients, rate=rate)) for rate in prune_rates}
     defenses |= {("noise", var): Defense("noise", partial(add_gaussian_noise, sigma=math.sqrt(var),
                                                           generator=make_generator(seed, x.device)))
                  for var in noise_variances}
+    views = {key: gradient_case(model, x, y, defense=defense).server_view for key, defense in defenses.items()}
+    runs = batched_dlg([model] * len(views), [view["update"] for view in views.values()], tuple(x.shape[1:]),
+                       model.fc.out_features, seeds=[seed] * len(views), iterations=iterations)
     out = {}
-    for key, defense in defenses.items():
-        run = attack(gradient_case(model, x, y, defense=defense), iterations=iterations, seed=seed, progress=progress)
-        out[key] = (float(psnr(run.images, x.cpu()).mean()), run.images)
+    for key, run in zip(views, runs):
+        images = run.images.clamp(0, 1)
+        out[key] = (float(psnr(images, x.cpu()).mean()), images)
     return out
 
 
@@ -159,6 +194,46 @@ def first_stopping(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
     """Smallest strength of defense ``kind`` in a :func:`defense_sweep` whose PSNR falls below ``level`` dB, or None."""
     broken = [strength for (k, strength), (value, _) in sweep.items() if k == kind and value < level]
     return min(broken) if broken else None
+
+
+def stopping_from(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], kind: str,
+                  level: float) -> float | None:
+    """The weakest strength of defense ``kind`` from which EVERY stronger strength tried also keeps the
+    reconstruction below ``level`` dB (the defense "stops DLG from there on"), or None when the strongest
+    strength tried still leaves it at or above ``level``. Unlike :func:`first_stopping` a weaker level that
+    happens to fail between two that do not is not called a stopping point.
+
+    Raises:
+        ValueError: if the sweep has no strength of ``kind``.
+    """
+    values = sorted((strength, value) for (k, strength), (value, _) in sweep.items() if k == kind)
+    if not values:
+        raise ValueError(f"the sweep has no {kind!r} defense")
+    stopping = None
+    for strength, value in reversed(values):
+        if value >= level:
+            break
+        stopping = strength
+    return stopping
+
+
+def noise_ladder(image: torch.Tensor, levels: Sequence[float], seed: int = 0) -> list[tuple[float, torch.Tensor]]:
+    """``image`` ``(1, C, H, W)`` in [0, 1] with Gaussian pixel noise of σ = 10^(−level/20) added for every
+    PSNR ``level`` (dB) and the result clipped to [0, 1]: ``[(measured PSNR dB, noisy image)]``. The
+    yardstick for a recognisability threshold: how the photograph looks at a given PSNR.
+
+    Raises:
+        ValueError: for an image that is not one ``(1, C, H, W)`` image or an empty ``levels``.
+    """
+    if image.dim() != 4 or image.shape[0] != 1 or not levels:
+        raise ValueError(f"image must be (1, C, H, W) and levels non-empty, got {tuple(image.shape)} and {levels!r}")
+    generator = make_generator(seed)
+    out = []
+    for level in levels:
+        noise = torch.randn(image.shape, generator=generator) * 10 ** (-level / 20)
+        noisy = (image.cpu() + noise).clamp(0, 1)
+        out.append((float(psnr(noisy, image.cpu())[0]), noisy))
+    return out
 
 
 def gradient_scale(grads: Sequence[torch.Tensor]) -> dict[str, float]:

@@ -1,0 +1,75 @@
+"""Batched DLG (gitutor.attacks.batched_dlg) solves each problem as dlg() does; the stacked LeNet keeps them apart."""
+import pytest
+import torch
+
+from gitutor.attacks import dlg
+from gitutor.attacks import stacked_lenet as stacked
+from gitutor.attacks.batched_dlg import batched_dlg
+from gitutor.federated import client_gradients
+from gitutor.models import LeNet, init_uniform_
+
+
+def _problems(count, size=8, classes=5, dtype=torch.float32):
+    models, targets, xs, ys = [], [], [], []
+    for seed in range(count):
+        generator = torch.Generator().manual_seed(seed)
+        model = init_uniform_(LeNet(classes, in_channels=1, image_size=size), generator=generator).to(dtype)
+        x = torch.rand(1, 1, size, size, generator=generator, dtype=dtype)
+        y = torch.randint(classes, (1,), generator=generator)
+        models.append(model), targets.append(client_gradients(model, x, y)), xs.append(x), ys.append(y)
+    return models, targets, torch.cat(xs), torch.cat(ys)
+
+
+def test_stacked_gradients_are_each_models_own_gradient():
+    models, targets, x, y = _problems(3)
+    params = [p.requires_grad_(True) for p in stacked.stacked_parameters(models)]
+    got = stacked.gradients(params, x, y)
+    want = stacked.stack(targets)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want))
+    soft = torch.nn.functional.one_hot(y, 5).float()
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(stacked.gradients(params, x, soft), want))
+    with pytest.raises(ValueError, match="Sigmoid"):
+        stacked.stacked_parameters([LeNet(5, 1, 8, activation="relu")])
+    with pytest.raises(ValueError, match="architecture"):
+        stacked.stacked_parameters([LeNet(5, 1, 8), LeNet(6, 1, 8)])
+
+
+def test_batched_dlg_follows_dlg_per_problem_to_rounding():
+    torch.set_default_dtype(torch.float64)  # float64: the two agree to rounding, step after step
+    try:
+        models, targets, x, y = _problems(3, dtype=torch.float64)
+        batch = batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1, 2], iterations=3, record_every=1)
+        for model, target, seed, result in zip(models, targets, [0, 1, 2], batch):
+            single = dlg(model, target, (1, 1, 8, 8), 5, iterations=3, seed=seed, record_every=1)
+            assert result.history["loss"] == pytest.approx(single.history["loss"], rel=1e-6)
+            assert torch.allclose(result.images, single.images, atol=1e-5)
+            assert [s for s, _ in result.snapshots] == [s for s, _ in single.snapshots]
+        labelled = batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1, 2], labels=y, iterations=2)
+        single = dlg(models[1], targets[1], (1, 1, 8, 8), 5, labels=y[1:2], iterations=2, seed=1)
+        assert labelled[1].history["loss"] == pytest.approx(single.history["loss"], rel=1e-6)
+        assert torch.equal(labelled[1].labels, y[1:2])
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_batched_dlg_recovers_images_and_stops_per_problem():
+    models, targets, x, y = _problems(2)
+    results = batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], iterations=60, record_every=10,
+                          stop_loss=1e-6)
+    for result, truth in zip(results, x):
+        assert result.info.get("stopped_at") or result.info.get("converged_at")
+        steps = result.info.get("stopped_at", 60)
+        assert len(result.history["loss"]) == steps and result.snapshots[-1][0] == steps
+        assert float(((result.images.clamp(0, 1) - truth) ** 2).mean()) < 1e-4
+
+
+def test_batched_dlg_refuses_bad_arguments():
+    models, targets, _, y = _problems(2)
+    with pytest.raises(ValueError, match="same length"):
+        batched_dlg(models, targets[:1], (1, 8, 8), 5, seeds=[0, 1])
+    with pytest.raises(ValueError, match="input_shape"):
+        batched_dlg(models, targets, (1, 1, 8, 8), 5, seeds=[0, 1])
+    with pytest.raises(ValueError, match="labels"):
+        batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], labels=y[:1])
+    with pytest.raises(ValueError, match="stop_loss"):
+        batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], stop_loss=-1.0)
