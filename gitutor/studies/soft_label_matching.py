@@ -1,0 +1,150 @@
+"""Chapter 02's reduced Table 3 (Wang, Liang & He, ICLR 2024, §4.3): what the recovered soft label buys a
+gradient-matching attack, over many runs.
+
+Every run attacks one sample ``(x, y)`` of ``sample(kind, index)`` through the server's view of an untrained
+LeNet and scores the reconstruction by PSNR (dB) and SSIM. Seven settings (:data:`MATCHING_SETTINGS`): cosine
+matching (Inverting Gradients, Geiping et al. 2020: signed Adam, TV) or L2 matching (DLG's L-BFGS, Zhu et al.
+2019) with the label fixed to the truth (GT), the iDLG one-hot label or the recovered label (Ours), and DLG with
+its label optimised jointly.
+
+The cosine runs of one setting are solved together (:func:`batched_inverting_gradients`): the objective of
+a batch of R independent problems is the mean of their objectives, and Inverting Gradients steps on the *sign*
+of each pixel's gradient with Adam, which is per coordinate, so each problem follows exactly the path it
+would follow alone from the same start (up to float rounding); only the per-step overhead is shared.
+L-BFGS couples all coordinates through its line of curvature pairs, so the L2 runs stay one by one.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from gitutor.attacks import dlg, inverting_gradients
+from gitutor.federated import gradient_case
+from gitutor.labels import idlg_label, recover_soft_label
+from gitutor.metrics import psnr, ssim
+
+Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
+#: Table 3's settings: gradient distance / label given to the attack (Wang et al. §4.3).
+MATCHING_SETTINGS = ("cos / GT", "cos / iDLG", "cos / Ours", "L2 / GT", "L2 / Ours", "L2 / iDLG", "L2 / DLG")
+LABEL_SOURCES = ("GT", "iDLG", "Ours")
+
+
+def _observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device) -> list[torch.Tensor]:
+    return [g.detach() for g in gradient_case(model, x.to(device), y.to(device)).update]
+
+
+def batched_cosine_distance(model: nn.Module, targets: Sequence[Sequence[torch.Tensor]],
+                            labels: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``f(images (R, C, H, W)) -> scalar``: the mean over r of the cosine distance (Geiping et al. 2020, Eq. 4)
+    between the gradient of ``model`` at ``(images[r], labels[r])`` and ``targets[r]``.
+
+    Args:
+        model: the attacked network (its parameters are constants here).
+        targets: R observed gradients, each aligned with ``model.parameters()``.
+        labels: ``(R, K)`` soft labels (rows sum to 1), one per problem.
+
+    Raises:
+        ValueError: if the number of targets and labels differ or a target does not match the parameters.
+    """
+    names, params = zip(*[(n, p.detach()) for n, p in model.named_parameters()])
+    if len(targets) != len(labels) or any(len(t) != len(names) for t in targets):
+        raise ValueError(f"need one target per label ({len(targets)} targets, {len(labels)} labels), "
+                         f"each with {len(names)} tensors (model.parameters())")
+    stacked = [torch.stack([t[j].detach() for t in targets]) for j in range(len(names))]
+    fixed = dict(zip(names, params))
+
+    def loss(weights, x, y):  # the client's soft-label cross-entropy on one sample
+        return -(y * torch.log_softmax(functional_call(model, weights, (x[None],))[0], -1)).sum()
+
+    def distance(x, y, *target):
+        g = grad(loss)(fixed, x, y)
+        dot = sum((g[n] * t).sum() for n, t in zip(names, target))
+        norms = sum((g[n] ** 2).sum() for n in names).sqrt() * sum((t ** 2).sum() for t in target).sqrt()
+        return 1 - dot / norms
+
+    return lambda images: vmap(distance)(images, labels, *stacked).mean()
+
+
+def batched_inverting_gradients(model: nn.Module, targets, labels: torch.Tensor, image_shape, *, iterations: int,
+                                tv_weight: float, seed: int = 0) -> torch.Tensor:
+    """Inverting Gradients on R independent one-image problems at once; returns the ``(R, C, H, W)`` images.
+
+    The mean of the R objectives ``distance_r + tv_weight · TV(x_r)`` (TV is a per-pixel mean, so the batch's
+    TV is the mean of the per-image TVs) has the per-pixel gradient of problem r's own objective divided by
+    R; signed Adam ignores that factor, so each image follows its own run from the batch's seeded start.
+
+    Args:
+        model, targets, labels: as :func:`batched_cosine_distance`.
+        image_shape: ``(C, H, W)`` of one image.
+        iterations, tv_weight, seed: as :func:`gitutor.attacks.inverting_gradients`.
+    """
+    shape = (len(targets), *image_shape)
+    return inverting_gradients(model, targets[0], labels, shape, iterations=iterations, tv_weight=tv_weight,
+                               seed=seed, matching_distance=batched_cosine_distance(model, targets, labels)).images
+
+
+def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
+    """Reduced Table 3: per kind in ("mixup", "smoothing"), ``cfg.table3_samples[kind]`` samples (images 0, 2,
+    4, …) × ``cfg.table3_repeats`` random starts, every :data:`MATCHING_SETTINGS` entry on each.
+
+    Returns:
+        dict with ``scores`` ``{(kind, setting): [(PSNR dB, SSIM) per run]}``, ``table`` (their means),
+        ``images`` and ``titles`` (truth and every setting for each kind's first run) and ``first``
+        ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}``.
+    """
+    scores, images, titles, first = {}, [], [], {}
+    cosine = dict(iterations=cfg.table3_ig_iterations, tv_weight=cfg.table3_tv_weight)
+    for kind in ("mixup", "smoothing"):
+        runs = []  # (x, grads, {source: label}, repeat)
+        for index in range(cfg.table3_samples[kind]):
+            x, y, k = sample(kind, 2 * index)
+            grads = _observed(model, x, y, device)
+            labels = {"GT": y.float(), "iDLG": torch.nn.functional.one_hot(
+                torch.tensor([idlg_label(grads[-1])]), y.shape[-1]).float(),
+                "Ours": recover_soft_label(model.fc, grads[-1].cpu(), exclude_top=k).label.float().view(1, -1)}
+            runs += [(x.to(device), grads, labels, repeat) for repeat in range(cfg.table3_repeats)]
+        truths = torch.cat([x for x, *_ in runs])
+        images_of = {}
+        for source in LABEL_SOURCES:  # cosine: all runs of a setting in one batched attack
+            labels = torch.cat([labels[source] for _, _, labels, _ in runs]).to(device)
+            images_of[f"cos / {source}"] = batched_inverting_gradients(
+                model, [g for _, g, _, _ in runs], labels, truths.shape[1:], seed=len(runs), **cosine)
+        for setting in ("L2 / GT", "L2 / Ours", "L2 / iDLG", "L2 / DLG"):  # L2: DLG's L-BFGS, run by run
+            source = setting.split(" / ")[1]
+            images_of[setting] = torch.cat([
+                dlg(model, g, tuple(x.shape), cfg.num_classes, iterations=cfg.table3_iterations, seed=repeat,
+                    labels=None if source == "DLG" else labels[source].to(device)).images
+                for x, g, labels, repeat in runs])
+        for setting in MATCHING_SETTINGS:
+            found = images_of[setting]
+            scores[kind, setting] = [(float(psnr(found[i:i + 1], truths[i:i + 1])),
+                                      float(ssim(found[i:i + 1].clamp(0, 1), truths[i:i + 1])))
+                                     for i in range(len(runs))]
+        images += [truths[:1], *(images_of[s][:1] for s in MATCHING_SETTINGS)]
+        titles += [f"{kind}: truth"] + [f"{kind}: {s}" for s in MATCHING_SETTINGS]
+        first[kind] = (truths[:1], runs[0][2]["GT"].to(device), runs[0][1], scores[kind, "cos / GT"][0][0])
+    table = {key: tuple(np.mean(values, axis=0)) for key, values in scores.items()}
+    return {"table": table, "scores": scores, "images": images, "titles": titles, "first": first}
+
+
+def cosine_diagnosis(model: nn.Module, matching: Mapping, cfg, device="cpu") -> dict[str, dict[str, float]]:
+    """For each kind whose first "cos / GT" run of :func:`matching_table` stays below
+    ``cfg.table3_success_psnr``: the PSNR (dB) of that sample attacked alone from seed 0 ("as run": the
+    profile's steps and TV weight) and with 3× the steps, without TV, and from another start (seed 1)."""
+    diagnosis = {}
+    for kind, (x, y, grads, base) in matching["first"].items():
+        if base >= cfg.table3_success_psnr:
+            continue
+        steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
+        variants = {"as run": dict(iterations=steps, tv_weight=tv, seed=0),
+                    "3× steps": dict(iterations=3 * steps, tv_weight=tv, seed=0),
+                    "no TV": dict(iterations=steps, tv_weight=0.0, seed=0),
+                    "another start": dict(iterations=steps, tv_weight=tv, seed=1)}
+        diagnosis[kind] = {
+            name: float(psnr(inverting_gradients(model, grads, y, tuple(x.shape), **options).images, x))
+            for name, options in variants.items()}
+    return diagnosis
