@@ -83,11 +83,14 @@ def test_batched_inverting_gradients_follows_each_run_alone(lenet):
     grads = [study.observed(lenet, x, y) for x, y, _ in cases]
     labels = torch.cat([y for _, y, _ in cases])
     x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(3), requires_grad=True)
-    both = torch.autograd.grad(batched_cosine_distance(lenet, grads, labels)(x), x)[0]
-    for r in range(2):
-        one = batched_cosine_distance(lenet, grads[r:r + 1], labels[r:r + 1])
-        alone = torch.autograd.grad(one(x[r:r + 1]), x)[0][r]
-        assert torch.allclose(both[r] * 2, alone, atol=1e-6)  # the batch mean divides by R = 2: same sign
+    for distance in ("cos", "l2"):
+        both = torch.autograd.grad(batched_cosine_distance(lenet, grads, labels, distance)(x), x)[0]
+        for r in range(2):
+            one = batched_cosine_distance(lenet, grads[r:r + 1], labels[r:r + 1], distance)
+            alone = torch.autograd.grad(one(x[r:r + 1]), x)[0][r]
+            assert torch.allclose(both[r] * 2, alone, rtol=1e-4, atol=1e-7)  # mean over R = 2: same sign
+    with pytest.raises(ValueError, match="distance"):
+        batched_cosine_distance(lenet, grads, labels, "l1")
     options = dict(iterations=12, tv_weight=1e-2, seed=5)
     single = batched_inverting_gradients(lenet, grads[:1], labels[:1], (3, 16, 16), **options)
     plain = inverting_gradients(lenet, grads[0], labels[:1], (1, 3, 16, 16), **options).images

@@ -3,15 +3,16 @@ gradient-matching attack, over many runs.
 
 Every run attacks one sample ``(x, y)`` of ``sample(kind, index)`` through the server's view of an untrained
 LeNet and scores the reconstruction by PSNR (dB) and SSIM. Seven settings (:data:`MATCHING_SETTINGS`): cosine
-matching (Inverting Gradients, Geiping et al. 2020: signed Adam, TV) or L2 matching (DLG's L-BFGS, Zhu et al.
-2019) with the label fixed to the truth (GT), the iDLG one-hot label or the recovered label (Ours), and DLG with
-its label optimised jointly.
+matching with TV (Inverting Gradients, Geiping et al. 2020) or L2 matching without a prior (DLG's distance,
+Zhu et al. 2019; Yin et al. 2021), both by signed Adam, with the label fixed to the truth (GT), the iDLG
+one-hot label or the recovered label (Ours); and DLG itself, its label optimised jointly with L-BFGS. The
+paper does not state its optimisers.
 
-The cosine runs of one setting are solved together (:func:`batched_inverting_gradients`): the objective of
-a batch of R independent problems is the mean of their objectives, and Inverting Gradients steps on the *sign*
-of each pixel's gradient with Adam, which is per coordinate, so each problem follows exactly the path it
-would follow alone from the same start (up to float rounding); only the per-step overhead is shared.
-L-BFGS couples all coordinates through its line of curvature pairs, so the L2 runs stay one by one.
+The runs of one fixed-label setting are solved together (:func:`batched_inverting_gradients`): the objective
+of a batch of R independent problems is the mean of their objectives, and signed Adam steps on the *sign*
+of each pixel's gradient, per coordinate, so each problem follows exactly the path it would follow alone
+from the same start (up to float rounding); only the per-step overhead is shared. L-BFGS couples all
+coordinates through its curvature pairs, so DLG's runs stay one by one.
 """
 from __future__ import annotations
 
@@ -38,18 +39,23 @@ def _observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device) -> lis
 
 
 def batched_cosine_distance(model: nn.Module, targets: Sequence[Sequence[torch.Tensor]],
-                            labels: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``f(images (R, C, H, W)) -> scalar``: the mean over r of the cosine distance (Geiping et al. 2020, Eq. 4)
-    between the gradient of ``model`` at ``(images[r], labels[r])`` and ``targets[r]``.
+                            labels: torch.Tensor, distance: str = "cos") -> Callable[[torch.Tensor], torch.Tensor]:
+    """``f(images (R, C, H, W)) -> scalar``: the mean over r of the gradient distance between the gradient of
+    ``model`` at ``(images[r], labels[r])`` and ``targets[r]``: the cosine distance of Geiping et al. 2020
+    (Eq. 4, ``distance="cos"``) or the squared Euclidean distance of DLG / Yin et al. 2021 (``"l2"``).
 
     Args:
         model: the attacked network (its parameters are constants here).
         targets: R observed gradients, each aligned with ``model.parameters()``.
         labels: ``(R, K)`` soft labels (rows sum to 1), one per problem.
+        distance: ``"cos"`` or ``"l2"``.
 
     Raises:
-        ValueError: if the number of targets and labels differ or a target does not match the parameters.
+        ValueError: if the number of targets and labels differ, a target does not match the parameters, or
+            ``distance`` is unknown.
     """
+    if distance not in ("cos", "l2"):
+        raise ValueError(f"distance must be 'cos' or 'l2', got {distance!r}")
     names, params = zip(*[(n, p.detach()) for n, p in model.named_parameters()])
     if len(targets) != len(labels) or any(len(t) != len(names) for t in targets):
         raise ValueError(f"need one target per label ({len(targets)} targets, {len(labels)} labels), "
@@ -60,18 +66,24 @@ def batched_cosine_distance(model: nn.Module, targets: Sequence[Sequence[torch.T
     def loss(weights, x, y):  # the client's soft-label cross-entropy on one sample
         return -(y * torch.log_softmax(functional_call(model, weights, (x[None],))[0], -1)).sum()
 
-    def distance(x, y, *target):
+    def cos(x, y, *target):
         g = grad(loss)(fixed, x, y)
         dot = sum((g[n] * t).sum() for n, t in zip(names, target))
         norms = sum((g[n] ** 2).sum() for n in names).sqrt() * sum((t ** 2).sum() for t in target).sqrt()
         return 1 - dot / norms
 
-    return lambda images: vmap(distance)(images, labels, *stacked).mean()
+    def l2(x, y, *target):
+        g = grad(loss)(fixed, x, y)
+        return sum(((g[n] - t) ** 2).sum() for n, t in zip(names, target))
+
+    one = cos if distance == "cos" else l2
+    return lambda images: vmap(one)(images, labels, *stacked).mean()
 
 
 def batched_inverting_gradients(model: nn.Module, targets, labels: torch.Tensor, image_shape, *, iterations: int,
-                                tv_weight: float, seed: int = 0) -> torch.Tensor:
+                                tv_weight: float, seed: int = 0, distance: str = "cos") -> torch.Tensor:
     """Inverting Gradients on R independent one-image problems at once; returns the ``(R, C, H, W)`` images.
+    ``distance="l2"`` swaps the cosine distance for DLG's squared Euclidean one (the same signed Adam loop).
 
     The mean of the R objectives ``distance_r + tv_weight · TV(x_r)`` (TV is a per-pixel mean, so the batch's
     TV is the mean of the per-image TVs) has the per-pixel gradient of problem r's own objective divided by
@@ -84,7 +96,8 @@ def batched_inverting_gradients(model: nn.Module, targets, labels: torch.Tensor,
     """
     shape = (len(targets), *image_shape)
     return inverting_gradients(model, targets[0], labels, shape, iterations=iterations, tv_weight=tv_weight,
-                               seed=seed, matching_distance=batched_cosine_distance(model, targets, labels)).images
+                               seed=seed, matching_distance=batched_cosine_distance(model, targets, labels,
+                                                                                    distance)).images
 
 
 def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
@@ -97,7 +110,6 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
         ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}``.
     """
     scores, images, titles, first = {}, [], [], {}
-    cosine = dict(iterations=cfg.table3_ig_iterations, tv_weight=cfg.table3_tv_weight)
     for kind in ("mixup", "smoothing"):
         runs = []  # (x, grads, {source: label}, repeat)
         for index in range(cfg.table3_samples[kind]):
@@ -109,16 +121,15 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
             runs += [(x.to(device), grads, labels, repeat) for repeat in range(cfg.table3_repeats)]
         truths = torch.cat([x for x, *_ in runs])
         images_of = {}
-        for source in LABEL_SOURCES:  # cosine: all runs of a setting in one batched attack
+        for source in LABEL_SOURCES:  # a fixed label: all runs of a setting in one batched attack
             labels = torch.cat([labels[source] for _, _, labels, _ in runs]).to(device)
-            images_of[f"cos / {source}"] = batched_inverting_gradients(
-                model, [g for _, g, _, _ in runs], labels, truths.shape[1:], seed=len(runs), **cosine)
-        for setting in ("L2 / GT", "L2 / Ours", "L2 / iDLG", "L2 / DLG"):  # L2: DLG's L-BFGS, run by run
-            source = setting.split(" / ")[1]
-            images_of[setting] = torch.cat([
-                dlg(model, g, tuple(x.shape), cfg.num_classes, iterations=cfg.table3_iterations, seed=repeat,
-                    labels=None if source == "DLG" else labels[source].to(device)).images
-                for x, g, labels, repeat in runs])
+            for name, tv in (("cos", cfg.table3_tv_weight), ("L2", 0.0)):  # L2 as DLG: no prior
+                images_of[f"{name} / {source}"] = batched_inverting_gradients(
+                    model, [g for _, g, _, _ in runs], labels, truths.shape[1:], seed=len(runs),
+                    iterations=cfg.table3_ig_iterations, tv_weight=tv, distance=name.lower())
+        images_of["L2 / DLG"] = torch.cat([  # DLG: label optimised too, with its own L-BFGS, run by run
+            dlg(model, g, tuple(x.shape), cfg.num_classes, iterations=cfg.table3_iterations, seed=repeat).images
+            for x, g, _, repeat in runs])
         for setting in MATCHING_SETTINGS:
             found = images_of[setting]
             scores[kind, setting] = [(float(psnr(found[i:i + 1], truths[i:i + 1])),
