@@ -52,7 +52,7 @@ def networks_figure(summaries: Mapping[str, Mapping]):
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title="Label counts, B = 8: exact batches with 95 % intervals")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncols=len(methods), loc="upper left")
+    ax.legend(fontsize=8, ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
     fig.tight_layout()
     return fig
 
@@ -144,7 +144,11 @@ def best_method_sentence(methods: Mapping[str, Interval]) -> str:
     rates = {name: rate for name, rate in methods.items() if name != "Eq. 6 exhaustive"}
     best = max(rates, key=lambda name: rates[name].mean)
     if best == "ours":
-        return "ours gets the most batches exact of these methods."
+        runner = max((n for n in rates if n != "ours"), key=lambda name: rates[name].mean)
+        if compare(rates["ours"], rates[runner]) == NOT_RESOLVED:
+            return (f"ours gets the most batches exact, but its 95 % interval overlaps that of {runner}, the "
+                    "next best, so the lead is not resolved at this budget.")
+        return f"ours gets the most batches exact, ahead of {runner} beyond noise (the 95 % intervals do not overlap)."
     found = compare(rates[best], rates["ours"], (best, "ours"))
     beyond = ("beyond noise (the 95 % intervals do not overlap)" if found != NOT_RESOLVED
               else "but the 95 % intervals overlap, so the lead is not resolved at this budget")

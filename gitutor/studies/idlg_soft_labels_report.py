@@ -198,9 +198,8 @@ HEADLINE_REASON = ("Wang et al.'s central claim is that the λ search recovers *
                    "mixup, where the iDLG sign rule cannot — so the headline is the λ recovery accuracy on those "
                    "labels, pooled over the networks of Table 2; one-hot iDLG is the trivial case.")
 #: Why Table 3's and Table 5's rows are not comparable (their differences column says it).
-TABLE3_NOT_COMPARABLE = ("not comparable: {side}×{side} images and a step budget scaled to the CPU make matching a "
-                         "different (here: easier for L2) problem than the paper's 32×32 runs; the page compares "
-                         "the label settings with each other, not with the paper's dB")
+TABLE3_NOT_COMPARABLE = ("not comparable: {side}×{side} images and a CPU step budget make another matching problem "
+                         "than the paper's 32×32 runs; the page compares the label settings with each other")
 TABLE5_NOT_COMPARABLE = ("not comparable: a noise variance means something only relative to the gradient's scale, "
                          "which differs here (the page gives σ / RMS) and which the paper does not report")
 
@@ -265,9 +264,8 @@ def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mappi
         rows.append(_row("reconstruction PSNR (Table 3)", f"untrained LeNet, {key[0]}, {key[1]}", value,
                          round(float(np.mean(psnrs)), 2), "dB",
                          TABLE3_NOT_COMPARABLE.format(side=side) + f"; {len(psnrs)} runs "
-                         f"({cfg.table3_samples[key[0]]} image(s) × {cfg.table3_repeats} starts), "
-                         f"{cfg.table3_ig_iterations} cosine / {cfg.table3_iterations} L2 steps (paper: {paper_count}"
-                         " × 10 repeats at 32×32, steps not stated)", spread=bounded(psnrs, 2)))
+                         f"({cfg.table3_samples[key[0]]} images × {cfg.table3_repeats} starts; paper: "
+                         f"{paper_count} × 10)", spread=bounded(psnrs, 2)))
     for variance, (paper_acc, paper_gap) in zip(cfg.noise_variances, PAPER_TABLE5):
         hits, gaps = table5[variance]["hits"], table5[variance]["gaps"]
         where = (f"{TABLE5_NOT_COMPARABLE}; {len(hits)} samples (paper 100); PSO only, as the paper; noise on the "

@@ -100,46 +100,55 @@ def batched_inverting_gradients(model: nn.Module, targets, labels: torch.Tensor,
                                                                                     distance)).images
 
 
+def _labels(model: nn.Module, grads, y: torch.Tensor, exclude_top: int) -> dict[str, torch.Tensor]:
+    """The label each setting gives the attack: the truth, iDLG's one-hot answer, ours (``(1, K)`` each)."""
+    one_hot = torch.nn.functional.one_hot(torch.tensor([idlg_label(grads[-1])]), y.shape[-1])
+    ours = recover_soft_label(model.fc, grads[-1].cpu(), exclude_top=exclude_top).label
+    return {"GT": y.float(), "iDLG": one_hot.float(), "Ours": ours.float().view(1, -1)}
+
+
 def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
-    """Reduced Table 3: per kind in ("mixup", "smoothing"), ``cfg.table3_samples[kind]`` samples (images 0, 2,
-    4, …) × ``cfg.table3_repeats`` random starts, every :data:`MATCHING_SETTINGS` entry on each.
+    """Reduced Table 3: per kind in ("mixup", "smoothing"), ``cfg.table3_samples[kind]`` samples
+    (images 0, 2, 4, …) × ``cfg.table3_repeats`` random starts, every :data:`MATCHING_SETTINGS`
+    entry on each.
 
     Returns:
-        dict with ``scores`` ``{(kind, setting): [(PSNR dB, SSIM) per run]}``, ``table`` (their means),
-        ``images`` and ``titles`` (truth and every setting for each kind's first run) and ``first``
-        ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}``.
+        dict with ``scores`` ``{(kind, setting): [(PSNR dB, SSIM) per run]}``, ``table`` (their
+        means), ``images`` and ``titles`` (truth and every setting for each kind's first run) and
+        ``first`` ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}``.
     """
     scores, images, titles, first = {}, [], [], {}
+    steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
     for kind in ("mixup", "smoothing"):
-        runs = []  # (x, grads, {source: label}, repeat)
+        runs = []  # (x, observed gradient, {source: label}, start)
         for index in range(cfg.table3_samples[kind]):
             x, y, k = sample(kind, 2 * index)
             grads = _observed(model, x, y, device)
-            labels = {"GT": y.float(), "iDLG": torch.nn.functional.one_hot(
-                torch.tensor([idlg_label(grads[-1])]), y.shape[-1]).float(),
-                "Ours": recover_soft_label(model.fc, grads[-1].cpu(), exclude_top=k).label.float().view(1, -1)}
-            runs += [(x.to(device), grads, labels, repeat) for repeat in range(cfg.table3_repeats)]
-        truths = torch.cat([x for x, *_ in runs])
-        images_of = {}
-        for source in LABEL_SOURCES:  # a fixed label: all runs of a setting in one batched attack
-            labels = torch.cat([labels[source] for _, _, labels, _ in runs]).to(device)
-            for name, tv in (("cos", cfg.table3_tv_weight), ("L2", 0.0)):  # L2 as DLG: no prior
-                images_of[f"{name} / {source}"] = batched_inverting_gradients(
-                    model, [g for _, g, _, _ in runs], labels, truths.shape[1:], seed=len(runs),
-                    iterations=cfg.table3_ig_iterations, tv_weight=tv, distance=name.lower())
-        images_of["L2 / DLG"] = torch.cat([  # DLG: label optimised too, with its own L-BFGS, run by run
-            dlg(model, g, tuple(x.shape), cfg.num_classes, iterations=cfg.table3_iterations, seed=repeat).images
-            for x, g, _, repeat in runs])
+            labels = _labels(model, grads, y, k)
+            runs += [(x.to(device), grads, labels, r) for r in range(cfg.table3_repeats)]
+        truths, grads = torch.cat([run[0] for run in runs]), [run[1] for run in runs]
+        found = {}
+        for source in LABEL_SOURCES:  # a fixed label: all runs of a setting at once
+            y = torch.cat([run[2][source] for run in runs]).to(device)
+            for name, weight in (("cos", tv), ("L2", 0.0)):  # L2 as DLG: no prior
+                found[f"{name} / {source}"] = batched_inverting_gradients(
+                    model, grads, y, truths.shape[1:], iterations=steps,
+                    tv_weight=weight, seed=len(runs), distance=name.lower())
+        found["L2 / DLG"] = torch.cat([  # DLG optimises its label too: L-BFGS, run by run
+            dlg(model, g, tuple(x.shape), cfg.num_classes,
+                iterations=cfg.table3_iterations, seed=start).images
+            for x, g, _, start in runs])
         for setting in MATCHING_SETTINGS:
-            found = images_of[setting]
-            scores[kind, setting] = [(float(psnr(found[i:i + 1], truths[i:i + 1])),
-                                      float(ssim(found[i:i + 1].clamp(0, 1), truths[i:i + 1])))
-                                     for i in range(len(runs))]
-        images += [truths[:1], *(images_of[s][:1] for s in MATCHING_SETTINGS)]
+            scores[kind, setting] = [
+                (float(psnr(a[None], b[None])), float(ssim(a[None].clamp(0, 1), b[None])))
+                for a, b in zip(found[setting], truths)]
+        images += [truths[:1], *(found[s][:1] for s in MATCHING_SETTINGS)]
         titles += [f"{kind}: truth"] + [f"{kind}: {s}" for s in MATCHING_SETTINGS]
-        first[kind] = (truths[:1], runs[0][2]["GT"].to(device), runs[0][1], scores[kind, "cos / GT"][0][0])
+        cos_gt = scores[kind, "cos / GT"][0][0]
+        first[kind] = (truths[:1], runs[0][2]["GT"].to(device), runs[0][1], cos_gt)
     table = {key: tuple(np.mean(values, axis=0)) for key, values in scores.items()}
-    return {"table": table, "scores": scores, "images": images, "titles": titles, "first": first}
+    return {"table": table, "scores": scores, "images": images, "titles": titles,
+            "first": first}
 
 
 def cosine_diagnosis(model: nn.Module, matching: Mapping, cfg, device="cpu") -> dict[str, dict[str, float]]:
