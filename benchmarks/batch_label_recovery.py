@@ -30,7 +30,8 @@ from gitutor.data import load
 from gitutor.federated import gradient_case
 from gitutor.labels import (FeatureCV, batch_label_scores, class_evidence, coarse_labels, exhaustive_label_counts,
                             recover_batch_labels, sample_repeated_labels)
-from gitutor.models import fc_input_features, fc_weight_index, resnet34
+from gitutor.labels.llg import fit_llg_plus
+from gitutor.models import fc_input_features, fc_weight_index, last_linear, resnet34
 from gitutor.studies.cv_batch_labels import METHODS, baseline_predictions
 
 
@@ -46,6 +47,7 @@ def wilson(successes: float, trials: int) -> tuple[float, float]:
 def run(model: torch.nn.Module, args: argparse.Namespace) -> None:
     aux_images, _ = load("photos", args.aux, size=args.size, seed=args.seed, pool="aux")
     stats = FeatureCV.fit(functools.partial(fc_input_features, model), aux_images, top_m=args.top_m)
+    llg_plus = fit_llg_plus(last_linear(model), fc_input_features(model, aux_images))  # LLG+ (Wainakh et al.)
     images, _ = load("photos", args.trials * args.batch_size, size=args.size, seed=args.seed + 1, pool="target")
     fc_index = fc_weight_index(model)
     generator = make_generator(args.seed)
@@ -63,7 +65,7 @@ def run(model: torch.nn.Module, args: argparse.Namespace) -> None:
         counts = torch.bincount(ours, minlength=1000)[classes]
         best = exhaustive_label_counts(weight_grad, classes, args.batch_size, stats)
         predictions = {"ours": ours, "Eq. 6 exhaustive": classes.repeat_interleave(best),
-                       **baseline_predictions(weight_grad, bias_grad, args.batch_size)}
+                       **baseline_predictions(weight_grad, bias_grad, args.batch_size, llg_plus)}
         for name, predicted in predictions.items():
             scores[name].append(batch_label_scores(predicted, labels))
         truth = torch.bincount(labels, minlength=1000)

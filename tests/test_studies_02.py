@@ -32,7 +32,8 @@ def test_idlg_rule_is_exact_for_one_hot_and_never_for_smoothed_labels(lenet):
 
 
 def test_label_recovery_table_recovers_every_label_of_an_untrained_lenet(lenet):
-    table, seconds, methods = study.label_recovery_table({"lenet": (lenet, _sampler())}, 3, 1e-3)
+    table, seconds, methods, errors = study.label_recovery_table({"lenet": (lenet, _sampler())}, 3, 1e-3)
+    assert all(len(v) == 3 and max(v) < 1e-3 for v in errors.values())
     assert set(table) == {("lenet", kind) for kind in ("smoothing", "mixup", "one-hot")}
     for accuracy, l1 in table.values():
         assert accuracy == 100.0 and l1 < 1e-3
@@ -54,8 +55,9 @@ def test_fcn_inversion_is_near_exact():
 
 def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet):
     cfg = types.SimpleNamespace(noise_variances=[1e-12, 10.0], noise_samples=2, noise_bound=6.0)
-    table, signal = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
+    table, signal, samples = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
     assert table[1e-12][0] == 100.0 and table[1e-12][1] < 1e-3
+    assert samples[1e-12]["hits"] == [True, True] and len(samples[10.0]["gaps"]) == 2
     assert table[10.0][1] > table[1e-12][1] and len(signal) == 4
 
 
@@ -68,7 +70,34 @@ def test_cosine_diagnosis_runs_only_for_runs_below_the_bar(lenet):
     high = types.SimpleNamespace(**{**vars(cfg), "table3_success_psnr": 1e9})
     diagnosis = study.cosine_diagnosis(lenet, matching, high)
     assert set(diagnosis["mixup"]) == {"as run", "3× steps", "no TV", "another start"}
-    assert diagnosis["mixup"]["as run"] == pytest.approx(matching["table"]["mixup", "cos / GT"][0])
+    assert all(len(runs) == 1 for runs in matching["scores"].values())
+
+
+def test_batched_inverting_gradients_follows_each_run_alone(lenet):
+    """Solving R problems together is Inverting Gradients on each: image r of the batch gets the signed step
+    of its own objective, and one problem batched is the plain attack."""
+    from gitutor.attacks import inverting_gradients
+    from gitutor.studies.soft_label_matching import batched_cosine_distance, batched_inverting_gradients
+    sample = _sampler()
+    cases = [sample("smoothing", 0), sample("mixup", 2)]
+    grads = [study.observed(lenet, x, y) for x, y, _ in cases]
+    labels = torch.cat([y for _, y, _ in cases])
+    x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(3), requires_grad=True)
+    for distance in ("cos", "l2"):
+        both = torch.autograd.grad(batched_cosine_distance(lenet, grads, labels, distance)(x), x)[0]
+        for r in range(2):
+            one = batched_cosine_distance(lenet, grads[r:r + 1], labels[r:r + 1], distance)
+            alone = torch.autograd.grad(one(x[r:r + 1]), x)[0][r]
+            assert torch.allclose(both[r] * 2, alone, rtol=1e-4, atol=1e-7)  # mean over R = 2: same sign
+    with pytest.raises(ValueError, match="distance"):
+        batched_cosine_distance(lenet, grads, labels, "l1")
+    options = dict(iterations=12, tv_weight=1e-2, seed=5)
+    single = batched_inverting_gradients(lenet, grads[:1], labels[:1], (3, 16, 16), **options)
+    plain = inverting_gradients(lenet, grads[0], labels[:1], (1, 3, 16, 16), **options).images
+    assert torch.allclose(single, plain, atol=1e-4)
+    assert batched_inverting_gradients(lenet, grads, labels, (3, 16, 16), **options).shape == (2, 3, 16, 16)
+    with pytest.raises(ValueError, match="one target per label"):
+        batched_cosine_distance(lenet, grads, labels[:1])
 
 
 def test_chapter_images_bundled_substitute_for_the_full_profile():
@@ -82,12 +111,46 @@ def test_paper_rows_carry_the_run_and_a_verdict_direction():
     cfg = get_profile("02_idlg_soft_labels", "quick")
     table2 = {(n, k): (90.0, 2e-4) for n in ("untrained LeNet", "untrained ResNet18", "trained LeNet")
               for k in ("smoothing", "mixup", "one-hot")}
-    rows = paper_rows(cfg, 100.0, table2, {"smoothing": (0.9, 40.0, None), "mixup": (0.95, 45.0, None)},
-                      {key: (20.0, 0.5) for key in PAPER_TABLE3}, {v: (50.0, 0.1, 0.01) for v in cfg.noise_variances})
-    assert len(rows) == 1 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_variances)
+    errors = {key: [0.0] * 9 + [0.5] for key in table2}  # 9 of 10 recovered per cell
+    rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([0.9, 0.92], [40.0, 41.0]),
+                                                         "mixup": ([1.0, 1.0], [45.0, 47.0])},
+                      {key: [(20.0, 0.5), (22.0, 0.6)] for key in PAPER_TABLE3},
+                      {v: {"hits": [True, False], "gaps": [0.0, 1.0]} for v in cfg.noise_variances})
+    assert len(rows) == 2 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_variances)
     accuracy = [r for r in rows if r["quantity"] == "label accuracy (Table 2)"]
     assert all(r["this_run"] == 90.0 and r["better"] == "higher" for r in accuracy)
     assert all(r["better"] == "lower" for r in rows if r["quantity"].startswith("mean L_r"))
+    headline = [r for r in rows if r.get("headline")]
+    assert len(headline) == 1 and headline[0]["this_run"] == 90.0 and "smoothing and mixup" in headline[0]["quantity"]
+    # every row from several trials has an interval inside its quantity's range
+    for row in rows:
+        if row["quantity"] == "time per label recovery":
+            continue
+        assert "low" in row and row["low"] <= row["this_run"] <= row["high"], row
+        if row["unit"] == "%":
+            assert 0 <= row["low"] and row["high"] <= 100
+        if row["quantity"].startswith(("mean L_r", "L_s")):
+            assert row["low"] >= 0
+        if "SSIM" in row["quantity"]:
+            assert -1 <= row["low"] and row["high"] <= 1
+
+
+def test_easier_or_differently_scaled_settings_are_not_comparable():
+    from gitutor.results import verdict
+    cfg = get_profile("02_idlg_soft_labels", "quick")
+    table2 = {(n, k): (100.0, 1e-7) for n in ("untrained LeNet", "untrained ResNet18", "trained LeNet")
+              for k in ("smoothing", "mixup", "one-hot")}
+    errors = {key: [1e-7] * 15 for key in table2}
+    rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([1.0] * 4, [120.0] * 4),
+                                                         "mixup": ([1.0] * 4, [100.0] * 4)},
+                      {key: [(62.9, 0.99)] * 10 for key in PAPER_TABLE3},
+                      {v: {"hits": [True] * 4, "gaps": [0.0] * 4} for v in cfg.noise_variances})
+    table3 = [r for r in rows if "Table 3" in r["quantity"] or "Table 5" in r["quantity"]]
+    assert table3 and all(verdict(r) == "not comparable" and "not comparable:" in r["differences"] for r in table3)
+    headline = next(r for r in rows if r.get("headline"))
+    assert verdict(headline) == "meets"  # 90 of 90: the Wilson interval clears 99.7 % less 5 %
+    cell = next(r for r in rows if r["quantity"] == "label accuracy (Table 2)")
+    assert verdict(cell) == "not resolved"  # 15 of 15 cannot tell 100 % from 99.7 %
 
 
 def test_bad_counts_and_too_few_photographs_are_named(lenet):

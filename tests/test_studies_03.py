@@ -9,12 +9,15 @@ from torch import nn
 from gitutor import get_profile
 from gitutor.data import OfflineDataError
 from gitutor.labels import FeatureCV
+from gitutor.labels.llg import fit_llg_plus
 from gitutor.models import last_linear
 from gitutor.profiles.cv_batch_labels import BUDGETS
 from gitutor.seeding import make_generator
 from gitutor.stats import Interval
 from gitutor.studies import cv_batch_labels as study
 from gitutor.studies import cv_batch_labels_report as report
+from gitutor.studies import cv_substitute as substitute
+from gitutor.studies import cv_substitute_report as sub_report
 from gitutor.studies.cv_batch_labels_report import paper_rows
 
 NUM_CLASSES, WIDTH = 50, 64
@@ -74,10 +77,15 @@ def test_confident_head_makes_the_true_class_likely_and_breaks_the_bias_count(se
 
 def test_batch_size_sweep_has_one_point_per_size(setting):
     _, _, _, fc_gradient, recover = setting
+    fc, class_features = setting[:2]
     sweep, seconds = study.batch_size_sweep(None, 64, fc_gradient, recover, CFG, make_generator(0))
-    assert set(sweep) == {"ours", "Yin et al.", "iDLG rule", "bias count"} and len(seconds) == 2
+    assert set(sweep) == {"ours", "Yin et al.", "iDLG rule", "bias count", "LLG"} and len(seconds) == 2
     assert sweep["ours"]["accuracy"] == [1.0, 1.0]  # Eq. 6 exact in this setting
     assert sweep["bias count"]["exact"] == [1.0, 1.0]  # p = 1/C exactly: the bias count is exact
+    assert [len(flags) for flags in sweep["ours"]["flags"]] == [CFG.sweep_trials] * 2
+    with_plus, _ = study.batch_size_sweep(None, 64, fc_gradient, recover, CFG, make_generator(0),
+                                          llg_plus=fit_llg_plus(fc, class_features[:20]))
+    assert with_plus["LLG+"]["exact"] == [1.0, 1.0]  # equal feature sums: every image has the same impact
 
 
 def test_eq6_scores_and_settled_generation(setting):
@@ -97,12 +105,33 @@ def test_chapter_images_bundled_and_missing_tree(tmp_path):
         study.chapter_images(cfg.replace(aux_root=str(tmp_path / "missing")), 0)
 
 
-def test_paper_rows_give_the_fig4_row_a_verdict():
+def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_intervals():
+    from gitutor.results import verdict
     cfg = get_profile("03_cv_batch_labels", "quick")
-    rows = paper_rows(cfg, "quick", accuracy=0.9, exact=0.5, exact_exhaustive=0.55, yin_accuracy=0.6,
-                      figure_accuracy=0.97, figure_classes=20, settled=12)
-    assert [r.get("better") for r in rows] == [None, None, "higher", None, "lower"]
-    assert rows[2]["this_run"] == 0.97 and rows[4]["this_run"] == 12
+    scores = {name: [{"accuracy": 1.0, "exact": 1.0}, {"accuracy": 0.5, "exact": 0.0}]
+              for name in ("ours", "Eq. 6 exhaustive", "Yin et al.")}
+    sweep = {"ours": {"flags": [[1.0, 0.0]] * (len(cfg.batch_sizes) - 1) + [[0.0] * 8]}}
+    rows = paper_rows(cfg, "quick", scores=scores, sweep=sweep, figure_exact=False, figure_accuracy=0.984,
+                      figure_classes=20, settled=12)
+    assert not cfg.pretrained
+    for row in rows[:-1]:  # every row on the random ResNet34 but the search's speed: no verdict
+        assert verdict(row) == "not comparable" and (row["paper"] == "not reported" or "not comparable" in
+                                                      row["differences"] or not isinstance(row["paper"], float))
+    b64 = next(r for r in rows if r["setting"].endswith("batch-size sweep"))
+    assert b64["this_run"] == 0.0 and 0 <= b64["low"] <= b64["high"] <= 1  # 0 of 8: Wilson [0, 0.32]
+    accuracy = rows[0]
+    assert 0 <= accuracy["low"] <= accuracy["this_run"] <= accuracy["high"] <= 1  # cut to [0, 1]
+    assert rows[-1]["this_run"] == 12 and rows[-1]["better"] == "lower" and "n = 1" in rows[-1]["differences"]
+    pretrained = paper_rows(cfg.replace(pretrained=True), "full", scores=scores, sweep=sweep, figure_exact=True,
+                            figure_accuracy=1.0, figure_classes=20, settled=12)
+    assert verdict(next(r for r in pretrained if r["quantity"] == "exact counts, ours")) == "meets"
+
+
+def test_sweep_wins_says_where_a_method_leads_and_where_beyond_noise():
+    sweep = {"bias count": {"flags": [[1.0] * 8, [1.0] * 8]}, "ours": {"flags": [[1.0] * 8, [0.0] * 8]}}
+    sentence = report.sweep_wins(sweep, "bias count", "ours", [4, 64])
+    assert "at N = 64 (8 batches per N; beyond noise at N = 64" in sentence
+    assert "no more batches" in report.sweep_wins(sweep, "ours", "bias count", [4, 64])
 
 
 def test_empty_inputs_are_refused(setting):
@@ -117,27 +146,27 @@ def test_empty_inputs_are_refused(setting):
 
 
 def test_photograph_crops_are_seeded_halves_in_range():
-    target = study.photograph_crops(6, 32, seed=0, pool="target")
+    target = substitute.photograph_crops(6, 32, seed=0, pool="target")
     assert target.shape == (6, 3, 32, 32) and 0 <= float(target.min()) and float(target.max()) <= 1
-    assert torch.equal(target, study.photograph_crops(6, 32, seed=0, pool="target"))
-    assert not torch.equal(target, study.photograph_crops(6, 32, seed=0, pool="aux"))
-    assert not torch.equal(target, study.photograph_crops(6, 32, seed=1, pool="target"))
+    assert torch.equal(target, substitute.photograph_crops(6, 32, seed=0, pool="target"))
+    assert not torch.equal(target, substitute.photograph_crops(6, 32, seed=0, pool="aux"))
+    assert not torch.equal(target, substitute.photograph_crops(6, 32, seed=1, pool="target"))
     with pytest.raises(ValueError, match="pool"):
-        study.photograph_crops(2, 32, seed=0, pool="all")
+        substitute.photograph_crops(2, 32, seed=0, pool="all")
     with pytest.raises(ValueError, match="size"):
-        study.photograph_crops(2, 4096, seed=0)
+        substitute.photograph_crops(2, 4096, seed=0)
 
 
 @pytest.fixture(scope="module")
 def substitutes():
     cfg = get_profile("03_cv_batch_labels", "quick").replace(aux_images=12, substitute_pool=24)
-    aux, pool = study.substitute_images(cfg, 0)
-    return cfg, aux, pool, study.substitute_networks(cfg.substitute, aux, seed=0)
+    aux, pool = substitute.substitute_images(cfg, 0)
+    return cfg, aux, pool, substitute.substitute_networks(cfg.substitute, aux, seed=0)
 
 
 def test_substitute_networks_share_trained_features_but_not_heads(substitutes):
     cfg, aux, pool, networks = substitutes
-    assert tuple(networks) == study.SUBSTITUTE_VARIANTS
+    assert tuple(networks) == substitute.SUBSTITUTE_VARIANTS
     trained, new_head, random = networks["trained"], networks["trained, new head"], networks["random"]
     features = study.penultimate_features(trained, pool)
     assert torch.equal(features, study.penultimate_features(new_head, pool))  # the same feature extractor
@@ -146,20 +175,20 @@ def test_substitute_networks_share_trained_features_but_not_heads(substitutes):
     assert {h.out_features for h in heads.values()} == {16}
     assert not torch.equal(heads["trained"].weight, heads["trained, new head"].weight)
     # the trained head is confident on crops it never saw; a fresh head is not
-    assert study.top_probability(heads["trained"], features) > study.top_probability(heads["trained, new head"],
+    assert substitute.top_probability(heads["trained"], features) > substitute.top_probability(heads["trained, new head"],
                                                                                      features) + 0.2
     bn = next(m for m in random.modules() if isinstance(m, nn.BatchNorm2d))
     assert float(bn.running_mean.abs().sum()) > 0  # calibrated on the auxiliary crops, not the defaults
     with pytest.raises(ValueError, match="substitute must be one of"):
-        study.substitute_networks("resnet18", aux)
+        substitute.substitute_networks("resnet18", aux)
 
 
 def test_network_comparison_scores_every_network_on_the_same_batches(substitutes):
     cfg, aux, pool, networks = substitutes
     cfg = cfg.replace(substitute_trials=3, iterations=10)
-    summaries, trials = study.network_comparison(networks, pool, aux, cfg, seed=4)
+    summaries, trials = substitute.network_comparison(networks, pool, aux, cfg, seed=4)
     assert list(summaries) == list(networks) and len(trials) == 3
-    again, same_trials = study.network_comparison({"trained": networks["trained"]}, pool, aux, cfg, seed=4)
+    again, same_trials = substitute.network_comparison({"trained": networks["trained"]}, pool, aux, cfg, seed=4)
     assert all(torch.equal(a[1], b[1]) for a, b in zip(trials, same_trials))
     assert again["trained"]["exact"] == summaries["trained"]["exact"]  # deterministic
     for s in summaries.values():
@@ -168,9 +197,9 @@ def test_network_comparison_scores_every_network_on_the_same_batches(substitutes
         assert 0 <= exact.low <= exact.mean + 1e-12 and exact.mean <= exact.high <= 1
         assert 1 / 16 <= s["top_probability"] <= 1 and s["kept_cv"] > 0
     with pytest.raises(ValueError, match="networks is empty"):
-        study.network_comparison({}, pool, aux, cfg, seed=4)
+        substitute.network_comparison({}, pool, aux, cfg, seed=4)
     with pytest.raises(ValueError, match="share one number of classes"):
-        study.network_comparison({"a": networks["trained"], "b": nn.Sequential(nn.Flatten(), nn.Linear(3072, 5))},
+        substitute.network_comparison({"a": networks["trained"], "b": nn.Sequential(nn.Flatten(), nn.Linear(3072, 5))},
                                  pool, aux, cfg, seed=4)
 
 
@@ -178,25 +207,27 @@ def test_comparison_summary_counts_exact_batches(setting):
     _, _, stats, _, _ = setting
     comparison = {"scores": {"ours": [{"accuracy": a, "exact": e} for a, e in
                                       [(1.0, 1.0), (0.75, 0.0), (1.0, 1.0), (1.0, 1.0)]]}, "coarse_right": 3}
-    s = study.comparison_summary(comparison, stats, 0.3, classes=50, image_size=32)
+    s = substitute.comparison_summary(comparison, stats, 0.3, classes=50, image_size=32)
     assert s["exact"].mean == 0.75 and s["exact"].n == 4 and s["exact"].low < 0.75 < s["exact"].high < 1
     assert s["accuracy"].mean == pytest.approx(0.9375) and s["coarse_right"] == 3 and s["trials"] == 4
     assert s["kept_cv"] == pytest.approx(float(stats.cv[stats.indices].mean()))
     with pytest.raises(ValueError, match="no batch"):
-        study.comparison_summary({"scores": {"ours": []}, "coarse_right": 0}, stats, 0.3, 50, 32)
+        substitute.comparison_summary({"scores": {"ours": []}, "coarse_right": 0}, stats, 0.3, 50, 32)
 
 
 def _summary(low, mean, high):
-    return {"exact": Interval(mean, low, high, 100), "accuracy": Interval(0.9, 0.85, 0.95, 100), "coarse_right": 80,
+    exact = Interval(mean, low, high, 100)
+    return {"exact": exact, "accuracy": Interval(0.9, 0.85, 0.95, 100), "coarse_right": 80,
+            "methods": {"ours": exact, "bias count": Interval(0.1, 0.05, 0.2, 100), "LLG": Interval(0.2, 0.1, 0.3, 100)},
             "trials": 100, "kept_cv": 0.3, "top_probability": 0.5, "classes": 16, "image_size": 32}
 
 
 def test_difference_sentence_claims_only_separated_intervals():
     overlapping = {"random": _summary(0.3, 0.4, 0.5), "trained": _summary(0.45, 0.55, 0.65)}
-    assert "overlap" in report.difference_sentence(overlapping, "trained", "random")
+    assert "overlap" in sub_report.difference_sentence(overlapping, "trained", "random")
     separated = {"random": _summary(0.1, 0.2, 0.3), "trained": _summary(0.45, 0.55, 0.65)}
     for order in (("trained", "random"), ("random", "trained")):
-        sentence = report.difference_sentence(separated, *order)
+        sentence = sub_report.difference_sentence(separated, *order)
         assert sentence.startswith("the ResNet-20, trained substitute recovers more") and "do not overlap" in sentence
 
 
@@ -204,12 +235,21 @@ def test_networks_table_and_rows_cover_every_network():
     cfg = get_profile("03_cv_batch_labels", "quick")
     summaries = {"chapter": _summary(0.4, 0.6, 0.8), "random": _summary(0.3, 0.4, 0.5),
                  "trained": _summary(0.2, 0.3, 0.4)}
-    table = report.networks_table(summaries)
-    assert all(report.NETWORK_NAMES[key] in table for key in summaries) and "0.40 [0.30, 0.50]" in table
-    rows = report.substitute_rows(summaries, cfg, "quick")
+    table = sub_report.networks_table(summaries)
+    assert all(sub_report.NETWORK_NAMES[key] in table for key in summaries) and "0.40 [0.30, 0.50]" in table
+    assert "n/a" in table  # LLG+ was not run in these summaries
+    rows = sub_report.substitute_rows(summaries, cfg, "quick")
     assert [r["this_run"] for r in rows] == [0.4, 0.3]  # the chapter's ResNet34 is a row of paper_rows
-    assert "[0.30, 0.50]" in rows[0]["differences"] and "[0.20, 0.40]" in rows[1]["differences"]
-    values = report.network_values(summaries)
+    assert (rows[0]["low"], rows[0]["high"]) == (0.3, 0.5) and (rows[1]["low"], rows[1]["high"]) == (0.2, 0.4)
+    headline = [r for r in rows if r.get("headline")]
+    assert len(headline) == 1 and headline[0]["this_run"] == 0.3 and headline[0]["paper"] == 1.0
+    from gitutor.results import verdict
+    assert verdict(headline[0]) == "falls short" and verdict(rows[0]) == "not comparable"
+    lead = sub_report.best_method_sentence(summaries["trained"]["methods"])  # 0.3 [0.2, 0.4] vs LLG 0.2 [0.1, 0.3]
+    assert lead.startswith("ours gets the most") and "not resolved" in lead
+    lead = sub_report.best_method_sentence({"ours": Interval(0.2, 0.1, 0.3, 50), "LLG": Interval(0.8, 0.7, 0.9, 50)})
+    assert lead.startswith("LLG gets the most") and "do not overlap" in lead
+    values = sub_report.network_values(summaries)
     assert values["sub_trained_exact"] == pytest.approx(30) and values["sub_chapter_high"] == pytest.approx(80)
 
 

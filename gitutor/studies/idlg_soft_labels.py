@@ -1,6 +1,7 @@
 """Chapter 02's experiments (Wang, Liang & He, ICLR 2024, §4 and App. E): the iDLG sign rule on soft
 labels, label recovery per network (Table 2), the λ landscape (Fig. 1), analytic FCN inversion
-(Table 6), gradient matching with each label (Table 3) and recovery under gradient noise (Table 5).
+(Table 6) and recovery under gradient noise (Table 5); gradient matching with each label (Table 3) lives in
+:mod:`gitutor.studies.soft_label_matching` (re-exported here).
 
 Every experiment takes a ``sample(kind, index)`` callable returning ``(x (1, C, H, W), soft label
 (1, K), exclude_top)`` (:func:`~gitutor.studies.soft_label_trials.labelled_sample` bound to the
@@ -18,15 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gitutor.attacks import dlg, invert_fcn, inverting_gradients
+from gitutor.attacks import invert_fcn
 from gitutor.federated import add_gaussian_noise, gradient_case
 from gitutor.labels import idlg_label, lambda_problem, recover_soft_label
 from gitutor.metrics import lpips_or_none, psnr, ssim
+from gitutor.studies.soft_label_matching import MATCHING_SETTINGS, cosine_diagnosis, matching_table  # noqa: F401
 from gitutor.studies.soft_label_trials import KINDS, label_l1, local_minima, true_lambda
 
 Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
-#: Table 3's settings: gradient distance / label given to the attack (Wang et al. §4.3).
-MATCHING_SETTINGS = ("cos / GT", "cos / iDLG", "cos / Ours", "L2 / GT", "L2 / Ours", "L2 / iDLG", "L2 / DLG")
 
 
 def _check_count(n, name: str) -> None:
@@ -61,16 +61,17 @@ def idlg_rule_accuracy(model: nn.Module, sample: Sample, n: int, tolerance: floa
 
 def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: int, tolerance: float, device="cpu"):
     """Table 2: per ``(network, kind)`` the accuracy (%) and mean L1 error L_r of ``recover_soft_label``
-    over ``n`` samples, the mean seconds per recovery and how often each search method was used.
+    over ``n`` samples, the mean seconds per recovery, how often each search method was used and every L_r.
 
     Returns:
-        ``(table, seconds, methods)``, three dicts keyed by ``(network name, kind)``.
+        ``(table, seconds, methods, errors)``, four dicts keyed by ``(network name, kind)``; ``errors`` holds
+        the list of the ``n`` L1 errors (a label is recovered when its L_r is at most ``tolerance``).
 
     Raises:
         ValueError: if ``n`` is not a positive int.
     """
     _check_count(n, "n")
-    table, seconds, methods = {}, {}, {}
+    table, seconds, methods, all_errors = {}, {}, {}, {}
     for name, (model, sample) in networks.items():
         for kind in KINDS:
             errors, took, used = [], [], []
@@ -83,11 +84,12 @@ def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: in
                 took.append(time.perf_counter() - start)
                 errors.append(label_l1(result.label, y))
                 used.append(result.method)
+            all_errors[name, kind] = errors
             errors = np.array(errors)
             table[name, kind] = (100 * float((errors <= tolerance).mean()), float(errors.mean()))
             seconds[name, kind] = float(np.mean(took))
             methods[name, kind] = {m: used.count(m) for m in sorted(set(used))}
-    return table, seconds, methods
+    return table, seconds, methods, all_errors
 
 
 def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, device="cpu") -> dict:
@@ -160,85 +162,16 @@ def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
     return truths, reconstructions, scores
 
 
-def matching_runs(model: nn.Module, x: torch.Tensor, grads,
-                  labels: Mapping[str, torch.Tensor], repeat: int, cfg,
-                  device="cpu") -> dict[str, torch.Tensor]:
-    """One repeat of Table 3 on one sample (§4.3): the ``(1, C, H, W)``
-    reconstruction of every :data:`MATCHING_SETTINGS` entry. Cosine: Inverting
-    Gradients (signed Adam, TV). L2: DLG's L-BFGS. ``labels`` maps "GT", "iDLG",
-    "Ours" to the label the attack is given; "L2 / DLG" optimises the label too."""
-    shape, classes = tuple(x.shape), cfg.num_classes
-    cosine = dict(iterations=cfg.table3_ig_iterations, tv_weight=cfg.table3_tv_weight)
-    runs = {}
-    for name in ("GT", "iDLG", "Ours"):
-        label = labels[name].to(device)
-        runs[f"cos / {name}"] = inverting_gradients(
-            model, grads, label, shape, seed=repeat, **cosine).images
-    for name in ("GT", "Ours", "iDLG"):
-        label = labels[name].to(device)
-        runs[f"L2 / {name}"] = dlg(model, grads, shape, classes, labels=label,
-                                   iterations=cfg.table3_iterations, seed=repeat).images
-    runs["L2 / DLG"] = dlg(model, grads, shape, classes,
-                           iterations=cfg.table3_iterations, seed=repeat).images
-    return runs
-
-
-def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
-    """Reduced Table 3: ``cfg.table3_samples[kind]`` samples (images 0, 2, 4, …) × ``cfg.table3_repeats``
-    repeats of :func:`matching_runs` per kind in ("mixup", "smoothing").
-
-    Returns:
-        dict with ``table`` ``{(kind, setting): (mean PSNR dB, mean SSIM)}``, ``scores`` (the same keys, the
-        list of every run's ``(PSNR dB, SSIM)``, for intervals), ``images`` and ``titles`` (truth and every
-        setting for each kind's first sample) and ``first`` ``{kind: (x, true label, grads)}``.
-    """
-    scores, images, titles, first = {}, [], [], {}
-    for kind in ("mixup", "smoothing"):
-        for index in range(cfg.table3_samples[kind]):
-            x, y, k = sample(kind, 2 * index)
-            grads = observed(model, x, y, device)
-            labels = {"GT": y, "iDLG": torch.tensor([idlg_label(grads[-1])]),
-                      "Ours": recover_soft_label(model.fc, grads[-1], exclude_top=k).label.float().view(1, -1)}
-            for repeat in range(cfg.table3_repeats):
-                runs = matching_runs(model, x, grads, labels, repeat, cfg, device)
-                for setting, image in runs.items():
-                    scores.setdefault((kind, setting), []).append((float(psnr(image, x)),
-                                                                   float(ssim(image.clamp(0, 1), x))))
-            if index == 0:
-                images += [x, *(runs[s] for s in MATCHING_SETTINGS)]
-                titles += [f"{kind}: truth"] + [f"{kind}: {s}" for s in MATCHING_SETTINGS]
-                first[kind] = (x, y, grads)
-    table = {key: tuple(np.mean(values, axis=0)) for key, values in scores.items()}
-    return {"table": table, "scores": scores, "images": images, "titles": titles, "first": first}
-
-
-def cosine_diagnosis(model: nn.Module, matching: dict, cfg, device="cpu") -> dict[str, dict[str, float]]:
-    """For each kind whose first "cos / GT" run of :func:`matching_table` stays below
-    ``cfg.table3_success_psnr``: its PSNR (dB) as run and with 3× the steps, without TV, from another start."""
-    diagnosis = {}
-    for kind, (x, y, grads) in matching["first"].items():
-        base = float(psnr(matching["images"][matching["titles"].index(f"{kind}: cos / GT")], x))
-        if base >= cfg.table3_success_psnr:
-            continue
-        steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
-        variants = {"3× steps": dict(iterations=3 * steps, tv_weight=tv, seed=0),
-                    "no TV": dict(iterations=steps, tv_weight=0.0, seed=0),
-                    "another start": dict(iterations=steps, tv_weight=tv, seed=1)}
-        diagnosis[kind] = {"as run": base} | {
-            name: float(psnr(inverting_gradients(model, grads, y.to(device), tuple(x.shape), **options).images, x))
-            for name, options in variants.items()}
-    return diagnosis
-
-
 def noise_table(model: nn.Module, sample: Sample, cfg, generator: torch.Generator, device="cpu"):
     """Table 5: Gaussian noise of each variance in ``cfg.noise_variances`` on the last-layer gradient of
     ``cfg.noise_samples`` smoothed labels, λ searched by PSO only up to ``cfg.noise_bound``.
 
     Returns:
-        ``{variance: (% with |λ − λ*| < 0.1|λ*|, mean |λ − λ*|, mean L1 label error)}`` and the RMS of
-        every clean gradient (a list, to compare σ with the gradient's scale).
+        ``{variance: (% with |λ − λ*| < 0.1|λ*|, mean |λ − λ*|, mean L1 label error)}``, the RMS of
+        every clean gradient (a list, to compare σ with the gradient's scale) and per variance the
+        samples' ``{"hits": [bool, ...], "gaps": [|λ − λ*|, ...]}`` (for intervals).
     """
-    table, signal = {}, []
+    table, signal, samples = {}, [], {}
     for variance in cfg.noise_variances:
         gaps, errors, hits = [], [], []
         for index in range(cfg.noise_samples):
@@ -252,4 +185,5 @@ def noise_table(model: nn.Module, sample: Sample, cfg, generator: torch.Generato
             errors.append(label_l1(result.label, y))
             hits.append(gaps[-1] < 0.1 * abs(lam_star))
         table[variance] = (100 * float(np.mean(hits)), float(np.mean(gaps)), float(np.mean(errors)))
-    return table, signal
+        samples[variance] = {"hits": hits, "gaps": gaps}
+    return table, signal, samples
