@@ -126,7 +126,8 @@ def paper_rows(cfg, profile: str, *, scores: Mapping[str, Sequence[dict]], sweep
         settled: generation at which that search settled.
     """
     pretrained = cfg.pretrained
-    better = {"better": "higher"} if pretrained else {}
+    reason = "random weights; Stage I rests on a trained network's features"
+    better = {"better": "higher"} | ({} if pretrained else {"not_comparable": reason})
     model = "pretrained ResNet34" if pretrained else "random ResNet34"
     why = ("" if pretrained else "not comparable: random weights, and Stage I rests on a trained network's "
            "features (the headline row is on a trained one); ")
@@ -165,7 +166,7 @@ def paper_rows(cfg, profile: str, *, scores: Mapping[str, Sequence[dict]], sweep
          "unit": "fraction", **_mean_fields([s["accuracy"] for s in scores["Yin et al."]]),
          "differences": differences},
         {"quantity": "generations to converge", "setting": big, "paper": 200, "this_run": settled,
-         "unit": "generations", "better": "lower", "differences": f"one search (n = 1); {profile} profile, "
+         "unit": "generations", "better": "lower", "n": 1, "differences": f"one search (n = 1); {profile} profile, "
          f"{model}; the search's speed, not its answer; paper: fewer than 200"},
     ]
     return rows

@@ -14,7 +14,7 @@ import torch
 
 from gitutor.labels import LambdaProblem
 from gitutor.results import interval_fields
-from gitutor.stats import Interval, format_interval, interval, success_interval
+from gitutor.stats import format_interval, interval, success_interval
 from gitutor.tables import markdown_table
 from gitutor.viz import show_grid
 
@@ -179,18 +179,19 @@ def _row(quantity, setting, paper, this_run, unit, differences, better=None, spr
 
 
 def bounded(values, digits: int, *, low: float = -math.inf, high: float = math.inf, scale: float = 1.0) -> dict:
-    """A row's ``low``/``high``: the 95 % Student-t interval of the mean of ``values`` (×``scale``), cut to the
-    quantity's range [``low``, ``high``] (an L1 error is ≥ 0, an SSIM ≤ 1); ``{}`` for a single value."""
-    summary = interval([scale * float(v) for v in values])
-    return interval_fields(Interval(summary.mean, max(summary.low, min(low, summary.mean)),
-                                    min(summary.high, max(high, summary.mean)), summary.n), digits)
+    """A row's ``n``/``low``/``high``: the 95 % interval of the mean of ``values`` (×``scale``) inside the
+    quantity's range [``low``, ``high``] (an L1 error is ≥ 0, an SSIM ≤ 1; :func:`gitutor.stats.interval`);
+    only ``n`` for a single value."""
+    bounds = (low if math.isfinite(low) else None, high if math.isfinite(high) else None)
+    values = [min(max(scale * float(v), low), high) for v in values]  # float rounding (SSIM 1 + 1e-7)
+    return interval_fields(interval(values, bounds=bounds), digits)
 
 
 def share(flags, digits: int = 1) -> dict:
     """``low``/``high`` in % of a success share: the Wilson 95 % interval (:func:`~gitutor.stats.success_interval`,
     inside [0, 100] %) of one 0/1 flag per trial."""
     summary = success_interval(flags)
-    return {"low": round(100 * summary.low, digits), "high": round(100 * summary.high, digits)}
+    return {"n": summary.n, "low": round(100 * summary.low, digits), "high": round(100 * summary.high, digits)}
 
 
 #: Why the chapter's headline is the pooled λ-recovery accuracy (the sentence the page shows).
@@ -200,6 +201,7 @@ HEADLINE_REASON = ("Wang et al.'s central claim is that the λ search recovers *
 #: Why Table 3's and Table 5's rows are not comparable (their differences column says it).
 TABLE3_NOT_COMPARABLE = ("not comparable: {side}×{side} images and a CPU step budget make another matching problem "
                          "than the paper's 32×32 runs; the page compares the label settings with each other")
+TABLE5_REASON = "noise variance relative to a gradient scale that differs and is not reported"
 TABLE5_NOT_COMPARABLE = ("not comparable: a noise variance means something only relative to the gradient's scale, "
                          "which differs here (the page gives σ / RMS) and which the paper does not report")
 
@@ -265,14 +267,16 @@ def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mappi
                          round(float(np.mean(psnrs)), 2), "dB",
                          TABLE3_NOT_COMPARABLE.format(side=side) + f"; {len(psnrs)} runs "
                          f"({cfg.table3_samples[key[0]]} images × {cfg.table3_repeats} starts; paper: "
-                         f"{paper_count} × 10)", spread=bounded(psnrs, 2)))
+                         f"{paper_count} × 10)", "higher", bounded(psnrs, 2),
+                         not_comparable=f"{side}×{side} px and a CPU step budget: another matching problem"))
     for variance, (paper_acc, paper_gap) in zip(cfg.noise_variances, PAPER_TABLE5):
         hits, gaps = table5[variance]["hits"], table5[variance]["gaps"]
         where = (f"{TABLE5_NOT_COMPARABLE}; {len(hits)} samples (paper 100); PSO only, as the paper; noise on the "
                  "whole last-layer gradient; basin criterion |λ−λ*| < 0.1|λ*|")
         rows.append(_row("accuracy under Gaussian noise (Table 5)", f"variance {variance:.0e}", paper_acc,
-                         round(100 * float(np.mean(hits)), 1), "%", where, spread=share(hits)))
+                         round(100 * float(np.mean(hits)), 1), "%", where, "higher", share(hits),
+                         not_comparable=TABLE5_REASON))
         rows.append(_row("L_s = |λ − λ*| under noise (Table 5)", f"variance {variance:.0e}", paper_gap,
-                         float(f"{np.mean(gaps):.3g}"), "", "not comparable: as above",
-                         spread=bounded(gaps, 4, low=0.0)))
+                         float(f"{np.mean(gaps):.3g}"), "", "not comparable: as above", "lower",
+                         bounded(gaps, 4, low=0.0), not_comparable=TABLE5_REASON))
     return rows
