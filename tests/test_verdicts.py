@@ -172,3 +172,12 @@ def test_the_ledger_reads_each_papers_claim_off_its_headline_row():
     assert "[04 (recorded)](recorded/04_stepwise_gradinversion.ipynb)" in table and table.count("\n") == 8
     page = ledger_html(records, "../notebooks", "recorded")
     assert '<a href="../notebooks/01_dlg.html">01</a>' in page and page.count("<tr>") == 8
+
+
+def test_a_difference_of_two_methods_may_be_negative_but_a_metric_may_not():
+    from gitutor.results.bounds import bounds_problem
+
+    effect = {"quantity": "PSNR, DiffULA − IG user level without prior (the prior's effect)", "unit": "dB",
+              "this_run": -0.54, "low": -0.62, "high": -0.46, "n": 10}
+    assert bounds_problem(effect) is None
+    assert "outside the range" in bounds_problem({**effect, "quantity": "PSNR, DiffULA"})

@@ -20,7 +20,7 @@ from gitutor.stats import BOUNDS
 
 _METRICS = ("SSIM", "PSNR", "MSE", "LPIPS")
 _TRANSFORMED = re.compile(
-    r"\blog|Δ|\bdelta\b|differen|ratio|\bgap\b|\bgain\b|change|improve|×|/",
+    r"\blog|Δ|\bdelta\b|differen|ratio|\bgap\b|\bgain\b|change|improve|\beffect\b| − |×|/",
     re.IGNORECASE,
 )
 _RATE = re.compile(r"\b(accuracy|rate|fraction|share)\b", re.IGNORECASE)
