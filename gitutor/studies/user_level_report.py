@@ -109,9 +109,9 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
     ]
     for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3)):
         summary = effect["intervals"][metric]
-        out.append(row(f"{metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
+        out.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
                        f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
-                       round(summary.mean, digits), unit, None, summary, digits))
+                       round(summary.mean, digits), f"{unit} difference", None, summary, digits))
     out += [
         row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
             "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
