@@ -32,6 +32,43 @@ def _temporary(path: Path) -> Path:
     return Path(name)
 
 
+def target_problem(path: Path) -> str | None:
+    """Why a file could not be written at ``path`` (None: it can): ``path`` is a folder or another
+    non-file, a folder above it is a file, or the place it goes is not writable."""
+    if path.exists() and not path.is_file():
+        return f"{path} is a folder, not a file" if path.is_dir() else f"{path} is not a regular file"
+    above = path.parent
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir():
+        return f"{above} is a file, so {path} cannot be created beneath it"
+    if not os.access(above, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"{path if path.exists() else above} is not writable"
+    return None
+
+
+def check_targets(paths) -> list[Path]:
+    """``paths`` as absolute Paths, after checking that every one can be written (:func:`target_problem`)
+    and that no two name the same file (also through a symbolic link).
+
+    Raises:
+        TypeError: if a path is not a str or :class:`os.PathLike`.
+        ValueError: naming the path that is a folder, lies beneath a file, is not writable, or is given
+            twice.
+    """
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"paths must be str or os.PathLike, got {type(path).__name__}")
+    targets = [Path(path).absolute() for path in paths]
+    resolved = [target.resolve() for target in targets]
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(f"paths must name different files, got {[str(p) for p in paths]}")
+    problems = [problem for problem in map(target_problem, targets) if problem]
+    if problems:
+        raise ValueError(f"cannot write {', '.join(problems)}; nothing was written")
+    return targets
+
+
 def _flush_to_disk(path: Path) -> None:
     with open(path, "rb+") as file:
         os.fsync(file.fileno())
@@ -45,23 +82,21 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
     normal exit every temporary file is flushed to disk and renamed over its target (``os.replace``,
     atomic per file; all targets are replaced one after another only once every file has been
     written). On an exception the temporary files are removed, the targets are untouched, and the
-    exception propagates. Missing folders are created.
+    exception propagates. Missing folders are created. Every target is checked before the block
+    runs and again before the first rename (:func:`check_targets`), so a target that is a folder
+    refuses the whole write instead of failing after the others were replaced.
 
     Yields:
         One temporary :class:`~pathlib.Path` per target, in the order given.
 
     Raises:
-        ValueError: if no path is given or a path is given twice.
+        ValueError: if no path is given, a path is given twice, or naming a path that cannot be
+            written (a folder, beneath a file, not writable): before anything is written.
         TypeError: if a path is not a str or :class:`os.PathLike`.
     """
     if not paths:
         raise ValueError("atomic_paths needs at least one path")
-    for path in paths:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"paths must be str or os.PathLike, got {type(path).__name__}")
-    targets = [Path(path).absolute() for path in paths]
-    if len(set(targets)) != len(targets):
-        raise ValueError(f"paths must differ, got {[str(p) for p in paths]}")
+    targets = check_targets(paths)
     temporaries: list[Path] = []
     try:
         for target in targets:
@@ -70,6 +105,7 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for temporary in temporaries:
             _flush_to_disk(temporary)
             os.chmod(temporary, 0o644)  # mkstemp makes 0600; a record is an ordinary file
+        check_targets(targets)  # nothing became a folder meanwhile: all are replaced, or none
         for temporary, target in zip(temporaries, targets):
             os.replace(temporary, target)
     finally:
@@ -111,20 +147,30 @@ def write_json(path: str | Path, value, **dumps) -> Path:
     return write_text(path, json.dumps(value, **dumps) + "\n")
 
 
-def copy_files(pairs: dict[str | Path, str | Path]) -> list[Path]:
+def copy_files(pairs: dict[str | Path, str | Path], remove=()) -> list[Path]:
     """Copy each ``source`` to its ``target`` (``{source: target}``), all targets replaced together
-    (see :func:`atomic_paths`); returns the targets.
+    (see :func:`atomic_paths`), then delete the files ``remove`` (e.g. what a previous run of the
+    same record wrote and this one did not); returns the targets.
 
     Raises:
         FileNotFoundError: naming a missing source (no target is touched).
+        ValueError: naming a target that cannot be written, or a path of ``remove`` that is a
+            target or not a file (no target is touched).
     """
     sources = [Path(source) for source in pairs]
     missing = [str(source) for source in sources if not source.is_file()]
     if missing:
         raise FileNotFoundError(f"cannot copy {missing}: no such file")
-    with atomic_paths(*pairs.values()) as temporaries:
+    stale = [Path(path).absolute() for path in remove]
+    targets = check_targets(list(pairs.values()))
+    wrong = [str(path) for path in stale if path in targets or path.exists() and not path.is_file()]
+    if wrong:
+        raise ValueError(f"cannot remove {wrong}: a target or not a file; nothing was written")
+    with atomic_paths(*targets) as temporaries:
         for source, temporary in zip(sources, temporaries):
             shutil.copyfile(source, temporary)
+    for path in stale:
+        path.unlink(missing_ok=True)
     return [Path(target) for target in pairs.values()]
 
 

@@ -3,10 +3,13 @@
 :func:`gitutor.sweeps.run_trials` with ``journal=path`` appends every trial that finishes without an
 error to ``path`` as soon as it finishes (written, flushed and fsynced: a kill, a reboot or a
 machine taken back loses at most the trials still running) and skips, on a rerun, every trial the
-journal already holds. A line is ``{"trial": {...}, "value": ..., "seconds": s}``; a trial is
+journal already holds. A line is ``{"run": {...}, "trial": {...}, "value": ..., "seconds": s}``; a trial is
 identified by its parameters as canonical JSON (:func:`trial_key`: sorted keys, dataclasses as
-dicts), so the same command finds its own trials and a changed parameter (e.g. more iterations)
-runs anew. Failed trials are not journaled: a rerun tries them again.
+dicts) *and* by its run (:func:`gitutor.identity.run_identity`: the trial function, a digest of the
+shared context and the code's commit), so the same command finds its own trials, and a changed
+parameter (e.g. more iterations), another trial function (an SSIM sweep after a PSNR sweep over the
+same seeds), a changed context or other code runs anew: entries of another run are ignored (with a
+warning), never handed back. Failed trials are not journaled: a rerun tries them again.
 
 Values are stored by :func:`to_json`, which keeps what a trial usually returns exactly: JSON values,
 tuples, and torch tensors (safetensors bytes in base64, bit-exact, any dtype); :func:`from_json`
@@ -18,6 +21,7 @@ import base64
 import dataclasses
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -93,27 +97,43 @@ class Journal:
         path: the journal file, e.g. beside the record the sweep makes.
         encode: turns a trial's value into JSON (default: :func:`to_json`).
         decode: turns the stored JSON back into the value (default: :func:`from_json`).
+        run: what else determines a trial's value (:func:`gitutor.identity.run_identity`); only the
+            entries of this run are read back (None: the entries that name no run).
 
     Raises:
-        TypeError: if ``path`` is not a str or path, or ``encode``/``decode`` are not callable.
+        TypeError: if ``path`` is not a str or path, ``encode``/``decode`` are not callable, or
+            ``run`` is not a dict of str.
+        ValueError: naming ``path`` when no file can be written there (a folder, beneath a file, not
+            writable): checked here, before any trial runs.
     """
 
     def __init__(self, path: str | Path, encode: Callable[[Any], Any] | None = None,
-                 decode: Callable[[Any], Any] | None = None) -> None:
+                 decode: Callable[[Any], Any] | None = None, run: Mapping[str, str] | None = None) -> None:
+        from gitutor.files import target_problem
+
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"journal must be a str or path, got {type(path).__name__}")
         for name, function in (("encode", encode), ("decode", decode)):
             if function is not None and not callable(function):
                 raise TypeError(f"{name} must be callable or None, got {type(function).__name__}")
+        if run is not None and not (isinstance(run, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in run.items())):
+            raise TypeError(f"run must be a dict of str (gitutor.identity.run_identity), got {run!r}")
+        problem = target_problem(Path(path).absolute())
+        if problem:
+            raise ValueError(f"journal: {problem}; give the path of a journal file (e.g. sweep.jsonl)")
         self.path = Path(path)
         self.encode = encode or to_json
         self.decode = decode or from_json
+        self.run = None if run is None else dict(run)
 
     def read(self) -> dict[str, tuple[Any, None, float]]:
-        """``{trial_key: (value, None, seconds)}`` of every journaled trial (the value decoded; None:
-        no error, the fields of a :class:`gitutor.sweeps.TrialOutcome`).
+        """``{trial_key: (value, None, seconds)}`` of every journaled trial of this run (the value
+        decoded; None: no error, the fields of a :class:`gitutor.sweeps.TrialOutcome`).
 
-        A last line cut short by a kill is dropped from the file (its trial runs again).
+        A last line cut short by a kill is dropped from the file (its trial runs again). Entries of
+        another run (another trial function, context or code) are skipped with a warning that
+        says what differs.
 
         Raises:
             ValueError: naming the file and line when a complete line is not a journal entry.
@@ -124,16 +144,26 @@ class Journal:
         complete = data.rfind(b"\n") + 1
         if complete < len(data):  # the last write was interrupted: drop its partial line
             os.truncate(self.path, complete)
-        finished = {}
-        for number, line in enumerate(data[:complete].decode("utf-8").splitlines(), start=1):
+        finished, others = {}, {}
+        for number, line in enumerate(data[:complete].decode("utf-8", errors="replace").splitlines(), start=1):
             try:
                 entry = json.loads(line)
                 key, value, seconds = trial_key(entry["trial"]), entry["value"], float(entry["seconds"])
-            except (ValueError, TypeError, KeyError) as error:
+                run = entry.get("run")
+            except (ValueError, TypeError, KeyError, AttributeError) as error:
                 raise ValueError(f"journal {self.path}, line {number}, is not a journal entry "
                                  f"({type(error).__name__}: {error}); move the file away to start the "
                                  "sweep afresh") from None
+            if run != self.run:
+                differs = sorted(k for k in set(run or {}) | set(self.run or {})
+                                 if (run or {}).get(k) != (self.run or {}).get(k))
+                others[", ".join(differs) or "run"] = others.get(", ".join(differs) or "run", 0) + 1
+                continue
             finished[key] = (self.decode(value), None, seconds)
+        if others:
+            warnings.warn(f"journal {self.path}: ignored " + "; ".join(
+                f"{count} trial(s) of another run (its {what} differs)" for what, count in others.items())
+                + ": they run again", stacklevel=3)
         return finished
 
     def append(self, trial: Mapping[str, Any], value: Any, seconds: float) -> None:
@@ -142,8 +172,9 @@ class Journal:
         Raises:
             TypeError, ValueError: if the encoded value is not JSON (nothing is written).
         """
-        line = json.dumps({"trial": json.loads(trial_key(trial)), "value": self.encode(value),
-                           "seconds": round(float(seconds), 3)}) + "\n"
+        entry = {"trial": json.loads(trial_key(trial)), "value": self.encode(value),
+                 "seconds": round(float(seconds), 3)}
+        line = json.dumps(entry if self.run is None else {"run": self.run, **entry}) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as file:
             file.write(line)

@@ -125,19 +125,15 @@ def interval(values: Iterable[float], confidence: float = CONFIDENCE,
         give a zero-width interval.
 
     Raises:
-        ValueError: if ``values`` is empty, holds NaN/inf or a value outside ``bounds``,
-            ``confidence`` is not in (0, 1), or ``bounds`` has low ≥ high.
+        ValueError: if ``values`` is empty, nested or ragged (e.g. per-seed lists of per-image
+            values: average within each trial first, the interval is over trials), holds NaN/inf or
+            a value outside ``bounds``, ``confidence`` is not in (0, 1), or ``bounds`` has low ≥ high.
         TypeError: if a value is not a real number or ``bounds`` is not a pair of numbers.
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     lo, hi = _bounds(bounds)
-    data = np.asarray(list(values))
-    if data.size == 0:
-        raise ValueError("values is empty: an interval needs at least one trial")
-    if data.dtype == object or not np.issubdtype(data.dtype, np.number) or data.dtype == bool:
-        raise TypeError(f"values must be real numbers, got dtype {data.dtype}")
-    data = data.astype(float).ravel()
+    data = _flat_values(values, "values")
     if not np.isfinite(data).all():
         raise ValueError("values contain NaN or inf")
     if data.min() < lo or data.max() > hi:
@@ -156,6 +152,30 @@ def interval(values: Iterable[float], confidence: float = CONFIDENCE,
         low, high = mean - half, mean + half
     low, high = max(lo, min(low, mean)), min(hi, max(high, mean))
     return Interval(mean, low, high, int(data.size), (lo, hi))
+
+
+def _flat_values(values, name: str) -> np.ndarray:
+    """``values`` as a 1-D float array of one number per trial.
+
+    Raises:
+        ValueError: if ``values`` is empty or holds sequences (nested or ragged).
+        TypeError: if a value is not a real number (bools and strings included).
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence of real numbers (one per trial), got {type(values).__name__}")
+    items = list(values)
+    nested = [i for i, v in enumerate(items) if isinstance(v, (Iterable, np.ndarray)) and not isinstance(v, str)
+              and np.ndim(v) > 0]
+    if nested:
+        raise ValueError(f"{name} must hold one number per trial, but {name}[{nested[0]}] is a sequence "
+                         f"({len(nested)} of {len(items)} items are): average within each trial first "
+                         "(e.g. the mean over a batch's images), the interval is over trials")
+    data = np.asarray(items)
+    if data.size == 0:
+        raise ValueError(f"{name} is empty: an interval needs at least one trial")
+    if data.dtype == object or not np.issubdtype(data.dtype, np.number) or data.dtype == bool:
+        raise TypeError(f"{name} must be real numbers, got dtype {data.dtype}")
+    return data.astype(float).ravel()
 
 
 def _bootstrap(data: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -179,11 +199,15 @@ def success_interval(outcomes: Iterable[bool], confidence: float = CONFIDENCE) -
     Wilson (1927): centre (p̂ + z²/2n) / (1 + z²/n), half-width z·√(p̂(1−p̂)/n + z²/4n²) / (1 + z²/n).
 
     Raises:
-        ValueError: if ``outcomes`` is empty, holds anything but 0/1/True/False, or ``confidence`` is not in (0, 1).
+        ValueError: if ``outcomes`` is empty, holds anything but 0/1/True/False (a nested list, a
+            string), or ``confidence`` is not in (0, 1).
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    data = [float(v) for v in outcomes]
+    items = list(outcomes)
+    if any(isinstance(v, (str, bytes)) or np.ndim(v) > 0 for v in items):
+        raise ValueError(f"outcomes must hold one 0/1 or bool per trial, not sequences or strings, got {items!r}")
+    data = [float(v) for v in items]
     if not data or not set(data) <= {0.0, 1.0}:
         raise ValueError(f"outcomes must be a non-empty sequence of 0/1 or bools, got {data!r}")
     n, share = len(data), sum(data) / len(data)
@@ -250,50 +274,4 @@ def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra
     return markdown_table(["", *header], rows)
 
 
-def budget_for(budgets: Sequence[float], means: Sequence[float | Interval], target: float,
-               max_factor: float = 1000.0, max_spread: float = 3.0) -> float | None:
-    """The budget at which a log-linear fit of ``means`` against ``budgets`` reaches ``target``.
-
-    Fits mean = a + c · log(budget) by least squares; returns None when c ≤ 0 (no progress) or
-    when the predicted budget is more than ``max_factor`` × the largest budget measured (too far
-    to extrapolate). An extrapolation, to be reported as such.
-
-    When ``means`` are :class:`Interval` s (pass them: plain numbers are taken as exact), the
-    answer must also survive the points' uncertainty: the same fit through the intervals' lower
-    ends and through their upper ends must both reach ``target`` within ``max_factor`` and agree
-    within a factor ``max_spread``; otherwise (or when a point has n = 1, no interval) the
-    intervals are too wide to extrapolate from and the result is None.
-
-    Raises:
-        ValueError: for fewer than two budgets, mismatched lengths, non-positive budgets,
-            ``max_factor`` ≤ 1 or ``max_spread`` < 1.
-        TypeError: for ``means`` that mix :class:`Interval` s and numbers.
-    """
-    if not 1 < max_factor < math.inf:
-        raise ValueError(f"max_factor must be a finite number > 1, got {max_factor!r}")
-    if not 1 <= max_spread < math.inf:
-        raise ValueError(f"max_spread must be a finite number ≥ 1, got {max_spread!r}")
-    if len(budgets) != len(means) or len(budgets) < 2:
-        raise ValueError(f"need ≥ 2 budgets with one mean each, got {len(budgets)} and {len(means)}")
-    if min(budgets) <= 0:
-        raise ValueError("budgets must be positive")
-    kinds = {isinstance(m, Interval) for m in means}
-    if len(kinds) > 1:
-        raise TypeError("means must be all Intervals or all numbers, not a mix")
-    if kinds == {False}:
-        return _log_linear_budget(budgets, means, target, max_factor)
-    if any(not m.has_interval for m in means):
-        return None
-    central = _log_linear_budget(budgets, [m.mean for m in means], target, max_factor)
-    ends = [_log_linear_budget(budgets, [getattr(m, end) for m in means], target, max_factor)
-            for end in ("low", "high")]
-    if central is None or None in ends or max(ends) > max_spread * min(ends):
-        return None
-    return central
-
-
-def _log_linear_budget(budgets, means, target, max_factor) -> float | None:  # budget_for, numbers
-    slope, intercept = np.polyfit(np.log(np.asarray(budgets, float)), np.asarray(means, float), 1)
-    if slope <= 0 or (target - intercept) / slope > math.log(max_factor * max(budgets)):
-        return None
-    return float(math.exp((target - intercept) / slope))
+from gitutor.budgets import budget_for  # noqa: E402 - re-exported (it uses Interval, defined above)

@@ -20,20 +20,23 @@ reported (its ``error`` holds the exception) and the others go on.
   memory) fails its trial, which is reported, and is replaced.
 
 With ``journal=path`` every trial that finishes without an error is appended to that JSON-lines
-file at once (:mod:`gitutor.journal`); running the same sweep again skips the journaled trials and
+file at once (:mod:`gitutor.journal`), keyed by its parameters and by its run
+(:func:`gitutor.identity.run_identity`: the trial function, a digest of ``context`` and the code's
+commit); running the same sweep again skips the journaled trials of the same run and
 runs only the rest (after a kill, a reboot, or failed trials), and the outcomes of every trial are
 read back from the journal, so a resumed sweep returns what an uninterrupted one returns. Values
 are stored by :func:`gitutor.journal.to_json` (JSON, tuples, tensors) unless ``encode``/``decode``
 convert them; a finished value that cannot be stored is kept in memory with a warning (a rerun runs
 that trial again). Without a journal nothing is written, unless the environment variable
 ``GITUTOR_JOURNALS`` names a folder (``scripts/record.py`` sets it for the notebook it records):
-then every sweep journals into ``<folder>/<function>-<hash of its trials>.jsonl``.
+then every sweep journals into ``<folder>/<function>-<hash of its trials and run>.jsonl``.
 """
 from __future__ import annotations
 
 import functools
 import gc
 import hashlib
+import json
 import math
 import multiprocessing
 import os
@@ -48,6 +51,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 
 ENGINES = ("local", "processes", "ray")
@@ -108,10 +112,11 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
 
     Raises:
         TypeError: if ``function`` is not callable or, with a journal, for a trial whose parameters
-            are not JSON (or dataclasses of it).
+            are not JSON (or dataclasses of it) or a ``context`` that cannot be digested.
         ValueError: for an unknown engine, a trial that is not a mapping, or non-positive resources;
-            with a journal, for two trials with the same parameters or a journal line that is not an
-            entry (naming the file and line).
+            with a journal, for two trials with the same parameters, a journal path where no file
+            can be written (a folder) or a journal line that is not an entry (naming the file and
+            line) — all before any trial runs.
         ImportError: for ``engine="ray"`` when Ray is not installed (``pip install "gitutor[sweeps]"``).
     """
     if not callable(function):
@@ -127,19 +132,21 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
     run = functools.partial(_run, function, context=context, engine=engine, num_cpus=num_cpus,
                             cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial, progress=progress)
     if journal is None and os.environ.get(JOURNALS_ENV):
-        journal = _journal_in(Path(os.environ[JOURNALS_ENV]), function, trials)
+        journal = _journal_in(Path(os.environ[JOURNALS_ENV]), function, trials, context)
     if journal is None:
         return run(trials, keep=lambda outcome: outcome)
-    return _journaled(run, trials, Journal(journal, encode, decode))
+    return _journaled(run, trials, Journal(journal, encode, decode, run=run_identity(function, context)))
 
 
-def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping]) -> Path | None:
-    """``<folder>/<module.function>-<sha256 of the trials' keys, 12 hex>.jsonl`` (None, with a warning,
-    when the trials cannot be keyed: parameters that are not JSON, or two trials with the same ones)."""
+def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], context: Any) -> Path | None:
+    """``<folder>/<module.function>-<sha256 of the trials' keys and the run, 12 hex>.jsonl`` (None, with
+    a warning, when the trials cannot be keyed: parameters that are not JSON, two trials with the same
+    ones, or a context that cannot be digested)."""
     try:
         keys = [trial_key(trial) for trial in trials]
         if len(set(keys)) < len(keys):
             raise ValueError("two trials have the same parameters")
+        keys.append(json.dumps(run_identity(function, context), sort_keys=True))
     except (TypeError, ValueError) as error:
         warnings.warn(f"{JOURNALS_ENV} is set but this sweep cannot be journaled: {error}", stacklevel=3)
         return None

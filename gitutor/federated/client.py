@@ -137,6 +137,56 @@ def check_client_batch(x: torch.Tensor, y: torch.Tensor, model: nn.Module | None
         raise ValueError("x contains NaN or inf")
 
 
+def check_model_input(model: nn.Module, x: torch.Tensor, labels: torch.Tensor | None = None,
+                      name: str = "x") -> None:
+    """Check that ``model`` takes ``x`` (one example of it, in a forward pass without gradients that
+    leaves the model unchanged) and that integer ``labels`` are classes of its output.
+
+    Catches what torch reports deep inside a layer (``mat1 and mat2 shapes cannot be multiplied``)
+    where the images enter, e.g. one client's images of another size than the model was built for.
+
+    Raises:
+        ValueError: naming ``name`` and its shape when the model cannot take it, or a label outside
+            ``[0, classes)``.
+    """
+    with preserved_buffers(model), torch.no_grad():
+        training = model.training
+        try:
+            model.eval()
+            out = model(x[:1])
+        except (RuntimeError, ValueError, TypeError, IndexError) as error:
+            first = (str(error).strip().splitlines() or [""])[0]
+            raise ValueError(f"{name} of shape {tuple(x.shape)} does not fit the model "
+                             f"{type(model).__name__} ({first}); give images of the size and channels "
+                             "it was built for") from None
+        finally:
+            model.train(training)
+    if labels is not None and not labels.is_floating_point() and labels.numel() and out.dim() == 2 and (
+            int(labels.min()) < 0 or int(labels.max()) >= out.shape[1]):
+        raise ValueError(f"labels of {name} must be classes in [0, {out.shape[1]}) of the model's output, "
+                         f"got {sorted(set(labels.tolist()))}")
+
+
+def check_partitions(model: nn.Module, partitions) -> None:
+    """Check every client's ``(images, labels)`` pair against ``model`` before a federation starts
+    (:func:`check_client_batch`, :func:`check_model_input`).
+
+    Raises:
+        TypeError, ValueError: naming ``partitions[k]`` (not a pair, a bad batch, images the model
+            cannot take, labels outside its classes).
+    """
+    if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Sequence) or not partitions:
+        raise ValueError("partitions must be a non-empty list of (images, labels) pairs, one per client")
+    for k, pair in enumerate(partitions):
+        if not (isinstance(pair, Sequence) and len(pair) == 2):
+            raise TypeError(f"partitions[{k}] must be an (images, labels) pair, got {type(pair).__name__}")
+        try:
+            check_client_batch(*pair, model)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"partitions[{k}]: {error}") from None
+        check_model_input(model, pair[0], pair[1], f"partitions[{k}]")
+
+
 def trainable_parameters(model: nn.Module) -> list[torch.Tensor]:
     """``list(model.parameters())``, all of which must require gradients (the update has one entry each).
 

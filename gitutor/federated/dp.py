@@ -103,6 +103,25 @@ def epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: floa
         return float(engine.get_epsilon(delta=delta))
 
 
+def check_opacus_model(model: nn.Module) -> None:
+    """Check that ``model`` has no in-place module (``nn.ReLU(inplace=True)`` …): Opacus' per-sample
+    gradient hooks need the layer inputs they saved, which an in-place activation overwrites (torch
+    then fails with "a view … modified inplace").
+
+    Raises:
+        TypeError: if ``model`` is not an ``nn.Module``.
+        ValueError: naming the in-place modules.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    inplace = [f"{name or type(model).__name__} ({module})" for name, module in model.named_modules()
+               if getattr(module, "inplace", False) is True]
+    if inplace:
+        raise ValueError(f"model: Opacus (DP-SGD) needs out-of-place activations, but {', '.join(inplace[:3])}"
+                         f"{' …' if len(inplace) > 3 else ''} work in place: build them with "
+                         "inplace=False (e.g. nn.ReLU())")
+
+
 def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, lr: float,
                 steps: int, noise_multiplier: float, max_grad_norm: float,
                 batch_size: int | None = None, seed: int = 0) -> tuple[nn.Module, dict]:
@@ -132,7 +151,8 @@ def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
     Raises:
         ValueError: naming the argument for a bad batch, σ, C, lr, steps or batch_size, or a
             model Opacus cannot make private (BatchNorm: use GroupNorm,
-            ``opacus.validators.ModuleValidator.fix``).
+            ``opacus.validators.ModuleValidator.fix``) or an in-place activation
+            (:func:`check_opacus_model`).
         TypeError: for non-float images or non-int64 labels.
     """
     from opacus.validators import ModuleValidator
@@ -145,6 +165,7 @@ def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
     batch_size = count if batch_size is None else _count(batch_size, "batch_size")
     if batch_size > count:
         raise ValueError(f"batch_size must be ≤ the client's {count} examples, got {batch_size}")
+    check_opacus_model(model)
     problems = ModuleValidator.validate(model, strict=False)
     if problems:
         raise ValueError(f"model: Opacus cannot compute per-sample gradients for it ({problems[0]}); "

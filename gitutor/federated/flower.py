@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gitutor.federated.client import check_client_batch
+from gitutor.federated.client import check_client_batch, check_partitions
+from gitutor.federated.dp import check_opacus_model
 from gitutor.federated.flower_engine import ENGINES, quiet_flower, run_federation
 
 __all__ = ["ENGINES", "ClientUpdate", "federated_round", "local_training", "make_client_app",
@@ -235,10 +236,14 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
         and ``[(round, accuracy), …]`` (empty without ``evaluate_fn``).
 
     Raises:
-        ValueError: naming ``partitions``, ``num_rounds``, ``config`` or ``engine``.
+        ValueError: naming ``partitions[k]`` (images the model cannot take, labels outside its
+            classes, a bad batch), ``num_rounds``, ``config`` or ``engine``, or a model with
+            in-place activations when ``config`` asks for DP-SGD; before any client runs.
+        RuntimeError: if a client failed, so that the server did not receive every update.
     """
-    if not partitions:
-        raise ValueError("partitions must hold at least one (images, labels) pair")
+    check_partitions(model, partitions)
+    if "noise-multiplier" in config:
+        check_opacus_model(model)
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
         raise ValueError(f"num_rounds must be an int ≥ 1, got {num_rounds!r}")
     if "lr" not in config:
@@ -254,6 +259,9 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
     history: list = []
     server = make_server_app(strategy, global_model, num_rounds, config, evaluate_fn, history)
     run_federation(server, make_client_app(builder, partitions), count, engine=engine)
+    if len(strategy.updates) != count * num_rounds:  # a client that failed sent an error, not an update
+        raise RuntimeError(f"the server received {len(strategy.updates)} of {count * num_rounds} client "
+                           f"updates ({engine}): a client failed (Flower logged its error above)")
     return strategy.updates, history
 
 

@@ -8,9 +8,18 @@
   directions (what a SuperLink forwards). No Ray, no sockets: milliseconds per round. Flower's
   process-wide task identity is set as a SuperLink/SuperNode sets it (:func:`task_identity`).
 - ``"simulation"``: ``flwr.simulation.run_simulation`` (a local Ray cluster, ``flwr[simulation]``),
-  with Flower's telemetry off. Under the book's network guard Ray's dashboard process resolves
-  cloud metadata hosts (169.254.169.254, metadata.google.internal) at start-up, which is why the
-  quick profile runs in-process.
+  with Flower's telemetry off (``FLWR_TELEMETRY_ENABLED=0``, held until its event threads have
+  finished) and Ray's usage stats off (``RAY_USAGE_STATS_ENABLED=0``, Ray's documented setting).
+  Ray still starts its API-server process, which loads ``UsageStatsHead`` even with the dashboard
+  off, and that module looks up cloud metadata hosts (169.254.169.254, metadata.google.internal;
+  ``ray._common.usage.usage_lib.get_cloud_from_metadata_requests``) whatever that setting says: no
+  Ray setting stops it. The book's network guard refuses those look-ups and files them as this
+  known Ray behaviour (``scripts/netguard``). The quick profile runs in-process (milliseconds, not
+  a Ray start-up).
+
+The in-process grid sets private fields of Flower (``Metadata._message_id``, ``_src_node_id``,
+``TaskIdentity._task_id`` …); :func:`check_flower_internals` checks they are where Flower
+:data:`FLOWER_TESTED` keeps them and fails naming the installed Flower version when they moved.
 
 Flower's deployment engine (``flower-superlink``, ``flower-supernode``, ``flwr run``) runs the same
 two apps across machines.
@@ -25,6 +34,34 @@ import uuid
 from collections.abc import Mapping
 
 ENGINES = ("in-process", "simulation")
+#: The Flower releases whose private fields the in-process grid was tested against (pyproject pins it).
+FLOWER_TESTED = ">=1.42,<1.43"
+_METADATA_FIELDS = ("_message_id", "_src_node_id", "_dst_node_id", "_run_id")
+_IDENTITY_FIELDS = ("_task_id", "_run_id", "_node_id")
+
+
+def check_flower_internals() -> None:
+    """Check that Flower keeps the private fields :class:`LoopbackGrid` and :func:`task_identity` set.
+
+    Raises:
+        RuntimeError: naming the installed Flower version, :data:`FLOWER_TESTED` and the fields that
+            moved (use ``engine="simulation"``, or install a tested Flower).
+    """
+    import flwr
+    from flwr.app import Message, RecordDict
+    from flwr.supercore.task_identity import TaskIdentity
+
+    missing = [f"TaskIdentity.{name}" for name in _IDENTITY_FIELDS if name not in vars(TaskIdentity)]
+    missing += [f"TaskIdentity.{name}" for name in ("task_id", "run_id", "node_id")
+                if not isinstance(getattr(type(TaskIdentity), name, None), property)]
+    if not missing:
+        with task_identity(1):
+            fields = vars(Message(RecordDict(), 1001, "train").metadata)
+        missing = [f"Metadata.{name}" for name in _METADATA_FIELDS if name not in fields]
+    if missing:
+        raise RuntimeError(f"Flower {flwr.__version__} no longer has {', '.join(missing)}, which gitutor's "
+                           f"in-process grid sets (tested with flwr{FLOWER_TESTED}): run with "
+                           f'engine="simulation" or install flwr{FLOWER_TESTED}')
 
 
 class LoopbackGrid:
@@ -90,6 +127,7 @@ class LoopbackGrid:
 
         if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
             raise ValueError(f"num_clients must be an int ≥ 1, got {num_clients!r}")
+        check_flower_internals()
         return _Grid()
 
 
@@ -128,14 +166,14 @@ def run_federation(server_app, client_app, num_clients: int, *, engine: str = "i
 
     Args:
         engine: ``"in-process"`` (:class:`LoopbackGrid`) or ``"simulation"``
-            (``flwr.simulation.run_simulation``, a local Ray cluster; Flower's telemetry is
-            off for the run, as ``FLWR_TELEMETRY_ENABLED=0`` does). Under the book's network
-            guard Ray's dashboard process resolves cloud metadata hosts, which is why the
-            quick profile runs in-process.
+            (``flwr.simulation.run_simulation``, a local Ray cluster; Flower's telemetry and
+            Ray's usage stats are off for the run, see the module docstring).
         backend_config: the simulation engine's ``backend_config`` (e.g. client resources).
 
     Raises:
         ValueError: naming ``engine`` or ``num_clients`` when invalid.
+        RuntimeError: for ``"in-process"`` when the installed Flower moved the private fields the
+            grid sets (:func:`check_flower_internals`).
     """
     from flwr.app import Context, RecordDict
 
@@ -151,18 +189,35 @@ def run_federation(server_app, client_app, num_clients: int, *, engine: str = "i
                                          state=RecordDict(), run_config={}))
             return
         from flwr.simulation import run_simulation
-        from flwr.supercore import telemetry
 
-        saved = telemetry.FLWR_TELEMETRY_ENABLED, os.environ.get("FLWR_TELEMETRY_ENABLED")
-        telemetry.FLWR_TELEMETRY_ENABLED = "0"  # read once at import: set it for this run
-        os.environ["FLWR_TELEMETRY_ENABLED"] = "0"  # and for the Ray workers it starts
-        try:
+        with _telemetry_off():
             run_simulation(server_app=server_app, client_app=client_app,
                            num_supernodes=num_clients,
                            backend_config=dict(backend_config or {}))
-        finally:
-            telemetry.FLWR_TELEMETRY_ENABLED = saved[0]
-            if saved[1] is None:
-                os.environ.pop("FLWR_TELEMETRY_ENABLED", None)
+
+
+@contextlib.contextmanager
+def _telemetry_off():
+    """Flower's telemetry and Ray's usage stats off inside the block, restored after (Flower sends its
+    events from daemon threads that read the flag when they run: they are joined before it is)."""
+    import threading
+
+    from flwr.supercore import telemetry
+
+    names = ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED")
+    saved = telemetry.FLWR_TELEMETRY_ENABLED, {name: os.environ.get(name) for name in names}
+    telemetry.FLWR_TELEMETRY_ENABLED = "0"  # read once at import: set it for this run
+    os.environ.update(dict.fromkeys(names, "0"))  # and for the Ray processes it starts
+    try:
+        yield
+    finally:
+        for thread in threading.enumerate():  # Flower's pending events, sent (as "disabled") before
+            target = getattr(thread, "_target", None)
+            if getattr(target, "__module__", "") == telemetry.__name__:
+                thread.join(timeout=30)
+        telemetry.FLWR_TELEMETRY_ENABLED = saved[0]
+        for name, value in saved[1].items():
+            if value is None:
+                os.environ.pop(name, None)
             else:
-                os.environ["FLWR_TELEMETRY_ENABLED"] = saved[1]
+                os.environ[name] = value
