@@ -59,35 +59,46 @@ def test_a_killed_sweep_resumes_with_only_its_missing_trials_and_the_same_outcom
     assert again.stdout.splitlines()[-1] == uninterrupted.stdout.splitlines()[-1]
 
 
+RAN: list = []  # what ran, and which trials break: kept outside the context, which is read-only and
+FAIL: set = set()  # part of what a journal entry is keyed by (a changed context runs anew)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_bookkeeping():
+    RAN.clear()
+    FAIL.clear()
+
+
 def flaky(context, a):
-    if a in context["fail"]:
+    if a in FAIL:
         raise RuntimeError(f"trial {a} broke")
-    context["ran"].append(a)
-    return {"a": a, "image": torch.full((1, 2, 2), float(a))}
+    RAN.append(a)
+    return {"a": a, "image": torch.full((1, 2, 2), float(a) * context["scale"])}
 
 
 def test_failed_trials_are_not_journaled_and_run_again(tmp_path):
     journal = tmp_path / "sweep.jsonl"
-    first = {"fail": {1}, "ran": []}
-    outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context=first, journal=journal)
+    FAIL.add(1)
+    outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context={"scale": 1}, journal=journal)
     assert [o.ok for o in outcomes] == [True, False, True]
     assert outcomes[1].error == "RuntimeError: trial 1 broke"
     assert len(journal.read_text().splitlines()) == 2
-    second = {"fail": set(), "ran": []}
-    outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context=second, journal=journal)
-    assert second["ran"] == [1] and all(o.ok for o in outcomes)
+    FAIL.clear()
+    RAN.clear()
+    outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context={"scale": 1}, journal=journal)
+    assert RAN == [1] and all(o.ok for o in outcomes)
     assert torch.equal(outcomes[2].value["image"], torch.full((1, 2, 2), 2.0))
 
 
 def test_a_trial_cut_short_mid_line_is_dropped_and_a_broken_line_is_named(tmp_path):
     journal = tmp_path / "sweep.jsonl"
-    context = {"fail": set(), "ran": []}
+    context = {"scale": 1}
     run_trials(flaky, [dict(a=0), dict(a=1)], context=context, journal=journal)
     whole = journal.read_bytes()
     journal.write_bytes(whole[: len(whole) - 7])  # killed while writing the second line
-    context["ran"].clear()
+    RAN.clear()
     outcomes = run_trials(flaky, [dict(a=0), dict(a=1)], context=context, journal=journal)
-    assert context["ran"] == [1] and [o.value["a"] for o in outcomes] == [0, 1]
+    assert RAN == [1] and [o.value["a"] for o in outcomes] == [0, 1]
     assert len(journal.read_text().splitlines()) == 2
 
     journal.write_text("{not json}\n")
@@ -106,8 +117,7 @@ def test_trials_are_keyed_by_canonical_parameters_and_duplicates_are_refused(tmp
     with pytest.raises(TypeError, match="cannot be journaled"):
         trial_key({"a": object()})
     with pytest.raises(ValueError, match=r"trials\[0\] and trials\[1\]"):
-        run_trials(flaky, [dict(a=0), dict(a=0)], context={"fail": set(), "ran": []},
-                   journal=tmp_path / "j.jsonl")
+        run_trials(flaky, [dict(a=0), dict(a=0)], context={"scale": 1}, journal=tmp_path / "j.jsonl")
 
 
 def test_values_round_trip_exactly_and_custom_codecs_apply(tmp_path):
@@ -126,15 +136,15 @@ def test_values_round_trip_exactly_and_custom_codecs_apply(tmp_path):
 
 def test_without_a_journal_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run_trials(flaky, [dict(a=0)], context={"fail": set(), "ran": []})
+    run_trials(flaky, [dict(a=0)], context={"scale": 1})
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_journals_folder_of_the_environment_journals_every_sweep(tmp_path, monkeypatch):
     monkeypatch.setenv("GITUTOR_JOURNALS", str(tmp_path / "journals"))
-    context = {"fail": set(), "ran": []}
+    context = {"scale": 1}
     run_trials(flaky, [dict(a=0), dict(a=1)], context=context)
     run_trials(flaky, [dict(a=0), dict(a=1)], context=context)
-    assert context["ran"] == [0, 1]
+    assert RAN == [0, 1]
     (journal,) = (tmp_path / "journals").iterdir()
     assert journal.name.startswith("test_journal.flaky-") and journal.suffix == ".jsonl"

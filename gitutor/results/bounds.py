@@ -2,7 +2,8 @@
 results record lies outside it (:func:`check_bounds`; :func:`~gitutor.results.save_results`
 and :func:`~gitutor.results.read_record` run it on every record).
 
-A row's range is read off its ``unit`` and ``quantity`` (:func:`row_bounds`): SSIM in [−1, 1];
+A row's range is read off its ``unit`` and ``quantity`` (:func:`row_bounds`, in any letter case:
+"psnr", "Ssim" and a unit "db" are the same quantities, so no spelling escapes the check): SSIM in [−1, 1];
 PSNR (or unit dB), MSE and LPIPS ≥ 0; a fraction, accuracy or rate in [0, 1]; a percentage
 (unit %) in [0, 100]. A quantity that transforms a metric (a log, a difference, a ratio, a
 gain: "Δ log MSE", "PSNR gap") can be negative or above 1 and gets no range; so does a row
@@ -35,14 +36,14 @@ def row_bounds(row: Mapping) -> tuple[float, float] | None:
     quantity, unit = str(row["quantity"]), str(row["unit"]).strip()
     if _TRANSFORMED.search(quantity) or _TRANSFORMED.search(unit):
         return None
-    if unit == "%":
+    if unit.lower() in ("%", "percent", "per cent"):
         return BOUNDS["percent"]
-    if unit == "dB":
+    if unit.lower() == "db":
         return BOUNDS["PSNR"]
-    named = {m for m in _METRICS if re.search(rf"\b{m}\b", f"{quantity} {unit}")}
+    named = {m for m in _METRICS if re.search(rf"\b{m}\b", f"{quantity} {unit}", re.IGNORECASE)}
     if len(named) == 1:
         return BOUNDS[named.pop()]
-    if not named and (unit.startswith("fraction") or _RATE.search(quantity) and not unit):
+    if not named and (unit.lower().startswith("fraction") or _RATE.search(quantity) and not unit):
         return BOUNDS["fraction"]
     return None
 

@@ -83,6 +83,41 @@ def sample_problem(row: Mapping) -> str | None:
     return None
 
 
+def _real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _numeric_text(value) -> bool:
+    """A string that spells a number ("20.0", "nan", " 1e3"): a number given as text by mistake."""
+    try:
+        return isinstance(value, str) and (float(value) or True)
+    except ValueError:
+        return False
+
+
+def number_problem(row: Mapping) -> str | None:
+    """Why the numbers of ``row`` cannot be judged (None: they can): an interval given by half,
+    not finite or with low > high; ``n`` not an int ≥ 1; or, on a row that states which direction
+    is better (and is not marked ``not_comparable``), a paper value that is NaN or inf, or a paper
+    or run value that spells a number as a string ("20.0"; a run's "inf", "-inf" or "nan", which is
+    how a record stores those floats, is allowed). Words ("pixel-wise accurate") stay: such a row is not
+    comparable by :data:`gitutor.results.VERDICT_RULE`."""
+    if ("low" in row) != ("high" in row):
+        return "give both 'low' and 'high' (this run's interval) or neither"
+    if "low" in row and not (all(_finite(row[key]) for key in ("low", "high")) and row["low"] <= row["high"]):
+        return f"'low' and 'high' must be finite numbers with low ≤ high, got {row['low']!r}, {row['high']!r}"
+    if "n" in row and (isinstance(row["n"], bool) or not isinstance(row["n"], numbers.Integral) or row["n"] < 1):
+        return f"'n' (trials behind this run's number) must be an int ≥ 1, got {row['n']!r}"
+    if row.get("better") in DIRECTIONS and not row.get("not_comparable"):
+        for key in ("paper", "this_run"):
+            value, stored = row.get(key), key == "this_run" and row.get(key) in ("inf", "-inf", "nan")
+            if _numeric_text(value) and not stored or key == "paper" and _real(value) and not _finite(value):
+                return (f"{key!r} is {value!r} ({type(value).__name__}) but the row states better = "
+                        f"{row['better']!r}: give it as a finite number (or, for a paper without a number, "
+                        "its words; or mark the row 'not_comparable' saying why)")
+    return None
+
+
 def _check_row(row: Mapping, where: str, results: bool = True) -> dict:
     """``row`` checked (``results``: a paper-vs-run row, not a timing) as a JSON-able dict."""
     if not isinstance(row, Mapping):
@@ -100,19 +135,9 @@ def _check_row(row: Mapping, where: str, results: bool = True) -> dict:
         raise ValueError(
             f"{where}: 'better' must be one of {DIRECTIONS}, got {row['better']!r}"
         )
-    if ("low" in row) != ("high" in row):
-        raise ValueError(f"{where}: give both 'low' and 'high' (this run's interval) or neither")
-    if "low" in row and not (
-        all(_finite(row[key]) for key in ("low", "high")) and row["low"] <= row["high"]
-    ):
-        raise ValueError(
-            f"{where}: 'low' and 'high' must be finite numbers with low ≤ high, "
-            f"got {row['low']!r}, {row['high']!r}"
-        )
-    if "n" in row and (isinstance(row["n"], bool) or not isinstance(row["n"], numbers.Integral)
-                       or row["n"] < 1):
-        raise ValueError(f"{where}: 'n' (trials behind this run's number) must be an int ≥ 1, "
-                         f"got {row['n']!r}")
+    problem = number_problem(row)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
     if "not_comparable" in row and not (isinstance(row["not_comparable"], str)
                                         and row["not_comparable"].strip()):
         raise ValueError(f"{where}: 'not_comparable' must say why the setting's differences "

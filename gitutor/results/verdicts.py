@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitutor.results.records import ROW_KEYS, judged, sample_problem
+from gitutor.results.records import ROW_KEYS, judged, number_problem, sample_problem
 from gitutor.tables import markdown_table
 
 TOLERANCE = 0.05
@@ -36,9 +36,14 @@ def verdict(row: Mapping) -> str:
     """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`.
 
     Raises:
-        ValueError: naming the row, for a judged row that summarises n > 1 trials without
-            its interval (:func:`gitutor.results.records.sample_problem`).
+        ValueError: naming the row, for a row whose numbers cannot be judged
+            (:func:`gitutor.results.records.number_problem`: low > high, n < 1, a paper value
+            that is NaN or a number spelled as a string where a direction is stated), or a judged row that
+            summarises n > 1 trials without its interval (:func:`~gitutor.results.records.sample_problem`).
     """
+    problem = number_problem(row)
+    if problem:
+        raise ValueError(f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}")
     if not judged(row):
         return "not comparable"
     problem = sample_problem(row)
