@@ -2,6 +2,9 @@
 
 Each notebook runs in a fresh ``python3`` kernel with ``notebooks/`` as working directory and the
 parameters ``PROFILE`` and ``RESULTS_DIR`` injected; its executed copy goes to ``<stage>/<path>.ipynb``.
+Every path is checked before anything runs: a notebook lies inside the working directory, and
+``--stage``/``--results`` are neither a source folder nor hold one or the notebooks (``--stage ''``,
+an unset shell variable, would otherwise write the executed copy over the source).
 For the rendered page the injected-parameters cell is tagged ``remove-cell`` (it stays in the
 executed notebook), and progress bars are off (``TQDM_DISABLE=1``; interactive runs keep them).
 ``--jobs`` notebooks run at once (default: one per core; every chapter pins its torch thread
@@ -24,7 +27,8 @@ from pathlib import Path
 
 import papermill
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 from gitutor import cli
 from gitutor.files import write_json
 from gitutor.profiles import PROFILES
@@ -78,18 +82,33 @@ def run(notebook: str, stage: Path, parameters: dict, cwd: str | None, profile: 
     return True
 
 
+def _inside_stage(notebook: str, stage: Path, parser: argparse.ArgumentParser) -> str:
+    """``notebook`` relative to the working directory, after checking that its executed copy
+    ``<stage>/<notebook>.ipynb`` lands inside the stage and is not the notebook itself."""
+    source = Path(f"{notebook}.ipynb").resolve()
+    if not source.is_relative_to(Path.cwd()):
+        parser.error(f"{notebook}: give notebooks inside the working directory {Path.cwd()} (e.g. "
+                     "notebooks/01_dlg), so that each executed copy lands inside --stage")
+    if source.is_relative_to(stage):
+        parser.error(f"argument --stage: {stage} holds the notebook {source}; its executed copy must go elsewhere")
+    return str(source.relative_to(Path.cwd()).with_suffix(""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=cli.notebook(),
                         help="notebook paths without .ipynb, e.g. notebooks/01_dlg")
-    parser.add_argument("--stage", type=Path, required=True, help="folder of the executed copies")
-    parser.add_argument("--results", type=Path, required=True, help="RESULTS_DIR given to every notebook")
+    parser.add_argument("--stage", type=cli.output_folder(ROOT), required=True,
+                        help="folder of the executed copies (not a source folder, nor one holding one)")
+    parser.add_argument("--results", type=cli.output_folder(ROOT), required=True,
+                        help="RESULTS_DIR given to every notebook (not a source folder)")
     parser.add_argument("--profile", default="quick", choices=PROFILES)
     parser.add_argument("--cwd", default=None, help="working directory of the kernel (default: the notebook's folder)")
     parser.add_argument("--jobs", type=cli.positive_int, default=os.cpu_count() or 1, help="notebooks run at once")
     args = parser.parse_args(argv)
     if args.cwd is not None and not Path(args.cwd).is_dir():
         parser.error(f"argument --cwd: no folder {args.cwd}")
+    args.notebooks = [_inside_stage(notebook, args.stage, parser) for notebook in args.notebooks]
     os.environ.setdefault("TQDM_DISABLE", "1")
     parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
     queue, running, ok = list(args.notebooks), set(), True

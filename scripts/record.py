@@ -7,12 +7,15 @@ writes ``book/recorded/<notebook>.ipynb`` (the executed notebook, its title sayi
 budget, recorded on <date>, <device>") and ``book/recorded/<notebook>.json`` (the notebook's
 results record, :mod:`gitutor.results`, plus a ``"provenance"`` dict: commit, device, torch
 version, wall time, exact command, parameters, date), and any other file the notebook wrote beside
-its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``).
+its record as ``<notebook>.<suffix>`` (chapter 04: its Table 1 reconstructions, ``.safetensors``); a
+``<notebook>.*`` file of an earlier recording that this one did not write is removed, so a recording
+never mixes two runs.
 The working tree must be committed (the provenance commit is what was run); ``make record`` calls
 this script.
 
-Every argument is checked before anything runs (the notebook exists, ``-p`` names a parameter it
-declares, ``BUDGET`` is one of its profile's budgets, the device exists here). The notebook runs
+Every argument is checked before anything runs (the notebook is a committed chapter of this
+repository under ``notebooks/``, not a copy elsewhere; ``--recorded`` is not a source folder; ``-p``
+names a parameter it declares, ``BUDGET`` is one of its profile's budgets, the device exists here). The notebook runs
 into a temporary folder and its files replace those in ``book/recorded/`` only when it succeeded:
 a failed or interrupted run leaves ``book/recorded/`` byte-identical and exits 1 with the failing
 cell's error. Every trial its sweeps finish is journaled at once under
@@ -40,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RECORDED = ROOT / "book" / "recorded"
+#: The checkout whose ``notebooks/`` holds the chapters that may be recorded (the tests point it at a tiny one).
+CHAPTERS = ROOT
 
 from gitutor import cli
 from gitutor.files import copy_files, read_json
@@ -138,7 +143,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
         work = Path(work)
         results_dir, output = work / "results", work / f"{name}.ipynb"
         start = time.perf_counter()
-        _execute(papermill, ROOT / f"{notebook}.ipynb", output, journals,
+        _execute(papermill, CHAPTERS / f"{notebook}.ipynb", output, journals,
                  {"PROFILE": profile, "DEVICE": device, "RESULTS_DIR": str(results_dir), **parameters})
         wall = time.perf_counter() - start
         if not (results_dir / f"{name}.json").is_file():
@@ -157,7 +162,9 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
                                  "date": date}
         (work / f"{name}.json").write_text(json.dumps(record_, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         kept = [path for path in results_dir.glob(f"{name}.*") if path.suffix != ".json"]  # beside its record
-        copy_files({path: recorded / path.name for path in [output, work / f"{name}.json", *kept]})
+        pairs = {path: recorded / path.name for path in [output, work / f"{name}.json", *kept]}
+        stale = [path for path in recorded.glob(f"{name}.*") if path.is_file() and path not in pairs.values()]
+        copy_files(pairs, remove=stale)  # a file of the previous recording that this one did not write goes
     shutil.rmtree(journals, ignore_errors=True)  # recorded: the journals have served
     if journals.parent.is_dir() and not any(journals.parent.iterdir()):
         journals.parent.rmdir()
@@ -170,7 +177,7 @@ def _execute(papermill, source: Path, output: Path, journals: Path, parameters: 
     before = os.environ.get(JOURNALS_ENV)
     os.environ[JOURNALS_ENV] = str(journals)  # the kernel inherits it
     try:
-        papermill.execute_notebook(str(source), str(output), kernel_name="python3", cwd=str(ROOT / "notebooks"),
+        papermill.execute_notebook(str(source), str(output), kernel_name="python3", cwd=str(CHAPTERS / "notebooks"),
                                    progress_bar=False, parameters=parameters)
     except Exception as error:  # noqa: BLE001 - any failure of the run is reported in one line
         failed = journals / f"{output.stem}.failed.ipynb"
@@ -207,19 +214,22 @@ def main(argv: list[str] | None = None) -> int:
     from gitutor.profiles import NOTEBOOK_MODULES, PROFILES, get_profile
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="+", type=cli.notebook(ROOT),
-                        help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
+    parser.add_argument("notebooks", nargs="+", type=cli.chapter(CHAPTERS),
+                        help="a chapter of this repository, e.g. notebooks/04_stepwise_gradinversion")
     parser.add_argument("--profile", default="full", choices=PROFILES)
     parser.add_argument("--device", default="auto", type=cli.device, help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    parser.add_argument("--recorded", type=Path, default=RECORDED, help="folder of the recordings")
+    parser.add_argument("--recorded", type=cli.output_folder(ROOT), default=RECORDED,
+                        help="folder of the recordings (not a source folder)")
     args = parser.parse_args(argv)
-    if args.recorded.exists() and not args.recorded.is_dir():
-        parser.error(f"argument --recorded: {args.recorded} is not a folder")
     command = shlex.join([Path(sys.executable).name, "scripts/record.py", *(sys.argv[1:] if argv is None else argv)])
     parameters = {key: _parameter(value) for key, value in args.parameter}
     for notebook in args.notebooks:  # every argument is checked before anything runs
-        declared = papermill.inspect_notebook(str(ROOT / f"{notebook}.ipynb"))
+        try:
+            _git("ls-files", "--error-unmatch", f"{notebook}.ipynb")
+        except subprocess.CalledProcessError:
+            parser.error(f"{notebook}.ipynb is not committed: the provenance names the commit that was run")
+        declared = papermill.inspect_notebook(str(CHAPTERS / f"{notebook}.ipynb"))
         unknown = sorted(set(parameters) - set(declared))
         if unknown:
             parser.error(f"{notebook} has no parameter {', '.join(unknown)}; it has {', '.join(declared)}")

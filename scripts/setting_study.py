@@ -28,6 +28,7 @@ import shlex
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from record import device_description
 
 from gitutor import cli
 from gitutor.files import read_json, write_json
+from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 from gitutor.models.substitute import substitute_path
 from gitutor.seeding import resolve_device
@@ -86,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="gitutor.sweeps engine: Ray, worker processes where Ray is missing, or local")
     parser.add_argument("--device", type=cli.device, default="cpu", help="torch device of every trial, e.g. cuda")
     parser.add_argument("--iterations", type=cli.positive_int, help="instead of the phase's budget (a short check)")
-    parser.add_argument("--commit", type=cli.commit,
-                        help="the commit of a tree copied without .git (recorded as given)")
+    parser.add_argument("--commit", type=cli.existing_commit(ROOT),
+                        help="the commit of a tree copied without .git (checked where git knows it; "
+                             "its full 40-digit id otherwise)")
     parser.add_argument("--record", type=Path, default=RECORD, help="the record to add the phase to")
     args = parser.parse_args(argv)
     iterations, groups = PHASES[args.phase]
@@ -104,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             {"trials": [], "phases": {}}
     except ValueError as error:  # never overwrite a record that cannot be read
         parser.error(str(error))
+    problem = record_problem(args.record, record)
+    if problem:  # checked before any trial runs: the record is written only at the end
+        parser.error(f"argument --record: {problem}")
     if args.commit:  # a copy of the tree without .git (a lent GPU machine): committed before the copy
         commit, dirty = args.commit, None
     else:
@@ -113,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                           if dirty else "")  # a rerun resumes only with the same code
     journal = journal_path(args.record, args.phase, device, code)
     command = shlex.join(["python3", "scripts/setting_study.py", *(sys.argv[1:] if argv is None else argv)])
-    resumed = len({trial_key(t) for t in trials} & set(Journal(journal, decode=lambda v: v).read()))
+    run = run_identity(study.trial, {"weights": paths["resnet20"], "device": device})
+    with warnings.catch_warnings():  # run_trials below warns about entries of another run
+        warnings.simplefilter("ignore")
+        resumed = len({trial_key(t) for t in trials} & set(Journal(journal, decode=lambda v: v, run=run).read()))
     if resumed:
         print(f"{args.phase}: {resumed} of {len(trials)} trials already done ({journal.name}); running the rest")
     start = time.perf_counter()
@@ -147,6 +156,23 @@ def main(argv: list[str] | None = None) -> int:
     journal.unlink()
     print(f"{args.phase}: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}")
     return 0
+
+
+def record_problem(path: Path, record) -> str | None:
+    """Why ``record`` (read from ``path``; a fresh one when ``path`` does not exist) cannot take a
+    phase (None: it can): ``path`` is a folder, not a ``.json`` file, unwritable, or a JSON file that
+    is not a setting-study record (e.g. a results record or a notebook given by mistake)."""
+    from gitutor.files import target_problem
+
+    if path.suffix != ".json":
+        return f"{path} is not a .json file"
+    problem = target_problem(path.absolute())
+    if problem:
+        return problem
+    if not (isinstance(record, dict) and isinstance(record.get("trials"), list)
+            and isinstance(record.get("phases"), dict)):
+        return f"{path} is not a setting-study record (a JSON object with a 'trials' list and a 'phases' dict)"
+    return None
 
 
 def journal_path(record: Path, phase: str, device: str, code: str) -> Path:

@@ -5,7 +5,9 @@
 Each chapter says how to run its profile briefly and offline in its profile module
 (``gitutor/profiles/<module>.py``) as ``SMOKE_PARAMETERS``: papermill parameters such as
 ``{"PRETRAINED": False, "IMAGE_ROOT": "bundled", "BUDGET": "smoke"}``. A chapter without them is
-listed as skipped (it would run at full scale). Executed copies go to ``--output``; the script
+listed as skipped (it would run at full scale). Only chapters of this repository run (a notebook
+elsewhere is refused, never replaced by the chapter of its name). Executed copies go to ``--output``
+(not a source folder); the script
 prints each chapter's wall time and exits non-zero if a chapter failed.
 """
 from __future__ import annotations
@@ -35,11 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     from gitutor.profiles import NOTEBOOK_MODULES, PROFILES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="+", type=cli.notebook(ROOT),
-                        help="e.g. notebooks/04_stepwise_gradinversion (no .ipynb)")
+    parser.add_argument("notebooks", nargs="+", type=cli.chapter(ROOT),
+                        help="a chapter of this repository, e.g. notebooks/04_stepwise_gradinversion")
     parser.add_argument("--profile", default="full", choices=PROFILES)
     parser.add_argument("--device", default="auto", type=cli.device, help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--output", default="build/smoke")
+    parser.add_argument("--output", type=cli.output_folder(ROOT), default="build/smoke",
+                        help="folder of the executed copies (not a source folder)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.notebooks if Path(n).name not in NOTEBOOK_MODULES]
     if unknown:

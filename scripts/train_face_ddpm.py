@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=cli.positive_int, default=1,
                         help="torch CPU threads (1 is fastest on a busy machine and keeps the run reproducible)")
-    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR)
+    parser.add_argument("--out", type=cli.output_folder(Path(__file__).resolve().parents[1]), default=WEIGHTS_DIR,
+                        help="folder of the prior (not a source folder, nor one holding one)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ema = train(args.steps, args.batch_size, args.lr, args.ema_decay, args.seed)

@@ -56,25 +56,26 @@ TINY = [
         "out = pathlib.Path(RESULTS_DIR); out.mkdir(parents=True, exist_ok=True)\n"
         "row = dict(quantity='q', setting='s', paper=1, this_run=sum(o.value for o in outcomes), unit='',"
         " differences='none')\n"
-        "(out / 'tiny.json').write_text(json.dumps({'notebook': 'tiny', 'profile': PROFILE, 'rows': [row],"
+        "(out / '00_tiny.json').write_text(json.dumps({'notebook': '00_tiny', 'profile': PROFILE, 'rows': [row],"
         " 'timings': []}))\n"
-        "(out / 'tiny.safetensors').write_bytes(b'new images')\n"
+        "(out / '00_tiny.safetensors').write_bytes(b'new images')\n"
         "if (pathlib.Path(MARKS) / 'fail').exists():\n"
         "    raise RuntimeError('boom after the sweep')\n"),
 ]
 
 
 @pytest.fixture
-def tiny(tmp_path):
-    """A tiny chapter (a sweep of 3 trials, a record, a kept file) and a recorded folder holding an
-    older recording of it."""
-    notebook = tmp_path / "tiny.ipynb"
+def tiny(tmp_path, monkeypatch):
+    """A tiny chapter (a sweep of 3 trials, a record, a kept file) of a checkout in ``tmp_path/repo``
+    and a recorded folder holding an older recording of it."""
+    notebook = tmp_path / "repo" / "notebooks" / "00_tiny.ipynb"
+    notebook.parent.mkdir(parents=True)
     nbformat.write(nbformat.v4.new_notebook(cells=TINY, metadata={"kernelspec": {
         "name": "python3", "display_name": "Python 3", "language": "python"}}), notebook)
     recorded = tmp_path / "recorded"
     recorded.mkdir()
     for suffix, content in ((".ipynb", "{}"), (".json", '{"old": 1}'), (".safetensors", "old images")):
-        (recorded / f"tiny{suffix}").write_text(content)
+        (recorded / f"00_tiny{suffix}").write_text(content)
     marks = tmp_path / "marks"
     marks.mkdir()
     return notebook, recorded, marks
@@ -84,6 +85,7 @@ def test_a_failed_recording_leaves_the_recorded_folder_byte_identical_and_resume
                                                                                   book_untouched):
     notebook, recorded, marks = tiny
     record = script("record", monkeypatch)
+    monkeypatch.setattr(record, "CHAPTERS", notebook.parents[1])
     argv = [str(notebook.with_suffix("")), "--profile", "quick", "--device", "cpu", "--recorded", str(recorded),
             "-p", "MARKS", str(marks)]
     before = checksums(recorded)
@@ -98,10 +100,10 @@ def test_a_failed_recording_leaves_the_recorded_folder_byte_identical_and_resume
     (marks / "fail").unlink()  # the cause is fixed: the same command resumes without rerunning the trials
     assert record.main(argv) == 0
     assert (marks / "ran.txt").read_text().split() == ["0", "1", "2"]
-    assert (recorded / "tiny.safetensors").read_bytes() == b"new images"
-    stored = json.loads((recorded / "tiny.json").read_text())
+    assert (recorded / "00_tiny.safetensors").read_bytes() == b"new images"
+    stored = json.loads((recorded / "00_tiny.json").read_text())
     assert stored["rows"][0]["this_run"] == 5 and stored["provenance"]["commit"] == FAKE_COMMIT
-    assert "recorded on" in json.loads((recorded / "tiny.ipynb").read_text())["cells"][0]["source"][0]
+    assert "recorded on" in json.loads((recorded / "00_tiny.ipynb").read_text())["cells"][0]["source"][0]
     assert not list(recorded.glob("*.journal")) and not list(recorded.glob(".*tmp*"))
 
 
