@@ -130,3 +130,37 @@ def check_num_classes(num_classes, name: str = "num_classes") -> int:
     if num_classes < 2:
         raise ValueError(f"{name} must be ≥ 2 (the number of classes of the model's output), got {num_classes}")
     return int(num_classes)
+
+
+def check_sizes(**sizes) -> None:
+    """Check that every size (``width=16``, ``image_size=32``, …) is an int ≥ 1 (not a float such as
+    ``8.0``, which torch would refuse deep inside a layer).
+
+    Raises:
+        TypeError: naming the argument that is not an int.
+        ValueError: naming the argument that is < 1.
+    """
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an int (a size), got {value!r} ({type(value).__name__})")
+        if value < 1:
+            raise ValueError(f"{name} must be ≥ 1, got {value}")
+
+
+def check_seeds(seeds, count: int, name: str = "seeds") -> list[int]:
+    """``seeds`` as a list of ``count`` ints, one per problem.
+
+    Raises:
+        TypeError: naming ``name`` when it is a single number or a string instead of a sequence,
+            or holds a value that is not an int.
+        ValueError: naming ``name`` when it does not hold ``count`` seeds.
+    """
+    if isinstance(seeds, (str, bytes, numbers.Number)) or not isinstance(seeds, Sequence):
+        raise TypeError(f"{name} must be a sequence of {count} int seeds, one per problem (e.g. "
+                        f"list(range({count}))), got {seeds!r}")
+    bad = [seed for seed in seeds if isinstance(seed, bool) or not isinstance(seed, numbers.Integral)]
+    if bad:
+        raise TypeError(f"{name} must hold ints, got {bad[0]!r}")
+    if len(seeds) != count:
+        raise ValueError(f"{name} must hold {count} seeds (one per problem), got {len(seeds)}")
+    return [int(seed) for seed in seeds]

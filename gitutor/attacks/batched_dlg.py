@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from gitutor.attacks import stacked_lenet as stacked
 from gitutor.attacks.loop import check_count, check_hyperparameter
 from gitutor.attacks.result import AttackResult
+from gitutor.checks import check_seeds, check_sizes
 from gitutor.seeding import make_generator
 
 MAX_ITER, MAX_EVAL, TOL_GRAD, TOL_CHANGE, HISTORY = 20, 25, 1e-7, 1e-9, 100
@@ -104,16 +105,19 @@ def batched_dlg(models: Sequence, targets: Sequence[Sequence[torch.Tensor]], inp
         ``history["loss"]`` (distance before every step), snapshots and ``info``.
 
     Raises:
+        TypeError: for ``seeds`` that is not a sequence of ints (``seeds=0``: give ``[0]``) or a
+            non-int entry of ``input_shape``.
         ValueError: for mismatched counts, a bad ``input_shape``, labels of the wrong shape or range,
             ``iterations``/``record_every`` < 1, non-positive ``lr``/``stop_loss``, or models that are not
             DLG LeNets of one architecture.
     """
     count = len(models)
-    if not (len(targets) == len(seeds) == count) or count < 1:
-        raise ValueError(f"models, targets and seeds must have the same length ≥ 1, got {count}, {len(targets)}, "
-                         f"{len(seeds)}")
+    seeds = check_seeds(seeds, count)
+    if not len(targets) == count or count < 1:
+        raise ValueError(f"models and targets must have the same length ≥ 1, got {count}, {len(targets)}")
     if len(input_shape) != 3:
         raise ValueError(f"input_shape must be (C, H, W) of one image, got {tuple(input_shape)}")
+    check_sizes(**{f"input_shape[{i}]": size for i, size in enumerate(input_shape)})
     if labels is not None and (labels.shape != (count,) or labels.dtype != torch.int64
                                or not ((labels >= 0) & (labels < num_classes)).all()):
         raise ValueError(f"labels must be ({count},) int64 in [0, {num_classes}), got {labels}")

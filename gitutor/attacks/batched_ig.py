@@ -19,6 +19,7 @@ from gitutor.attacks.inverting_gradients import step_milestones
 from gitutor.attacks.loop import check_count, check_hyperparameter, initial_images, optimise_images, step_schedule
 from gitutor.attacks.objectives import total_variation
 from gitutor.attacks.result import AttackResult
+from gitutor.checks import check_seeds, check_sizes
 from gitutor.seeding import make_generator
 
 
@@ -37,14 +38,20 @@ def batched_inverting_gradients(models: Sequence, targets: Sequence[Sequence[tor
         (the summed objective of all problems, the same list in every result) and snapshots.
 
     Raises:
+        TypeError: for ``seeds`` that is not a sequence of ints, labels that are not an int64 tensor,
+            or a non-int entry of ``input_shape``.
         ValueError: for mismatched counts, labels not ``(P,)``, a bad ``input_shape``, ``iterations`` < 1,
             a negative ``tv_weight`` or a non-positive ``lr``.
     """
     count = len(models)
-    if not (len(targets) == len(seeds) == count) or count < 1 or labels.shape != (count,):
-        raise ValueError(f"models, targets, seeds and labels must all have length {count} ≥ 1")
+    seeds = check_seeds(seeds, count)
+    if not isinstance(labels, torch.Tensor) or labels.dtype != torch.int64:
+        raise TypeError(f"labels must be a ({count},) int64 tensor, got {getattr(labels, 'dtype', type(labels).__name__)}")
+    if not len(targets) == count or count < 1 or labels.shape != (count,):
+        raise ValueError(f"models, targets and labels must all have length {count} ≥ 1")
     if len(input_shape) != 3:
         raise ValueError(f"input_shape must be (C, H, W) of one image, got {tuple(input_shape)}")
+    check_sizes(**{f"input_shape[{i}]": size for i, size in enumerate(input_shape)})
     check_count(iterations, "iterations")
     tv_weight = check_hyperparameter(tv_weight, "tv_weight")
     device = next(models[0].parameters()).device

@@ -11,6 +11,8 @@ import math
 import torch
 from torch import nn
 
+from gitutor.checks import check_sizes
+
 
 class FCN(nn.Module):
     """FCN-4 without biases: flatten → Linear → ReLU → … → Linear(→ C).
@@ -26,12 +28,15 @@ class FCN(nn.Module):
 
     Raises:
         ValueError: for non-positive sizes or an input of the wrong shape.
+        TypeError: naming a size (``widths[0]``, ``image_shape[1]``) that is not an int.
     """
 
     def __init__(self, num_classes: int = 10, image_shape: tuple[int, int, int] = (3, 32, 32),
                  widths: tuple[int, ...] = (4096, 1024, 256)):
         super().__init__()
         image_shape = tuple(image_shape)
+        check_sizes(num_classes=num_classes, **{f"image_shape[{i}]": v for i, v in enumerate(image_shape)},
+                    **{f"widths[{i}]": v for i, v in enumerate(widths)})
         if len(image_shape) != 3 or min(image_shape) < 1 or num_classes < 2 or not widths or min(widths) < 1:
             raise ValueError(f"need image_shape (C, H, W) > 0, num_classes ≥ 2 and positive widths; got "
                              f"{image_shape}, {num_classes}, {widths}")

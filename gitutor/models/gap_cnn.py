@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from torch import nn
 
+from gitutor.checks import check_sizes
+
 
 class GapCNN(nn.Sequential):
     """conv3×3(C→w) → ReLU → conv3×3(w→2w, s2) → ReLU → conv3×3(2w→4w, s2) → ReLU → GAP → FC.
@@ -26,8 +28,7 @@ class GapCNN(nn.Sequential):
     """
 
     def __init__(self, num_classes: int = 2, in_channels: int = 1, width: int = 16):
-        if min(num_classes, in_channels, width) < 1:
-            raise ValueError("num_classes, in_channels and width must be positive")
+        check_sizes(num_classes=num_classes, in_channels=in_channels, width=width)
         super().__init__(
             nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU(),
             nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),

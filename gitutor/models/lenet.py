@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gitutor.checks import check_sizes
+
 ACTIVATIONS = {"sigmoid": nn.Sigmoid, "relu": nn.ReLU, "tanh": nn.Tanh}
 
 
@@ -28,6 +30,7 @@ class LeNet(nn.Module):
 
     Raises:
         ValueError: for an unknown activation or non-positive sizes.
+        TypeError: naming a size that is not an int (``image_size=32.0``).
     """
 
     def __init__(self, num_classes: int = 100, in_channels: int = 3, image_size: int = 32,
@@ -35,8 +38,7 @@ class LeNet(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        if min(num_classes, in_channels, image_size) < 1:
-            raise ValueError("num_classes, in_channels and image_size must be positive")
+        check_sizes(num_classes=num_classes, in_channels=in_channels, image_size=image_size)
         act = ACTIVATIONS[activation]
         self.image_size = image_size
         self.body = nn.Sequential(

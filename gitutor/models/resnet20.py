@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gitutor.checks import check_sizes
 from gitutor.seeding import make_generator
 
 
@@ -47,14 +48,13 @@ class ResNet20(nn.Module):
     with ``seed``; the fc bias starts at 0.
 
     Raises:
+        TypeError: naming ``num_classes``, ``in_channels`` or ``width`` when it is not an int (8.0).
         ValueError: for a non-positive ``num_classes``, ``in_channels`` or ``width``.
     """
 
     def __init__(self, num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16):
         super().__init__()
-        if num_classes < 1 or in_channels < 1 or width < 1:
-            raise ValueError(f"num_classes, in_channels and width must be positive, got "
-                             f"{num_classes}, {in_channels}, {width}")
+        check_sizes(num_classes=num_classes, in_channels=in_channels, width=width)
         self.conv = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
         self.bn = nn.BatchNorm2d(width)
         blocks, channels = [], width
