@@ -225,14 +225,16 @@ def check(out: Path, notebooks: list[Path]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: ``build|check OUT NOTEBOOK.ipynb…`` (see the module docstring); exit status 2
-    with one line for a bad argument (an unknown command, a notebook that does not exist)."""
+    with one line for a bad argument (an unknown command, a notebook that does not exist, an ``OUT``
+    that is or holds a source folder of the checkout, :func:`gitutor.cli.output_folder`)."""
     import argparse
 
     from gitutor import cli
 
     parser = argparse.ArgumentParser(prog="python -m gitutor.assignments", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("build", "check"))
-    parser.add_argument("out", type=Path, help="folder of the student notebooks and autograders")
+    parser.add_argument("out", type=cli.output_folder(Path(__file__).resolve().parents[1]),
+                        help="folder of the student notebooks and autograders (not a source folder)")
     parser.add_argument("notebooks", nargs="+", type=cli.existing_file, help="chapter notebooks (.ipynb)")
     args = parser.parse_args(argv)
     not_notebooks = [str(path) for path in args.notebooks if path.suffix != ".ipynb"]

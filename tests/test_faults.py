@@ -88,6 +88,7 @@ def test_a_failed_recording_leaves_the_recorded_folder_byte_identical_and_resume
     monkeypatch.setattr(record, "CHAPTERS", notebook.parents[1])
     argv = [str(notebook.with_suffix("")), "--profile", "quick", "--device", "cpu", "--recorded", str(recorded),
             "-p", "MARKS", str(marks)]
+    (recorded / "00_tiny.old-run.png").write_text("a file only the earlier recording wrote")
     before = checksums(recorded)
     (marks / "fail").touch()
     assert record.main(argv) == 1
@@ -101,6 +102,7 @@ def test_a_failed_recording_leaves_the_recorded_folder_byte_identical_and_resume
     assert record.main(argv) == 0
     assert (marks / "ran.txt").read_text().split() == ["0", "1", "2"]
     assert (recorded / "00_tiny.safetensors").read_bytes() == b"new images"
+    assert not (recorded / "00_tiny.old-run.png").exists()  # the recording does not mix two runs
     stored = json.loads((recorded / "00_tiny.json").read_text())
     assert stored["rows"][0]["this_run"] == 5 and stored["provenance"]["commit"] == FAKE_COMMIT
     assert "recorded on" in json.loads((recorded / "00_tiny.ipynb").read_text())["cells"][0]["source"][0]
@@ -185,6 +187,10 @@ def test_failed_trials_fail_the_study_and_never_replace_stored_ones_and_a_rerun_
     (["--device", "cuda:3"], "cuda:3"),
     (["--cpus", "0"], "--cpus: must be at least 1"),
     (["--engine", "spark"], "invalid choice: 'spark'"),
+    (["--commit", "0123abc"], "no commit 0123abc"),  # issue 33: a commit that does not exist
+    (["--commit", "0123abc", "--iterations", "2"], "no commit 0123abc"),
+    (["--record", "notebooks/01_dlg.ipynb"], "not a .json file"),
+    (["--record", "book"], "not a .json file"),
 ])
 def test_the_study_refuses_bad_arguments_and_devices_before_any_trial(arguments, message, monkeypatch, capsys,
                                                                      book_untouched):
@@ -219,6 +225,14 @@ def test_a_truncated_study_record_is_named_and_not_overwritten(tmp_path, monkeyp
     ("execute_notebooks", ["notebooks/01_dlg", "--stage", "s", "--results", "r", "--jobs", "0"],
      "--jobs: must be at least 1"),
     ("execute_notebooks", ["notebooks/99_nope", "--stage", "s", "--results", "r"], "no notebook notebooks/99_nope"),
+    # issue 33: output folders that are, or hold, the sources (an unset shell variable, '.', notebooks/)
+    ("execute_notebooks", ["notebooks/02_idlg_soft_labels", "--stage", "", "--results", "r"], "--stage: empty"),
+    ("execute_notebooks", ["notebooks/02_idlg_soft_labels", "--stage", ".", "--results", "r"], "is or contains the sources"),
+    ("execute_notebooks", ["notebooks/02_idlg_soft_labels", "--stage", "s", "--results", "notebooks"],
+     "is or contains the sources"),
+    ("smoke", ["notebooks/04_stepwise_gradinversion", "--output", ""], "--output: empty"),
+    ("smoke", ["notebooks/04_stepwise_gradinversion", "--output", "."], "is or contains the sources"),
+    ("train_face_ddpm", ["--out", "gitutor"], "is or contains the sources"),
     ("train_face_ddpm", ["--steps", "0"], "--steps: must be at least 1"),
     ("train_face_ddpm", ["--lr=-1e-3"], "--lr: must be a finite number > 0"),
     ("train_face_ddpm", ["--ema-decay", "1.5"], "--ema-decay: must be in [0, 1)"),
@@ -237,6 +251,8 @@ def test_every_command_line_refuses_bad_arguments_in_one_line(name, arguments, m
 
 @pytest.mark.parametrize("arguments, message", [
     (["grade", "out", "notebooks/01_dlg.ipynb"], "invalid choice: 'grade'"),
+    (["build", ".", "notebooks/01_dlg.ipynb"], "is or contains the sources"),
+    (["build", "notebooks", "notebooks/01_dlg.ipynb"], "is or contains the sources"),
     (["build", "out", "notebooks/99_nope.ipynb"], "no file notebooks/99_nope.ipynb"),
     (["build", "out", "README.md"], "not notebooks (.ipynb): README.md"),
 ])

@@ -1,0 +1,311 @@
+"""Issue 33: each class of bad input is refused before anything is written or run, with a message that
+names the argument or path, and what was stored stays byte-identical (sha256) — multi-file writes,
+sweep journals (keyed by the trial function, the context and the code), intervals, verdict rows, the
+scripts' paths, and the library's model and argument checks."""
+import hashlib
+import importlib.util
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from gitutor import identity
+from gitutor.files import atomic_paths, copy_files, write_json
+from gitutor.journal import Journal
+from gitutor.results import save_results, verdict
+from gitutor.stats import interval, success_interval
+from gitutor.sweeps import run_trials
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- multi-file writes: every target is checked before any is touched --------------------------------
+
+def test_a_folder_among_the_targets_leaves_every_record_byte_identical(tmp_path):
+    record, folder = tmp_path / "record.json", tmp_path / "folder"
+    record.write_text('{"old": 1}')
+    folder.mkdir()
+    before = sha(record)
+    with pytest.raises(ValueError, match=rf"{folder} is a folder"):
+        with atomic_paths(record, folder) as (a, b):
+            a.write_text("new")
+            b.write_text("new")
+    assert sha(record) == before and sorted(p.name for p in tmp_path.iterdir()) == ["folder", "record.json"]
+    beneath = record / "x.json"  # a target beneath a file
+    with pytest.raises(ValueError, match="is a file"):
+        copy_files({record: beneath})
+    assert sha(record) == before
+
+
+def test_a_target_that_becomes_a_folder_during_the_write_refuses_all(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text("old a")
+    with pytest.raises(ValueError, match="b.json is a folder"):
+        with atomic_paths(first, second) as (a, b):
+            a.write_text("new a")
+            b.write_text("new b")
+            second.mkdir()  # another process makes it a folder before the renames
+    assert first.read_text() == "old a" and not list(tmp_path.glob(".*tmp*"))
+
+
+def test_stale_files_are_removed_only_after_every_copy(tmp_path):
+    source, target, stale = tmp_path / "s", tmp_path / "t", tmp_path / "old"
+    source.write_text("new")
+    stale.write_text("old")
+    with pytest.raises(ValueError, match="cannot remove"):
+        copy_files({source: target}, remove=[target])
+    assert stale.exists() and not target.exists()
+    copy_files({source: target}, remove=[stale])
+    assert target.read_text() == "new" and not stale.exists()
+
+
+# --- sweep journals: keyed by the trial function, a digest of the context and the code ----------------
+
+def psnr_trial(context, seed):
+    return float(seed * context["iterations"])
+
+
+def ssim_trial(context, seed):
+    return float(-seed * context["iterations"])
+
+
+def test_another_trial_function_or_context_runs_the_trials_again(tmp_path):
+    journal, trials = tmp_path / "sweep.jsonl", [dict(seed=s) for s in range(3)]
+    psnr = run_trials(psnr_trial, trials, context={"iterations": 100}, journal=journal)
+    with pytest.warns(UserWarning, match="another run.*function"):
+        ssim = run_trials(ssim_trial, trials, context={"iterations": 100}, journal=journal)
+    assert [o.value for o in ssim] == [o.value for o in run_trials(ssim_trial, trials, context={"iterations": 100})]
+    assert [o.value for o in ssim] == [0.0, -100.0, -200.0]
+    with pytest.warns(UserWarning, match="another run.*context"):
+        longer = run_trials(psnr_trial, trials, context={"iterations": 1000}, journal=journal)
+    assert [o.value for o in longer] == [0.0, 1000.0, 2000.0]  # not the journaled 100-iteration values
+    again = run_trials(psnr_trial, trials, context={"iterations": 100}, journal=journal)  # resumes: no rerun
+    assert [o.value for o in again] == [o.value for o in psnr]
+    assert [o.seconds for o in again] == [o.seconds for o in psnr]  # read back, not run again
+
+
+def test_other_code_runs_the_trials_again(tmp_path, monkeypatch):
+    journal, trials = tmp_path / "sweep.jsonl", [dict(seed=1)]
+    first = run_trials(psnr_trial, trials, context={"iterations": 1}, journal=journal)
+    monkeypatch.setattr(identity, "code_version", lambda: "f" * 40)  # as after a commit that changed gitutor
+    with pytest.warns(UserWarning, match="code differs"):
+        second = run_trials(psnr_trial, trials, context={"iterations": 1}, journal=journal)
+    assert second[0].value == first[0].value and len(journal.read_text().splitlines()) == 2
+
+
+def test_a_journal_that_is_a_folder_is_refused_before_any_trial(tmp_path):
+    ran = []
+
+    def trial(context, a):
+        ran.append(a)
+        return a
+
+    with pytest.raises(ValueError, match=rf"journal: {tmp_path} is a folder"):
+        run_trials(trial, [dict(a=1)], journal=tmp_path)
+    beneath = tmp_path / "file"
+    beneath.write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        run_trials(trial, [dict(a=1)], journal=beneath / "sweep.jsonl")
+    assert ran == []
+
+
+def test_the_context_digest_follows_content_not_identity():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    assert identity.digest({"x": torch.ones(2), "n": 1}) == identity.digest({"n": 1, "x": torch.ones(2)})
+    assert identity.digest({"x": torch.ones(2)}) != identity.digest({"x": torch.ones(2, dtype=torch.float64)})
+    twin = nn.Linear(3, 2)
+    twin.load_state_dict(model.state_dict())
+    assert identity.digest(model) == identity.digest(twin)
+    with torch.no_grad():
+        twin.weight[0, 0] += 1e-6
+    assert identity.digest(model) != identity.digest(twin)
+    assert identity.function_identity(psnr_trial) != identity.function_identity(ssim_trial)
+    with pytest.raises(TypeError, match="cannot be digested"):
+        identity.digest({"lock": __import__("threading").Lock()})
+
+
+def test_a_journal_entry_of_another_run_is_never_read_back(tmp_path):
+    path = tmp_path / "j.jsonl"
+    Journal(path, run={"function": "a", "context": "1", "code": "c"}).append({"s": 1}, 5.0, 0.1)
+    with pytest.warns(UserWarning, match="context differs"):
+        assert Journal(path, run={"function": "a", "context": "2", "code": "c"}).read() == {}
+    assert Journal(path, run={"function": "a", "context": "1", "code": "c"}).read() == {'{"s":1}': (5.0, None, 0.1)}
+
+
+# --- intervals: one number per trial --------------------------------------------------------------------
+
+@pytest.mark.parametrize("values", [[[30.1, 29.0, 31.2], [28.4, 27.9, 30.0]],   # 2 seeds × 3 images
+                                    [[30.1, 29.0], [28.4]],                       # ragged
+                                    torch.rand(2, 3), [1.0, [2.0, 3.0]]])
+def test_interval_refuses_nested_or_ragged_values(values):
+    with pytest.raises(ValueError, match=r"values\[\d\] is a sequence.*average within each trial"):
+        interval(values)
+
+
+def test_interval_of_per_trial_means_still_works_and_success_interval_refuses_nesting():
+    assert interval(torch.tensor([1.0, 2.0, 3.0])).n == 3
+    assert interval([1.0, 2.0, 3.0]).mean == 2.0
+    with pytest.raises(ValueError, match="one 0/1 or bool per trial"):
+        success_interval([[1, 0], [1, 1]])
+
+
+# --- verdict rows that cannot be judged ----------------------------------------------------------------
+
+ROW = {"quantity": "PSNR", "setting": "B = 1", "paper": 20.0, "this_run": 25.0, "unit": "dB",
+       "differences": "none", "better": "higher"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"low": 26.0, "high": 24.0, "n": 3}, "low ≤ high"),
+    ({"low": 24.0, "high": 26.0, "n": 0}, "'n'"),
+    ({"n": 0}, "'n'"),
+    ({"n": 2.0, "low": 24.0, "high": 26.0}, "'n'"),
+    ({"paper": math.nan, "n": 1}, "'paper' is nan"),
+    ({"paper": "20.0", "n": 1}, "'paper' is '20.0'"),
+    ({"paper": "nan", "n": 1}, "'paper' is 'nan'"),
+    ({"this_run": "25.0", "n": 1}, "'this_run' is '25.0'"),
+])
+def test_rows_that_cannot_be_judged_are_refused_by_verdict_and_save_results(change, message, tmp_path):
+    row = dict(ROW, **change)
+    with pytest.raises(ValueError, match=rf"PSNR.*{message}"):
+        verdict(row)
+    with pytest.raises(ValueError, match=rf"rows\[0\].*{message}"):
+        save_results("01_dlg", "quick", [row], tmp_path)
+    assert not (tmp_path / "01_dlg.json").exists()
+
+
+@pytest.mark.parametrize("quantity, unit", [("psnr", "db"), ("Psnr (mean)", ""), ("PSNR", "DB"), ("ssim", "")])
+def test_the_range_check_applies_whatever_the_spelling(quantity, unit, tmp_path):
+    stored = write_json(tmp_path / "01_dlg.json", {"old": True})
+    before = sha(stored)
+    row = dict(ROW, quantity=quantity, unit=unit, this_run=-3.0, n=1)
+    with pytest.raises(ValueError, match="outside the range"):
+        save_results("01_dlg", "quick", [row], tmp_path)
+    assert sha(stored) == before
+
+
+def test_words_and_stored_infinities_still_read_as_before():
+    assert verdict(dict(ROW, paper="pixel-wise accurate", n=1)) == "not comparable"
+    assert verdict(dict(ROW, this_run="inf", n=1)) == "not comparable"
+    assert verdict(dict(ROW, n=1)) == "meets"
+
+
+# --- the scripts: chapters of this repository only -------------------------------------------------------
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"script33_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tree_sums(folder: Path) -> dict:
+    return {str(p): sha(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["record", "smoke"])
+def test_an_edited_copy_of_a_chapter_outside_notebooks_is_refused(name, tmp_path, monkeypatch, capsys):
+    copy = tmp_path / "04_stepwise_gradinversion.ipynb"
+    shutil.copyfile(ROOT / "notebooks" / copy.name, copy)
+    recorded = ROOT / "book" / "recorded"
+    before = _tree_sums(recorded)
+    module = _script(name)
+    if name == "record":
+        monkeypatch.setattr(module, "record", lambda *a, **k: pytest.fail("nothing may run"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        module.main([str(copy.with_suffix("")), "--profile", "quick"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"{copy.with_suffix('')} is not a chapter of this repository" in err
+    assert _tree_sums(recorded) == before
+
+
+def test_the_executed_copy_never_replaces_its_notebook(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # notebooks given relative to the working directory, as make does
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text("{}")
+    before = sha(notebook)
+    module = _script("execute_notebooks")
+    with pytest.raises(SystemExit) as stop:
+        module.main(["nb", "--stage", ".", "--results", "r"])
+    assert stop.value.code == 2 and "--stage" in capsys.readouterr().err and sha(notebook) == before
+    with pytest.raises(SystemExit):
+        module.main([str(tmp_path.parent / "elsewhere"), "--stage", "s", "--results", "r"])
+
+
+# --- library calls: checked before torch sees them -----------------------------------------------------
+
+def _lenet_setting(size=12):
+    from gitutor.models import LeNet
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    return LeNet(2, 1, size, activation="tanh"), gen
+
+
+def test_opacus_refuses_in_place_activations_by_name():
+    pytest.importorskip("opacus")
+    from gitutor.federated.dp import private_sgd
+
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(inplace=True), nn.Flatten(), nn.Linear(2 * 10 * 10, 2))
+    with pytest.raises(ValueError, match=r"model: Opacus.*1 \(ReLU\(inplace=True\)\).*inplace=False"):
+        private_sgd(model, torch.rand(2, 1, 12, 12), torch.tensor([0, 1]), lr=0.1, steps=1,
+                    noise_multiplier=1.0, max_grad_norm=1.0)
+
+
+def test_federated_round_names_the_client_whose_images_do_not_fit(monkeypatch):
+    pytest.importorskip("flwr")
+    from gitutor.federated import flower
+    from gitutor.models import FCN
+
+    model = FCN(2, (1, 12, 12), (8,))
+    gen = torch.Generator().manual_seed(1)
+    partitions = [(torch.rand(2, 1, 12, 12, generator=gen), torch.tensor([0, 1])),
+                  (torch.rand(2, 1, 16, 16, generator=gen), torch.tensor([0, 1]))]
+    monkeypatch.setattr(flower, "run_federation", lambda *a, **k: pytest.fail("no client may run"))
+    with pytest.raises(ValueError, match=r"partitions\[1\].*\(2, 1, 16, 16\).*does not fit"):
+        flower.federated_round(model, partitions, {"lr": 0.1})
+    with pytest.raises(ValueError, match=r"partitions\[0\].*classes in \[0, 2\)"):
+        flower.federated_round(model, [(partitions[0][0], torch.tensor([0, 5]))], {"lr": 0.1})
+
+
+def test_a_round_whose_clients_sent_no_update_fails(monkeypatch):
+    """On the simulation engine a client's exception comes back as an error reply, which FedAvg skips:
+    a round that lost an update must fail, not return the others (here: no client ran at all)."""
+    pytest.importorskip("flwr")
+    from gitutor.federated import flower
+
+    model, gen = _lenet_setting()
+    partitions = [(torch.rand(2, 1, 12, 12, generator=gen), torch.tensor([0, 1])) for _ in range(2)]
+    monkeypatch.setattr(flower, "run_federation", lambda *a, **k: None)
+    with pytest.raises(RuntimeError, match="received 0 of 2 client updates"):
+        flower.federated_round(model, partitions, {"lr": 0.1})
+
+
+def test_sizes_and_seeds_must_be_ints():
+    from gitutor.attacks.batched_dlg import batched_dlg
+    from gitutor.attacks.batched_ig import batched_inverting_gradients
+    from gitutor.models import LeNet, resnet20
+
+    with pytest.raises(TypeError, match=r"width must be an int.*8\.0"):
+        resnet20(width=8.0)
+    with pytest.raises(TypeError, match="image_size must be an int"):
+        LeNet(2, 1, 12.0)
+    model, _ = _lenet_setting()
+    target = [torch.zeros_like(p) for p in model.parameters()]
+    with pytest.raises(TypeError, match=r"seeds must be a sequence of 1 int seeds.*got 0"):
+        batched_dlg([model], [target], (1, 12, 12), 2, seeds=0)
+    with pytest.raises(TypeError, match="seeds must be a sequence"):
+        batched_inverting_gradients([model], [target], torch.tensor([0]), (1, 12, 12), seeds=0, iterations=1,
+                                    tv_weight=0.0)
+    with pytest.raises(ValueError, match="seeds must hold 1 seeds"):
+        batched_dlg([model], [target], (1, 12, 12), 2, seeds=[0, 1])
