@@ -92,7 +92,20 @@ def test_the_in_process_grid_checks_flowers_private_fields_and_names_the_version
     from flwr.supercore.task_identity import TaskIdentity
 
     flower_engine.check_flower_internals()  # the installed Flower (pinned) has them
-    assert flwr.__version__.startswith("1.42.")  # pyproject pins flwr>=1.42,<1.43 (FLOWER_TESTED)
+    assert flwr.__version__ in __import__("packaging.specifiers").specifiers.SpecifierSet(flower_engine.FLOWER_TESTED)
     monkeypatch.delattr(TaskIdentity, "_task_id")  # as if a Flower release renamed it
     with pytest.raises(RuntimeError, match=rf"Flower {flwr.__version__}.*TaskIdentity._task_id"):
         flower_engine.LoopbackGrid(None, 2)
+
+
+def test_the_installed_flower_and_ray_lie_in_the_ranges_pyproject_pins():
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pins = {Requirement(text).name: Requirement(text).specifier for text in extras["fl"] + extras["sweeps"]}
+    assert set(str(pins["flwr"]).split(",")) == set(flower_engine.FLOWER_TESTED.split(","))  # one statement
+    for name in ("flwr", "ray"):
+        assert version(name) in pins[name], f"{name} {version(name)} is outside pyproject's tested {pins[name]}"
