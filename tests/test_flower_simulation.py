@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
 pytest.importorskip("ray", reason="the sweeps extra: pip install 'gitutor[sweeps]'")
@@ -92,7 +93,7 @@ def test_the_in_process_grid_checks_flowers_private_fields_and_names_the_version
     from flwr.supercore.task_identity import TaskIdentity
 
     flower_engine.check_flower_internals()  # the installed Flower (pinned) has them
-    assert flwr.__version__ in __import__("packaging.specifiers").specifiers.SpecifierSet(flower_engine.FLOWER_TESTED)
+    assert flwr.__version__ in SpecifierSet(flower_engine.FLOWER_TESTED)  # pyproject pins the same range
     monkeypatch.delattr(TaskIdentity, "_task_id")  # as if a Flower release renamed it
     with pytest.raises(RuntimeError, match=rf"Flower {flwr.__version__}.*TaskIdentity._task_id"):
         flower_engine.LoopbackGrid(None, 2)

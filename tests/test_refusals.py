@@ -294,10 +294,12 @@ def test_a_round_whose_clients_sent_no_update_fails(monkeypatch):
 def test_sizes_and_seeds_must_be_ints():
     from gitutor.attacks.batched_dlg import batched_dlg
     from gitutor.attacks.batched_ig import batched_inverting_gradients
-    from gitutor.models import LeNet, resnet20
+    from gitutor.models import LeNet, resnet18, resnet20
 
     with pytest.raises(TypeError, match=r"width must be an int.*8\.0"):
         resnet20(width=8.0)
+    with pytest.raises(TypeError, match="num_classes must be an int"):
+        resnet18(num_classes=10.0)
     with pytest.raises(TypeError, match="image_size must be an int"):
         LeNet(2, 1, 12.0)
     model, _ = _lenet_setting()

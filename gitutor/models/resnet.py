@@ -5,6 +5,7 @@ import torch
 import torchvision
 from torch import nn
 
+from gitutor.checks import check_sizes
 from gitutor.errors import OfflineDataError
 
 
@@ -13,7 +14,11 @@ def resnet18(num_classes: int = 10, fc_bias: bool = True) -> nn.Module:
 
     ``fc_bias=False`` gives the bias-free last layer of Wang et al. (ICLR 2024, Table 2, untrained
     ResNet18). Input ``(B, 3, H, W)`` with H, W ≥ 32; output ``(B, num_classes)``.
+
+    Raises:
+        TypeError, ValueError: naming ``num_classes`` when it is not an int ≥ 1.
     """
+    check_sizes(num_classes=num_classes)
     model = torchvision.models.resnet18(weights=None, num_classes=num_classes)
     if not fc_bias:
         model.fc = nn.Linear(model.fc.in_features, num_classes, bias=False)
@@ -28,10 +33,12 @@ def resnet34(num_classes: int = 1000, pretrained: bool = False) -> nn.Module:
         pretrained: load ``ResNet34_Weights.IMAGENET1K_V1`` from the torch hub cache.
 
     Raises:
+        TypeError, ValueError: naming ``num_classes`` when it is not an int ≥ 1.
         ValueError: if ``pretrained`` and ``num_classes != 1000``.
         OfflineDataError: if the pretrained weights are not in the torch hub cache and cannot be
             downloaded (the message says where to put the file, or to set ``PRETRAINED=False``).
     """
+    check_sizes(num_classes=num_classes)
     if not pretrained:
         return torchvision.models.resnet34(weights=None, num_classes=num_classes)
     if num_classes != 1000:
