@@ -27,7 +27,7 @@ import papermill
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gitutor import cli
 from gitutor.files import write_json
-from gitutor.profiles import PROFILES
+from gitutor.chapters import PROFILES
 
 HIDE_TAG = "remove-cell"
 
