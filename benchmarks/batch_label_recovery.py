@@ -32,7 +32,7 @@ from gitutor.labels import (FeatureCV, batch_label_scores, class_evidence, coars
                             recover_batch_labels, sample_repeated_labels)
 from gitutor.labels.llg import fit_llg_plus
 from gitutor.models import fc_input_features, fc_weight_index, last_linear, resnet34
-from gitutor.studies.cv_batch_labels import METHODS, baseline_predictions
+from gitutor.chapters.cv_batch_labels.experiments import METHODS, baseline_predictions
 
 
 

@@ -3,7 +3,7 @@
 ``invertinggradients`` and ``seethroughgradients`` attack configurations, on the same network,
 batches, labels, shared gradient and number of iterations (chapter 04's setting study, issue 26).
 
-The case is the setting study's base (:data:`gitutor.studies.setting_study.BASE`): a random CIFAR
+The case is the setting study's base (:data:`gitutor.chapters.stepwise_gradinversion.setting_study.BASE`): a random CIFAR
 ResNet-18 of width 32 (seed 0) with default BatchNorm statistics (μ 0, σ² 1), in eval mode,
 behind ImageNet normalisation, 32 px; batch i is ``study_batch(setting, i)`` (B = 1: astronaut,
 coffee, cat) with its labels. The shared gradient is ours (``client_gradients``: batch-mean
@@ -89,7 +89,7 @@ from gitutor.attacks.objectives import total_variation  # noqa: E402
 from gitutor.federated.client import client_gradients  # noqa: E402
 from gitutor.files import read_json, write_json  # noqa: E402
 from gitutor.metrics import match_batch, psnr, ssim  # noqa: E402
-from gitutor.studies import setting_study as study  # noqa: E402
+from gitutor.chapters.stepwise_gradinversion import setting_study as study  # noqa: E402
 
 BREACHING_COMMIT = "8bd99d52cdb8c38d6b12a191e620d11d275a8d45"
 #: Our method name → breaching's attack configuration.

@@ -3,7 +3,7 @@
 The study's wall times are measured with other work on the machine; this script measures the
 cost of one iteration of Inverting Gradients, GradInversion and stepwise GradInversion (at the
 first and at the deepest-reaching phase of the paper's schedule, its *floor*) on each network of
-the study (:data:`gitutor.studies.setting_study.FACTORS`, random weights, default BatchNorm
+the study (:data:`gitutor.chapters.stepwise_gradinversion.setting_study.FACTORS`, random weights, default BatchNorm
 statistics, 32 px) at B = 1 and B = 4, as CPU seconds of this process on one thread, which other
 processes barely disturb: (time of a 2 + k iteration run − time of a 2 iteration run) / k, the
 shortest of ``--repeats``. It writes a JSON record with provenance::
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from gitutor import cli  # noqa: E402
 from gitutor.files import write_json  # noqa: E402
 
-from gitutor.studies.setting_study import NETWORKS  # noqa: E402
+from gitutor.chapters.stepwise_gradinversion.setting_study import NETWORKS  # noqa: E402
 
 
 def seconds_per_iteration(run, extra: int, repeats: int) -> float:
@@ -48,7 +48,7 @@ def network_costs(architecture: str, width: int, batch_size: int, extra: int, re
     """Seconds per iteration of each attack on one network and batch size (random images)."""
     from gitutor.attacks import StepwiseSchedule, gradinversion, inverting_gradients, stepwise_inversion
     from gitutor.federated import client_gradients
-    from gitutor.studies.setting_study import study_model
+    from gitutor.chapters.stepwise_gradinversion.setting_study import study_model
 
     model = study_model(architecture, width, "random", "default", 32, None)
     x = torch.rand(batch_size, 3, 32, 32, generator=torch.Generator().manual_seed(0))

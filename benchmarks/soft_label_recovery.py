@@ -23,7 +23,7 @@ from gitutor.federated import gradient_case
 from gitutor.labels import recover_soft_label
 from gitutor.metrics import score_batch
 from gitutor.models import FCN, LeNet, init_uniform_, resnet18
-from gitutor.studies.soft_label_trials import label_l1, labelled_sample
+from gitutor.chapters.idlg_soft_labels.trials import label_l1, labelled_sample
 
 NUM_CLASSES = 10
 TOLERANCE = 1e-3

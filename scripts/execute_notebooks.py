@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from gitutor import cli
 from gitutor.files import write_json
-from gitutor.profiles import PROFILES
+from gitutor.chapters import PROFILES
 
 HIDE_TAG = "remove-cell"
 

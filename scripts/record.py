@@ -211,7 +211,7 @@ def _threads_of(executed: dict) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     import papermill
 
-    from gitutor.profiles import NOTEBOOK_MODULES, PROFILES, get_profile
+    from gitutor.chapters import NOTEBOOK_MODULES, PROFILES, get_profile
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", type=cli.chapter(CHAPTERS),

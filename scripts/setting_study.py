@@ -1,4 +1,4 @@
-"""Run chapter 04's setting study (gitutor.studies.setting_study) and record it.
+"""Run chapter 04's setting study (gitutor.chapters.stepwise_gradinversion.setting_study) and record it.
 
     python scripts/setting_study.py --phase base         # the base, three methods, 1 000 iterations
     python scripts/setting_study.py --phase width        # ResNet-20 (16, 64), ResNet34 (IG, stepwise)
@@ -44,7 +44,7 @@ from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 from gitutor.models.substitute import substitute_path
 from gitutor.seeding import resolve_device
-from gitutor.studies import setting_study as study
+from gitutor.chapters.stepwise_gradinversion import setting_study as study
 from gitutor.sweeps import ENGINES, run_trials
 
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"

@@ -3,7 +3,7 @@
     python scripts/smoke.py notebooks/04_stepwise_gradinversion --profile full --device cuda
 
 Each chapter says how to run its profile briefly and offline in its profile module
-(``gitutor/profiles/<module>.py``) as ``SMOKE_PARAMETERS``: papermill parameters such as
+(``gitutor/chapters/<chapter>/profile.py``) as ``SMOKE_PARAMETERS``: papermill parameters such as
 ``{"PRETRAINED": False, "IMAGE_ROOT": "bundled", "BUDGET": "smoke"}``. A chapter without them is
 listed as skipped (it would run at full scale). Only chapters of this repository run (a notebook
 elsewhere is refused, never replaced by the chapter of its name). Executed copies go to ``--output``
@@ -25,16 +25,16 @@ from gitutor import cli
 
 def smoke_parameters(notebook: str) -> dict | None:
     """The chapter's ``SMOKE_PARAMETERS`` (None when its profile module defines none)."""
-    from gitutor.profiles import NOTEBOOK_MODULES
+    from gitutor.chapters import NOTEBOOK_MODULES
 
-    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}")
+    module = importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[notebook]}.profile")
     return getattr(module, "SMOKE_PARAMETERS", None)
 
 
 def main(argv: list[str] | None = None) -> int:
     import papermill
 
-    from gitutor.profiles import NOTEBOOK_MODULES, PROFILES
+    from gitutor.chapters import NOTEBOOK_MODULES, PROFILES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", type=cli.chapter(ROOT),
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         name = Path(notebook).name.removesuffix(".ipynb")
         parameters = smoke_parameters(name)
         if parameters is None:
-            print(f"{name}: skipped (gitutor/profiles defines no SMOKE_PARAMETERS for it)", flush=True)
+            print(f"{name}: skipped (gitutor/chapters/<chapter>/profile.py defines no SMOKE_PARAMETERS for it)", flush=True)
             continue
         start = time.perf_counter()
         try:

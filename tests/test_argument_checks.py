@@ -22,10 +22,10 @@ from gitutor.models.substitute import (
     load_substitute,
     save_substitute,
 )
-from gitutor.profiles import get_profile
+from gitutor.chapters import get_profile
 from gitutor.results import collect_results, save_results
 from gitutor.stats import Interval, budget_for, compare
-from gitutor.studies.stepwise_recording import (
+from gitutor.chapters.stepwise_gradinversion.recording import (
     load_reconstructions,
     save_reconstructions,
 )
@@ -236,7 +236,7 @@ def test_text_writers_failing_half_way_leave_the_old_files_byte_identical(tmp_pa
 
 def test_binary_writers_failing_half_way_leave_the_old_files_byte_identical(tmp_path, monkeypatch):
     from gitutor.models import substitute
-    from gitutor.studies import stepwise_recording
+    from gitutor.chapters.stepwise_gradinversion import recording as stepwise_recording
 
     weights = _shipped_copy(tmp_path)
     _recording(tmp_path / "04.safetensors")

@@ -1,7 +1,7 @@
-"""The breaching audit's summary (gitutor.studies.setting_study.audit) on a synthetic record."""
+"""The breaching audit's summary (gitutor.chapters.stepwise_gradinversion.setting_study.audit) on a synthetic record."""
 import pytest
 
-from gitutor.studies.setting_study.audit import audit_runs, audit_table
+from gitutor.chapters.stepwise_gradinversion.setting_study.audit import audit_runs, audit_table
 
 
 def _run(method, implementation, batch, psnr, ssim, batch_size=1):

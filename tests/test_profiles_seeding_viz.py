@@ -7,7 +7,7 @@ import torch
 matplotlib.use("Agg")
 
 import gitutor  # noqa: E402
-from gitutor.profiles import NOTEBOOK_MODULES, get_profile  # noqa: E402
+from gitutor.chapters import NOTEBOOK_MODULES, get_profile  # noqa: E402
 from gitutor.viz import iteration_strip, plot_curves, show_grid  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def test_get_profile_quick_full_and_errors():
 def test_every_existing_profile_module_has_quick_and_full(notebook):
     import importlib.util
 
-    name = f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}"
+    name = f"gitutor.chapters.{NOTEBOOK_MODULES[notebook]}"
     if importlib.util.find_spec(name) is None:
         pytest.skip(f"{name} not written yet")
     assert get_profile(notebook, "quick") and get_profile(notebook, "full")

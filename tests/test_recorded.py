@@ -3,7 +3,7 @@
 A recorded page is a chapter executed at a larger budget by ``make record`` (scripts/record.py).
 For each one: the notebook is valid and ran without errors; its results record holds the rows the
 page shows and a provenance (commit, device, torch version, wall time, command); that commit is in
-this repository's history; its profile (and budget) are defined in ``gitutor.profiles``.
+this repository's history; its profile (and budget) are defined in its chapter package (``gitutor.chapters``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gitutor.profiles import NOTEBOOK_MODULES, PROFILES
+from gitutor.chapters import NOTEBOOK_MODULES, PROFILES
 from gitutor.results import results_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def test_recorded_results_match_the_page(page):
 def test_recorded_profile_and_budget_are_defined(page):
     record = _record(page)
     assert record["profile"] in PROFILES
-    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[record['notebook']]}")
+    module = importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[record['notebook']]}.profile")
     budget = record["provenance"].get("parameters", {}).get("BUDGET")
     assert budget is None or budget in getattr(module, "BUDGETS", {}), f"budget {budget!r} is not defined"
 

@@ -1,9 +1,9 @@
-"""Chapter 04's setting study (gitutor.studies.setting_study): settings, trials, summaries."""
+"""Chapter 04's setting study (gitutor.chapters.stepwise_gradinversion.setting_study): settings, trials, summaries."""
 import pytest
 import torch
 
 from gitutor.models.substitute import substitute_path
-from gitutor.studies import setting_study as study
+from gitutor.chapters.stepwise_gradinversion import setting_study as study
 
 
 def test_settings_refuse_bad_and_inconsistent_values():
@@ -124,7 +124,7 @@ def _summary(values_by_key):
 
 
 def test_reach_rows_give_the_first_checkpoint_over_the_target_and_the_finishing_order():
-    from gitutor.studies.setting_study.summary import finishing_order, first_reaching, reach_rows
+    from gitutor.chapters.stepwise_gradinversion.setting_study.summary import finishing_order, first_reaching, reach_rows
 
     wide = study.Setting(width=64)
     summary = _summary({(study.BASE, "Inverting Gradients", 1000): [0.0, 0.1, 0.2],
@@ -143,7 +143,7 @@ def test_reach_rows_give_the_first_checkpoint_over_the_target_and_the_finishing_
 
 
 def test_effect_rows_claim_a_change_only_beyond_the_intervals():
-    from gitutor.studies.setting_study.summary import effect_rows
+    from gitutor.chapters.stepwise_gradinversion.setting_study.summary import effect_rows
 
     wide, calibrated = study.Setting(width=64), study.Setting(bn_statistics="calibrated")
     summary = _summary({(study.BASE, "Stepwise", 1000): [0.0, 0.2, 0.5],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitutor.profiles import NOTEBOOK_MODULES
+from gitutor.chapters import NOTEBOOK_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -25,7 +25,7 @@ def declared_parameters(notebook: str) -> set[str]:
 @pytest.mark.parametrize("notebook", sorted(NOTEBOOK_MODULES))
 def test_every_chapter_defines_smoke_parameters_its_notebook_declares(notebook):
     parameters = smoke.smoke_parameters(notebook)
-    assert parameters, f"{notebook}: gitutor/profiles/{NOTEBOOK_MODULES[notebook]}.py defines no SMOKE_PARAMETERS"
+    assert parameters, f"{notebook}: gitutor/chapters/{NOTEBOOK_MODULES[notebook]}/profile.py defines no SMOKE_PARAMETERS"
     assert set(parameters) <= declared_parameters(notebook), \
         f"{notebook}: SMOKE_PARAMETERS names parameters its parameters cell does not declare"
     assert not {"PROFILE", "DEVICE", "RESULTS_DIR"} & set(parameters)  # smoke.py sets those
@@ -33,7 +33,7 @@ def test_every_chapter_defines_smoke_parameters_its_notebook_declares(notebook):
 
 @pytest.mark.parametrize("notebook", sorted(NOTEBOOK_MODULES))
 def test_a_smoke_budget_names_a_budget_of_the_profile_module(notebook):
-    module = importlib.import_module(f"gitutor.profiles.{NOTEBOOK_MODULES[notebook]}")
+    module = importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[notebook]}.profile")
     budget = smoke.smoke_parameters(notebook).get("BUDGET")
     if budget is not None:
         assert budget in module.BUDGETS

@@ -186,7 +186,7 @@ def test_gradinversion_matches_every_tensor_from_the_start(victim):
 def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
     import gitutor
     from gitutor.attacks.comparison import chapter_trials
-    from gitutor.profiles.stepwise_gradinversion import chapter_settings
+    from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
     trials = chapter_trials(cfg, {"layer2": 4, "layer4": 40}, seed=5)
@@ -202,7 +202,7 @@ def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
 def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
     import gitutor
     from gitutor.attacks.comparison import offline_problems
-    from gitutor.profiles.stepwise_gradinversion import chapter_settings
+    from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 
     full = gitutor.get_profile("04_stepwise_gradinversion", "full")
     cfg = chapter_settings(full, "cpu_recording", pretrained=False, image_root="bundled")

@@ -6,11 +6,11 @@ import torch
 
 import gitutor
 from gitutor.attacks.comparison import chapter_trials, score
-from gitutor.profiles.stepwise_gradinversion import chapter_settings
+from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 from gitutor.stats import interval
-from gitutor.studies import stepwise_gradinversion as study
-from gitutor.studies.stepwise_figures import along_run
-from gitutor.studies.stepwise_recording import (load_reconstructions, recorded_table1, recording_sentence,
+from gitutor.chapters.stepwise_gradinversion import experiments as study
+from gitutor.chapters.stepwise_gradinversion.figures import along_run
+from gitutor.chapters.stepwise_gradinversion.recording import (load_reconstructions, recorded_table1, recording_sentence,
                                                 save_reconstructions, target_sentence)
 
 matplotlib.use("Agg")

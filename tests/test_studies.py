@@ -1,4 +1,4 @@
-"""The chapter experiments in gitutor.studies and the whole-photograph source (chapters 01, 02, 06, 07)."""
+"""The chapter experiments in gitutor.chapters and the whole-photograph source (chapters 01, 02, 06, 07)."""
 import math
 
 import pytest
@@ -6,9 +6,9 @@ import torch
 
 from gitutor.data import OfflineDataError, whole_photographs
 from gitutor.federated import client_gradients, pseudo_gradient
-from gitutor.studies.admm_rounds import client_round, load_kinds, relative_error
-from gitutor.studies.dlg_sweeps import dlg_case, gradient_scale
-from gitutor.studies.soft_label_trials import label_l1, labelled_sample
+from gitutor.chapters.admm_comparison.rounds import client_round, load_kinds, relative_error
+from gitutor.chapters.dlg.sweeps import dlg_case, gradient_scale
+from gitutor.chapters.idlg_soft_labels.trials import label_l1, labelled_sample
 
 
 def test_whole_photographs_are_distinct_square_images():

@@ -8,12 +8,13 @@ import gitutor
 from gitutor.attacks import dlg
 from gitutor.federated import client_gradients
 from gitutor.metrics import psnr
-from gitutor.profiles.dlg import BUDGETS, SMOKE_PARAMETERS, chapter_settings
+from gitutor.chapters.dlg.profile import BUDGETS, SMOKE_PARAMETERS, chapter_settings
 from gitutor.results import save_results, verdict
 from gitutor.stats import success_interval
-from gitutor.studies import dlg_figures, dlg_sweeps as sweeps
-from gitutor.studies import dlg_report
-from gitutor.studies.dlg_report import chapter_rows
+from gitutor.chapters.dlg import figures as dlg_figures
+from gitutor.chapters.dlg import sweeps
+from gitutor.chapters.dlg import report as dlg_report
+from gitutor.chapters.dlg.report import chapter_rows
 
 CASE = dict(size=16, num_classes=10)
 

@@ -1,4 +1,4 @@
-"""Chapter 02's experiments (gitutor.studies.idlg_soft_labels*): Wang, Liang & He, ICLR 2024."""
+"""Chapter 02's experiments (gitutor.chapters.idlg_soft_labels.experiments*): Wang, Liang & He, ICLR 2024."""
 import types
 
 import pytest
@@ -6,10 +6,10 @@ import torch
 
 from gitutor import get_profile
 from gitutor.models import FCN, LeNet, init_uniform_
-from gitutor.profiles.idlg_soft_labels import BUDGETS
-from gitutor.studies import idlg_soft_labels as study
-from gitutor.studies.idlg_soft_labels_report import PAPER_TABLE2, PAPER_TABLE3, paper_rows
-from gitutor.studies.soft_label_trials import chapter_images, labelled_sample
+from gitutor.chapters.idlg_soft_labels.profile import BUDGETS
+from gitutor.chapters.idlg_soft_labels import experiments as study
+from gitutor.chapters.idlg_soft_labels.report import PAPER_TABLE2, PAPER_TABLE3, paper_rows
+from gitutor.chapters.idlg_soft_labels.trials import chapter_images, labelled_sample
 
 C = 10
 
@@ -77,7 +77,7 @@ def test_batched_inverting_gradients_follows_each_run_alone(lenet):
     """Solving R problems together is Inverting Gradients on each: image r of the batch gets the signed step
     of its own objective, and one problem batched is the plain attack."""
     from gitutor.attacks import inverting_gradients
-    from gitutor.studies.soft_label_matching import batched_cosine_distance, batched_inverting_gradients
+    from gitutor.chapters.idlg_soft_labels.matching import batched_cosine_distance, batched_inverting_gradients
     sample = _sampler()
     cases = [sample("smoothing", 0), sample("mixup", 2)]
     grads = [study.observed(lenet, x, y) for x, y, _ in cases]
@@ -164,7 +164,7 @@ def test_bad_counts_and_too_few_photographs_are_named(lenet):
 # ---- what the chapter's prose pastes in (myst-nb glue, issue 22) ------------------------------------------------
 
 def test_lowest_accuracy_names_the_cells_or_says_every_cell():
-    from gitutor.studies.idlg_soft_labels_report import lowest_accuracy
+    from gitutor.chapters.idlg_soft_labels.report import lowest_accuracy
     tie = {("untrained LeNet", "smoothing"): (100.0, 1e-6), ("trained LeNet", "mixup"): (100.0, 1e-6)}
     assert lowest_accuracy(tie) == (100.0, "in every cell")
     table = {**tie, ("trained LeNet", "one-hot"): (90.0, 1e-3), ("untrained ResNet18", "mixup"): (90.0, 1e-3)}
@@ -183,7 +183,7 @@ def test_pso_share_counts_one_flag_per_label_of_the_network():
 
 
 def test_report_tables_are_markdown_with_one_line_per_cell():
-    from gitutor.studies import idlg_soft_labels_report as report
+    from gitutor.chapters.idlg_soft_labels import report
     rule = report.rule_table({"one-hot": (100.0, 100.0), "mixup": (90.0, 0.0)}).splitlines()
     assert len(rule) == 4 and rule[-1] == "| mixup | 90 % | 0 % |"
     fcn = report.fcn_table({"smoothing": (0.99991, 118.09, None), "mixup": (1.0, 102.9, 0.01234)}).splitlines()
@@ -196,7 +196,7 @@ def test_report_tables_are_markdown_with_one_line_per_cell():
 
 
 def test_show_source_rewraps_long_docstring_lines_only():
-    from gitutor.studies.idlg_soft_labels_report import show_source
+    from gitutor.chapters.idlg_soft_labels.report import show_source
 
     def example(x):
         """A docstring line that is much longer than the narrow width asked for in this test, so it wraps."""

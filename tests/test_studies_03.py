@@ -1,4 +1,4 @@
-"""Chapter 03's experiments (gitutor.studies.cv_batch_labels*): Stage I of Ye et al., AAAI 2024, on the
+"""Chapter 03's experiments (gitutor.chapters.cv_batch_labels.experiments*): Stage I of Ye et al., AAAI 2024, on the
 chapter's random ResNet34 and on a random vs the trained substitute ResNet-20."""
 import types
 
@@ -11,14 +11,14 @@ from gitutor.data import OfflineDataError
 from gitutor.labels import FeatureCV
 from gitutor.labels.llg import fit_llg_plus
 from gitutor.models import last_linear
-from gitutor.profiles.cv_batch_labels import BUDGETS
+from gitutor.chapters.cv_batch_labels.profile import BUDGETS
 from gitutor.seeding import make_generator
 from gitutor.stats import Interval
-from gitutor.studies import cv_batch_labels as study
-from gitutor.studies import cv_batch_labels_report as report
-from gitutor.studies import cv_substitute as substitute
-from gitutor.studies import cv_substitute_report as sub_report
-from gitutor.studies.cv_batch_labels_report import paper_rows
+from gitutor.chapters.cv_batch_labels import experiments as study
+from gitutor.chapters.cv_batch_labels import report
+from gitutor.chapters.cv_batch_labels import substitute
+from gitutor.chapters.cv_batch_labels import substitute_report as sub_report
+from gitutor.chapters.cv_batch_labels.report import paper_rows
 
 NUM_CLASSES, WIDTH = 50, 64
 CFG = types.SimpleNamespace(population=20, iterations=60, crossover=0.5, num_classes=NUM_CLASSES, head_steps=10,

@@ -8,11 +8,11 @@ import torch
 import gitutor
 from gitutor.attacks.comparison import SETTINGS, trial_settings
 from gitutor.models import resnet34
-from gitutor.profiles.stepwise_gradinversion import MODEL_BLOCKS, chapter_settings
+from gitutor.chapters.stepwise_gradinversion.profile import MODEL_BLOCKS, chapter_settings
 from gitutor.results import save_results, verdict
 from gitutor.stats import interval
-from gitutor.studies import stepwise_gradinversion as study
-from gitutor.studies.figures import comparison_grid, interval_errorbars
+from gitutor.chapters.stepwise_gradinversion import experiments as study
+from gitutor.viz import comparison_grid, interval_errorbars
 
 matplotlib.use("Agg")
 

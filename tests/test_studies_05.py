@@ -7,9 +7,10 @@ import gitutor
 from gitutor.federated import client_gradients
 from gitutor.federated.case import gradient_case
 from gitutor.metrics import LPIPS_NA
-from gitutor.profiles.diffusion_user_level import SMOKE_PARAMETERS, chapter_settings, missing_inputs
+from gitutor.chapters.diffusion_user_level.profile import SMOKE_PARAMETERS, chapter_settings, missing_inputs
 from gitutor.results import save_results, verdict
-from gitutor.studies import diffusion_user_level as study, user_level_report as report
+from gitutor.chapters.diffusion_user_level import experiments as study
+from gitutor.chapters.diffusion_user_level import report
 
 
 def test_substitutes_and_smoke_budget_replace_only_what_is_offline(tmp_path):
@@ -60,7 +61,7 @@ def test_mean_pairwise_mse_measures_how_alike_the_representatives_are():
 
 def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path):
     from gitutor.results import headline_row
-    from gitutor.studies import user_level_identity as identity_study
+    from gitutor.chapters.diffusion_user_level import identity as identity_study
 
     def user(mse, face_rate=1.0, lpips=None):
         return {"mse": mse, "psnr": 10.0 + mse, "ssim": 0.5 - mse, "lpips": lpips, "face_rate": face_rate}
@@ -162,7 +163,7 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gitutor.studies import user_level_figures as figures
+    from gitutor.chapters.diffusion_user_level import figures
     users = [(torch.rand(20, 1, 8, 8), torch.zeros(20, dtype=torch.long)) for _ in range(3)]
     first, batch = figures.users_figures(users)
     assert len([a for a in first.axes if a.images]) == 3 and len([a for a in batch.axes if a.images]) == 16

@@ -1,15 +1,15 @@
-"""Chapter 06's experiments (gitutor.studies.learning_to_invert, lti_report) on tiny cases."""
+"""Chapter 06's experiments (gitutor.chapters.learning_to_invert.experiments, lti_report) on tiny cases."""
 import pytest
 import torch
 
 from gitutor import stats
 
 from gitutor.federated import observed_gradient, paper_defenses
-from gitutor.profiles import get_profile
-from gitutor.profiles.learning_to_invert import SMOKE_PARAMETERS
-from gitutor.studies import learning_to_invert as study
-from gitutor.studies import lti_report
-from gitutor.studies.lti_report import PAPER_MSE, defense_names, results_rows, table1_markdown
+from gitutor.chapters import get_profile
+from gitutor.chapters.learning_to_invert.profile import SMOKE_PARAMETERS
+from gitutor.chapters.learning_to_invert import experiments as study
+from gitutor.chapters.learning_to_invert import report as lti_report
+from gitutor.chapters.learning_to_invert.report import PAPER_MSE, defense_names, results_rows, table1_markdown
 
 TINY = dict(n_aux=60, n_heldout=8, n_ig_targets=2, n_ig_batches=1, b4_batches=12, epochs=2, ig_iterations=2,
             hidden={1: 16, 4: 16}, image_size=8, train_batch=16)
@@ -77,7 +77,7 @@ def test_lti_beats_the_mean_image_without_defense_and_reports_both_attacks(cfg):
     assert sum(errors[1]) < sum(errors[0])   # more auxiliary data, a better inverse
     with pytest.raises(ValueError, match="sizes"):
         study.aux_size_errors(setup, aux[0], aux_x, [401], cell.features, target_x)
-    from gitutor.studies import lti_checks  # the same g_θ raw, standardised and trained twice as long
+    from gitutor.chapters.learning_to_invert import checks as lti_checks  # the same g_θ raw, standardised and trained twice as long
     names = defense_names(0.99, 0.1)
     check = lti_checks.input_scale_check(setup, {"none": aux[0] * 0.1, "sign": aux[0]}, aux_x,
                                          {("lenet", 1, "none"): cell, ("lenet", 1, "sign"): cell}, "lenet", names)
@@ -116,7 +116,7 @@ def _comparison(ig, lti):
 
 
 def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
-    from gitutor.studies import lti_checks
+    from gitutor.chapters.learning_to_invert import checks as lti_checks
     names = defense_names(0.99, 0.1)
     clear = _comparison([0.30, 0.31, 0.29, 0.30], [0.01, 0.02, 0.01, 0.02])
     mixed = _comparison([0.10, 0.30, 0.02, 0.25], [0.01, 0.28, 0.20, 0.02])
@@ -142,7 +142,7 @@ def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
 
 
 def test_ood_reference_reads_table_2_against_the_mean_image():
-    from gitutor.studies import lti_checks
+    from gitutor.chapters.learning_to_invert import checks as lti_checks
     names = defense_names(0.99, 0.1)
     reference = [0.05, 0.06, 0.04, 0.05, 0.07]
     better, worse = [r - 0.02 for r in reference], [r + 0.03 for r in reference]

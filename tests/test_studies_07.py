@@ -1,4 +1,4 @@
-"""Chapter 07's rounds and summaries (gitutor.studies.admm_rounds, admm_report) on tiny cases."""
+"""Chapter 07's rounds and summaries (gitutor.chapters.admm_comparison.rounds, admm_report) on tiny cases."""
 import pytest
 import torch
 
@@ -8,11 +8,12 @@ from gitutor.attacks import AttackResult
 from gitutor.data import digits
 from gitutor.federated import client_gradients
 from gitutor.models import LeNet, init_uniform_
-from gitutor.profiles import get_profile
-from gitutor.profiles.admm_comparison import SMOKE_PARAMETERS
+from gitutor.chapters import get_profile
+from gitutor.chapters.admm_comparison.profile import SMOKE_PARAMETERS
 from gitutor.results import save_results, verdict
-from gitutor.studies import admm_compare, admm_report
-from gitutor.studies.admm_rounds import (PHOTOGRAPHS, alignment, alignment_grid, chapter_model, closed_form_errors,
+from gitutor.chapters.admm_comparison import compare as admm_compare
+from gitutor.chapters.admm_comparison import report as admm_report
+from gitutor.chapters.admm_comparison.rounds import (PHOTOGRAPHS, alignment, alignment_grid, chapter_model, closed_form_errors,
                                          first_round, load_kinds, naive_and_adaptive_psnr)
 
 

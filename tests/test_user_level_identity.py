@@ -1,5 +1,5 @@
 """The identity test brightness cannot win (gitutor.attacks.user_level.identity) and chapter 05's
-identity and prior-effect study (gitutor.studies.user_level_identity)."""
+identity and prior-effect study (gitutor.chapters.diffusion_user_level.identity)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,7 @@ import torch
 from gitutor.attacks.user_level.identity import correlation_matrix, pairing_scores, score_interval, standardise
 from gitutor.federated.users import lfw_user
 from gitutor.stats import NOT_RESOLVED
-from gitutor.studies import user_level_identity as study
+from gitutor.chapters.diffusion_user_level import identity as study
 
 
 def _means(faces=(81, 84, 86, 89, 91, 95)):

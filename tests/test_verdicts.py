@@ -134,7 +134,7 @@ def test_no_interval_on_any_recorded_page_lies_outside_its_range():
                 assert bounds[0] <= row["low"] <= row["high"] <= bounds[1], (path.name, row)
     study = ROOT / "book" / "studies" / "04_setting_study.json"
     if study.exists():  # its intervals are computed on the page: the same helper, with bounds
-        from gitutor.studies.setting_study.summary import curves, load_record
+        from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves, load_record
 
         for curve in curves(load_record(study)[0]).values():
             for metric in ("PSNR", "SSIM"):

@@ -55,6 +55,7 @@ from gitutor.results.records import (
     read_record,
     sample_problem,
     save_results,
+    timing_rows,
 )
 from gitutor.results.verdicts import (
     HEADLINE_RULE,
@@ -106,5 +107,6 @@ __all__ = [
     "verdict",
     "verdict_sentence",
     "verdict_tally",
+    "timing_rows",
     "verdict_text",
 ]

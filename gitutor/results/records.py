@@ -168,7 +168,7 @@ def save_results(
     Args:
         notebook: the chapter's name, e.g. ``"01_dlg"`` (two digits, underscore,
             letters/digits).
-        profile: ``"quick"`` or ``"full"`` (any name :mod:`gitutor.profiles` defines).
+        profile: ``"quick"`` or ``"full"`` (any name :mod:`gitutor.chapters` defines).
         rows: the paper-vs-run rows (keys :data:`ROW_KEYS`; optional :data:`OPTIONAL_KEYS`:
             ``"better"``, this run's interval ``"low"``/``"high"`` and its trials ``"n"``,
             ``"headline"``: ``True`` on the one row that stands for the chapter, and
@@ -275,3 +275,11 @@ def _record_problem(record) -> str | None:
     except (TypeError, ValueError) as error:
         return str(error)
     return None
+
+
+def timing_rows(profile: str, device: str, wall_s: float, cpu_s: float) -> list[dict]:
+    """Wall-clock and CPU time (s) of a notebook's run, for ``save_results(..., timings=...)``."""
+    return [{"quantity": "notebook wall time", "setting": f"{profile} profile, {device}", "paper": "not reported",
+             "this_run": round(wall_s), "unit": "s", "differences": "shared machine; varies run to run"},
+            {"quantity": "notebook CPU time", "setting": "summed over threads", "paper": "not reported",
+             "this_run": round(cpu_s), "unit": "s", "differences": "as above"}]

@@ -1,0 +1,98 @@
+"""Chapter 07's main comparison on many images (the DLG reproduction report, Fig. 1–2, Algorithm 2):
+the report's four attacks and two diagnostics on every attacked image of a data kind, all images of a
+kind at once (:func:`gitutor.attacks.batched_dlg.batched_dlg`, :mod:`gitutor.attacks.batched_ig`).
+
+Per image, against the first FedADMM round (w = z, π = 0, E local steps): DLG and iDLG on the SGD
+gradient ∇f(z); DLG-ADMM and iDLG-ADMM on −Δ/η (the report's attacks); DLG on −Δ/(2η), which for one
+local step equals ∇f(z) (the closed form −Δ/η = 2∇f); and cosine matching (Inverting Gradients, label from
+the sign rule on −Δ/η) on −Δ/η, which is blind to the factor 2. Every attack of an image starts from the
+same dummy (one seed). ``scores``, ``log_gaps`` and ``recovered`` summarise them with 95 % intervals.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import nn
+
+from gitutor.attacks import AttackResult, fc_weight_index
+from gitutor.attacks.batched_dlg import batched_dlg
+from gitutor.attacks.batched_ig import batched_inverting_gradients
+from gitutor.federated import client_gradients
+from gitutor.labels import idlg_label
+from gitutor.metrics import mse, psnr
+from gitutor.stats import Interval, interval, success_interval
+from gitutor.chapters.admm_comparison.rounds import first_round
+
+#: The attacks of the comparison, in table order.
+ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)", "cosine on −Δ/η")
+#: Floor of a clipped reconstruction's MSE before its log10 is taken (a pixel-exact image gives 0).
+MSE_FLOOR = 1e-12
+
+
+def compare_kind(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, rho: float, lr: float,
+                 local_steps: int, iterations: int, seed: int, record_every: int, cosine_iterations: int,
+                 tv_weight: float) -> list[dict[str, AttackResult]]:
+    """Every attack of :data:`ATTACKS` on every image of ``images`` ``(n, C, H, W)`` (labels ``(n,)``), one
+    client per image in the first FedADMM round of ``model`` (a DLG LeNet). The L-BFGS attacks run
+    ``iterations`` steps, cosine matching ``cosine_iterations`` Adam steps with α_TV = ``tv_weight``.
+
+    Returns:
+        One ``{attack: AttackResult}`` per image, in the order of :data:`ATTACKS`.
+
+    Raises:
+        ValueError: for fewer than one image, or as the attacks (e.g. a model that is not a DLG LeNet).
+    """
+    n = len(images)
+    if n < 1 or len(labels) != n:
+        raise ValueError(f"images and labels must hold the same number ≥ 1 of items, got {n} and {len(labels)}")
+    fc, shape, classes = fc_weight_index(model), tuple(images.shape[1:]), model.fc.out_features
+    grads, sent = [], []
+    for i in range(n):
+        x, y = images[i:i + 1], labels[i:i + 1]
+        grads.append(client_gradients(model, x, y))
+        sent.append(list(first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps).public["pseudo_gradient"]))
+    half = [[p / 2 for p in s] for s in sent]
+    sign = lambda targets: torch.tensor([idlg_label(t[fc]) for t in targets])  # noqa: E731 - iDLG's rule
+    options = dict(iterations=iterations, record_every=record_every)
+    free = batched_dlg([model] * 3 * n, grads + sent + half, shape, classes, seeds=[seed] * 3 * n, **options)
+    fixed = batched_dlg([model] * 2 * n, grads + sent, shape, classes, seeds=[seed] * 2 * n,
+                        labels=torch.cat([sign(grads), sign(sent)]), **options)
+    cosine = batched_inverting_gradients([model] * n, sent, sign(sent), shape, seeds=[seed] * n,
+                                         iterations=cosine_iterations, tv_weight=tv_weight,
+                                         record_every=max(1, cosine_iterations // 4))
+    runs = [free[:n], fixed[:n], free[n:2 * n], fixed[n:], free[2 * n:], cosine]
+    return [{name: results[i] for name, results in zip(ATTACKS, runs)} for i in range(n)]
+
+
+def scores(runs: Sequence[Mapping[str, AttackResult]], images: torch.Tensor) -> dict[str, list[tuple[float, float]]]:
+    """``{attack: [(MSE, PSNR dB) per image]}`` of the final images clipped to [0, 1] against ``images``."""
+    out = {name: [] for name in runs[0]}
+    for i, results in enumerate(runs):
+        truth = images[i:i + 1].cpu()
+        for name, result in results.items():
+            found = result.images.clamp(0, 1)
+            out[name].append((float(mse(found, truth)), float(psnr(found, truth))))
+    return out
+
+
+def log_gaps(table: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, list[float]]:
+    """Per image, log10(MSE of X-ADMM / MSE of X) for X = DLG and iDLG, and ``"both"``: the smaller of
+    the two (ADMM resists DLG and iDLG only as far as both gaps are large). MSEs floored at
+    :data:`MSE_FLOOR`."""
+    log = lambda value: math.log10(max(value, MSE_FLOOR))  # noqa: E731
+    gaps = {name: [log(a[0]) - log(b[0]) for a, b in zip(table[f"{name}-ADMM"], table[name])]
+            for name in ("DLG", "iDLG")}
+    gaps["both"] = [min(a, b) for a, b in zip(gaps["DLG"], gaps["iDLG"])]
+    return gaps
+
+
+def gap_intervals(gaps: Mapping[str, Sequence[float]]) -> dict[str, Interval]:
+    """Mean and 95 % Student-t interval of every list of :func:`log_gaps` (log10 units: a ratio interval)."""
+    return {name: interval(values) for name, values in gaps.items()}
+
+
+def recovered(table: Mapping[str, Sequence[tuple[float, float]]], threshold: float) -> dict[str, Interval]:
+    """Per attack, the fraction of images with PSNR ≥ ``threshold`` dB and its 95 % Wilson interval."""
+    return {name: success_interval([value >= threshold for _, value in rows]) for name, rows in table.items()}

@@ -1,0 +1,8 @@
+"""Chapter 05, ``notebooks/05_diffusion_user_level``: user-level inversion with a diffusion prior (Li et al. 2023).
+
+- :mod:`.profile`: settings
+- :mod:`.experiments`: classifier, prior, users and the per-user evaluation
+- :mod:`.identity`: the identity test and the prior's effect
+- :mod:`.report`: tables and rows
+- :mod:`.figures`: every figure
+"""

@@ -1,0 +1,122 @@
+"""Chapter 05's figures (Li et al. 2023): the users, Algorithm 1's schedules (App. C, Fig. 5) and its
+course on one user (Fig. 4b), the matching weight, Table 1a's examples, the identity matrices and
+the failure case (App. D)."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from gitutor.seeding import make_generator
+from gitutor.viz import plot_curves, show_grid
+
+
+def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int = 0):
+    """Three panels for ``steps`` steps: τ_i with its noise (drawn from ``seed``) and its mean (Fig. 5a), ζ_i,
+    and the layer window's weight of each of ``n_tensors`` parameter tensors per step (Fig. 5b).
+
+    ``schedules``: :func:`gitutor.chapters.diffusion_user_level.experiments.attack_schedules`. Returns the figure.
+
+    Raises:
+        ValueError: if ``steps`` or ``n_tensors`` is below 1.
+    """
+    if steps < 1 or n_tensors < 1:
+        raise ValueError(f"steps and n_tensors must be >= 1, got {steps} and {n_tensors}")
+    tau, zeta, window = schedules["tau_schedule"], schedules["zeta_schedule"], schedules["layer_window"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    plot_curves({"τ_i (with noise)": tau.sample(steps, make_generator(seed)).tolist(), "mean": tau.mean(steps).tolist()},
+                xlabel="step i", ylabel="diffusion time τ", title="time schedule (Fig. 5a)", ax=axes[0])
+    plot_curves({"ζ_i": zeta.values(steps).tolist()}, xlabel="step i", ylabel="ζ", title="clipping ratio", ax=axes[1])
+    weights = torch.stack([window.weights(n_tensors, i / max(steps - 1, 1)) for i in range(steps)])
+    image = axes[2].imshow(weights.T, aspect="auto", origin="lower", cmap="viridis")
+    axes[2].set(xlabel="step i", ylabel="parameter tensor (0 = input side)", title="layer window (Fig. 5b)")
+    fig.colorbar(image, ax=axes[2])
+    fig.tight_layout()
+    return fig
+
+
+def identity_matrices(matrices: Mapping[str, np.ndarray]):
+    """One panel per entry of ``matrices``: the ``(U, U)`` correlation of representative i with user j's
+    mean photo, images standardised (:func:`~gitutor.attacks.user_level.identity.correlation_matrix`).
+    A bright diagonal: each representative resembles its own user more than the others. Returns the figure."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(4.4 * len(matrices), 3.8), squeeze=False)
+    for ax, (name, matrix) in zip(axes[0], matrices.items()):
+        image = ax.imshow(matrix, cmap="viridis")
+        ax.set(xlabel="user j (mean photo)", ylabel="representative of user i", title=name)
+        fig.colorbar(image, ax=ax, fraction=0.046, label="correlation r")
+    fig.tight_layout()
+    return fig
+
+
+def users_figures(users, shown: int = 16):
+    """One photo of each user (titled with its label), then ``shown`` of user 0's photos.
+
+    ``users``: ``[(x (B, C, H, W) in [0, 1], y (B,))]`` per user, as
+    :func:`gitutor.chapters.diffusion_user_level.experiments.chapter_users` returns. Returns the two figures.
+
+    Raises:
+        ValueError: if ``users`` is empty.
+    """
+    if not users:
+        raise ValueError("users is empty: the chapter needs at least one user")
+    firsts = torch.cat([x[:1].cpu() for x, _ in users])
+    titles = [f"user {k} (label {int(y[0])})" for k, (_, y) in enumerate(users)]
+    batch = users[0][0]
+    return (show_grid(firsts, titles=titles, ncols=len(users), suptitle="one photo of each user"),
+            show_grid(batch[:shown].cpu(), ncols=8,
+                      suptitle=f"user 0: {min(shown, len(batch))} of its B = {len(batch)} photos"))
+
+
+def attack_figures(result, truth: torch.Tensor, t_star: int):
+    """Algorithm 1 on one user (Li et al. Fig. 4b): x̂ at the recorded steps, the denoised image
+    (``result.images``, ``(1, C, H, W)``) and the mean of the user's ``(B, C, H, W)`` photos ``truth``;
+    then the cosine gradient distance per step. Returns ``(figure, axes of the curve)``."""
+    strip = torch.cat([image for _, image in result.snapshots]
+                      + [result.images, truth.mean(0, keepdim=True).cpu()])
+    titles = ([f"step {i}" for i, _ in result.snapshots]
+              + [f"denoised (t*={t_star})", "mean of the batch"])
+    fig = show_grid(strip, titles=titles, ncols=len(titles))
+    ax = plot_curves({"cosine gradient distance": result.history["gradient_distance"]},
+                     xlabel="step", title="matching loss during Algorithm 1")
+    return fig, ax
+
+
+def matching_weight_figures(plain: Sequence, weighted, weight: float):
+    """Why λ matters (Eq. 14 as written vs weighted): the ratio ‖λ∇d‖ / ‖g_p‖ per step for λ = 1
+    (``plain[0]``, user 0) and λ = ``weight`` (``weighted``, user 0) with the clip ζ_i, on a log
+    axis; then the representatives of users 0 and 1 with λ = 1 next to user 0's with λ = ``weight``.
+    ``plain``/``weighted``: results of :func:`gitutor.chapters.diffusion_user_level.experiments.diffula`.
+    Returns ``(axes of the curves, image figure)``."""
+    curves = {"λ = 1": plain[0].history["grad_ratio"],
+              f"λ = {weight:g}": weighted.history["grad_ratio"],
+              "ζ_i (the clip)": weighted.history["zeta"]}
+    ax = plot_curves(curves, xlabel="step", ylabel="‖λ∇d‖ / ‖g_p‖", logy=True,
+                     title="matching vs prior gradient, user 0")
+    images = torch.cat([plain[0].images, plain[1].images, weighted.images])
+    titles = ["user 0, λ = 1", "user 1, λ = 1", f"user 0, λ = {weight:g}"]
+    return ax, show_grid(images, titles=titles, ncols=3, scale=2)
+
+
+def examples_figure(examples: Sequence):
+    """Per user one row (Table 1a's methods side by side): a photo, the batch mean, the matched
+    sample-level IG image, user-level IG without prior, DiffULA.
+
+    ``examples``: :func:`gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s second output.
+    Returns the figure."""
+    grid, titles = [], []
+    for truth, matched, user_ig, diff in examples:
+        grid += [truth[0:1], truth.mean(0, keepdim=True), matched[0:1], user_ig.images, diff.images]
+        titles += ["a photo", "batch mean", "IG sample (matched)", "IG user, no prior", "DiffULA"]
+    return show_grid(torch.cat(grid), titles=titles, ncols=5, scale=1.6)
+
+
+def failure_figure(truth: torch.Tensor, diff, shown: int = 6):
+    """App. D's failure case: ``shown`` of the user's ``(B, C, H, W)`` photos, their mean, DiffULA's x̂
+    before the final denoising (its last snapshot) and after (``diff.images``). Returns the figure."""
+    shown = min(shown, len(truth))
+    images = torch.cat([truth[:shown], truth.mean(0, keepdim=True), diff.snapshots[-1][1],
+                        diff.images])
+    titles = [f"photo {i}" for i in range(shown)] + ["batch mean", "before denoising", "DiffULA"]
+    return show_grid(images, titles=titles, ncols=len(titles), scale=1.4)

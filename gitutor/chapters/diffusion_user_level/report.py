@@ -1,0 +1,215 @@
+"""Chapter 05's tables and paper-vs-run rows (Li et al. 2023, Table 1a–b); the identity test and the
+prior's effect are in :mod:`gitutor.chapters.diffusion_user_level.identity`.
+
+Paper numbers (CelebA 64×64, 50 users, B = 30, FFHQ-256 DDPM, Table 1a): MSE of IG (matched) 0.3192,
+DiffULA 0.4210, intra-user 0.4981; DiffULA LPIPS 0.5039; face detection rates DiffULA 1.00, IG 0.03,
+original batches 0.95; DiffULA run time 23.3 min per user on an A100.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from gitutor.metrics import LPIPS_NA, mse
+from gitutor.tables import markdown_table
+
+
+def average(rows: Mapping[str, Sequence[Mapping]], name: str, key: str) -> float | None:
+    """Mean over users of ``rows[name][u][key]`` (None when any user's value is None, e.g. LPIPS without weights)."""
+    values = [r[key] for r in rows[name]]
+    return None if any(v is None for v in values) else float(np.mean(values))
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    return LPIPS_NA if value is None else f"{value:.{digits}f}"
+
+
+def method_table(rows: Mapping[str, Sequence[Mapping]]) -> str:
+    """Table 1a in shape: one Markdown row per method with the users' mean MSE, PSNR, SSIM, LPIPS, face rate."""
+    return markdown_table(["method", "MSE ↓", "PSNR (dB) ↑", "SSIM ↑", "LPIPS ↓", "face detection rate"],
+                          [[name, _fmt(average(rows, name, "mse"), 4), _fmt(average(rows, name, "psnr"), 2),
+                            _fmt(average(rows, name, "ssim"), 3), _fmt(average(rows, name, "lpips"), 3),
+                            f"{average(rows, name, 'face_rate'):.2f}"] for name in rows])
+
+
+def mean_pairwise_mse(images: Sequence[torch.Tensor]) -> float:
+    """Mean MSE over all pairs of the ``(1, C, H, W)`` images: how much they differ from one another.
+
+    Raises:
+        ValueError: for fewer than two images.
+    """
+    if len(images) < 2:
+        raise ValueError(f"images must hold >= 2 images, got {len(images)}")
+    return float(np.mean([mse(a, b).item() for i, a in enumerate(images) for b in images[i + 1:]]))
+
+
+def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
+    """The "differences" column: how the run differs from the paper's setup (§3, Table 1)."""
+    from gitutor.priors import PRIOR_TRAIN_FACES
+
+    if profile == "quick":
+        return (f"quick profile: 32×32 grey LFW users (variations of one held-out face), {users} users, {cfg.steps} steps "
+                f"(τ to {cfg.tau['t_min']}, t* = {cfg.t_star}), λ = {cfg.matching_weight:g}, untrained {cfg.model} instead of "
+                f"ResNet-18, {prior_parameters / 1e6:.1f} M-parameter DDPM trained on {PRIOR_TRAIN_FACES} LFW faces, LBP "
+                "detector instead of MTCNN, [0, 1] intensity scale")
+    return (f"{profile} profile; CelebA-HQ-256 DDPM instead of FFHQ-256, λ = {cfg.matching_weight:g}, LBP detector "
+            "instead of MTCNN" + ("" if cfg.prior != "untrained" and cfg.data == "celeba" else
+                                  f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"))
+
+
+def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
+                 intervals: Mapping[str, tuple[float, float]], users: int, differences: str) -> list[dict]:
+    """The results rows of chapter 05 (see :mod:`gitutor.results`); the first is the headline.
+
+    Headline: the paper's central claim that the representative reveals *who* the user is (§1,
+    Table 1b), tested by the pairing score on standardised images (brightness cannot win it), with
+    its 95 % interval over users. The paper has no such number (its identity evidence is a DeepFace
+    facial similarity), so the row carries no verdict; whether it lies above chance is in its setting.
+
+    Args:
+        rows: :func:`gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s per-method rows.
+        identity: :func:`gitutor.chapters.diffusion_user_level.identity.identity_study`'s output.
+        effect: :func:`gitutor.chapters.diffusion_user_level.identity.prior_effect` of DiffULA against user-level IG.
+        ordering, intervals: the MSE ordering verdict and ``{method: (mean, 95 % half-width)}`` of IG
+            matched, DiffULA, intra-user (in that order).
+        users: U. differences: the profile's differences from the paper.
+    """
+    from gitutor.results import interval_fields
+    from gitutor.stats import interval, success_interval
+
+    from gitutor.chapters.diffusion_user_level.identity import above_chance, score_interval
+
+    def row(quantity, setting, paper, value, unit, better=None, summary=None, digits=4, **extra):
+        return dict(quantity=quantity, setting=setting, paper=paper, this_run=value, unit=unit,
+                    differences=differences) | ({"better": better} if better else {}) \
+            | interval_fields(summary, digits) | extra
+
+    diff, ig, intra, user_ig = "DiffULA (diffusion prior)", "IG sample-level (matched)", "intra-user", "IG user-level, no prior"
+    order_text = "; ".join(f"{name.split(' (')[0]} {m:.4f} ± {h:.4f}" for name, (m, h) in intervals.items())
+    small = f"{users} users: n small, intervals wide"
+    pairing, same = identity["intervals"], identity["same_intervals"]
+    rates = {diff: success_interval([r["face_rate"] > 0.5 for r in rows[diff]]),
+             ig: score_interval([r["face_rate"] for r in rows[ig]]),
+             intra: score_interval([r["face_rate"] for r in rows[intra]])}
+    mses = {name: interval([r["mse"] for r in rows[name]], bounds=(0.0, 1.0)) for name in (diff, intra, ig, user_ig)}
+    no_prior = "not reported (the paper has no user-level run without the prior)"
+    out = [
+        row("own user identified: pairing score, images standardised (brightness cannot win)",
+            f"DiffULA, all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}; {small}",
+            "not reported (its identity evidence: DeepFace facial similarity 0.574)", round(pairing[diff].mean, 3),
+            "fraction of pairs", "higher", pairing[diff], 3, headline=True),
+        row("own user identified: pairing score, same-label users only",
+            f"DiffULA, chance 0.50: {above_chance(same[diff])}; {small}", "not reported",
+            "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3),
+        row("own user identified: pairing score, IG user level without prior",
+            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[user_ig])}", no_prior,
+            round(pairing[user_ig].mean, 3), "fraction of pairs", None, pairing[user_ig], 3),
+    ]
+    for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3)):
+        summary = effect["intervals"][metric]
+        out.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
+                       f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
+                       round(summary.mean, digits), f"{unit} difference", None, summary, digits))
+    out += [
+        row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
+            "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
+        row("face detection rate, DiffULA (realism, not identity)", f"B = 30, one image per user, {small}", 1.00,
+            round(rates[diff].mean, 2), "fraction", "higher", rates[diff], 2),
+        row("face detection rate, Inverting Gradients", "B = 30 (paper: sample level)", 0.03,
+            round(rates[ig].mean, 2), "fraction", None, rates[ig], 2),
+        row("face detection rate, original batch", "B = 30", 0.95, round(rates[intra].mean, 2), "fraction",
+            None, rates[intra], 2),
+        row("MSE, DiffULA", "B = 30", 0.4210, round(mses[diff].mean, 4), "MSE", None, mses[diff]),
+        row("MSE, intra-user", "B = 30", 0.4981, round(mses[intra].mean, 4), "MSE", None, mses[intra]),
+        row("MSE, Inverting Gradients (matched)", "B = 30", 0.3192, round(mses[ig].mean, 4), "MSE", None, mses[ig]),
+        row("MSE, IG user level without prior", "B = 30", "not reported", round(mses[user_ig].mean, 4), "MSE",
+            None, mses[user_ig]),
+    ]
+    lpips = average(rows, diff, "lpips")
+    out.append(row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"))
+    return out
+
+
+def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
+    """What λ = 1 (Eq. 14 as written) does, from the ``history`` of Algorithm 1 runs.
+
+    ``plain``: the λ = 1 results of users 0 and 1; ``weighted``: user 0's result with the profile's λ.
+    Returns floats: ``ratio_plain`` (median over steps of ‖∇d‖ / ‖g_p‖ before the clip, λ = 1),
+    ``clip_plain`` / ``clip_weighted`` (fraction of steps in which the clip ζ_i binds, i.e. scales
+    the matching gradient down, for λ = 1 / the profile's λ) and ``max_difference`` (largest pixel
+    difference between users 0's and 1's λ = 1 images, images in [0, 1]).
+
+    Raises:
+        ValueError: if ``plain`` holds fewer than two results.
+    """
+    if len(plain) < 2:
+        raise ValueError(f"plain must hold the λ = 1 results of two users, got {len(plain)}")
+
+    def binds(result) -> float:
+        return float(np.mean(np.asarray(result.history["clip_scale"]) < 1))
+
+    return {"ratio_plain": float(np.median(plain[0].history["grad_ratio"])),
+            "clip_plain": binds(plain[0]),
+            "max_difference": float((plain[0].images - plain[1].images).abs().max()),
+            "clip_weighted": binds(weighted)}
+
+
+#: Table 1a's MSE ordering, lowest first: the paper's IG (matched) < DiffULA < intra-user.
+ORDER = ("IG sample-level (matched)", "DiffULA (diffusion prior)", "intra-user")
+
+
+def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
+    """Table 1a's MSE ordering (:data:`ORDER`) tested with 95 % intervals over users.
+
+    Returns ``intervals`` (``{method: (mean, half-width)}`` of the per-user MSE,
+    :func:`~gitutor.attacks.user_level.mean_interval`), ``paper_order`` ("holds", "reversed" or
+    "not resolved at this budget", :func:`~gitutor.attacks.user_level.interval_ordering`),
+    ``measured`` (:func:`gitutor.stats.ordering` of the three, highest MSE first, or "not resolved
+    at this budget") and ``table`` (Markdown: mean, interval, users per method).
+
+    Raises:
+        KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users.
+    """
+    from gitutor.attacks.user_level import interval_ordering, mean_interval
+    from gitutor.stats import BOUNDS, interval, ordering
+
+    groups = [(name, [r["mse"] for r in rows[name]]) for name in ORDER]
+    intervals = {name: mean_interval(values) for name, values in groups}
+    bounded = {name: interval(values, bounds=BOUNDS["MSE"]) for name, values in groups}
+    table = markdown_table(["method", "MSE mean", "95 % interval", "users"],
+                           [[name, f"{s.mean:.4f}", f"[{s.low:.4f}, {s.high:.4f}]", str(len(values))]
+                            for (name, values), s in zip(groups, bounded.values())])
+    return {"intervals": intervals, "paper_order": interval_ordering(groups),
+            "measured": ordering(bounded), "table": table}
+
+
+def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:
+    """App. D: the user whose DiffULA representative is farthest (MSE) from its photos.
+
+    Returns ``user`` (its index), ``truth`` (its ``(B, C, H, W)`` photos), ``result`` (DiffULA's
+    result), and floats ``mse`` (DiffULA to the photos), ``intra`` (the intra-user MSE) and
+    ``mean_image`` (the MSE of the batch's mean image to the photos: the floor of any single image).
+    ``rows``/``examples``: :func:`gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s outputs.
+    """
+    from gitutor.attacks.user_level import representative_scores
+
+    diff_rows = rows["DiffULA (diffusion prior)"]
+    worst = int(np.argmax([row["mse"] for row in diff_rows]))
+    truth, _, _, diff = examples[worst]
+    floor = representative_scores(truth.mean(0, keepdim=True), truth)["mse"]
+    return {"user": worst, "truth": truth, "result": diff, "mse": float(diff_rows[worst]["mse"]),
+            "intra": float(rows["intra-user"][worst]["mse"]), "mean_image": float(floor)}
+
+
+def timing_rows(cfg, seconds: Mapping[str, Sequence[float]], wall_seconds: float, profile: str,
+                differences: str) -> list[dict]:
+    """Wall-clock rows for :func:`gitutor.results.save_results`'s ``timings``: DiffULA's mean seconds
+    per user (``seconds``: :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s third
+    output; paper: 23.3 min on an A100) and the whole notebook's ``wall_seconds``."""
+    diffula = round(float(np.mean(seconds["DiffULA (diffusion prior)"])), 1)
+    return [dict(quantity="run time, DiffULA", setting=f"{cfg.steps} steps (paper 4 000 on an A100)",
+                 paper=23.3 * 60, this_run=diffula, unit="s per user", differences=differences),
+            dict(quantity="run time, whole notebook", setting=profile, paper="not reported",
+                 this_run=round(wall_seconds, 1), unit="s", differences=differences)]

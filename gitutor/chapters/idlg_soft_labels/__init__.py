@@ -1,0 +1,8 @@
+"""Chapter 02, ``notebooks/02_idlg_soft_labels``: the iDLG sign rule and λ recovery of soft labels (Wang, Liang & He, ICLR 2024).
+
+- :mod:`.profile`: settings
+- :mod:`.trials`: images, labelled samples, the true λ, local minima
+- :mod:`.experiments`: Tables 2, 5, 6 and Fig. 1
+- :mod:`.matching`: Table 3 (gradient matching with each label)
+- :mod:`.report`: tables, figures and the paper-vs-run rows
+"""

@@ -1,0 +1,189 @@
+"""Chapter 02's experiments (Wang, Liang & He, ICLR 2024, §4 and App. E): the iDLG sign rule on soft
+labels, label recovery per network (Table 2), the λ landscape (Fig. 1), analytic FCN inversion
+(Table 6) and recovery under gradient noise (Table 5); gradient matching with each label (Table 3) lives in
+:mod:`gitutor.chapters.idlg_soft_labels.matching` (re-exported here).
+
+Every experiment takes a ``sample(kind, index)`` callable returning ``(x (1, C, H, W), soft label
+(1, K), exclude_top)`` (:func:`~gitutor.chapters.idlg_soft_labels.trials.labelled_sample` bound to the
+chapter's images and generator) and calls it in a fixed order, so one seed gives the same numbers.
+The server's view of each sample is :func:`~gitutor.federated.gradient_case`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gitutor.attacks import invert_fcn
+from gitutor.federated import add_gaussian_noise, gradient_case
+from gitutor.labels import idlg_label, lambda_problem, recover_soft_label
+from gitutor.metrics import lpips_or_none, psnr, ssim
+from gitutor.chapters.idlg_soft_labels.matching import MATCHING_SETTINGS, cosine_diagnosis, matching_table  # noqa: F401
+from gitutor.chapters.idlg_soft_labels.trials import KINDS, label_l1, local_minima, true_lambda
+
+Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
+
+
+def _check_count(n, name: str) -> None:
+    if type(n) is not int or n < 1:
+        raise ValueError(f"{name} must be a positive int, got {n!r}")
+
+
+def observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device: torch.device | str = "cpu"):
+    """The update the server observes for one sample (``gradient_case``), moved to the CPU."""
+    return [g.cpu() for g in gradient_case(model, x.to(device), y.to(device)).update]
+
+
+def idlg_rule_accuracy(model: nn.Module, sample: Sample, n: int, tolerance: float, device="cpu") -> dict:
+    """Per kind in ``("one-hot", "smoothing", "mixup")``: (% where iDLG's class is the label's largest entry,
+    % where iDLG's one-hot answer is within L1 ``tolerance`` of the label), over ``n`` samples each.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
+    rates = {}
+    for kind in ("one-hot", "smoothing", "mixup"):
+        top_class, exact = [], []
+        for index in range(n):
+            x, y, _ = sample(kind, index)
+            guess = idlg_label(observed(model, x, y, device)[-1])
+            top_class.append(guess == int(y.argmax()))
+            exact.append(label_l1(F.one_hot(torch.tensor(guess), y.shape[-1]), y) <= tolerance)
+        rates[kind] = (100 * float(np.mean(top_class)), 100 * float(np.mean(exact)))
+    return rates
+
+
+def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: int, tolerance: float, device="cpu"):
+    """Table 2: per ``(network, kind)`` the accuracy (%) and mean L1 error L_r of ``recover_soft_label``
+    over ``n`` samples, the mean seconds per recovery, how often each search method was used and every L_r.
+
+    Returns:
+        ``(table, seconds, methods, errors)``, four dicts keyed by ``(network name, kind)``; ``errors`` holds
+        the list of the ``n`` L1 errors (a label is recovered when its L_r is at most ``tolerance``).
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
+    table, seconds, methods, all_errors = {}, {}, {}, {}
+    for name, (model, sample) in networks.items():
+        for kind in KINDS:
+            errors, took, used = [], [], []
+            for index in range(n):
+                x, y, k = sample(kind, index)
+                grad = observed(model, x, y, device)[-1]
+                start = time.perf_counter()
+                result = recover_soft_label(model.fc, grad, exclude_top=k, seed=index,
+                                            prediction=model(x.to(device))[0].detach().cpu())
+                took.append(time.perf_counter() - start)
+                errors.append(label_l1(result.label, y))
+                used.append(result.method)
+            all_errors[name, kind] = errors
+            errors = np.array(errors)
+            table[name, kind] = (100 * float((errors <= tolerance).mean()), float(errors.mean()))
+            seconds[name, kind] = float(np.mean(took))
+            methods[name, kind] = {m: used.count(m) for m in sorted(set(used))}
+    return table, seconds, methods, all_errors
+
+
+def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, device="cpu") -> dict:
+    """The sample whose λ landscape Fig. 1 shows: the first one (``first``), else the first of ``n``
+    label-smoothing samples whose search needed PSO or found |λ| > 3 (a far minimum), else the last.
+
+    Returns:
+        dict with ``grad`` (the observed ``(K, d)`` last-layer gradient), ``exclude_top``, ``result``
+        (:class:`~gitutor.labels.SoftLabelResult`), ``lam_star`` (the true λ) and ``scanned`` (samples looked at).
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
+    for index in range(n):
+        x, y, k = sample("smoothing", index)
+        grad = observed(model, x, y, device)[-1]
+        result = recover_soft_label(model.fc, grad, exclude_top=k)
+        if first or result.method == "pso" or abs(result.lam) > 3:
+            break
+    return {"grad": grad, "exclude_top": k, "result": result, "scanned": index + 1,
+            "lam_star": true_lambda(model, x.to(device), y, result.row)}
+
+
+def landscape_examples(cases: Mapping[str, tuple[nn.Module, Sample, bool]], n: int, device="cpu") -> dict:
+    """Fig. 1's examples: per name, :func:`landscape_example` of ``(model, sample, first)`` plus the λ
+    ``problem`` (:func:`~gitutor.labels.lambda_problem`, Eq. 4–5) and the λ of its local ``minima`` on
+    [−reach, reach], reach = max(8, 1.3 |recovered λ|) (:func:`~gitutor.chapters.idlg_soft_labels.trials.local_minima`).
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    examples = {}
+    for name, (model, sample, first) in cases.items():
+        example = landscape_example(model, sample, n, first=first, device=device)
+        problem = lambda_problem(model.fc, example["grad"], exclude_top=example["exclude_top"])
+        reach = max(8.0, 1.3 * abs(example["result"].lam))
+        examples[name] = example | {"problem": problem, "minima": local_minima(problem, reach)}
+    return examples
+
+
+def pso_share(methods: Mapping[tuple[str, str], Mapping[str, int]], network: str) -> list[bool]:
+    """One bool per label of ``network`` in :func:`label_recovery_table`'s ``methods``: whether the λ search
+    needed particle swarm optimisation (App. E: L-BFGS from ±1 found no λ below the acceptance bar)."""
+    counts = [used for (name, _), used in methods.items() if name == network]
+    return [True] * sum(c.get("pso", 0) for c in counts) + [False] * sum(
+        n for c in counts for m, n in c.items() if m != "pso")
+
+
+def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
+    """Table 6: recover label and feature from the last layer, then invert the bias-free FCN analytically
+    (§4.2, Eq. 6–7) for ``n`` samples of ``kind``. Returns ``(truths, reconstructions)``, each ``(n, C, H, W)``,
+    and ``(mean SSIM, mean PSNR dB, mean LPIPS or None when its weights are not on disk)``.
+
+    Raises:
+        ValueError: if ``n`` is not a positive int.
+    """
+    _check_count(n, "n")
+    truths, reconstructions = [], []
+    for index in range(n):
+        x, y, k = sample(kind, index)
+        grads = observed(fcn, x, y)
+        result = recover_soft_label(fcn.fc, grads[-1], exclude_top=k)
+        reconstructions.append(invert_fcn(fcn, grads, result.feature, result.label))
+        truths.append(x)
+    truths, reconstructions = torch.cat(truths), torch.cat(reconstructions)
+    lp = lpips_or_none(reconstructions.clamp(0, 1), truths)
+    scores = (float(ssim(reconstructions, truths).mean()), float(psnr(reconstructions, truths).mean()),
+              None if lp is None else float(lp.mean()))
+    return truths, reconstructions, scores
+
+
+def noise_table(model: nn.Module, sample: Sample, cfg, generator: torch.Generator, device="cpu"):
+    """Table 5: Gaussian noise of each variance in ``cfg.noise_variances`` on the last-layer gradient of
+    ``cfg.noise_samples`` smoothed labels, λ searched by PSO only up to ``cfg.noise_bound``.
+
+    Returns:
+        ``{variance: (% with |λ − λ*| < 0.1|λ*|, mean |λ − λ*|, mean L1 label error)}``, the RMS of
+        every clean gradient (a list, to compare σ with the gradient's scale) and per variance the
+        samples' ``{"hits": [bool, ...], "gaps": [|λ − λ*|, ...]}`` (for intervals).
+    """
+    table, signal, samples = {}, [], {}
+    for variance in cfg.noise_variances:
+        gaps, errors, hits = [], [], []
+        for index in range(cfg.noise_samples):
+            x, y, k = sample("smoothing", index)
+            clean = observed(model, x, y, device)[-1]
+            signal.append(float(clean.pow(2).mean().sqrt()))
+            grad = add_gaussian_noise([clean], math.sqrt(variance), generator=generator)[0]
+            result = recover_soft_label(model.fc, grad, exclude_top=k, seed=index, bound=cfg.noise_bound, search="pso")
+            lam_star = true_lambda(model, x.to(device), y, result.row)
+            gaps.append(abs(result.lam - lam_star))
+            errors.append(label_l1(result.label, y))
+            hits.append(gaps[-1] < 0.1 * abs(lam_star))
+        table[variance] = (100 * float(np.mean(hits)), float(np.mean(gaps)), float(np.mean(errors)))
+        samples[variance] = {"hits": hits, "gaps": gaps}
+    return table, signal, samples

@@ -1,0 +1,187 @@
+"""Chapter 06's tables: Wu et al.'s numbers (Table 1, Table 2), the Markdown tables and short strings
+the chapter's prose pastes in (myst-nb ``glue``), the IG-vs-LTI comparisons with 95 % intervals, and
+this run's paper-vs-run rows.
+
+``table1`` below is ``{(model, B, defense): scores}``, where ``scores`` is
+:attr:`gitutor.chapters.learning_to_invert.experiments.Comparison.scores`; defenses are in the order of
+:func:`~gitutor.federated.paper_defenses` (none, sign, prune, gauss). The paired IG-vs-LTI
+comparisons, the input-scale check and Table 2's reference are in :mod:`gitutor.chapters.learning_to_invert.checks`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from gitutor.metrics import score_batch
+from gitutor.stats import Interval
+from gitutor.tables import markdown_table
+
+#: Wu et al. 2022, Table 1: MSE on CIFAR-10 per (model, B), method, defense (none, sign, prune, gauss).
+PAPER_MSE = {
+    ("lenet", 1): {"IG": [0.022, 0.116, 0.138, 0.150], "LTI": [0.004, 0.014, 0.029, 0.012]},
+    ("lenet", 4): {"IG": [0.105, 0.265, 0.169, 0.206], "LTI": [0.015, 0.023, 0.031, 0.026]},
+    ("resnet20", 1): {"IG": [0.120, 0.154, 0.171, 0.133], "LTI": [0.018, 0.013, 0.023, 0.021]},
+    ("resnet20", 4): {"IG": [0.125, 0.272, 0.195, 0.123], "LTI": [0.038, 0.035, 0.038, 0.039]},
+}
+#: Wu et al. 2022, Table 2: LTI-OOD MSE (LeNet, B = 1) per defense.
+PAPER_OOD = [0.015, 0.036, 0.045, 0.029]
+METHODS = ("IG", "LTI", "LTI (all held-out)")
+#: The defended settings of Table 1 (the comparisons the paper's claim is about).
+DEFENDED = ("sign", "prune", "gauss")
+#: The paper's data set; MSE rows are comparable with the paper only on it.
+PAPER_DATASET = "cifar10"
+
+
+def defense_names(prune_rate: float, sigma: float) -> dict[str, str]:
+    """Display names of the four defenses of §4.1, keyed like :func:`~gitutor.federated.paper_defenses`."""
+    return {"none": "none", "sign": "sign comp.", "prune": f"prune α={prune_rate}", "gauss": f"Gauss σ={sigma}"}
+
+
+def table1_markdown(table1: Mapping, model: str, batch_size: int, names: Mapping[str, str], n_ig: int,
+                    n_targets: int) -> str:
+    """Table 1 for one model and B as Markdown: a row per method, ``MSE / PSNR / SSIM`` per defense."""
+    rows = [[method] + [f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f}"
+                        for c in (table1[model, batch_size, d][method] for d in names)] for method in METHODS]
+    return (f"**{model}, B = {batch_size}** (IG and LTI on the same {n_ig} target batch(es); LTI also on all "
+            f"{n_targets // batch_size})\n\n"
+            + markdown_table(["method"] + [f"{name} MSE / PSNR / SSIM" for name in names.values()], rows))
+
+
+def same_data(cfg, data_root: str = "data") -> bool:
+    """Whether this run attacks the paper's data (CIFAR-10 through torchvision): only then are its
+    MSE values on the paper's scale. The quick profile's digits, and the full profile's code path on
+    the bundled digits (``data_root="bundled"``), are not."""
+    return cfg.dataset == PAPER_DATASET and str(data_root) != "bundled"
+
+
+def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping[str, str], *, scale: str,
+                 n_ig: Mapping[int, int], ood_model: str, wins: int, smallest: tuple[int, int, int],
+                 comparable: bool, intervals: Mapping | None = None) -> list[dict]:
+    """The paper-vs-run rows of the results record (:func:`gitutor.results.save_results`).
+
+    Args:
+        table1: ``{(model, B, defense): scores}``; table2: ``{defense: Interval}`` of LTI-OOD's
+            per-target MSE (the row's number is its mean; low/high its 95 % interval).
+        names: :func:`defense_names`; scale: how this run differs from the paper.
+        n_ig: target batches attacked by both methods per B; ood_model: the model of Table 2.
+        wins: defenses (of :data:`DEFENDED`) under which LTI's MSE lies below IG's beyond noise,
+            paired over the targets both attacked (:func:`gitutor.chapters.learning_to_invert.checks.paired_comparison`);
+            the paper: all three. This row is the chapter's headline.
+        smallest: ``(size, auxiliary images in all, wins)`` of Fig. 3a's smallest auxiliary set; the
+            paper: 500 of 50 000 images beat IG under every defense.
+        comparable: :func:`same_data`; when False the MSE rows carry no ``better`` (no verdict):
+            MSE on other images is on another scale.
+        intervals: ``{(model, B, defense, method): Interval}`` of the per-batch MSE of IG and LTI on the
+            batches both attacked; a row's number is then the interval's mean, with its low/high.
+
+    Raises:
+        KeyError: for a (model, B) or defense the paper does not report.
+    """
+    from gitutor.results import interval_fields
+
+    order, intervals = list(names), intervals or {}
+    direction = {"better": "lower"} if comparable else {}
+
+    def mse_row(model, batch_size, defense, method, scores):
+        summary = intervals.get((model, batch_size, defense, method))
+        value = scores[method]["mse"] if summary is None else summary.mean
+        return {"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
+                "paper": PAPER_MSE[model, batch_size][method][order.index(defense)], "this_run": round(value, 4),
+                "unit": "MSE", **direction, **interval_fields(summary, 4),
+                "differences": f"{scale}; {n_ig[batch_size]} target batch(es)"}
+
+    rows = [mse_row(model, batch_size, defense, method, scores)
+            for (model, batch_size, defense), scores in table1.items() for method in ("IG", "LTI")]
+    rows += [{"quantity": "MSE LTI-OOD (Table 2)", "setting": f"{ood_model}, B=1, {names[defense]}",
+              "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense].mean, 4), "unit": "MSE",
+              **direction, **interval_fields(table2[defense], 4), "differences": f"{scale}; OOD = other digit classes"}
+             for defense in order]
+    rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
+                    "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets",
+                    "paper": len(DEFENDED), "this_run": wins, "unit": f"of {len(DEFENDED)} defenses",
+                    "better": "higher", "headline": True, "n": 1,  # one count of comparisons, each judged by its interval
+                    "differences": f"{scale}; paper: means over 1 000 targets"})
+    size, total, small_wins = smallest
+    rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
+                 "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
+                 "paper": len(DEFENDED), "this_run": small_wins, "unit": f"of {len(DEFENDED)} defenses",
+                 "better": "higher", "n": 1, "differences": f"{scale}; 95 % intervals of the paired differences over "
+                                                    f"{n_ig[1]} targets"})
+    return rows
+
+
+def data_summary(aux_x: torch.Tensor, target_x: torch.Tensor, cfg) -> dict:
+    """Glue-ready facts of the split: ``n_aux``, ``n_targets`` (ints), ``shape`` (``"1×16×16"``) and
+    ``models`` (``"lenet"``), from the auxiliary and target images ``(N, C, H, W)``."""
+    return {"n_aux": len(aux_x), "n_targets": len(target_x), "shape": "×".join(map(str, target_x.shape[1:])),
+            "models": ", ".join(cfg.models)}
+
+
+def training_settings(cfg, m: int) -> dict:
+    """Glue-ready settings of g_θ for the first model with ``m`` gradient coordinates: ``m``,
+    ``hashing`` (``"hashed to k = 1 234 bins (25 %)"`` or ``"not hashed"``), ``hidden``
+    (``"192 (B = 1), 256 (B = 4)"``), ``epochs``, ``lr``, ``train_batch`` and ``lr_drop`` (the
+    fraction of the epochs after which the learning rate drops ×0.1)."""
+    fraction = cfg.hash_fraction[cfg.models[0]]
+    hashing = "not hashed" if fraction is None else f"hashed to k = {int(fraction * m)} bins ({fraction:.0%})"
+    hidden = ", ".join(f"{size} (B = {b})" for b, size in cfg.hidden.items())
+    return {"m": m, "hashing": hashing, "hidden": hidden, "epochs": cfg.epochs, "lr": cfg.lr,
+            "train_batch": cfg.train_batch, "lr_drop": cfg.lr_drop_at}
+
+
+def mean_image_scores(aux_x: torch.Tensor, target_x: torch.Tensor) -> dict[str, float]:
+    """The reference a useful inverse must beat: MSE, PSNR and SSIM (:func:`~gitutor.metrics.score_batch`)
+    of predicting the mean auxiliary image for every target (``(N, C, H, W)`` images in [0, 1])."""
+    mean = aux_x.mean(0, keepdim=True).expand_as(target_x)
+    return score_batch(mean[:, None], target_x[:, None])
+
+
+def table1_section(table1: Mapping, cfg, n_ig: Mapping[int, int], n_targets: int,
+                   names: Mapping[str, str]) -> str:
+    """Every (model, B) block of Table 1 (:func:`table1_markdown`) as one Markdown text."""
+    return "\n\n".join(table1_markdown(table1, model, b, names, n_ig[b], n_targets)
+                        for model in cfg.models for b in cfg.batch_sizes)
+
+
+def aux_size_curves(errors: Mapping[str, Sequence[Sequence[float]]], table1: Mapping, model: str,
+                    names: Mapping[str, str]) -> dict[str, list[float]]:
+    """Fig. 3a's curves: per defense name, the mean held-out MSE of g_θ for each smaller auxiliary set
+    (``errors`` from :func:`~gitutor.chapters.learning_to_invert.experiments.aux_size_errors`) and, last, Table 1's
+    g_θ trained on the whole set."""
+    return {names[d]: [float(torch.tensor(e).mean()) for e in errors[d]]
+            + [table1[model, 1, d]["LTI (all held-out)"]["mse"]] for d in errors}
+
+
+def differences(cfg, profile: str, budget: str | None, data_root: str) -> str:
+    """How this run differs from the paper, for the rows' ``differences``: the quick profile's data,
+    hashing, MLP, epochs and IG budget; a budget or data root for other runs; else "paper settings"."""
+    if profile == "quick":
+        fraction = cfg.hash_fraction[cfg.models[0]]
+        hashed = "not hashed" if fraction is None else f"hashed to {fraction:.0%}"
+        scaled = ", g_θ input standardised" if cfg.standardise else ""
+        return (f"quick: sklearn digits {cfg.image_size}×{cfg.image_size} grey instead of CIFAR-10, gradient "
+                f"{hashed}{scaled}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations")
+    if budget or str(data_root) == "bundled":
+        return f"{profile} profile at budget {budget!r}, data {str(data_root)!r}"
+    return "paper settings"
+
+
+def mse_rows_note(comparable: bool, mean_mse: float) -> str:
+    """A sentence on whether the record's MSE rows get a verdict (:func:`same_data`), citing the
+    mean-image reference MSE ``mean_mse`` (:func:`mean_image_scores`) when they do not."""
+    if comparable:
+        return "This run attacks the paper's CIFAR-10 images, so the record's MSE rows are compared with the paper's."
+    return (f"This run's images are not the paper's: the digits are mostly black background, and predicting "
+            f"the mean auxiliary image already gives MSE {mean_mse:.4f}, so the record's MSE rows carry no "
+            f"verdict (MSE on other images is on another scale); the counts of defenses do.")
+
+
+def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
+    """The chapter's closing sentence from :func:`ig_comparison` and :func:`smallest_aux`: under how
+    many of the three defenses LTI beats IG beyond run-to-run noise, with every auxiliary image and
+    with ``size`` of them (the paper: all three, both times)."""
+    count = len(DEFENDED)
+    return (f"LTI's MSE lies below Inverting Gradients' beyond run-to-run noise under {comparison['wins']} of "
+            f"the {count} defenses with the whole auxiliary set and under {small['wins']} of {count} with "
+            f"{size} auxiliary images; the paper finds LTI ahead under all {count}.")
