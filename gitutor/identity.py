@@ -77,7 +77,7 @@ def _feed(hasher, value: Any, seen: set[int]) -> None:
     else:
         try:
             add(f"pickle {type(value).__qualname__}:".encode() + pickle.dumps(value, protocol=4))
-        except Exception as error:  # noqa: BLE001 - named below
+        except Exception as error:
             raise TypeError(f"a {type(value).__name__} in the context cannot be digested (it is none of "
                             f"JSON, containers, dataclasses, arrays, tensors or modules, and cannot be "
                             f"pickled: {error})") from None

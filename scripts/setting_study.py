@@ -39,12 +39,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from record import device_description
 
 from gitutor import cli
+from gitutor.chapters.stepwise_gradinversion import setting_study as study
 from gitutor.files import read_json, write_json
 from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 from gitutor.models.substitute import substitute_path
 from gitutor.seeding import resolve_device
-from gitutor.chapters.stepwise_gradinversion import setting_study as study
 from gitutor.sweeps import ENGINES, run_trials
 
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"

@@ -22,7 +22,7 @@ from packaging.specifiers import SpecifierSet
 pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
 pytest.importorskip("ray", reason="the sweeps extra: pip install 'gitutor[sweeps]'")
 
-from gitutor.federated import flower_engine  # noqa: E402
+from gitutor.federated import flower_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = ROOT / "scripts" / "netguard"
@@ -100,9 +100,9 @@ def test_the_in_process_grid_checks_flowers_private_fields_and_names_the_version
 
 
 def test_the_installed_flower_and_ray_lie_in_the_ranges_pyproject_pins():
-    import tomllib
     from importlib.metadata import version
 
+    import tomllib
     from packaging.requirements import Requirement
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
