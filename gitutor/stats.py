@@ -274,4 +274,4 @@ def interval_table(summaries: Mapping[str, Mapping[str, Interval | None]], extra
     return markdown_table(["", *header], rows)
 
 
-from gitutor.budgets import budget_for  # noqa: E402 - re-exported (it uses Interval, defined above)
+from gitutor.budgets import budget_for  # noqa: E402, F401 - re-exported (it uses Interval, defined above)
