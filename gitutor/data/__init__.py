@@ -1,7 +1,9 @@
 """Image sources: real images bundled in packages (quick profile) and torchvision datasets (full).
 
 Quick profiles run offline, so they use photographs shipped inside scikit-image, the LFW subset
-of scikit-image and scikit-learn's handwritten digits. Full profiles use torchvision's own loaders;
+of scikit-image and scikit-learn's handwritten digits, and real labelled samples that registry packages
+ship (:mod:`gitutor.data.samples`: foolbox's 20 ImageNet, CIFAR-10/100, MNIST and Fashion-MNIST samples,
+Debian's whole Fashion-MNIST; sha256-checked). Full profiles use torchvision's own loaders;
 offline they fail fast with :class:`OfflineDataError`, which says what to download and where.
 
 All images are float tensors ``(N, C, H, W)`` in [0, 1].
