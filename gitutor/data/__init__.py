@@ -1,7 +1,9 @@
 """Image sources: real images bundled in packages (quick profile) and torchvision datasets (full).
 
 Quick profiles run offline, so they use photographs shipped inside scikit-image, the LFW subset
-of scikit-image and scikit-learn's handwritten digits. Full profiles use torchvision's own loaders;
+of scikit-image and scikit-learn's handwritten digits, and real labelled samples that registry packages
+ship (:mod:`gitutor.data.samples`: foolbox's 20 ImageNet, CIFAR-10/100, MNIST and Fashion-MNIST samples,
+Debian's whole Fashion-MNIST; sha256-checked). Full profiles use torchvision's own loaders;
 offline they fail fast with :class:`OfflineDataError`, which says what to download and where.
 
 All images are float tensors ``(N, C, H, W)`` in [0, 1].
@@ -15,37 +17,53 @@ import torch
 from gitutor.data.bundled import (ATTACKED_PHOTOGRAPHS, BUNDLED_CROP, BUNDLED_PHOTOGRAPHS, TRAINING_PHOTOGRAPHS, attacked_photographs, PHOTOGRAPHS, POOLS, REAL_PHOTOGRAPHS, WHOLE_PHOTOGRAPHS, bundled_crops, digits,
                                   lfw_faces, natural_images, resize, whole_photographs)
 from gitutor.data.folders import TORCHVISION_DATASETS, image_folder, torchvision_images
+from gitutor.data.samples import (FASHION_MNIST_CLASSES, SAMPLE_SETS, debian_fashion_mnist, resize_centre_crop,
+                                  sample_set)
 from gitutor.errors import OfflineDataError
 from gitutor.seeding import make_generator
 
 __all__ = ["ATTACKED_PHOTOGRAPHS", "BUNDLED_CROP", "BUNDLED_PHOTOGRAPHS", "TRAINING_PHOTOGRAPHS", "attacked_photographs", "KINDS", "OfflineDataError", "bundled_crops", "PHOTOGRAPHS", "POOLS", "REAL_PHOTOGRAPHS", "TORCHVISION_DATASETS", "WHOLE_PHOTOGRAPHS", "digits",
-           "image_folder", "lfw_faces", "load", "natural_images", "resize", "torchvision_images", "whole_photographs"]
+           "image_folder", "lfw_faces", "load", "natural_images", "resize", "torchvision_images", "whole_photographs",
+           "FASHION_MNIST_CLASSES", "SAMPLE_SETS", "debian_fashion_mnist", "resize_centre_crop", "sample_set"]
 
 #: Image sources of :func:`load`.
-KINDS = ("photos", "digits", "lfw", "imagefolder", *TORCHVISION_DATASETS)
+KINDS = ("photos", "digits", "lfw", "imagefolder", *TORCHVISION_DATASETS,
+         *(kind for kind in SAMPLE_SETS if kind not in TORCHVISION_DATASETS), "fashion_mnist_debian")
+#: Sources whose whole set ``n=None`` takes, in its own order.
+WHOLE_SETS = ("digits", "lfw", "fashion_mnist_debian")
 
 
 def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int = 0, channels: int | None = None,
-         num_classes: int | None = None, pool: str = "target", root: str | Path = "data", train: bool = False
+         num_classes: int | None = None, pool: str = "target", root: str | Path | None = None, train: bool = False
          ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``n`` images and labels of one source, the entry point for every chapter's data.
 
     Sources (``kind``): ``"photos"`` (:func:`natural_images` crops from ``pool``), ``"digits"``
-    (:func:`digits`), ``"lfw"`` (:func:`lfw_faces`) — bundled, for the quick profile — and, for the
-    full profile, ``"cifar10"``, ``"cifar100"``, ``"mnist"``, ``"lfw_people"``
-    (:func:`torchvision_images` under ``root``) and ``"imagefolder"`` (:func:`image_folder`).
+    (:func:`digits`), ``"lfw"`` (:func:`lfw_faces`) — bundled, for the quick profile —; real labelled
+    samples from registry packages, offline: ``"imagenet"``, ``"cifar10"``, ``"cifar100"``, ``"mnist"``,
+    ``"fashion_mnist"`` (:func:`sample_set`, foolbox's 20 samples each with their true labels;
+    ImageNet resized to 256 and centre-cropped to ``size``, default 224) and
+    ``"fashion_mnist_debian"`` (:func:`debian_fashion_mnist`, 60 000 training or 10 000 test images);
+    and, for the full profile, ``"cifar10"``, ``"cifar100"``, ``"mnist"``, ``"fashion_mnist"``,
+    ``"lfw_people"`` (:func:`torchvision_images` under ``root``) and ``"imagefolder"`` (:func:`image_folder`).
+    The first three of those name both: without ``root`` they are the packaged samples, with a ``root``
+    the whole torchvision dataset in that folder.
     Photos and the LFW subset have no labels of their own: they get labels uniform in
     [0, ``num_classes``) when it is given, else None. The picks (and those labels) come from one generator seeded with ``seed``.
 
     Args:
         kind: one of :data:`KINDS`.
-        n: number of images; None takes the whole of ``digits`` or ``lfw`` in its own order.
+        n: number of images; None takes the whole of ``digits``, ``lfw``, ``fashion_mnist_debian`` or a
+            sample set (20) in its own order; an int picks ``n`` at random (seeded).
         size: output side in pixels (default: the source's own; 32 for photos and torchvision, 224
-            for image folders).
+            for image folders and the ImageNet samples).
         seed: seed of the picks, the crops and the labels.
         channels: 3 replicates grey sources to RGB; None keeps the source's channels.
         num_classes: label range for sources without labels.
-        pool, root, train: see above.
+        pool: the photos' pool (:func:`natural_images`).
+        root: folder of a torchvision dataset or image folder (None: the packaged samples; ``"data"`` for
+            ``"lfw_people"`` and ``"imagefolder"``).
+        train: the training split (torchvision datasets, ``fashion_mnist_debian``).
 
     Returns:
         ``images`` ``(n, C, size, size)`` float in [0, 1] and ``labels`` ``(n,)`` int64 or None.
@@ -54,19 +72,28 @@ def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int 
         ValueError: for an unknown ``kind``, ``n`` < 1 or larger than the source, ``n=None`` for
             another source, a bad ``size``, ``channels`` or ``num_classes``, or ``channels=1`` for a
             colour source.
-        OfflineDataError: when a full-profile source is not on disk.
+        OfflineDataError: when a full-profile source is not on disk; its subclass MissingAssetError when
+            the package of a packaged source is not installed (the message gives the install command),
+            AssetChecksumError when its files differ from the ones gitutor was written for.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; choose one of {KINDS}")
-    if n is None and kind not in ("digits", "lfw") or n is not None and (type(n) is not int or n < 1):
-        raise ValueError(f"n must be a positive int (None only for 'digits' and 'lfw'), got {n!r}")
+    samples = kind in SAMPLE_SETS and (root is None or kind not in TORCHVISION_DATASETS)
+    whole = WHOLE_SETS + (kind,) * samples
+    if n is None and kind not in whole or n is not None and (type(n) is not int or n < 1):
+        raise ValueError(f"n must be a positive int (None only for {whole}), got {n!r}")
     if channels not in (None, 1, 3):
         raise ValueError(f"channels must be 1, 3 or None, got {channels!r}")
     if num_classes is not None and (type(num_classes) is not int or num_classes < 1):
         raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
     generator = make_generator(seed)
-    if kind in ("digits", "lfw"):
-        images, labels = digits() if kind == "digits" else (lfw_faces(), None)
+    if kind in WHOLE_SETS or samples:
+        if samples:
+            images, labels = sample_set(kind, size)
+        elif kind == "fashion_mnist_debian":
+            images, labels = debian_fashion_mnist(train)
+        else:
+            images, labels = digits() if kind == "digits" else (lfw_faces(), None)
         if n is not None:
             if n > len(images):
                 raise ValueError(f"n={n} but {kind!r} holds only {len(images)} images")
@@ -75,9 +102,10 @@ def load(kind: str, n: int | None = None, *, size: int | None = None, seed: int 
     elif kind == "photos":
         images, labels = natural_images(n, size or 32, seed=seed, pool=pool), None
     elif kind == "imagefolder":
-        images, labels = image_folder(root, n, size=size or 224, seed=seed)
+        images, labels = image_folder("data" if root is None else root, n, size=size or 224, seed=seed)
     else:
-        images, labels = torchvision_images(kind, n, root=root, train=train, size=size or 32, seed=seed)
+        images, labels = torchvision_images(kind, n, root="data" if root is None else root, train=train,
+                                            size=size or 32, seed=seed)
     if labels is None and num_classes is not None:
         labels = torch.randint(num_classes, (len(images),), generator=generator)
     images = images if size is None else resize(images, size)

@@ -10,7 +10,8 @@ from gitutor.data.bundled import resize
 from gitutor.errors import OfflineDataError
 from gitutor.seeding import make_generator
 
-TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST", "lfw_people": "LFWPeople"}
+TORCHVISION_DATASETS = {"cifar10": "CIFAR10", "cifar100": "CIFAR100", "mnist": "MNIST", "fashion_mnist": "FashionMNIST",
+                        "lfw_people": "LFWPeople"}
 
 
 def torchvision_images(name: str, n: int, *, root: str | Path = "data", train: bool = False,
