@@ -149,6 +149,8 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
     run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
     GradInversion's Table 1 SSIM is the chapter's headline row.
+    LPIPS rows at another image size than the paper's 224 px are marked ``not_comparable``
+    (LPIPS's scale depends on the resolution).
 
     Args:
         cfg: the chapter's settings (``gitutor.chapters.stepwise_gradinversion.profile.chapter_settings``).
@@ -165,10 +167,15 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     differences = (f"{cfg.profile} profile{f' at budget {cfg.budget}' if cfg.budget else ''}: "
                    f"{cfg.iterations} iterations, {n} batches, {cfg.image_size}² {data}, "
                    f"B = {cfg.batch_size}, {describe_model(cfg)}")
+    # LPIPS depends on the resolution (AlexNet's receptive fields cover most of a small image): a value at
+    # another size than the paper's 224 px is not on the paper's scale, whatever its direction.
+    lpips_scale = ({} if cfg.image_size == 224 else
+                   {"not_comparable": f"LPIPS at {cfg.image_size} px, not the paper's 224 px: not on its scale"})
     rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
              "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
              "differences": differences, "better": "lower" if k == "LPIPS" else "higher",
-             **interval_fields(table1[m][k], 3), **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {})}
+             **interval_fields(table1[m][k], 3), **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {}),
+             **(lpips_scale if k == "LPIPS" else {})}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
     rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][1],
