@@ -85,5 +85,14 @@ def test_identity_study_and_prior_effect_read_the_paired_differences():
                                "flat", "real")
     assert worse["helps"]["mse"] == "hurts" and "does not help" in worse["sentence"]
     assert "not resolved" in worse["sentence"] and "| MSE | lower |" in worse["table"]
+    # LPIPS joins the paired differences when every user has a value; a mixed effect names both sides
+    scored = {name: [{**r, "lpips": (0.1 if name == "real" else 0.3) + 0.01 * i} for i, r in enumerate(users)]
+              for name, users in rows.items()}
+    mixed = study.prior_effect(scored, identity, "flat", "real")
+    assert mixed["helps"]["lpips"] == "hurts" and mixed["helps"]["mse"] == "hurts"
+    assert "LPIPS" in mixed["sentence"] and "| LPIPS | lower |" in mixed["table"]
+    reverse = study.prior_effect(scored, identity, "real", "flat")
+    assert reverse["helps"]["lpips"] == "helps" and "LPIPS" in reverse["sentence"]
+    assert "lpips" not in effect["intervals"]  # rows without LPIPS (no backbone): not compared
     bounded = study.interval([0.001, 0.002, 0.0], bounds=(0.0, 1.0))
     assert bounded.low >= 0.0 and bounded.high <= 1.0

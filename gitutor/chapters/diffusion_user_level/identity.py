@@ -23,7 +23,9 @@ BRIGHTNESS_ONLY = "brightness only: a flat image at the user's mean grey level (
 #: Scores of Table 1a compared between DiffULA and the prior-free baseline, with their ranges
 #: (the range of a difference) and which direction is better.
 PRIOR_METRICS = {"mse": ((-1.0, 1.0), "lower", 4), "psnr": ((-np.inf, np.inf), "higher", 2),
-                 "ssim": ((-2.0, 2.0), "higher", 3)}
+                 "ssim": ((-2.0, 2.0), "higher", 3), "lpips": ((-np.inf, np.inf), "lower", 3)}
+#: Display names of the compared scores.
+METRIC_NAMES = {"mse": "MSE", "psnr": "PSNR", "ssim": "SSIM", "lpips": "LPIPS", "pairing": "the identity test"}
 
 
 def brightness_only(means: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -77,8 +79,9 @@ def above_chance(summary: Interval | None) -> str:
 
 def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_prior: str, without: str) -> dict:
     """What the diffusion prior changes, user by user: the paired differences ``with_prior`` −
-    ``without`` of MSE, PSNR, SSIM (``rows``: :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`)
-    and of the pairing score (``identity``: :func:`identity_study`).
+    ``without`` of MSE, PSNR, SSIM and LPIPS (``rows``:
+    :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`; LPIPS only when every user of both
+    methods has a value, i.e. its backbone is installed) and of the pairing score (``identity``: :func:`identity_study`).
 
     Returns:
         ``intervals`` ``{metric: Interval}`` of the differences (``"pairing"`` included),
@@ -91,8 +94,10 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
     """
     directions = {metric: better for metric, (_, better, _) in PRIOR_METRICS.items()} | {"pairing": "higher"}
     digits = {metric: d for metric, (_, _, d) in PRIOR_METRICS.items()} | {"pairing": 2}
-    intervals = {metric: interval([a[metric] - b[metric] for a, b in zip(rows[with_prior], rows[without])],
-                                  bounds=bounds) for metric, (bounds, _, _) in PRIOR_METRICS.items()}
+    pairs = list(zip(rows[with_prior], rows[without]))
+    scored = [m for m in PRIOR_METRICS if all(a.get(m) is not None and b.get(m) is not None for a, b in pairs)]
+    intervals = {metric: interval([a[metric] - b[metric] for a, b in pairs], bounds=PRIOR_METRICS[metric][0])
+                 for metric in scored}
     intervals["pairing"] = interval(list(identity["scores"][with_prior] - identity["scores"][without]),
                                     bounds=(-1.0, 1.0))
     helps = {}
@@ -100,8 +105,8 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
         sign = 1 if directions[metric] == "higher" else -1
         good, bad = (summary.low, summary.high) if sign > 0 else (-summary.high, -summary.low)
         helps[metric] = "helps" if good > 0 else "hurts" if bad < 0 else NOT_RESOLVED
-    names = {"mse": "MSE", "psnr": "PSNR", "ssim": "SSIM", "pairing": "the identity test"}
-    hurts = [names[m] for m in ("mse", "psnr", "ssim") if helps[m] == "hurts"]
+    names = METRIC_NAMES
+    hurts = [names[m] for m in scored if helps[m] == "hurts"]
     gains = [names[m] for m in intervals if helps[m] == "helps"]
     if gains:
         sentence = f"In this run the diffusion prior helps on {', '.join(gains)}"

@@ -107,7 +107,9 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
             f"all pairs of {users} users, chance 0.50: {above_chance(pairing[user_ig])}", no_prior,
             round(pairing[user_ig].mean, 3), "fraction of pairs", None, pairing[user_ig], 3),
     ]
-    for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3)):
+    for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3), ("lpips", "LPIPS", 3)):
+        if metric not in effect["intervals"]:  # LPIPS without its backbone
+            continue
         summary = effect["intervals"][metric]
         out.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
                        f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
