@@ -38,7 +38,7 @@ FEDERATION = textwrap.dedent("""
     model = LeNet(2, 1, 12, activation="tanh")
     gen = torch.Generator().manual_seed(1)
     partitions = [(torch.rand(2, 1, 12, 12, generator=gen), torch.tensor([0, 1])) for _ in range(2)]
-    config = {"lr": 0.1, "seed": 0}
+    config = {"lr": 0.1}
     simulated, _ = federated_round(model, partitions, config, engine="simulation")
     in_process, _ = federated_round(model, partitions, config)
     start = [p.detach() for p in model.parameters()]

@@ -19,6 +19,7 @@ Two ways to run the same ``ServerApp``/``ClientApp`` pair (``run_federation(engi
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 from gitutor.federated.client import check_client_batch, check_partitions
+from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, round_seed
 from gitutor.federated.dp import check_opacus_model
 from gitutor.federated.flower_engine import ENGINES, quiet_flower, run_federation
 
@@ -130,7 +132,7 @@ def local_training(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
         return trained, {"local-steps": steps, "sample-rate": spent["sample_rate"],
                          "noise-multiplier": spent["noise_multiplier"],
                          "max-grad-norm": spent["max_grad_norm"]}
-    trained = __import__("copy").deepcopy(model).train()
+    trained = copy.deepcopy(model).train()
     optimizer = torch.optim.SGD(trained.parameters(), lr=lr)
     for _ in range(epochs):
         for start in range(0, count, batch_size):
@@ -142,22 +144,26 @@ def local_training(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
 
 
 def make_client_app(model_fn: Callable[[], nn.Module],
-                    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]]):
+                    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+                    client_seeds: Sequence[int] | None = None):
     """A ``flwr.clientapp.ClientApp`` whose node ``partition-id`` = k trains on ``partitions[k]``.
 
     The server's ``ConfigRecord`` sets ``lr``, ``local-epochs``, ``batch-size`` (0: the whole
-    partition), ``seed`` and, for DP-SGD, ``noise-multiplier`` and ``max-grad-norm``. The reply
+    partition) and, for DP-SGD, ``noise-multiplier`` and ``max-grad-norm``. Client k seeds its
+    DP-SGD sampling and noise with its own secret ``client_seeds[k]`` and the round
+    (:mod:`gitutor.federated.client_secrets`); None: secrets from the operating system. The reply
     carries the trained parameters (``ArrayRecord``) and a ``MetricRecord`` (``num-examples``,
     ``partition-id``, ``local-steps``, DP settings).
 
     Raises:
-        ValueError: for an empty ``partitions``.
+        ValueError: for empty ``partitions``, bad ``client_seeds``, a config that carries a seed.
     """
     from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
     if not partitions:
         raise ValueError("partitions must hold at least one (images, labels) pair")
+    own = client_secrets(len(partitions)) if client_seeds is None else check_secrets(client_seeds, len(partitions))
     app = ClientApp()
 
     @app.train()
@@ -165,12 +171,13 @@ def make_client_app(model_fn: Callable[[], nn.Module],
         partition = int(context.node_config["partition-id"])
         images, labels = partitions[partition]
         config = message.content["config"]
+        check_no_server_seed(config)
         model = model_fn()
         model.load_state_dict(message.content["arrays"].to_torch_state_dict())
         dp = {"noise_multiplier": float(config["noise-multiplier"]),
               "max_grad_norm": float(config["max-grad-norm"])} if "noise-multiplier" in config else {}
         batch = int(config.get("batch-size", 0)) or None
-        seed = int(config.get("seed", 0)) * 100_003 + 1_009 * int(config["server-round"]) + partition
+        seed = round_seed(own[partition], int(config["server-round"]))  # the client's secret, never the server's
         trained, metrics = local_training(model, images, labels, lr=float(config["lr"]),
                                           epochs=int(config.get("local-epochs", 1)),
                                           batch_size=batch, seed=seed, **dp)
@@ -191,8 +198,6 @@ def make_server_app(strategy, model: nn.Module, num_rounds: int, config: Mapping
     round; ``evaluate_fn(model) -> accuracy`` is evaluated on the server after every round
     (and before the first), appended to ``history`` as ``(round, accuracy)``.
     """
-    import copy
-
     from flwr.app import ArrayRecord, ConfigRecord, MetricRecord
     from flwr.serverapp import ServerApp
 
@@ -219,17 +224,19 @@ def make_server_app(strategy, model: nn.Module, num_rounds: int, config: Mapping
 
 def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
                     config: Mapping, *, num_rounds: int = 1, engine: str = "in-process",
-                    evaluate_fn: Callable[[nn.Module], float] | None = None):
+                    evaluate_fn: Callable[[nn.Module], float] | None = None,
+                    client_seeds: Sequence[int] | None = None):
     """Run a Flower federation on ``partitions`` and return what its server recorded.
 
     Args:
         model: the initial global model (not modified).
         partitions: one ``(images, labels)`` pair per client.
-        config: the training config (``lr``, ``local-epochs``, ``batch-size``, ``seed``,
-            optionally ``noise-multiplier`` and ``max-grad-norm``).
+        config: the training config the server sends (``lr``, ``local-epochs``, ``batch-size``,
+            optionally ``noise-multiplier`` and ``max-grad-norm``; never a seed).
         num_rounds: federated rounds (≥ 1).
         engine: as :func:`run_federation`.
         evaluate_fn: ``model -> accuracy``, evaluated by the server after every round.
+        client_seeds: each client's own secret for its DP noise (:func:`make_client_app`).
 
     Returns:
         ``(updates, history)``: the :class:`ClientUpdate` list (every client, every round)
@@ -238,18 +245,19 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
     Raises:
         ValueError: naming ``partitions[k]`` (images the model cannot take, labels outside its
             classes, a bad batch), ``num_rounds``, ``config`` or ``engine``, or a model with
-            in-place activations when ``config`` asks for DP-SGD; before any client runs.
+            in-place activations when ``config`` asks for DP-SGD, a config that carries a seed,
+            or bad ``client_seeds``; before any client runs.
         RuntimeError: if a client failed, so that the server did not receive every update.
     """
     check_partitions(model, partitions)
+    check_no_server_seed(config)
+    client_seeds = None if client_seeds is None else check_secrets(client_seeds, len(partitions))
     if "noise-multiplier" in config:
         check_opacus_model(model)
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
         raise ValueError(f"num_rounds must be an int ≥ 1, got {num_rounds!r}")
     if "lr" not in config:
         raise ValueError(f"config must set 'lr' (the clients' learning rate), got {dict(config)}")
-    import copy
-
     global_model = copy.deepcopy(model)
     builder = _ModelBuilder(global_model)
     count = len(partitions)
@@ -258,7 +266,7 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
                                     min_train_nodes=count, min_available_nodes=count)
     history: list = []
     server = make_server_app(strategy, global_model, num_rounds, config, evaluate_fn, history)
-    run_federation(server, make_client_app(builder, partitions), count, engine=engine)
+    run_federation(server, make_client_app(builder, partitions, client_seeds), count, engine=engine)
     if len(strategy.updates) != count * num_rounds:  # a client that failed sent an error, not an update
         raise RuntimeError(f"the server received {len(strategy.updates)} of {count * num_rounds} client "
                            f"updates ({engine}): a client failed (Flower logged its error above)")
@@ -272,8 +280,6 @@ class _ModelBuilder:
         self.template = template
 
     def __call__(self) -> nn.Module:
-        import copy
-
         return copy.deepcopy(self.template)
 
 

@@ -12,6 +12,7 @@ import torch
 
 from gitutor.attacks import inverting_gradients
 from gitutor.data.bundled import resize
+from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.defenses import add_gaussian_noise
 from gitutor.federated.dp import epsilon
 from gitutor.federated.flower import federated_round, update_as_gradient
@@ -108,7 +109,7 @@ def regime(model, data: dict, *, clients: int, batch: int, epochs: int, cfg, see
     ``batch_size``. Returns the per-client rows and PSNR/SSIM intervals.
     """
     partitions = attacked_partitions(data, clients, batch)
-    config = {"lr": cfg.lr, "local-epochs": epochs, "batch-size": batch_size or 0, "seed": seed}
+    config = {"lr": cfg.lr, "local-epochs": epochs, "batch-size": batch_size or 0}
     updates, _ = federated_round(model, partitions, config, engine=cfg.engine)
     summary = attack_updates(model, updates, partitions, cfg, seed=seed, noise_std=noise_std)
     return summary | {"updates": updates}
@@ -144,14 +145,18 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
 
     Returns the attack summary on the attacked clients' round-1 updates, the server's test
     accuracy after each round, and ε from Opacus' accountant for the steps each client took.
+    ``seed`` draws the clients' own noise secrets (:func:`~gitutor.federated.client_secrets.client_secrets`,
+    client side) and the attacker's starts; the server never receives it.
     """
     attacked = attacked_partitions(data, cfg.attacked_clients, 1)
     partitions = attacked + utility_partitions(data, cfg.utility_clients, cfg.attacked_clients)
-    config = {"lr": cfg.lr, "seed": seed, "noise-multiplier": float(sigma),
-              "max-grad-norm": float(cfg.max_grad_norm)}
+    config = {"lr": cfg.lr, "noise-multiplier": float(sigma), "max-grad-norm": float(cfg.max_grad_norm)}
+    # Each client's noise comes from its own secret; the page draws the secrets on the clients' side from
+    # its seed so that it repeats (the server's config carries no seed: client_secrets).
     updates, history = federated_round(
         model, partitions, config, num_rounds=cfg.rounds, engine=cfg.engine,
-        evaluate_fn=lambda m: accuracy(m, data["test_x"], data["test_y"]))
+        evaluate_fn=lambda m: accuracy(m, data["test_x"], data["test_y"]),
+        client_seeds=client_secrets(len(partitions), seed))
     steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
     rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
     eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
