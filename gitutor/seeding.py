@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 
 import numpy as np
 import torch
@@ -34,6 +35,27 @@ def make_generator(seed: int, device: str | torch.device = "cpu") -> torch.Gener
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     return generator
+
+
+def trial_seeds(seed: int, count: int, purpose: str) -> list[int]:
+    """``count`` independent seeds (ints in [0, 2³¹)) for pooled trials — one per user, batch,
+    restart or client — drawn from ``numpy.random.SeedSequence`` of ``seed`` and ``purpose`` (e.g.
+    ``"users"``, ``"attack starts"``), so that trials share no noise and two purposes share no stream.
+    The same arguments give the same seeds.
+
+    Raises:
+        TypeError: if ``seed`` or ``count`` is not an int or ``purpose`` not a str.
+        ValueError: if ``seed`` < 0 or ``count`` < 1.
+    """
+    for name, value in (("seed", seed), ("count", count)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not isinstance(purpose, str):
+        raise TypeError(f"purpose must be a str, got {type(purpose).__name__}")
+    if seed < 0 or count < 1:
+        raise ValueError(f"seed must be ≥ 0 and count ≥ 1, got seed={seed}, count={count}")
+    sequence = np.random.SeedSequence([seed, zlib.crc32(purpose.encode())])
+    return [int(value) >> 1 for value in sequence.generate_state(count, dtype=np.uint32)]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:

@@ -84,7 +84,7 @@ def test_identity_study_and_prior_effect_read_the_paired_differences():
     worse = study.prior_effect(rows, identity | {"scores": {"flat": np.full(6, 0.5), "real": np.full(6, 0.5)}},
                                "flat", "real")
     assert worse["helps"]["mse"] == "hurts" and "does not help" in worse["sentence"]
-    assert "not resolved" in worse["sentence"] and "| MSE | lower |" in worse["table"]
+    assert "does not separate" in worse["sentence"] and "| MSE | lower |" in worse["table"]
     # LPIPS joins the paired differences when every user has a value; a mixed effect names both sides
     scored = {name: [{**r, "lpips": (0.1 if name == "real" else 0.3) + 0.01 * i} for i, r in enumerate(users)]
               for name, users in rows.items()}
@@ -93,6 +93,30 @@ def test_identity_study_and_prior_effect_read_the_paired_differences():
     assert "LPIPS" in mixed["sentence"] and "| LPIPS | lower |" in mixed["table"]
     reverse = study.prior_effect(scored, identity, "real", "flat")
     assert reverse["helps"]["lpips"] == "helps" and "LPIPS" in reverse["sentence"]
+    assert reverse["sentence"].endswith("on the identity test the prior helps.")
     assert "lpips" not in effect["intervals"]  # rows without LPIPS (no backbone): not compared
     bounded = study.interval([0.001, 0.002, 0.0], bounds=(0.0, 1.0))
     assert bounded.low >= 0.0 and bounded.high <= 1.0
+
+
+
+def test_users_and_their_attacks_draw_independent_seeds(monkeypatch):
+    """Pooled users share no noise: each user's variations, DiffULA run and baselines get their own seed."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.diffusion_user_level import experiments
+    from gitutor.seeding import trial_seeds
+
+    seeds = trial_seeds(0, 10, "users")
+    assert len(set(seeds)) == 10 and seeds == trial_seeds(0, 10, "users") != trial_seeds(1, 10, "users")
+    assert seeds != trial_seeds(0, 10, "DiffULA")
+    with pytest.raises(ValueError):
+        trial_seeds(0, 0, "users")
+    used = []
+    result = SimpleNamespace(images=torch.zeros(1, 1, 4, 4), info={"seconds": 0.0})
+    monkeypatch.setattr(experiments, "baselines", lambda case, cfg, augment, seed: used.append(seed) or (result, result))
+    for name in ("match_batch", "intra_user_scores", "paired_scores", "representative_scores", "face_detection_rate"):
+        monkeypatch.setattr(experiments, name, lambda *args: {})
+    case = SimpleNamespace(inputs=torch.zeros(2, 1, 4, 4))
+    experiments.evaluate_users([case] * 3, lambda index, c: result, None, None, seed=0)
+    assert used == trial_seeds(0, 3, "baseline starts") and len(set(used)) == 3

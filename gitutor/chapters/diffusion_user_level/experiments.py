@@ -21,6 +21,7 @@ from gitutor.federated.case import Case
 from gitutor.federated.users import celeba_users, lfw_user
 from gitutor.metrics import match_batch
 from gitutor.models import GapCNN, LeNet, resnet18
+from gitutor.seeding import trial_seeds
 
 #: Table 1a's rows in order: the user's own photos, the two baselines, DiffULA.
 METHODS = ("intra-user", "IG sample-level (matched)", "IG user-level, no prior", "DiffULA (diffusion prior)")
@@ -81,8 +82,10 @@ def chapter_users(cfg, data_root: str, seed: int, device: str | torch.device = "
     Raises:
         ValueError / OfflineDataError: as :func:`~gitutor.federated.users.lfw_user` and ``celeba_users``.
     """
-    if cfg.data == "lfw":
-        users = [lfw_user(face, cfg.batch_size, size=cfg.image_size, channels=cfg.channels, seed=seed) for face in cfg.users]
+    if cfg.data == "lfw":  # each user's variations from its own seed (independent users)
+        seeds = trial_seeds(seed, len(cfg.users), "users")
+        users = [lfw_user(face, cfg.batch_size, size=cfg.image_size, channels=cfg.channels, seed=s)
+                 for face, s in zip(cfg.users, seeds)]
     else:
         users = celeba_users(cfg.users, cfg.batch_size, root=data_root, size=cfg.image_size)
     return [(x.to(device), y.to(device)) for x, y in users]
@@ -116,7 +119,9 @@ def baselines(case: Case, cfg, augment: Augmentation, seed: int) -> tuple[Attack
 
 
 def evaluate_users(cases: Sequence[Case], attack, cfg, augment: Augmentation, seed: int):
-    """DiffULA (``attack(index, case)``) and both :func:`baselines` on every user, scored (Table 1a).
+    """DiffULA (``attack(index, case)``, which seeds each user's run itself) and both :func:`baselines` on
+    every user (user k's baselines seeded by :func:`~gitutor.seeding.trial_seeds` ``(seed, …)[k]``), scored
+    (Table 1a).
 
     Returns ``(rows, examples, seconds)``: ``rows[method]`` one dict per user (``mse``, ``psnr``, ``ssim``,
     ``lpips``, ``face_rate``; :data:`METHODS`), ``examples`` one ``(truth, matched sample-level images,
@@ -124,10 +129,11 @@ def evaluate_users(cases: Sequence[Case], attack, cfg, augment: Augmentation, se
     """
     rows, examples = {name: [] for name in METHODS}, []
     seconds = {name: [] for name in METHODS}
+    starts = trial_seeds(seed, len(cases), "baseline starts")  # each user's baselines start from their own noise
     for index, case in enumerate(cases):
         truth = case.inputs.cpu()
         diff = attack(index, case)
-        sample_level, user_ig = baselines(case, cfg, augment, seed)
+        sample_level, user_ig = baselines(case, cfg, augment, starts[index])
         matched = match_batch(sample_level.images, truth)
         entries = {METHODS[0]: (intra_user_scores(truth), truth),
                    METHODS[1]: (paired_scores(matched, truth), sample_level.images),

@@ -107,20 +107,21 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
         helps[metric] = "helps" if good > 0 else "hurts" if bad < 0 else NOT_RESOLVED
     names = METRIC_NAMES
     hurts = [names[m] for m in scored if helps[m] == "hurts"]
-    gains = [names[m] for m in intervals if helps[m] == "helps"]
+    gains = [names[m] for m in scored if helps[m] == "helps"]
+    pairing = intervals["pairing"]
+    identity_text = (f"the identity test does not separate it from no prior (paired difference "
+                     f"{format_interval(pairing, 2, count=False)}: its interval includes 0)"
+                     if helps["pairing"] == NOT_RESOLVED else f"on the identity test the prior {helps['pairing']}")
     if gains:
         sentence = f"In this run the diffusion prior helps on {', '.join(gains)}"
-        sentence += f" and hurts on {', '.join(hurts)}." if hurts else "."
+        sentence += f" and hurts on {', '.join(hurts)}" if hurts else ""
+        sentence += f"; {identity_text}."
     elif hurts:
-        pairing = intervals["pairing"]
-        identity_text = (f"the difference on the identity test, {format_interval(pairing, 2, count=False)}, is not "
-                         "resolved" if helps["pairing"] == NOT_RESOLVED else f"on the identity test the prior "
-                         f"{helps['pairing']}")
         sentence = (f"In this run the diffusion prior does not help: without it the same user-level attack is "
                     f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
                     f"differences lies on the prior's losing side of 0), and {identity_text}.")
     else:
-        sentence = "In this run the intervals do not resolve whether the diffusion prior helps or hurts."
+        sentence = f"In this run the intervals do not resolve whether the diffusion prior helps or hurts; {identity_text}."
     table = markdown_table(["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],
                            [[names[m], directions[m], format_interval(intervals[m], digits[m]), helps[m]]
                             for m in intervals])
