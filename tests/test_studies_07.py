@@ -117,14 +117,26 @@ def test_gaps_are_paired_log_ratios_with_intervals_and_the_headline_row_follows_
                                     lowest_cosine=0.91234)
     save_results("07_admm_comparison", "quick", rows, tmp_path)
     headline = [r for r in rows if r.get("headline")]
-    assert len(headline) == 1 and headline[0]["paper"] == 2.0 and headline[0]["better"] == "higher"
-    assert verdict(headline[0]) == "not resolved"   # [−0.97, 8.97] holds 2
-    assert verdict(next(r for r in rows if r["quantity"].startswith("log10(MSE of DLG-ADMM"))) == "meets"
+    assert len(headline) == 1 and "better" not in headline[0] and "§4" in headline[0]["claim"]
+    # cosine matching on −Δ/η recovers 3 of 3 (30 dB ≥ 15): Wilson low end 0.44, not above ½: not judged
+    assert "claim_outcome" not in headline[0] and verdict(headline[0]) == "not comparable"
+    many = admm_compare.recovered({k: v * 10 for k, v in table.items()}, 15.0)   # 30 of 30: low end > ½
+    judged = admm_report.results_rows({"digits": table}, cfg, gaps=intervals, rates=many, closed_form_error=3e-4,
+                                      lowest_cosine=0.9)[0]
+    assert judged["claim_outcome"] == "refuted" and "2∇f" in judged["claim_reason"]
+    none = admm_compare.recovered({**table, "cosine on −Δ/η": [(0.1, 10.0)] * 30}, 15.0)
+    kept = admm_report.results_rows({"digits": table}, cfg, gaps=intervals, rates=none, closed_form_error=3e-4,
+                                    lowest_cosine=0.9)[0]
+    assert kept["claim_outcome"] == "consistent"
+    gap = next(r for r in rows if r["quantity"].startswith("log10(MSE of DLG-ADMM"))
+    assert gap["paper"].startswith("clear vs noise") and verdict(gap) == "not comparable"  # no number of the report's
     assert all(0 <= r["low"] <= r["high"] <= 1 for r in rows if "recognisable" in r["quantity"])
     assert rows[-1]["this_run"] == 0.912
     assert "not resolved" in admm_report.gap_sentence(intervals["both"])
     assert "beyond image-to-image variation" in admm_report.gap_sentence(intervals["DLG"])
     assert admm_report.chapter_verdict(intervals["DLG"], rates, 15.0).startswith("Over 3 paired images")
+    assert "In round 1 with E = 3, that gap is not privacy" in admm_report.chapter_verdict(intervals["DLG"], rates,
+                                                                                            15.0, 3)
     assert "| digits (MNIST stand-in) | 3 / 3 (60 dB) | 0 / 3 (10 dB) | 3 / 3 (60 dB) | 0 / 3 (10 dB) |" in \
         admm_report.rate_table({"digits": table}, 15.0)
     assert "| all kinds |" in admm_report.gap_table({"digits": intervals}, intervals)

@@ -181,3 +181,35 @@ def test_a_difference_of_two_methods_may_be_negative_but_a_metric_may_not():
               "this_run": -0.54, "low": -0.62, "high": -0.46, "n": 10}
     assert bounds_problem(effect) is None
     assert "outside the range" in bounds_problem({**effect, "quantity": "PSNR, DiffULA"})
+
+
+def test_the_ledger_reads_a_chapters_judgement_of_a_qualitative_claim_and_not_comparable_rows():
+    """refuted / consistent come from the headline's claim_outcome (with its reason, after the paper's words);
+    a not comparable headline reads not comparable, never not resolved."""
+    from gitutor.results import LEDGER_OUTCOMES, ledger_rows, ledger_summary, ledger_table
+
+    words = dict(DLG_LABELS, paper="DLG-ADMM stays noise (Fig. 1)", this_run=1.0, n=30, low=0.89, high=1.0,
+                 unit="fraction", not_comparable="the report gives no number")
+    words.pop("better", None)
+    refuted = dict(words, claim="ADMM may be an effective privacy-protection technique (§4)",
+                   claim_outcome="refuted", claim_reason="cosine matching recovers 30 of 30 images")
+    consistent = dict(words, claim_outcome="consistent", claim_reason="the attack recovers none")
+    records = [_record("07_admm_comparison", refuted), _record("06_learning_to_invert", consistent),
+               _record("05_diffusion_user_level", words)]
+    lines = {line["notebook"]: line for line in ledger_rows(records)}
+    assert lines["07_admm_comparison"]["outcome"] == "refuted" and "30 of 30" in lines["07_admm_comparison"]["reason"]
+    assert lines["06_learning_to_invert"]["outcome"] == "consistent"
+    assert lines["05_diffusion_user_level"]["outcome"] == "not comparable"
+    assert set(line["outcome"] for line in lines.values()) <= set(LEDGER_OUTCOMES) | {"not run in this build"}
+    assert "“ADMM may be an effective privacy-protection technique (§4)” — cosine" in ledger_table(records)
+    summary = ledger_summary(records)
+    assert "1 is refuted by this book's own evidence (DLG against FedADMM)" in summary
+    assert "1 is not comparable in this setting (User-level inversion)" in summary
+
+
+@pytest.mark.parametrize("extra, name", [({"claim_outcome": "refuted"}, "claim_outcome"),
+                                         ({"claim_outcome": "proven", "claim_reason": "x"}, "claim_outcome"),
+                                         ({"claim_reason": "x"}, "claim_outcome"), ({"claim": ""}, "claim")])
+def test_a_claim_judgement_needs_a_known_outcome_and_its_reason(tmp_path, extra, name):
+    with pytest.raises(ValueError, match=name):
+        save_results("07_admm_comparison", "quick", [dict(DLG_LABELS, n=1, **extra)], tmp_path)

@@ -39,6 +39,7 @@ from gitutor.results.glance import (
 )
 from gitutor.results.ledger import (
     CLAIM_OUTCOMES,
+    LEDGER_OUTCOMES,
     PAPERS,
     ledger_html,
     ledger_rows,
@@ -73,6 +74,7 @@ from gitutor.results.verdicts import (
 __all__ = [
     "CHAPTER_NAMES",
     "CLAIM_OUTCOMES",
+    "LEDGER_OUTCOMES",
     "PAPERS",
     "DIRECTIONS",
     "GLANCE_LIMITS",

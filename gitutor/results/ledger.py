@@ -1,6 +1,8 @@
-"""The ledger: per paper, its central claim (the chapter's headline row) read as *reproduced*,
-*not reproduced* or *not resolved* by the one verdict rule, with the reason in one line, and a
-sentence that sums the ledger up. Built from the results records, never typed.
+"""The ledger: per paper, its central claim (the chapter's headline row, in the paper's words when the
+row quotes them: ``claim``) read as *reproduced*, *not reproduced*, *not resolved* or *not comparable*
+by the one verdict rule — or, where the chapter judges a qualitative claim from its own evidence
+(``claim_outcome`` with ``claim_reason``), as *consistent* or *refuted* — with the reason in one line,
+and a sentence that sums the ledger up. Built from the results records, never typed.
 
 :data:`PAPERS` maps each paper to the chapter whose headline row carries its central claim. A
 paper's line comes from that chapter's recorded run when one exists (a larger budget than the
@@ -30,7 +32,10 @@ PAPERS = (
 )
 #: How the headline row's :func:`~gitutor.results.verdict` reads as the paper's claim.
 CLAIM_OUTCOMES = {"meets": "reproduced", "falls short": "not reproduced",
-                  "not resolved": "not resolved", "not comparable": "not resolved"}
+                  "not resolved": "not resolved", "not comparable": "not comparable"}
+#: Every outcome a ledger line can read, in the summary's order (``consistent`` / ``refuted``: a chapter's
+#: judgement of a qualitative claim from its own evidence, the row's ``claim_outcome``).
+LEDGER_OUTCOMES = ("reproduced", "consistent", "not reproduced", "refuted", "not comparable", "not resolved")
 NOT_RUN = "not run in this build"
 REASON_LIMIT = 150
 
@@ -62,20 +67,28 @@ def _reason(row: Mapping, outcome: str) -> str:
 
 def ledger_rows(records: Sequence[Mapping]) -> list[dict]:
     """One dict per paper of :data:`PAPERS`: ``paper``, ``source``, ``notebook``, ``run``
-    (``"recorded"``, ``"chapter"`` or None), ``outcome`` (:data:`CLAIM_OUTCOMES`, or
-    :data:`NOT_RUN` when no record of its chapter is given) and ``reason`` (one line)."""
+    (``"recorded"``, ``"chapter"`` or None), ``claim`` (the paper's words, or the headline's quantity),
+    ``outcome`` (:data:`LEDGER_OUTCOMES`, or :data:`NOT_RUN` when no record of its chapter is given) and
+    ``reason`` (one line)."""
     lines = []
     for paper, source, notebook in PAPERS:
         record = _record_for(records, notebook)
-        line = {"paper": paper, "source": source, "notebook": notebook, "run": None,
+        line = {"paper": paper, "source": source, "notebook": notebook, "run": None, "claim": "",
                 "outcome": NOT_RUN, "reason": "no results record of its chapter"}
         if record is not None:
             row = headline_row(record["rows"])
-            outcome = CLAIM_OUTCOMES[verdict(row)]
-            line |= {"run": "recorded" if "provenance" in record else "chapter",
-                     "outcome": outcome, "reason": _reason(row, verdict(row))}
+            judged = row.get("claim_outcome")
+            reason = _shorten(row["claim_reason"], REASON_LIMIT) if judged else _reason(row, verdict(row))
+            line |= {"run": "recorded" if "provenance" in record else "chapter", "quoted": "claim" in row,
+                     "claim": row.get("claim", row["quantity"]), "outcome": judged or CLAIM_OUTCOMES[verdict(row)],
+                     "reason": reason}
         lines.append(line)
     return lines
+
+
+def _why(line: Mapping) -> str:
+    """The reason, after the paper's own words when the headline row quotes them."""
+    return f"“{line['claim']}” — {line['reason']}" if line.get("quoted") else line["reason"]
 
 
 def _where(line: Mapping, chapter_dir: str | None, recorded_dir: str | None) -> tuple[str, str]:
@@ -95,8 +108,7 @@ def ledger_table(records: Sequence[Mapping], chapter_dir: str | None = None,
     for line in ledger_rows(records):
         target, text = _where(line, chapter_dir, recorded_dir)
         chapter = f"[{text}]({target}.ipynb)" if target else text
-        body.append([line["paper"], line["source"], chapter, f"**{line['outcome']}**",
-                     line["reason"]])
+        body.append([line["paper"], line["source"], chapter, f"**{line['outcome']}**", _why(line)])
     return markdown_table(["paper", "source", "chapter", "central claim", "why (headline row)"],
                           body)
 
@@ -113,7 +125,7 @@ def ledger_html(records: Sequence[Mapping], chapter_dir: str | None = None,
         chapter = (f'<a href="{html.escape(target)}.html">{html.escape(text)}</a>' if target
                    else html.escape(text))
         cells = [html.escape(line["paper"]), html.escape(line["source"]), chapter,
-                 f"<strong>{html.escape(line['outcome'])}</strong>", html.escape(line["reason"])]
+                 f"<strong>{html.escape(line['outcome'])}</strong>", html.escape(_why(line))]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table class="table gitutor-ledger"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
@@ -125,9 +137,12 @@ def ledger_summary(records: Sequence[Mapping]) -> str:
     2 did not reproduce (…) and 4 are not resolved at this budget (…)."."""
     lines = ledger_rows(records)
     groups = {outcome: [line["paper"] for line in lines if line["outcome"] == outcome]
-              for outcome in ("reproduced", "not reproduced", "not resolved", NOT_RUN)}
+              for outcome in (*LEDGER_OUTCOMES, NOT_RUN)}
     words = {"reproduced": ("reproduced", "reproduced"),
+             "consistent": ("is consistent with this book's runs", "are consistent with this book's runs"),
              "not reproduced": ("did not reproduce", "did not reproduce"),
+             "refuted": ("is refuted by this book's own evidence", "are refuted by this book's own evidence"),
+             "not comparable": ("is not comparable in this setting", "are not comparable in this setting"),
              "not resolved": ("is not resolved at this budget", "are not resolved at this budget"),
              NOT_RUN: ("was not run in this build", "were not run in this build")}
     parts = [f"{len(names)} {words[o][len(names) != 1]} ({', '.join(names)})"

@@ -13,7 +13,10 @@ from gitutor.files import read_json, write_json
 from gitutor.results.bounds import check_bounds
 
 ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
-OPTIONAL_KEYS = ("better", "low", "high", "n", "headline", "not_comparable")
+OPTIONAL_KEYS = ("better", "low", "high", "n", "headline", "not_comparable", "claim", "claim_outcome",
+                 "claim_reason")
+#: What a chapter may judge a paper's qualitative claim from its own evidence (``claim_outcome``, with ``claim_reason``).
+CLAIM_JUDGEMENTS = ("consistent", "refuted")
 DIRECTIONS = ("higher", "lower")
 _NOTEBOOK_NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+$")
 
@@ -138,10 +141,12 @@ def _check_row(row: Mapping, where: str, results: bool = True) -> dict:
     problem = number_problem(row)
     if problem:
         raise ValueError(f"{where}: {problem}")
-    if "not_comparable" in row and not (isinstance(row["not_comparable"], str)
-                                        and row["not_comparable"].strip()):
-        raise ValueError(f"{where}: 'not_comparable' must say why the setting's differences "
-                         f"matter (a non-empty string), got {row['not_comparable']!r}")
+    for key in ("not_comparable", "claim", "claim_reason"):  # why it differs / the paper's words / the evidence
+        if key in row and not (isinstance(row[key], str) and row[key].strip()):
+            raise ValueError(f"{where}: {key!r} must say why (a non-empty string), got {row[key]!r}")
+    if ("claim_outcome" in row) != ("claim_reason" in row) or row.get("claim_outcome", "refuted") not in CLAIM_JUDGEMENTS:
+        raise ValueError(f"{where}: 'claim_outcome' must be one of {CLAIM_JUDGEMENTS} and come with its "
+                         f"'claim_reason', got {row.get('claim_outcome')!r}, {row.get('claim_reason')!r}")
     problem = sample_problem(row) if results else None
     if problem:
         raise ValueError(f"{where} ({row['quantity']!r}, {row['setting']!r}): {problem}")
