@@ -60,3 +60,19 @@ def test_secrets_are_checked_and_independent_of_the_round():
     assert round_seed(7, 1) != round_seed(7, 2) and round_seed(7, 1) != round_seed(8, 1)
     with pytest.raises(ValueError, match="seed"):
         client_secrets(2, seed=-1)
+
+
+def test_a_threshold_at_the_sweeps_edge_is_written_as_a_bound():
+    """08: a break found at the smallest σ > 0 tried is a bound (ε ≥ …), not a value."""
+    from gitutor.chapters.flower_dp import report
+    from gitutor.stats import interval
+
+    def point(sigma, eps, ssim):
+        return {"sigma": sigma, "epsilon": eps, "ssim": interval([ssim - 0.01, ssim, ssim + 0.01], bounds=(-1, 1))}
+
+    edge = [point(0.0, float("inf"), 0.9), point(0.01, 5.5e4, 0.1), point(1.0, 3.0, 0.05)]
+    inside = [point(0.0, float("inf"), 0.9), point(0.01, 5.5e4, 0.8), point(1.0, 3.0, 0.05)]
+    assert "ε ≥ 5.5e+04" in report.break_sentence(edge, 0.5, "IG") and "does not locate it" in report.break_sentence(
+        edge, 0.5, "IG")
+    assert "**ε = 3**" in report.break_sentence(inside, 0.5, "IG")
+    assert report.break_sentence(edge[:1], 0.5, "IG").startswith("No σ tried stops IG")

@@ -112,6 +112,29 @@ def breaking_point(points: Sequence[dict], success: float) -> dict | None:
     return max(broken, key=lambda p: p["epsilon"]) if broken else None
 
 
+def at_sweep_edge(points: Sequence[dict], point: dict) -> bool:
+    """Whether ``point`` is the smallest σ > 0 of the sweep (a threshold found there is a bound)."""
+    noisy = [p for p in points if p["sigma"] > 0]
+    return bool(noisy) and point is min(noisy, key=lambda p: p["sigma"])
+
+
+def break_sentence(points: Sequence[dict], success: float, attack: str) -> str:
+    """Where ``attack`` stops being able to recover the photographs, in words that say whether the sweep
+    resolves it: the largest ε whose whole SSIM interval lies below ``success``, written as a bound
+    (ε ≥ …) when that point is the smallest σ > 0 tried — the threshold then lies between σ = 0 and it,
+    outside the sweep — or "no ε tried" when none lies below."""
+    broken = breaking_point(points, success)
+    if broken is None:
+        return f"No σ tried stops {attack}: every SSIM interval reaches {success:g} or above."
+    if at_sweep_edge(points, broken):
+        return (f"{attack} is stopped (whole SSIM interval below {success:g}) already at the smallest σ tried, "
+                f"σ = {broken['sigma']:g} (ε = {eps_text(broken['epsilon'])}): the threshold lies between σ = 0 "
+                f"and {broken['sigma']:g}, so this sweep bounds it — **ε ≥ {eps_text(broken['epsilon'])}** for "
+                "this attack — and does not locate it.")
+    return (f"The largest ε whose whole SSIM interval lies below {success:g} is **ε = "
+            f"{eps_text(broken['epsilon'])}** (σ = {broken['sigma']:g}) for {attack}.")
+
+
 def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict],
                  epochs: Mapping[int, dict]) -> list[dict]:
     """The paper-vs-run rows of chapter 08 (see :mod:`gitutor.results`)."""
@@ -147,7 +170,8 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
             f"{cfg.success_ssim:g}", f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
             f"δ = {cfg.delta:g}, {cfg.rounds} rounds, q = 1",
             "noise of variance ≥ 1e-2 stops DLG (Zhu et al. 2019 §5; no ε)",
-            "none tried" if broken is None else eps_text(broken["epsilon"]), "ε"),
+            "none tried" if broken is None else ("≥ " if at_sweep_edge(points, broken) else "")
+            + eps_text(broken["epsilon"]), "ε"),
         row("test accuracy at the smallest ε", f"ε = {eps_text(smallest['epsilon'])}, "
             f"no DP: {none['accuracy']:.2f}",
             "strict DP costs utility significantly (Ye et al. 2024 §2)",
