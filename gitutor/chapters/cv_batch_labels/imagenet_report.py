@@ -153,3 +153,15 @@ def change_sentence(early: Mapping[str, Sequence[dict]], summary: Mapping) -> st
             f"({old['bias count'].mean:.0%} against {old['ours'].mean:.0%} of the batches exact); on the "
             f"{NETWORK} with true labels {now}, because a trained network is confident on its own classes and "
             "the bias count's error N·p̄ₖ is no longer below 1/2.")
+
+
+def sweep_sentence(sweep: Mapping[str, Mapping[str, Sequence]], batch_sizes: Sequence[int]) -> str:
+    """How ours' exact-batch rate moves from the smallest to the largest N of the ImageNet sweep, and which
+    methods get no batch exact at any N, as a sentence."""
+    ours = sweep["ours"]["exact"]
+    text = (f"Ours gets {ours[0]:.0%} of the batches exact at N = {batch_sizes[0]} and {ours[-1]:.0%} at "
+            f"N = {batch_sizes[-1]}.")
+    never = [name for name, values in sweep.items() if not any(sum(f) for f in values["flags"])]
+    if never:
+        text += f" {' and '.join(never)} get{'s' if len(never) == 1 else ''} no batch exact at any N."
+    return text
