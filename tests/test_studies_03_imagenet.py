@@ -109,5 +109,9 @@ def test_rows_hold_one_judged_headline_and_the_change_sentence_follows_the_numbe
     early = {"ours": [{"exact": 0.0}] * 15 + [{"exact": 1.0}] * 5,
              "bias count": [{"exact": 1.0}] * 19 + [{"exact": 0.0}]}
     sentence = irep.change_sentence(early, _summary(0.2, 0.18))
-    assert "the bias count counted better than ours" in sentence and "ours counts better beyond noise" in sentence
-    assert "not separated" in irep.change_sentence(early, _summary(0.2, 0.0))
+    old, new = sentence.split("; on the ")
+    assert "the bias count counts better than ours" in old and "ours counts better than the bias count" in new
+    assert "not separated" in irep.change_sentence(early, _summary(0.2, 0.0)).split("; on the ")[1]
+    sweep = {"ours": {"exact": [0.5, 0.0], "flags": [[1, 0], [0, 0]]}, "LLG+": {"exact": [0, 0], "flags": [[0], [0]]}}
+    assert irep.sweep_sentence(sweep, [4, 32]) == ("Ours gets 50 % of the batches exact at N = 4 and 0 % at N = 32. "
+                                                   "No batch is exact at any N for: LLG+.")

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 
 from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, compare, format_interval, success_interval
+from gitutor.stats import NOT_RESOLVED, compare, format_interval, interval, success_interval
 from gitutor.tables import markdown_table
 from gitutor.viz import interval_errorbars, show_grid
 from gitutor.chapters.cv_batch_labels.imagenet import BASELINES
@@ -136,32 +136,26 @@ def counting_sentence(summary: Mapping) -> str:
 
 
 def change_sentence(early: Mapping[str, Sequence[dict]], summary: Mapping) -> str:
-    """The one sentence where the new setting changes the chapter's conclusion (old → new): the bias count
-    against ours on the random ResNet34 (``early``: :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s
-    scores) and on the ImageNet network (paired difference ours − bias count)."""
-    old = {name: success_interval([s["exact"] for s in early[name]]) for name in ("ours", "bias count")}
-    before = compare(old["bias count"], old["ours"], ("bias count", "ours"))
-    paired = summary["paired"]["bias count"]
-    after = ("ours" if paired.low > 0 else "the bias count" if paired.high < 0 else None)
-    was = {"bias count > ours": "the bias count counted better than ours",
-           "bias count < ours": "ours counted better than the bias count"}.get(before, "the bias count and ours "
-                                                                                        "were not separated")
-    now = (f"{after} counts better beyond noise (ours − bias count, paired: {format_interval(paired)})" if after
-           else f"the two are not separated (ours − bias count, paired: {format_interval(paired)}, "
-                f"{NOT_RESOLVED})")
-    return (f"**Old setting → new:** on the random ResNet34 with random labels {was} "
-            f"({old['bias count'].mean:.0%} against {old['ours'].mean:.0%} of the batches exact); on the "
-            f"{NETWORK} with true labels {now}, because a trained network is confident on its own classes and "
-            "the bias count's error N·p̄ₖ is no longer below 1/2.")
+    """The one sentence where the new setting changes the chapter's conclusion (old → new): the paired
+    difference ours − bias count of exact batches on the random ResNet34 (``early``:
+    :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s scores) and on the ImageNet network."""
+    old = interval([a["exact"] - b["exact"] for a, b in zip(early["ours"], early["bias count"])], bounds=(-1.0, 1.0))
+    new = summary["paired"]["bias count"]
+    word = lambda d: ("ours counts better than the bias count" if d.low > 0 else "the bias count counts better "
+                      "than ours" if d.high < 0 else f"ours and the bias count are not separated ({NOT_RESOLVED})")
+    text = lambda d: f"ours − bias count, paired: {format_interval(d, count=False)} over {d.n} batches"
+    return (f"**Old setting → new:** on the random ResNet34 with random labels {word(old)} ({text(old)}); on "
+            f"the {NETWORK} with true labels {word(new)} ({text(new)}), because a trained network is confident "
+            "on its own classes, so the bias count's error N·p̄ₖ is no longer below 1/2.")
 
 
 def sweep_sentence(sweep: Mapping[str, Mapping[str, Sequence]], batch_sizes: Sequence[int]) -> str:
     """How ours' exact-batch rate moves from the smallest to the largest N of the ImageNet sweep, and which
     methods get no batch exact at any N, as a sentence."""
     ours = sweep["ours"]["exact"]
-    text = (f"Ours gets {ours[0]:.0%} of the batches exact at N = {batch_sizes[0]} and {ours[-1]:.0%} at "
-            f"N = {batch_sizes[-1]}.")
+    text = (f"Ours gets {100 * ours[0]:.0f} % of the batches exact at N = {batch_sizes[0]} and "
+            f"{100 * ours[-1]:.0f} % at N = {batch_sizes[-1]}.")
     never = [name for name, values in sweep.items() if not any(sum(f) for f in values["flags"])]
     if never:
-        text += f" {' and '.join(never)} get{'s' if len(never) == 1 else ''} no batch exact at any N."
+        text += f" No batch is exact at any N for: {', '.join(never)}."
     return text
