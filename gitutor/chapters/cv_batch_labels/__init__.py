@@ -5,5 +5,7 @@
 - :mod:`.substitute`: the random-vs-trained comparison
 - :mod:`.report`: tables, sentences and rows
 - :mod:`.substitute_report`: that comparison's table, figure and rows
+- :mod:`.imagenet`: the headline, Stage I on the ImageNet-trained EfficientNet-Lite0 with true labels
+- :mod:`.imagenet_report`: its table, figures, sentences and rows
 - :mod:`.figures`: every figure
 """

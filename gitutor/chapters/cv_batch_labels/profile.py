@@ -46,6 +46,18 @@ QUICK = {
     "substitute_image_size": 32,     # the substitute's training resolution
     "substitute_pool": 128,          # attacked crops (left halves of ATTACKED_PHOTOGRAPHS)
     "substitute_trials": 100,        # batches of batch_size per network (the same batches for all)
+    # the headline, the paper's kind of setting (chapter package .imagenet): ImageNet-trained EfficientNet-Lite0
+    # (gitutor.models.pretrained), foolbox's 20 ImageNet photographs with their true labels, augmented views
+    # for repeated classes, auxiliary images = the photographs whose class is not in the batch
+    "imagenet_threads": 1,           # this section's many small (1000, 1280) operations: 1 thread, no contention
+    "imagenet_size": 224,            # the network's and the paper's input side
+    "imagenet_source": 448,          # views are cut from this centre crop of each photograph (resize 512)
+    "imagenet_views": 8,             # views per photograph (a class holds at most 8 images, a jeep 16)
+    "imagenet_scale": [0.25, 1.0],   # share of the photograph's area a view keeps (RandomResizedCrop)
+    "imagenet_trials": 100,          # batches of batch_size (the headline)
+    "imagenet_batch_sizes": [4, 8, 16, 32],
+    "imagenet_sweep_trials": 30,     # batches per other N (N = batch_size reuses the headline's)
+    "imagenet_max_classes": 9,       # so that ≥ 10 of the 20 photographs stay auxiliary
 }
 
 FULL = {
@@ -60,6 +72,11 @@ FULL = {
     "trials": 100,
     "sweep_trials": 50,
     "aux_counts": [5, 10, 20, 40],
+    "imagenet_threads": None,
+    "imagenet_views": 16,
+    "imagenet_trials": 500,
+    "imagenet_batch_sizes": [4, 8, 16, 32, 64],
+    "imagenet_sweep_trials": 200,
 }
 
 BUDGETS = {
@@ -67,6 +84,7 @@ BUDGETS = {
     "smoke": {
         "target_pool": 64, "trials": 2, "sweep_trials": 1, "batch_sizes": [4, 8], "iterations": 20,
         "m_values": [5, 20], "aux_counts": [5, 40], "substitute_pool": 32, "substitute_trials": 2,
+        "imagenet_views": 4, "imagenet_trials": 3, "imagenet_sweep_trials": 1, "imagenet_batch_sizes": [4, 8],
     },
 }
 

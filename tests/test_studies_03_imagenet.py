@@ -1,0 +1,117 @@
+"""Chapter 03's headline setting (gitutor.chapters.cv_batch_labels.imagenet*): Stage I of Ye et al. (AAAI 2024) on
+an ImageNet-trained network with real photographs and true labels. Synthetic features stand in for the network
+here (the network itself is tested in test_pretrained.py); the chapter runs the real one."""
+import pytest
+import torch
+from torch import nn
+
+from gitutor.chapters.cv_batch_labels import imagenet
+from gitutor.chapters.cv_batch_labels import imagenet_report as irep
+from gitutor.chapters.settings import get_profile
+from gitutor.federated import client_gradients
+from gitutor.results import headline_row, verdict
+from gitutor.stats import Interval
+
+
+def _bank(views=4, classes=1000, m=64, seed=0):
+    """A bank of 6 photographs (labels 3, 3, 7, 11, 20, 42: two photographs of class 3) with sparse
+    non-negative features, each photograph its own pattern, its views near it."""
+    gen = torch.Generator().manual_seed(seed)
+    labels = torch.tensor([3, 3, 7, 11, 20, 42])
+    base = torch.rand(len(labels), 1, m, generator=gen) * (torch.rand(len(labels), 1, m, generator=gen) < 0.5)
+    features = base * (1 + 0.05 * torch.rand(len(labels), views, m, generator=gen))
+    return imagenet.ViewBank(torch.rand(len(labels), views, 3, 8, 8, generator=gen), features, base[:, 0] * 1.02,
+                             labels, torch.full((len(labels), views), 1 / classes))
+
+
+def test_augmented_views_are_seeded_crops_in_range():
+    images = torch.rand(2, 3, 40, 40, generator=torch.Generator().manual_seed(0))
+    first = imagenet.augmented_views(images, 3, 16, torch.Generator().manual_seed(1))
+    again = imagenet.augmented_views(images, 3, 16, torch.Generator().manual_seed(1))
+    assert first.shape == (2, 3, 3, 16, 16) and torch.equal(first, again)
+    assert 0 <= float(first.min()) and float(first.max()) <= 1
+    assert not torch.allclose(first[0, 0], first[0, 1])  # different crops of one photograph
+    with pytest.raises(ValueError, match="views"):
+        imagenet.augmented_views(images, 0, 16, torch.Generator())
+
+
+def test_sampled_batches_repeat_true_labels_with_distinct_views():
+    bank = _bank(views=4)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        picks, labels = imagenet.sample_view_batch(bank, 8, 4, gen)
+        assert len(labels) == 8 and len(labels.unique()) < 8  # a class repeats
+        assert torch.equal(labels, bank.labels[picks[:, 0]])  # every image keeps its photograph's true label
+        assert len({tuple(p) for p in picks.tolist()}) == 8  # no view twice
+        counts = torch.bincount(labels)
+        assert all(int(counts[c]) <= 4 * int((bank.labels == c).sum()) for c in labels.unique())
+    with pytest.raises(ValueError, match="views per photograph"):
+        imagenet.sample_view_batch(_bank(views=1), 8, 2, gen, tries=20)
+
+
+def test_premise_gradient_is_the_fc_gradient_without_the_softmax():
+    classes, features = 10, torch.rand(6, 5)
+    labels = torch.tensor([1, 1, 4, 4, 4, 9])
+    head = nn.Linear(5, classes)
+    nn.init.zeros_(head.weight), nn.init.zeros_(head.bias)  # uniform softmax p = 1/C
+    w = client_gradients(head, features, labels)[0]
+    expected = w - features.mean(dim=0) / classes  # drop the (1/N) Σ p h term
+    assert torch.allclose(imagenet.premise_gradient(classes, features, labels), expected, atol=1e-6)
+
+
+def test_trials_score_every_method_and_keep_batch_photographs_out_of_the_auxiliary_set():
+    cfg = get_profile("03_cv_batch_labels", "quick").replace(top_m=10, iterations=30)
+    bank = _bank(views=4, m=64)
+    head = nn.Linear(64, 1000)
+    nn.init.zeros_(head.weight), nn.init.zeros_(head.bias)  # early training: p ≈ 0, Eq. 6's premise
+    result = imagenet.imagenet_trials(head, bank, cfg, 6, 12, 3, torch.Generator().manual_seed(0))
+    assert set(result["scores"]) == set(imagenet.METHODS) and all(len(v) == 12 for v in result["scores"].values())
+    assert all(2 <= n <= 5 for n in result["n_aux"])  # 6 photographs minus those of 2–3 batch classes
+    summary = imagenet.imagenet_summary(result)
+    assert summary["coarse_right"] == 12  # p ≈ 0: the negative rows are exactly the batch's classes
+    assert summary["exact"]["bias count"].mean == 1.0  # and the bias count is exact
+    assert summary["premise"].mean >= summary["exact"]["Eq. 6 exhaustive"].mean - 1e-9
+
+
+def test_summary_pairs_methods_on_the_same_batches():
+    scores = {name: [{"exact": e, "accuracy": e} for e in flags] for name, flags in {
+        "ours": [1, 1, 0, 0], "Eq. 6 exhaustive": [1, 1, 0, 0], "bias count": [0, 1, 0, 1],
+        "LLG": [1, 1, 0, 0], "LLG+": [0, 0, 0, 0]}.items()}
+    result = {"scores": scores, "coarse": [1, 1, 1, 0], "premise": [1, 1, 1, 1], "seconds": [0.1] * 4,
+              "n_aux": [14, 15, 16, 17], "refused": 0}
+    summary = imagenet.imagenet_summary(result)
+    assert summary["discordant"]["bias count"] == (1, 1) and summary["paired"]["bias count"].mean == 0
+    assert summary["discordant"]["LLG+"] == (2, 0) and summary["paired"]["LLG+"].mean == 0.5
+    assert summary["given_coarse"]["ours"].n == 3 and summary["given_coarse"]["ours"].mean == pytest.approx(2 / 3)
+    table = irep.headline_table(summary)
+    assert "exact, coarse set right (n = 3)" in table and "| 1 / 1 |" in table
+
+
+def _summary(ours, bias_paired, premise=0.9):
+    rate = lambda mean: Interval(mean, max(0.0, mean - 0.08), min(1.0, mean + 0.08), 100, (0.0, 1.0))
+    paired = Interval(bias_paired, bias_paired - 0.07, bias_paired + 0.07, 100, (-1.0, 1.0))
+    names = ("ours", "Eq. 6 exhaustive", "bias count", "LLG", "LLG+")
+    return {"exact": {n: rate(ours) for n in names}, "given_coarse": {n: rate(ours) for n in names},
+            "accuracy": {n: rate(0.8) for n in names}, "paired": {n: paired for n in imagenet.BASELINES},
+            "discordant": {n: (18, 0) for n in imagenet.BASELINES}, "coarse": rate(0.99), "coarse_right": 99,
+            "trials": 100, "premise": rate(premise), "n_aux": (14, 18), "refused": 0, "seconds": 0.1}
+
+
+def test_rows_hold_one_judged_headline_and_the_change_sentence_follows_the_numbers():
+    cfg = get_profile("03_cv_batch_labels", "quick")
+    sweep = {"ours": {"flags": [[1.0, 0.0]] * len(cfg.imagenet_batch_sizes)}}
+    rows = irep.imagenet_rows(_summary(0.2, 0.18), sweep, [2] * len(cfg.imagenet_batch_sizes), cfg, "quick", 0.65)
+    assert headline_row(rows)["this_run"] == 0.2 and verdict(headline_row(rows)) == "falls short"
+    assert sum(bool(r.get("headline")) for r in rows) == 1
+    assert "p = 0 > ours" not in irep.counting_sentence(_summary(0.2, 0.18))
+    assert "not its features" in irep.counting_sentence(_summary(0.2, 0.18))
+    assert "does not separate" in irep.counting_sentence(_summary(0.85, 0.18, premise=0.9))
+    early = {"ours": [{"exact": 0.0}] * 15 + [{"exact": 1.0}] * 5,
+             "bias count": [{"exact": 1.0}] * 19 + [{"exact": 0.0}]}
+    sentence = irep.change_sentence(early, _summary(0.2, 0.18))
+    old, new = sentence.split("; on the ")
+    assert "the bias count counts better than ours" in old and "ours counts better than the bias count" in new
+    assert "not separated" in irep.change_sentence(early, _summary(0.2, 0.0)).split("; on the ")[1]
+    sweep = {"ours": {"exact": [0.5, 0.0], "flags": [[1, 0], [0, 0]]}, "LLG+": {"exact": [0, 0], "flags": [[0], [0]]}}
+    assert irep.sweep_sentence(sweep, [4, 32]) == ("Ours gets 50 % of the batches exact at N = 4 and 0 % at N = 32. "
+                                                   "No batch is exact at any N for: LLG+.")
