@@ -82,8 +82,9 @@ def imagenet_label_recovery(model: nn.Module, images: torch.Tensor, labels: torc
         images: ``(n, 3, H, W)`` photographs in [0, 1]; labels: their ``(n,)`` true classes.
 
     Returns:
-        ``{"errors", "lam_errors", "methods", "seconds"}`` each ``{kind: [one value per photograph]}`` (L1
-        label error L_r, |λ − λ*|, search used, seconds per search), ``"idlg"`` (one bool per photograph: the
+        ``{"errors", "lam_errors", "lam_stars", "accepted", "methods", "seconds"}`` each ``{kind: [one value
+        per photograph]}`` (L1 label error L_r, |λ − λ*|, λ*, whether the λ passed the acceptance bar, search
+        used, seconds per search), ``"idlg"`` (one bool per photograph: the
         sign rule's class is the true one) and ``"top1"`` (the network's top-1 is the true class).
 
     Raises:
@@ -99,7 +100,8 @@ def imagenet_label_recovery(model: nn.Module, images: torch.Tensor, labels: torc
     weight, bias = fc.weight.detach(), None if fc.bias is None else fc.bias.detach()
     features = fc_input_features(model, images.to(device)).cpu()  # one forward pass per photograph
     labels, classes = labels.cpu(), fc.out_features
-    out = {key: {kind: [] for kind in kinds} for key in ("errors", "lam_errors", "methods", "seconds")}
+    keys = ("errors", "lam_errors", "lam_stars", "accepted", "methods", "seconds")
+    out = {key: {kind: [] for kind in kinds} for key in keys}
     for kind in kinds:
         for index in range(len(images)):
             h, label, exclude_top = _sample(model, images, labels, features, index, kind, generator, smoothing_max)
@@ -114,6 +116,8 @@ def imagenet_label_recovery(model: nn.Module, images: torch.Tensor, labels: torc
             lam_star = 1.0 / float(p[result.row] - label[0, result.row].double())
             out["errors"][kind].append(float((result.label - label[0].double()).abs().sum()))
             out["lam_errors"][kind].append(abs(result.lam - lam_star))
+            out["lam_stars"][kind].append(lam_star)
+            out["accepted"][kind].append(result.accepted)
             out["methods"][kind].append(result.method)
     one_hot = F.one_hot(labels, classes).float()
     out["idlg"] = [idlg_label(last_layer_gradient(fc, features[i], one_hot[i])) == int(labels[i])
@@ -183,3 +187,22 @@ def insert_rows(rows: list[dict], new: list[dict]) -> list[dict]:
     """``rows`` with ``new`` placed after the last label-accuracy row (Table 2 and Table 1's one-hot row)."""
     last = max((i for i, row in enumerate(rows) if row["quantity"].startswith("label accuracy")), default=len(rows) - 1)
     return rows[:last + 1] + list(new) + rows[last + 1:]
+
+
+def worst_label(run: dict, tolerance: float) -> str:
+    """One sentence on the ImageNet label with the largest L1 error: its kind, L_r, how far λ is from λ*
+    (absolute and relative), and whether the λ passed the search's acceptance bar."""
+    kind, index = max(((k, i) for k, v in run["errors"].items() for i in range(len(v))),
+                      key=lambda ki: run["errors"][ki[0]][ki[1]])
+    error, gap, lam_star = (run[key][kind][index] for key in ("errors", "lam_errors", "lam_stars"))
+    side = "over" if error > tolerance else "within"
+    if not run["accepted"][kind][index]:
+        bar = "no λ passed the acceptance bar and the search returned its best candidate"
+    elif gap < 1e-2 * abs(lam_star):
+        bar = ("its scaled loss was already under the acceptance bar (10⁻⁹), which this far from ±1, with "
+               f"1000 classes, does not pin λ down further: the right minimum, not exactly")
+    else:
+        bar = "another minimum passed the acceptance bar (a wrong λ, App. B.1)"
+    return (f"The worst ImageNet label ({kind}, photograph {index}) has L_r = {error:.1e}, {side} the "
+            f"{tolerance:g} criterion; its λ lies {gap:.2g} from λ* = {lam_star:.4g} (relative "
+            f"{gap / abs(lam_star):.1e}): {bar}.")
