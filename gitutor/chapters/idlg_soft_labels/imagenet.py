@@ -165,11 +165,12 @@ def imagenet_rows(run: dict, tolerance: float) -> list[dict]:
              f"gradient only) on {n} real ImageNet photographs with their true labels, 224 px, one label per "
              "photograph (paper: ResNet50, 1000 test images)")
     rows = []
-    for kind, values in run["errors"].items():
+    for position, (kind, values) in enumerate(run["errors"].items()):
         flags = [e <= tolerance for e in values]
-        extra = "; mixup pairs each photograph with the next of another class" if kind == "mixup" else ""
+        text = where if position == 0 else "as above"  # stated once
+        text += "; mixup pairs each photograph with the next of another class" if kind == "mixup" else ""
         rows.append(_row("label accuracy (Table 1, ImageNet)", f"{NETWORK}, {kind}", PAPER_TABLE1_IMAGENET[kind],
-                         round(100 * float(np.mean(flags)), 1), "%", where + extra, "higher", share(flags)))
+                         round(100 * float(np.mean(flags)), 1), "%", text, "higher", share(flags)))
     for kind, values in run["lam_errors"].items():
         rows.append(_row("L_s = |λ − λ*|, no noise", f"{NETWORK}, {kind}", "not stated",
                          float(f"{np.mean(values):.3g}"), "", "the paper states L_s only under noise (Table 5)",
@@ -179,7 +180,8 @@ def imagenet_rows(run: dict, tolerance: float) -> list[dict]:
                          "Table 1 gives accuracy only", spread=bounded(values, 9, low=0.0),
                          not_comparable="no ImageNet value in the paper"))
     rows.append(_row("iDLG label accuracy, one-hot (Table 1, ImageNet)", NETWORK, PAPER_TABLE1_IMAGENET["iDLG"],
-                     round(100 * float(np.mean(run["idlg"])), 1), "%", where, "higher", share(run["idlg"])))
+                     round(100 * float(np.mean(run["idlg"])), 1), "%", "as above; the sign rule on one-hot labels",
+                     "higher", share(run["idlg"])))
     return rows
 
 
@@ -199,8 +201,8 @@ def worst_label(run: dict, tolerance: float) -> str:
     if not run["accepted"][kind][index]:
         bar = "no λ passed the acceptance bar and the search returned its best candidate"
     elif gap < 1e-2 * abs(lam_star):
-        bar = ("its scaled loss was already under the acceptance bar (10⁻⁹), which this far from ±1, with "
-               f"1000 classes, does not pin λ down further: the right minimum, not exactly")
+        bar = ("its scaled loss is already under the acceptance bar (10⁻⁹) there: this far from ±1 and with 1000 "
+               "classes the bar does not pin λ down further (the right minimum, not its exact bottom)")
     else:
         bar = "another minimum passed the acceptance bar (a wrong λ, App. B.1)"
     return (f"The worst ImageNet label ({kind}, photograph {index}) has L_r = {error:.1e}, {side} the "
