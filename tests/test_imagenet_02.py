@@ -114,3 +114,11 @@ def test_worst_label_sentence_names_the_worst_label_and_why():
     assert "wrong λ" in study.worst_label(run, 1e-3)
     run["accepted"]["smoothing"][1] = False
     assert "best candidate" in study.worst_label(run, 1e-3)
+
+
+def test_labels_needed_is_the_fewest_all_right_labels_that_meet_the_paper():
+    from gitutor.stats import success_interval
+
+    n = study.labels_needed(100.0)
+    assert success_interval([True] * n).low >= 0.95 > success_interval([True] * (n - 1)).low
+    assert study.labels_needed(99.7) <= n

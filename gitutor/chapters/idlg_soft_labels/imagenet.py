@@ -24,6 +24,8 @@ from gitutor.chapters.idlg_soft_labels.report import _row, bounded, share
 from gitutor.federated import mixup, smooth_labels
 from gitutor.labels import idlg_label, recover_soft_label
 from gitutor.models import fc_input_features, last_linear
+from gitutor.results.verdicts import TOLERANCE
+from gitutor.stats import success_interval
 
 #: The network's name on the page and in the results record.
 NETWORK = "ImageNet EfficientNet-Lite0"
@@ -208,3 +210,10 @@ def worst_label(run: dict, tolerance: float) -> str:
     return (f"The worst ImageNet label ({kind}, photograph {index}) has L_r = {error:.1e}, {side} the "
             f"{tolerance:g} criterion; its λ lies {gap:.2g} from λ* = {lam_star:.4g} (relative "
             f"{gap / abs(lam_star):.1e}): {bar}.")
+
+
+def labels_needed(paper: float, limit: int = 10_000) -> int:
+    """The fewest labels, all recovered, whose 95 % Wilson interval clears the paper's accuracy ``paper`` (%)
+    less the verdict's allowance (:data:`gitutor.results.verdicts.TOLERANCE`): what a *meets* needs."""
+    bar = paper / 100 * (1 - TOLERANCE)
+    return next(n for n in range(1, limit) if success_interval([True] * n).low >= bar)
