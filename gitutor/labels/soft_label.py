@@ -12,6 +12,12 @@ true λ is picked by the label-variance loss of Eq. 5: the variance of all entri
 The search (:mod:`gitutor.labels.lambda_search`) follows the authors' code (App. E): L-BFGS from
 λ = +1 and from λ = −1, then particle swarm optimisation (pyswarms) over widening windows of λ up to
 |λ| = 70; a candidate is accepted when 1000 × variance < 1e-9 (App. B.1).
+
+A last layer with a bias, z = W h + b, changes only the logits: the rows of ∂L/∂W are still
+(p_i − y_i) hᵀ, so with the server's known b the label is ŷ(λ) = softmax(λ W g_r + b) − g / (λ g_r)
+and the search uses the weight gradient alone ("regardless of the existence of the bias term", §1);
+pass ``fc_bias=``. (With the bias gradient too, λ_r = 1 / ∂L/∂b_r directly: the bias attack of
+Aono et al. 2017, no search.)
 """
 from __future__ import annotations
 
@@ -58,8 +64,9 @@ class SoftLabelResult:
 class LambdaProblem:
     """The one-dimensional problem of Eq. 4–5 for one gradient.
 
-    ``logit_direction`` u = W g_r ``(C,)`` (so the logits at λ are λ u) and ``ratios``
-    (p_i − y_i)/(p_r − y_r) ``(C,)``, both float64; ``row`` is r.
+    ``logit_direction`` u = W g_r ``(C,)`` (so the logits at λ are λ u + b) and ``ratios``
+    (p_i − y_i)/(p_r − y_r) ``(C,)``, both float64; ``row`` is r; ``logit_offset`` is the last
+    layer's known bias b ``(C,)`` float64, or None for a bias-free layer.
     """
 
     logit_direction: torch.Tensor
@@ -67,16 +74,24 @@ class LambdaProblem:
     row_gradient: torch.Tensor
     row: int
     exclude_top: int
+    logit_offset: torch.Tensor | None = None
 
     def labels(self, lam: torch.Tensor) -> torch.Tensor:
         """ŷ(λ) of Eq. 4 for a tensor of λ values ``(...)`` → ``(..., C)``."""
         lam = lam.unsqueeze(-1)
-        return torch.softmax(lam * self.logit_direction, dim=-1) - self.ratios / lam
+        logits = lam * self.logit_direction
+        if self.logit_offset is not None:
+            logits = logits + self.logit_offset
+        return torch.softmax(logits, dim=-1) - self.ratios / lam
 
     def loss(self, lam: torch.Tensor) -> torch.Tensor:
         """1000 × the variance of all but the top ``exclude_top`` entries of ŷ(λ) (Eq. 5), ``(...)``."""
-        rest = torch.sort(self.labels(lam), dim=-1, descending=True).values[..., self.exclude_top:]
-        return LOSS_SCALE * rest.var(dim=-1, unbiased=False)
+        label = self.labels(lam)
+        top = label.topk(self.exclude_top, dim=-1).values  # left out; no full sort (1000 classes, 500 λ)
+        n = label.shape[-1] - self.exclude_top
+        mean = ((label.sum(-1) - top.sum(-1)) / n).unsqueeze(-1)  # mean of the rest
+        squares = (label - mean).pow(2).sum(-1) - (top - mean).pow(2).sum(-1)  # the rest's squared deviations
+        return LOSS_SCALE * (squares / n).clamp_min(0)
 
 
 def _as_weight(fc_weight: torch.Tensor | nn.Linear) -> torch.Tensor:
@@ -84,7 +99,8 @@ def _as_weight(fc_weight: torch.Tensor | nn.Linear) -> torch.Tensor:
         if fc_weight.bias is not None:
             raise ValueError(
                 "the last layer has a bias; the λ recovery of Wang et al. (Eq. 2) needs a bias-free "
-                "last layer z = W h — build the model with fc_bias=False (LeNet, resnet18) or FCN")
+                "last layer z = W h — build the model with fc_bias=False (LeNet, resnet18) or FCN, or pass "
+                "its weight and fc_bias=layer.bias (the bias then enters the logits only)")
         fc_weight = fc_weight.weight
     if not isinstance(fc_weight, torch.Tensor):
         raise TypeError(f"fc_weight must be a torch.Tensor (C, d) or an nn.Linear, got {type(fc_weight).__name__}")
@@ -92,13 +108,15 @@ def _as_weight(fc_weight: torch.Tensor | nn.Linear) -> torch.Tensor:
 
 
 def lambda_problem(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Tensor, *,
-                   exclude_top: int = 1) -> LambdaProblem:
+                   exclude_top: int = 1, fc_bias: torch.Tensor | None = None) -> LambdaProblem:
     """Set up Eq. 4–5 from the last layer's weight and its gradient for ONE sample.
 
     Args:
         fc_weight: bias-free last layer, an ``nn.Linear`` without bias or its weight ``(C, d)``.
         fc_weight_grad: ∂L/∂W of that layer, ``(C, d)``.
         exclude_top: entries left out of the variance (1: smoothing / one-hot, 2: mixup).
+        fc_bias: the layer's bias b ``(C,)`` when it has one (pass the weight, not the ``nn.Linear``);
+            it enters the logits only, the gradient used is the weight's.
 
     Returns:
         :class:`LambdaProblem` with r = the row of largest |row sum| (authors' code).
@@ -126,13 +144,18 @@ def lambda_problem(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Te
                          f"got C = {weight.shape[0]}")
     if not (torch.isfinite(weight).all() and torch.isfinite(grad).all()):
         raise ValueError("fc_weight and fc_weight_grad must be finite")
+    offset = None
+    if fc_bias is not None:
+        offset = fc_bias.detach().to(torch.float64).reshape(-1)
+        if offset.shape != (weight.shape[0],) or not torch.isfinite(offset).all():
+            raise ValueError(f"fc_bias must be finite with shape ({weight.shape[0]},), got {tuple(fc_bias.shape)}")
     row = int(grad.sum(dim=1).abs().argmax())
     row_gradient = grad[row]
     norm2 = row_gradient.dot(row_gradient)
     if norm2 == 0:
         raise ValueError("the weight gradient is all zero; recover_soft_label handles this case (App. B.3)")
     ratios = grad @ row_gradient / norm2  # least-squares g_i / g_r, exact for noise-free gradients
-    return LambdaProblem(weight @ row_gradient, ratios, row_gradient, row, exclude_top)
+    return LambdaProblem(weight @ row_gradient, ratios, row_gradient, row, exclude_top, offset)
 
 
 def _result(problem: LambdaProblem, lam: float, loss: float, method: str, tol: float) -> SoftLabelResult:
@@ -144,7 +167,7 @@ def _result(problem: LambdaProblem, lam: float, loss: float, method: str, tol: f
 def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Tensor, *,
                        exclude_top: int = 1, seed: int = 0, tol: float = ACCEPT_LOSS,
                        bound: float = LAMBDA_BOUND, prediction: torch.Tensor | None = None,
-                       search: str = "lbfgs+pso") -> SoftLabelResult:
+                       search: str = "lbfgs+pso", fc_bias: torch.Tensor | None = None) -> SoftLabelResult:
     """Recover a sample's soft label and last-layer feature from the last-layer gradient (§3, Eq. 2–5).
 
     Search order (App. E, ``search="lbfgs+pso"``): L-BFGS (lr 0.5, up to 100 steps, left early on a loss
@@ -169,6 +192,8 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
             used when the gradient is exactly zero: the model then predicts the one-hot label
             perfectly and the label is the one-hot of its argmax (App. B.3).
         search: ``"lbfgs+pso"`` (App. E) or ``"pso"`` (PSO windows only, §5.2).
+        fc_bias: the known bias ``(C,)`` of a last layer z = W h + b (give ``fc_weight`` as the weight);
+            only the weight gradient is used (see the module docstring).
 
     Returns:
         :class:`SoftLabelResult` (``label`` ``(C,)``, ``feature`` ``(d,)``, ``lam``, ``loss``,
@@ -186,7 +211,7 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
     if isinstance(fc_weight_grad, torch.Tensor) and fc_weight_grad.shape == weight.shape \
             and not torch.any(fc_weight_grad):
         return _zero_gradient_result(weight, prediction)
-    problem = lambda_problem(weight, fc_weight_grad, exclude_top=exclude_top)
+    problem = lambda_problem(weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias)
     if not bound > PSO_START:
         raise ValueError(f"bound must exceed {PSO_START} (every true λ has |λ| ≥ 1), got {bound!r}")
     lam, loss, method = search_lambda(problem, seed, tol, bound, lbfgs_first=search == "lbfgs+pso")

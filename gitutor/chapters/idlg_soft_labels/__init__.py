@@ -4,5 +4,6 @@
 - :mod:`.trials`: images, labelled samples, the true λ, local minima
 - :mod:`.experiments`: Tables 2, 5, 6 and Fig. 1
 - :mod:`.matching`: Table 3 (gradient matching with each label)
+- :mod:`.imagenet`: Table 1's ImageNet column on the ImageNet-trained EfficientNet-Lite0
 - :mod:`.report`: tables, figures and the paper-vs-run rows
 """

@@ -38,6 +38,10 @@ QUICK = {
     "noise_variances": [1e-4, 1e-3, 1e-2, 1e-1],
     "noise_samples": 4,              # paper: 100
     "noise_bound": 6.0,              # PSO windows up to |λ| = 6 (untrained ResNet18 has |λ| < 3)
+    "imagenet_network": "efficientnet_lite0",  # gitutor.models.pretrained: ImageNet weights, eval mode
+    "imagenet_photos": 20,           # foolbox's 20 ImageNet photographs, true labels, 224 px (all of them)
+    "imagenet_kinds": ("smoothing", "mixup"),  # one-hot: confident predictions put |λ| far out, so its PSO
+                                     # runs through most windows (≈ 4 s a label): full profile only
 }
 
 FULL = {
@@ -58,6 +62,7 @@ FULL = {
     "table3_ig_iterations": 4000,
     "noise_samples": 100,
     "noise_bound": 70.0,
+    "imagenet_kinds": ("smoothing", "mixup", "one-hot"),
 }
 
 BUDGETS = {
@@ -66,6 +71,7 @@ BUDGETS = {
         "idlg_samples": 3, "table2_samples": 2, "trained_split": 1500, "train_epochs": 1, "fcn_images": 2,
         "table3_samples": {"mixup": 1, "smoothing": 1}, "table3_repeats": 1, "table3_iterations": 2,
         "table3_ig_iterations": 4, "noise_samples": 2, "noise_bound": 12.0,
+        "imagenet_photos": 3,
         "torch_threads": 1,          # LeNet-sized steps: two OpenMP threads on a busy CPU thrash (no effect on a GPU)
     },
 }
