@@ -14,10 +14,10 @@ import torch
 
 pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
 
-from gitutor.federated.dp import epsilon as dp_epsilon  # noqa: E402
-from gitutor.federated.flower import federated_round  # noqa: E402
-from gitutor.federated.flower_defenses import DEFENSES, clip_update, defended_round  # noqa: E402
-from gitutor.models import LeNet  # noqa: E402
+from gitutor.federated.dp import epsilon as dp_epsilon
+from gitutor.federated.flower import federated_round
+from gitutor.federated.flower_defenses import DEFENSES, clip_update, defended_round
+from gitutor.models import LeNet
 
 LR, SEEDS = 0.1, [11, 22, 33, 44]
 
@@ -134,7 +134,7 @@ def test_local_dp_mod_adds_noise_of_the_stated_scale_to_the_clipped_update():
 
 def test_no_defense_lets_the_server_seed_a_clients_noise():
     model, partitions = _setting(sizes=(2, 2))
-    run = lambda **kw: defended_round(model, partitions, {"lr": LR}, "local-dp", clip=0.02, **kw)  # noqa: E731
+    run = lambda **kw: defended_round(model, partitions, {"lr": LR}, "local-dp", clip=0.02, **kw)
     np.random.seed(0)
     first = run(client_seeds=SEEDS[:2], server_seed=0)
     np.random.seed(1)  # the server's process-wide generator, reseeded: nothing changes for the clients

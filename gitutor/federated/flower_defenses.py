@@ -1,32 +1,27 @@
 """Flower's own defenses, run against the book's recording server: what the server sees under each.
 
 :func:`defended_round` runs the federation of :func:`gitutor.federated.flower.federated_round` (same
-``partitions``, model, config, FedSGD or FedAvg) under one of :data:`DEFENSES`, built as Flower's
-documentation shows them (Flower 1.42):
+``partitions``, model, config) under one of :data:`DEFENSES`, built as Flower 1.42's documentation shows:
 
 - ``"none"``: ``flwr.serverapp.strategy.FedAvg``.
-- ``"central-dp-server-clipping"``: ``DifferentialPrivacyServerSideFixedClipping(FedAvg, z, C, n)``.
-  The server receives each raw update, clips it to L2 norm C itself, averages, and adds Gaussian
-  noise of std z·C/n to the average (McMahan et al. 2018, "Learning differentially private recurrent
-  language models"; Andrew et al. 2021). Client-level (ε, δ) for whoever sees the released model.
-- ``"central-dp-client-clipping"``: ``DifferentialPrivacyClientSideFixedClipping`` on the server and
+- ``"central-dp-server-clipping"``: ``DifferentialPrivacyServerSideFixedClipping(FedAvg, z, C, n)``: the
+  server receives each raw update, clips it to L2 norm C itself, averages, and adds Gaussian noise of
+  std z·C/n to the average (McMahan et al. 2018, "Learning differentially private recurrent language
+  models"): client-level (ε, δ) for whoever sees the released model, never against the server.
+- ``"central-dp-client-clipping"``: ``DifferentialPrivacyClientSideFixedClipping`` with
   ``flwr.clientapp.mod.fixedclipping_mod`` on each client: the client clips, the server adds the noise.
 - ``"local-dp"``: ``flwr.clientapp.mod.LocalDpMod(C, s, ε, δ)``: each client clips its update to C and
-  adds Gaussian noise of std s·√(2 ln(1.25/δ))/ε to every parameter it sends (the Gaussian mechanism,
-  Dwork & Roth 2014 Thm A.1, stated for ε < 1): (ε, δ) per update, against the server too.
-- ``"secagg+"``: ``flwr.server.workflow.SecAggPlusWorkflow`` in a ``DefaultWorkflow`` (a legacy
-  ``flwr.server.strategy.FedAvg`` in a ``LegacyContext``) and ``flwr.client.mod.secaggplus_mod`` on a
-  ``NumPyClient`` ClientApp, as Flower's secure-aggregation example (Bonawitz et al. 2017; Bell et al.
-  2020): the server holds masked vectors, uniform modulo 2³², and unmasks only their weighted sum.
+  adds noise of std s·√(2 ln(1.25/δ))/ε to every parameter it sends (the Gaussian mechanism, Dwork &
+  Roth 2014, Thm A.1, for ε < 1): (ε, δ) per update, against the server too.
+- ``"secagg+"``: ``flwr.server.workflow.SecAggPlusWorkflow`` in a ``DefaultWorkflow`` (legacy ``FedAvg``,
+  ``LegacyContext``) with ``flwr.client.mod.secaggplus_mod`` on a ``NumPyClient``, as Flower's
+  secure-aggregation example (Bell et al. 2020): the server unmasks only the weighted sum.
 
-Central DP noise comes from the server: it does nothing against the server, which holds every client's
-update un-noised (clipped) before it adds the noise. Every client-side randomness (LocalDpMod's noise,
-SecAgg+'s stochastic rounding; Flower draws both from NumPy's global generator) is seeded by the
-client's own secret (:mod:`gitutor.federated.client_secrets`) and a count of its own draws, kept in its
-own ``Context.state``: the server can neither seed nor replay it, and the global generator is restored
-after each client call. Both engines run every defense: in-process (:class:`LoopbackGrid`, every
-message through Flower's wire format, the client's ``Context`` kept across SecAgg+'s four stages) and
-Flower's simulation engine.
+Client-side randomness (LocalDpMod's noise, SecAgg+'s stochastic rounding: Flower draws both from
+NumPy's global generator) is seeded by the client's own secret (:mod:`~gitutor.federated.client_secrets`)
+and a count of its own draws in its ``Context.state`` (:func:`client_rng_mod`): the server can neither
+seed nor replay it. Every defense runs on both engines (in-process: the client ``Context`` persists
+across SecAgg+'s four stages; Flower's simulation engine).
 """
 
 from __future__ import annotations
@@ -44,8 +39,7 @@ from torch import nn
 from gitutor.federated.client import check_partitions
 from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets
 from gitutor.federated.dp import epsilon as dp_epsilon
-from gitutor.federated.flower import (ClientUpdate, _ModelBuilder, local_training, make_client_app,
-                                      make_server_app, recording_fedavg)
+from gitutor.federated.flower import ClientUpdate, _ModelBuilder, make_client_app, make_server_app, recording_fedavg
 from gitutor.federated.flower_engine import quiet_flower, run_federation
 
 __all__ = ["DEFENSES", "Guarantee", "ServerView", "client_rng_mod", "clip_update", "defended_round"]
@@ -70,24 +64,16 @@ class Guarantee:
 
 @dataclass(frozen=True)
 class ServerView:
-    """What the server of :func:`defended_round` sees.
+    """What the server of :func:`defended_round` sees; tensors as ``model.parameters()``.
 
-    Attributes:
-        defense: one of :data:`DEFENSES`.
-        starts: per round, the global parameters the clients trained from (one tensor per
-            ``model.parameters()`` entry, same shapes).
-        updates: each client's reply as the server received it (:class:`ClientUpdate`; raw for
-            ``"none"`` and server-side clipping, clipped for client-side clipping, clipped + noised for
-            LocalDpMod; empty for SecAgg+: the server holds no individual update).
-        clipped: the clipped, un-noised per-client parameters the server holds (server-side clipping:
-            what it computed and averaged; client-side clipping: what it received); None otherwise.
-        aggregates: per round, the new global parameters (after the server's noise, if any).
-        sigma: std of the Gaussian noise per coordinate, in parameter units: on the aggregate
-            (central DP: z·C/n) or on each sent parameter (LocalDpMod); 0 without noise.
-        clip: the L2 clipping norm C of a client update (SecAgg+: None; its quantisation clips each
-            weighted parameter to [-8, 8]).
-        noise_by: ``"server"``, ``"client"`` or ``"none"``.
-        guarantee: :class:`Guarantee`.
+    ``starts``: per round, the global parameters the clients trained from. ``updates``: each reply as the
+    server received it (:class:`ClientUpdate`: raw under ``"none"`` and server-side clipping, clipped
+    under client-side clipping, clipped and noised under LocalDpMod, none under SecAgg+). ``clipped``: the
+    clipped, un-noised per-client parameters the server holds (server-side clipping: what it computed
+    and averaged; client-side: what it received), else None. ``aggregates``: per round, the new global
+    parameters (after the server's noise). ``sigma``: the Gaussian noise's std per coordinate, parameter
+    units, on the aggregate (central DP: z·C/n) or on each sent parameter (LocalDpMod), else 0. ``clip``:
+    C (None without clipping). ``noise_by``: ``"server"``, ``"client"`` or ``"none"``.
     """
 
     defense: str
@@ -186,15 +172,14 @@ def _recorder(inner, names):
 def _message_run(defense, model, partitions, config, num_rounds, engine, secrets, dp):
     from flwr.clientapp import ClientApp
     from flwr.clientapp.mod import LocalDpMod, fixedclipping_mod
-    from flwr.serverapp.strategy import (DifferentialPrivacyClientSideFixedClipping,
-                                         DifferentialPrivacyServerSideFixedClipping)
+    from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping as ClientSide
+    from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping as ServerSide
 
     count, names = len(partitions), [name for name, _ in model.named_parameters()]
     with quiet_flower():  # FedAvg warns that client-side evaluation is off (on purpose)
         fedavg = recording_fedavg(model, fraction_evaluate=0.0, min_train_nodes=count,
                                   min_available_nodes=count)
-    wrapper = {"central-dp-server-clipping": DifferentialPrivacyServerSideFixedClipping,
-               "central-dp-client-clipping": DifferentialPrivacyClientSideFixedClipping}.get(defense)
+    wrapper = {"central-dp-server-clipping": ServerSide, "central-dp-client-clipping": ClientSide}.get(defense)
     inner = fedavg if wrapper is None else wrapper(fedavg, dp["z"], dp["clip"], count)
     mods = {"central-dp-client-clipping": [fixedclipping_mod],
             "local-dp": [LocalDpMod(dp["clip"], dp["sensitivity"], dp["epsilon"], dp["delta"])]}
@@ -212,78 +197,19 @@ def _message_run(defense, model, partitions, config, num_rounds, engine, secrets
     return recorder.starts, recorder.updates, clipped, recorder.aggregates
 
 
-def _secagg_run(model, partitions, config, num_rounds, engine, secrets, shares, threshold):
-    from flwr.client import ClientApp, NumPyClient
-    from flwr.client.mod import secaggplus_mod
-    from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
-    from flwr.server import LegacyContext, ServerApp, ServerConfig
-    from flwr.server.strategy import FedAvg
-    from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
-
-    count, keys = len(partitions), list(model.state_dict())
-    picks = [keys.index(name) for name, _ in model.named_parameters()]
-    starts, aggregates = [], []
-
-    class BookClient(NumPyClient):  # the book's client training, as a NumPyClient
-        def __init__(self, partition):
-            self.partition = partition
-
-        def fit(self, parameters, cfg):
-            check_no_server_seed(cfg)
-            local = copy.deepcopy(model)
-            local.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in zip(keys, parameters)})
-            images, labels = partitions[self.partition]
-            trained, metrics = local_training(local, images, labels, lr=float(cfg["lr"]),
-                                              epochs=int(cfg.get("local-epochs", 1)),
-                                              batch_size=int(cfg.get("batch-size", 0)) or None)
-            return ([v.detach().numpy() for v in trained.state_dict().values()], len(labels),
-                    {**metrics, "partition-id": self.partition})
-
-    class Recording(FedAvg):
-        def configure_fit(self, server_round, parameters, client_manager):
-            starts.append(parameters_to_ndarrays(parameters))
-            return super().configure_fit(server_round, parameters, client_manager)
-
-        def aggregate_fit(self, server_round, results, failures):
-            out = super().aggregate_fit(server_round, results, failures)
-            if out[0] is not None:
-                aggregates.append(parameters_to_ndarrays(out[0]))
-            return out
-
-    client = ClientApp(client_fn=lambda context: BookClient(int(context.node_config["partition-id"])).to_client(),
-                       mods=[client_rng_mod(secrets), secaggplus_mod])
-    initial = ndarrays_to_parameters([v.detach().numpy() for v in model.state_dict().values()])
-    strategy = Recording(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=count,
-                         min_available_clients=count, initial_parameters=initial,
-                         on_fit_config_fn=lambda r: {**dict(config), "server-round": r})
-    server = ServerApp()
-    max_weight = float(max(len(labels) for _, labels in partitions))
-
-    @server.main()
-    def main(grid, context):
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=num_rounds), strategy=strategy)
-        DefaultWorkflow(fit_workflow=SecAggPlusWorkflow(
-            num_shares=shares, reconstruction_threshold=threshold, max_weight=max_weight))(grid, legacy)
-
-    run_federation(server, client, count, engine=engine)
-    pick = lambda arrays: [torch.from_numpy(np.array(arrays[i])) for i in picks]  # noqa: E731
-    return [pick(a) for a in starts], [], None, [pick(a) for a in aggregates]
-
-
 def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
                    config: Mapping, defense: str = "none", *, clip: float = 1.0,
                    noise_multiplier: float = 1.0, epsilon: float = 0.5, delta: float = 1e-5,
                    sensitivity: float | None = None, num_rounds: int = 1, engine: str = "in-process",
                    client_seeds: Sequence[int] | None = None, server_seed: int | None = None,
-                   secagg_shares: int | float = 1.0, secagg_threshold: int | float = 1.0) -> ServerView:
+                   secagg_shares: float = 1.0, secagg_threshold: float = 1.0) -> ServerView:
     """Run the book's Flower federation under ``defense`` and return what its server sees.
 
     Args:
         model: the initial global model (not modified); partitions: one ``(images, labels)`` per
             client; config: the training config (``lr``, ``local-epochs``, ``batch-size``; no seed,
             no DP-SGD settings), as :func:`~gitutor.federated.flower.federated_round`.
-        defense: one of :data:`DEFENSES`.
-        clip: C, the L2 norm a client update is clipped to (central DP and LocalDpMod).
+        defense: one of :data:`DEFENSES`; clip: C, the L2 norm a client update is clipped to.
         noise_multiplier: z of central DP (noise std z·C on the sum, z·C/n on the average).
         epsilon, delta: LocalDpMod's per-update (ε, δ); delta is also central DP's δ.
         sensitivity: LocalDpMod's L2 sensitivity s (default 2·C: any two clipped updates of one
@@ -313,27 +239,23 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
         raise ValueError(f"config must set 'lr' and no DP-SGD settings (Opacus DP-SGD is federated_round's), "
                          f"got {dict(config)}")
     sensitivity = 2.0 * clip if sensitivity is None else sensitivity
-    for name, value, strict in (("clip", clip, True), ("noise_multiplier", noise_multiplier, False),
-                                ("epsilon", epsilon, True), ("sensitivity", sensitivity, False)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value < 0 or (strict and value == 0):
-            raise ValueError(f"{name} must be a finite number {'>' if strict else '≥'} 0, got {value!r}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    dp = {"z": _number("noise_multiplier", noise_multiplier, positive=False), "clip": _number("clip", clip),
+          "epsilon": _number("epsilon", epsilon), "delta": _number("delta", delta, below=1.0),
+          "sensitivity": _number("sensitivity", sensitivity, positive=False)}
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
         raise ValueError(f"num_rounds must be an int ≥ 1, got {num_rounds!r}")
     count = len(partitions)
     secrets = client_secrets(count) if client_seeds is None else check_secrets(client_seeds, count)
     global_model = copy.deepcopy(model)
-    dp = {"z": float(noise_multiplier), "clip": float(clip), "epsilon": float(epsilon),
-          "delta": float(delta), "sensitivity": float(sensitivity)}
     saved = np.random.get_state()
     np.random.seed(np.random.SeedSequence(server_seed).generate_state(4))  # the server's own noise
     try:
         with quiet_flower():
             if defense == "secagg+":
-                run = _secagg_run(global_model, partitions, config, num_rounds, engine, secrets,
-                                  secagg_shares, secagg_threshold)
+                from gitutor.federated.flower_secagg import secagg_round
+
+                run = secagg_round(global_model, partitions, config, num_rounds, engine, secrets,
+                                   secagg_shares, secagg_threshold)
             else:
                 run = _message_run(defense, global_model, partitions, config, num_rounds, engine, secrets, dp)
     finally:
@@ -345,6 +267,14 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
                            f"({defense}, {engine}): a client failed (Flower logged its error above)")
     return ServerView(defense, starts, updates, clipped, aggregates, *_noise(defense, dp, count, num_rounds,
                                                                               partitions))
+
+
+def _number(name, value, *, positive=True, below=math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or (positive and value == 0) or value >= below:
+        bound = f" and < {below}" if below < math.inf else ""
+        raise ValueError(f"{name} must be a finite number {'>' if positive else '≥'} 0{bound}, got {value!r}")
+    return float(value)
 
 
 def _noise(defense, dp, count, num_rounds, partitions):
