@@ -14,10 +14,16 @@ import torch
 
 pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
 
-from gitutor.federated.dp import epsilon as dp_epsilon
-from gitutor.federated.flower import federated_round
-from gitutor.federated.flower_defenses import DEFENSES, clip_update, defended_round
-from gitutor.models import LeNet
+from gitutor.federated.dp import epsilon as dp_epsilon  # noqa: E402
+from gitutor.federated.flower import federated_round  # noqa: E402
+from gitutor.federated.flower_defenses import (  # noqa: E402
+    DEFENSES,
+    client_rng_mod,
+    clip_update,
+    defended_round,
+)
+from gitutor.federated.flower_engine import task_identity  # noqa: E402
+from gitutor.models import LeNet  # noqa: E402
 
 LR, SEEDS = 0.1, [11, 22, 33, 44]
 
@@ -153,6 +159,29 @@ def test_no_defense_lets_the_server_seed_a_clients_noise():
     for defense in DEFENSES:
         with pytest.raises(ValueError, match="seed"):
             defended_round(model, partitions, {"lr": LR, "seed": 1}, defense)
+
+
+def test_a_replayed_message_gets_fresh_client_noise():
+    """The client's noise seed counts its own draws: a server that resends a round (same model, same
+    round number) to subtract the noise gets other noise; a client that restarts from its secret repeats."""
+    from flwr.app import Context, Message, RecordDict
+
+    def draw(message, context):
+        return float(np.random.normal())
+
+    def context():
+        return Context(run_id=1, node_id=1001, node_config={"partition-id": 1}, state=RecordDict(),
+                       run_config={})
+
+    mod = client_rng_mod([7, 8])
+    with task_identity(1):
+        message = Message(RecordDict(), 1001, "train")
+    np.random.seed(0)
+    ctxt = context()
+    first, replay = mod(message, ctxt, draw), mod(message, ctxt, draw)
+    np.random.seed(1)
+    assert first != replay and mod(message, context(), draw) == first
+    assert client_rng_mod([7, 9])(message, context(), draw) != first
 
 
 def test_guarantees_name_their_level_and_epsilon():
