@@ -20,8 +20,8 @@
 Client-side randomness (LocalDpMod's noise, SecAgg+'s stochastic rounding: Flower draws both from
 NumPy's global generator) is seeded by the client's own secret (:mod:`~gitutor.federated.client_secrets`)
 and a count of its own draws in its ``Context.state`` (:func:`client_rng_mod`): the server can neither
-seed nor replay it. Every defense runs on both engines (in-process: the client ``Context`` persists
-across SecAgg+'s four stages; Flower's simulation engine).
+seed nor replay it. Every defense runs in-process (each client's ``Context`` persists across SecAgg+'s
+four stages) and, with ``engine="simulation"``, as the same apps on Flower's simulation engine.
 """
 
 from __future__ import annotations
