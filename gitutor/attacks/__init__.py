@@ -21,9 +21,11 @@ from gitutor.attacks.user_level import user_level_inversion, user_level_invertin
 
 __all__ = ["adaptive_admm_inversion", "dlg_admm", "fc_weight_index", "idlg_admm",
            "AttackResult", "BatchNormPrior", "FeatureHasher", "InversionMLP", "StepwiseOptions", "StepwiseSchedule",
-           "aggregate_batches", "apply_defense", "bn_statistics_loss", "breaching_total_variation", "check_target_gradients",
+           "aggregate_batches", "apply_defense", "bn_statistics_loss", "breaching_total_variation",
+           "check_target_gradients",
            "cosine_gradient_distance", "dct_gaussian_augment", "defended_inverting_gradients", "dlg",
            "gradient_dropout_masks", "gradient_l2_distance", "gradinversion", "invert_fcn", "inverting_gradients",
-           "make_gradient_dataset", "paper_defenses", "permutation_invariant_mse", "quantised_sign", "reconstruct", "stage_floor",
+           "make_gradient_dataset", "paper_defenses", "permutation_invariant_mse", "quantised_sign", "reconstruct",
+           "stage_floor",
            "stepwise_inversion", "total_variation", "train_inversion_model", "user_level_inversion",
            "user_level_inverting_gradients"]

@@ -117,7 +117,7 @@ class StepwiseOptions:
                       "dropout_keep_equal": False, **changes})
 
     def box(self, device: torch.device | None = None) -> tuple:
-        """The clamp of the optimised variable: ``(0, 1)`` in pixels, per-channel tensors ``(1, C, 1, 1)`` when normalised."""
+        """The clamp of the optimised variable: ``(0, 1)`` in pixels, tensors ``(1, C, 1, 1)`` when normalised."""
         if self.units == "pixels":
             return (0.0, 1.0)
         mean, std = self._stats(device)

@@ -22,7 +22,8 @@ PAPER_START, PAPER_FLOOR, PAPER_STEP, PAPER_INTERVAL = 99, 24, 10, 500
 PAPER_T1, PAPER_T2 = 3_000, 5_000
 PAPER_LR_FRACTIONS, PAPER_LR_GAMMA = (3 / 8, 5 / 8, 7 / 8), 0.33
 #: The authors' lr steps: ``MultiStepLR`` at ``T // 2.667``, ``T // 1.6``, ``T // 1.142``
-#: (breaching/attacks/auxiliaries/common.py:26–28): 5 624, 9 375, 13 134 for T = 15 000.
+#: (breaching/attacks/auxiliaries/common.py:26–28): 5 624, 9 374, 13 134 for T = 15 000 (floor
+#: division of floats: 15000 // 1.6 is 9374.0).
 AUTHORS_LR_DIVISORS = (2.667, 1.6, 1.142)
 #: The authors' floor sits this many tensors into the second residual stage (conv1.weight,
 #: bn1.weight, bn1.bias of its first block are never matched).
@@ -124,7 +125,7 @@ class StepwiseSchedule:
         scaled likewise. ``floor``: an explicit floor index instead of the scaled one (use
         :func:`stage_floor` on networks other than ResNet34). ``authors_timing``: the authors'
         exact timing — start steps at t = 499, 999, … (``offset = 1``) and lr steps at
-        ``T // 2.667``, ``T // 1.6``, ``T // 1.142`` (5 624, 9 375, 13 134 for T = 15 000) instead
+        ``T // 2.667``, ``T // 1.6``, ``T // 1.142`` (5 624, 9 374, 13 134 for T = 15 000) instead
         of 5 625, 9 375, 13 125.
 
         Raises:
