@@ -38,7 +38,7 @@ import torch
 import torchvision
 import yaml
 
-from gitutor.attacks.stepwise import StepwiseObjective
+from gitutor.attacks.stepwise import StepwiseObjective, stepwise_inversion
 from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.federated.client import client_gradients
@@ -150,6 +150,85 @@ def our_terms(model, targets, z, labels, t: int, seed: int, config):
     return terms["loss"].detach(), grad, terms["start_index"]
 
 
+def their_run(objectives, regularizers, quantise, config, net, targets, labels, shape, dtype, *, iterations: int,
+              period: int, tv_start: int, bn_start: int, seed: int):
+    """Their trial loop (optimization_based_attack.py:195–236 with the closure of 320–384), shortened.
+
+    The config's period, TV and R_BN starts and budget are replaced by ``period``, ``tv_start``,
+    ``bn_start`` and ``iterations`` (everything else as in the yaml). Returns (best candidate in
+    normalised units, the iteration count when it was stored, the varying part of the objective per step).
+    """
+    cfg = {k: v for k, v in _numbers(config["objective"]).items() if k != "type"}
+    objective = objectives.DynaLayerRandPickedCosineSimilarity(**{**cfg, "peroid_Add10": period})
+    objective.initialize(torch.nn.CrossEntropyLoss(), types.SimpleNamespace(mixed_precision=False))
+    setup = dict(device=torch.device("cpu"), dtype=dtype)
+    regs = []
+    for key, settings in config["regularization"].items():
+        settings = _numbers(settings)
+        settings.update({"tv_start": tv_start} if key == "total_variation" else {})
+        settings.update({"deep_inv_start": bn_start} if key == "deep_inversion" else {})
+        if settings["scale"] > 0:
+            regs.append(regularizers.regularizer_lookup[key](setup, **settings))
+    for reg in regs:
+        reg.initialize([net], None, labels)
+    mean = torch.tensor(IMAGENET_MEAN, dtype=dtype).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, dtype=dtype).view(1, 3, 1, 1)
+    torch.manual_seed(seed)
+    candidate = torch.randn(shape, dtype=dtype).requires_grad_(True)  # base_attack.py:228–229
+    optim = _numbers(config["optim"])
+    optimizer = torch.optim.Adam([candidate], lr=optim["step_size"])  # common.py:6–7
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(  # common.py:26–28
+        optimizer, milestones=[iterations // 2.667, iterations // 1.6, iterations // 1.142], gamma=0.33)
+    minimal, best, best_at, values = torch.as_tensor(float("inf"), dtype=dtype), None, None, []
+    for iteration in range(iterations):
+        def closure():
+            optimizer.zero_grad()
+            total, _ = objective(net, targets, candidate, labels)
+            varying = total
+            for reg in regs:
+                value = reg(candidate, avgImg=candidate.detach(), iter=iteration)
+                total = total + value
+                varying = varying + value if isinstance(value, torch.Tensor) else varying
+            total.backward(inputs=candidate)
+            with torch.no_grad():
+                quantise(None, candidate, iteration, mul_scale=optim["mul_scale"])
+            values.append(float(varying.detach()))
+            return total
+        objective_value = optimizer.step(closure)
+        scheduler.step()
+        with torch.no_grad():
+            candidate.data = torch.max(torch.min(candidate, (1 - mean) / std), -mean / std)
+            if objective_value < minimal or (iteration + 1) % period == 0:
+                minimal, best, best_at = objective_value.detach(), candidate.detach().clone(), iteration + 1
+    for reg in regs:
+        for hook in getattr(reg, "losses", [[]])[0]:
+            hook.close()
+    return best, best_at, values
+
+
+def trajectory(objectives, regularizers, quantise, config, net, ours, targets, labels, shape, dtype,
+               iterations: int = 12) -> dict:
+    """Both loops for ``iterations`` steps on a compressed schedule (period 4, TV from 5, R_BN from 8)."""
+    period, tv_start, bn_start, seed = 4, 5, 8, 11
+    best, best_at, values = their_run(objectives, regularizers, quantise, config, copy.deepcopy(net), targets, labels,
+                                      shape, dtype, iterations=iterations, period=period, tv_start=tv_start,
+                                      bn_start=bn_start, seed=seed)
+    reg = _numbers(config["regularization"]["deep_inversion"])
+    schedule = StepwiseSchedule(iterations=iterations, start=99, floor=24, step=10, interval=period, t1=tv_start,
+                                t2=bn_start, lr_milestones=tuple(int(iterations // d) for d in (2.667, 1.6, 1.142)),
+                                offset=1)
+    result = stepwise_inversion(ours, targets, labels, shape, iterations=iterations, schedule=schedule, dropout=0.3,
+                                tv_weight=_numbers(config["regularization"]["total_variation"])["scale"],
+                                bn_weight=reg["scale"], lr=_numbers(config["optim"])["step_size"], seed=seed,
+                                options=StepwiseOptions.authors(bn_layer_weights=(reg["first_bn_multiplier"],
+                                                                                  reg["second_bn_multiplier"])))
+    mean = torch.tensor(IMAGENET_MEAN, dtype=dtype).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, dtype=dtype).view(1, 3, 1, 1)
+    return {"images": float((best * std + mean - result.images).abs().max()),
+            "objective": max(abs(a - b) for a, b in zip(values, result.history["loss"])),
+            "best_iteration": (best_at, result.info.get("best_iteration"))}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", type=Path, help="a checkout of MiLab-HITSZ/2023YeHFGradInv")
@@ -158,6 +237,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--times", type=int, nargs="*", default=list(TIMES))
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--trajectory", type=int, default=12, help="steps of both loops compared (0: none)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.jit.script in their objectives.py
@@ -165,7 +245,9 @@ def main(argv=None) -> dict:
     dtype = getattr(torch, args.dtype)
     net = network(args.seed).to(dtype)
     theirs = copy.deepcopy(net)  # separate modules: each side's BatchNorm hooks see only its own forward
-    ours = Normalized(net, IMAGENET_MEAN, IMAGENET_STD)
+    ours = Normalized(net, IMAGENET_MEAN, IMAGENET_STD).eval()
+    ours.mean = torch.tensor(IMAGENET_MEAN, dtype=dtype).view(1, 3, 1, 1)  # the constants to_pixels uses,
+    ours.std = torch.tensor(IMAGENET_STD, dtype=dtype).view(1, 3, 1, 1)    # not float32 ones made double
     generator = torch.Generator().manual_seed(args.seed + 1)
     shape = (args.batch, 3, args.size, args.size)
     private = torch.rand(shape, generator=generator).to(dtype)
@@ -198,6 +280,14 @@ def main(argv=None) -> dict:
     print("max |Δ objective| = {objective:.2e} (relative {objective_rel:.1e}); max |Δ ∂/∂z| = {grad:.2e} "
           "(relative to max |∂/∂z|: {grad_rel:.1e}); quantisers on the same gradient: max |Δ| = {quantised:.1e}; "
           "entries whose quantised step differs between their gradient and ours: ≤ {quantised_flips}".format(**worst))
+    if args.trajectory:
+        steps = trajectory(objectives, regularizers, their_quantise, config, theirs, ours, targets, labels, shape,
+                           dtype, args.trajectory)
+        worst["trajectory"] = steps
+        print(f"{args.trajectory} steps of both loops (Adam on the quantised sign, lr steps, box, best iterate; "
+              f"start stepping every 4, TV from 5, R_BN from 8): max |Δ objective| = {steps['objective']:.2e}, "
+              f"max |Δ returned image| = {steps['images']:.2e} px, best iterate after step "
+              f"{steps['best_iteration'][0]} (theirs) / {steps['best_iteration'][1]} (ours)")
     return worst
 
 

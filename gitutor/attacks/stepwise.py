@@ -29,6 +29,7 @@ from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.federated.client import client_gradients, cross_entropy
+from gitutor.seeding import make_generator
 
 DISTANCES = ("cosine", "l2")
 
@@ -205,9 +206,11 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
     if options.units == "normalised" and len(options.mean) != input_shape[1]:
         raise ValueError(f"options.mean has {len(options.mean)} channels, the images {input_shape[1]}")
     device = parameters[0].device
-    x0, generator = seeded_start(input_shape, seed, device)
     if options.units == "normalised":  # base_attack.py:228–229: randn in normalised units, no clamp
-        x0 = torch.randn(input_shape, generator=generator, device=device)
+        generator = make_generator(seed, device)  # the stream their torch.manual_seed(seed) gives, on the CPU
+        x0 = torch.randn(input_shape, generator=generator, device=device, dtype=parameters[0].dtype)
+    else:
+        x0, generator = seeded_start(input_shape, seed, device)
     labels = labels.to(device)
     objective = StepwiseObjective(model, [g.to(device) for g in targets], labels, schedule, distance=distance,
                                   dropout=dropout, tv_weight=tv_weight, bn_weight=bn_weight, generator=generator,
@@ -220,7 +223,7 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         return optimise_images(objective, x0, iterations=iterations, lr=lr, labels=labels,
                                lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_factor),
                                signed=quantised_sign if options.step == "quantised" else True,
-                               box=options.box(device), view=options.to_pixels, best_resets=resets,
+                               box=options.box(device, x0.dtype), view=options.to_pixels, best_resets=resets,
                                record_every=record_every, snapshot_at=(schedule.t1, schedule.t2),
                                progress=progress, desc="stepwise inversion")
     finally:

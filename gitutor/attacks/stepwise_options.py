@@ -116,20 +116,21 @@ class StepwiseOptions:
                       "bn_layer_weights": AUTHORS_BN_LAYER_WEIGHTS, "keep": "best",
                       "dropout_keep_equal": False, **changes})
 
-    def box(self, device: torch.device | None = None) -> tuple:
+    def box(self, device: torch.device | None = None, dtype: torch.dtype = torch.float32) -> tuple:
         """The clamp of the optimised variable: ``(0, 1)`` in pixels, tensors ``(1, C, 1, 1)`` when normalised."""
         if self.units == "pixels":
             return (0.0, 1.0)
-        mean, std = self._stats(device)
+        mean, std = self._stats(device, dtype)
         return (-mean / std, (1 - mean) / std)
 
     def to_pixels(self, z: torch.Tensor) -> torch.Tensor:
         """The image in [0, 1] units of the optimised variable ``z`` ``(B, C, H, W)``."""
         if self.units == "pixels":
             return z
-        mean, std = self._stats(z.device)
+        mean, std = self._stats(z.device, z.dtype)
         return z * std + mean
 
-    def _stats(self, device) -> tuple[torch.Tensor, torch.Tensor]:
+    def _stats(self, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (1, len(self.mean), 1, 1)
-        return (torch.tensor(self.mean, device=device).view(shape), torch.tensor(self.std, device=device).view(shape))
+        return (torch.tensor(self.mean, device=device, dtype=dtype).view(shape),
+                torch.tensor(self.std, device=device, dtype=dtype).view(shape))
