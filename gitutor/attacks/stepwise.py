@@ -134,8 +134,12 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         1 − cos(M_t ⊙ ∇W'_{≥s(t)}, M_t ⊙ ∇W_{≥s(t)}) + 𝕀[t ≥ T1] λ_tv R_tv(x') + 𝕀[t ≥ T2] λ_BN R_BN(x'),
 
     where s(t) is ``schedule.start_index(t)``, M_t a fresh dropout mask (keep probability
-    1 − ``dropout``, the same mask on both gradients), R_tv the TV of Eq. 11 with β = 2 and R_BN
-    the BatchNorm-statistics prior. The update is Adam on sign(∇_x') with learning rate
+    1 − ``dropout``, the same mask on both gradients), R_tv the TV of Eq. 11 with β = 2 (every
+    pixel, the bottom-right one included) and R_BN the BatchNorm-statistics prior. ``options``
+    switches each choice the authors' code makes differently (TV form, quantised sign,
+    normalised units, R_BN layer weights, best iterate); with ``StepwiseOptions.authors()``,
+    ``tv_weight=5e-3`` and ``StepwiseSchedule.paper(..., authors_timing=True)`` the objective and
+    its gradient equal the authors' code (``benchmarks/authors_equivalence.py``). The update is Adam on sign(∇_x') with learning rate
     η(t) = ``lr`` · ``schedule.lr_factor(t)``, then x' is clamped to [0, 1] (Eq. 12).
 
     The model is used as is (the paper attacks a pretrained ResNet34 in eval mode, so the shared
@@ -150,7 +154,8 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         schedule: a :class:`StepwiseSchedule` with ``iterations`` steps; default
             ``StepwiseSchedule.paper(iterations, num_tensors)``.
         dropout: gradient dropout rate in [0, 1) (paper: 0.3; 0 switches it off).
-        tv_weight: λ̂_tv (paper: 0.01).
+        tv_weight: λ̂_tv (paper: 0.01 on Eq. 11's sum; the authors' code: 5e-3 on breaching's mean TV,
+            ``options.tv == "authors"``).
         bn_weight: λ̂_BN (paper: 1e-4); 0 switches R_BN off (and needs no BatchNorm).
         lr: base learning rate η (paper: 0.1).
         distance: ``"cosine"`` (Eq. 10) or ``"l2"`` (squared Euclidean, DLG/Yin et al. option).

@@ -58,6 +58,14 @@ def quantised_sign(grad: torch.Tensor, iteration: int, *, levels: int = 4, floor
 class StepwiseOptions:
     """How :func:`gitutor.attacks.stepwise.stepwise_inversion` reads Eq. 10–12. Defaults: the paper.
 
+    Where the paper states the choice (TV form, Sign, plain R_BN sum), the default is the paper's and
+    the authors' code is the option. Where it is silent — units ("Truncate … limit the bound of
+    pixel values", Eq. 12, reads as pixels but does not say), which iterate is returned, and the
+    tie rule of the dropout draw — the default is what the book has used so far, so that chapter
+    04's numbers do not move; :meth:`authors` switches every one of them to the authors' code.
+    The paper-silent schedule details (0-based start 99 / floor 24, the authors' timing) live in
+    :class:`~gitutor.attacks.stepwise_schedule.StepwiseSchedule`.
+
     Attributes:
         tv: ``"paper"`` — Eq. 11's R_tv with β = 2 summed over pixels
             (:func:`~gitutor.attacks.objectives.total_variation`); ``"authors"`` — breaching's
