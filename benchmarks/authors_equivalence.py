@@ -21,7 +21,18 @@ images, ours (:class:`gitutor.models.Normalized`) images in [0, 1] with the same
 total objective carries a constant 100 for every regulariser that is off at t (regularizers.py:135,
 204, 226, 262); it changes neither the gradient nor, within a phase, which iterate is best, and the
 script compares the sum of their varying terms (same gradient; the 100s would only cost float32
-digits). ``--dtype float64`` runs both sides in double precision. Prints one line per iteration t and the maxima.
+digits). ``--dtype float64`` runs both sides in double precision. Prints one line per iteration t
+and the maxima, then compares a few steps of both whole loops (``--trajectory``; their loop is
+rewritten from optimization_based_attack.py:195–236, with their objects inside it).
+
+Measured (CPU, torch 2.14, their commit 6faa004; t = 0, 101, 498, 499, 2999, 3000, 5000, 9999):
+
+* float64: max |Δ objective| 4.4e-16, max |Δ ∂/∂z| 1.3e-17 (1.9e-14 of max |∂/∂z|); their and our
+  quantised sign identical on the same gradient, and on each side's own gradient; 12 steps of both
+  loops (compressed schedule): objectives to 6.7e-16, returned images to 1.1e-16, same best step.
+* float32: max |Δ objective| 2.0e-6 (1.7e-5 relative), max |Δ ∂/∂z| 7.9e-9 (3.3e-5 of the max);
+  the 12-step trajectories part by up to 1.1e-2 px, where a quantisation threshold falls between
+  the two float32 gradients.
 """
 from __future__ import annotations
 
