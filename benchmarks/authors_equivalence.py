@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import warnings
 import copy
 import importlib
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import torch
@@ -74,7 +74,8 @@ def load_authors(checkout: Path):
     function = next(node for node in ast.walk(tree)
                     if isinstance(node, ast.FunctionDef) and node.name == "_optim_signed_quantify")
     namespace = {"torch": torch}
-    exec(compile(ast.Module(body=[function], type_ignores=[]), "optimization_based_attack.py", "exec"), namespace)
+    module = ast.Module(body=[function], type_ignores=[])
+    exec(compile(module, "optimization_based_attack.py", "exec"), namespace)  # noqa: S102 - their own source
     config = yaml.safe_load((checkout / "breaching" / "config" / "attack" / "our_res34_pretrained.yaml").read_text())
     return objectives, regularizers, namespace["_optim_signed_quantify"], config
 
@@ -114,7 +115,7 @@ def their_terms(objectives, regularizers, config, net, targets, z, labels, t: in
     period, step = int(cfg["peroid_Add10"]), objective.add10
     objective.iter = t
     objective.start = max(int(cfg["min_start"]), int(cfg["start"]) - step * (t // period))
-    setup = dict(device=torch.device("cpu"), dtype=z.dtype)
+    setup = {"device": torch.device("cpu"), "dtype": z.dtype}
     regs = []
     for key, settings in config["regularization"].items():
         settings = _numbers(settings)
@@ -172,7 +173,7 @@ def their_run(objectives, regularizers, quantise, config, net, targets, labels, 
     cfg = {k: v for k, v in _numbers(config["objective"]).items() if k != "type"}
     objective = objectives.DynaLayerRandPickedCosineSimilarity(**{**cfg, "peroid_Add10": period})
     objective.initialize(torch.nn.CrossEntropyLoss(), types.SimpleNamespace(mixed_precision=False))
-    setup = dict(device=torch.device("cpu"), dtype=dtype)
+    setup = {"device": torch.device("cpu"), "dtype": dtype}
     regs = []
     for key, settings in config["regularization"].items():
         settings = _numbers(settings)
@@ -192,7 +193,7 @@ def their_run(objectives, regularizers, quantise, config, net, targets, labels, 
         optimizer, milestones=[iterations // 2.667, iterations // 1.6, iterations // 1.142], gamma=0.33)
     minimal, best, best_at, values = torch.as_tensor(float("inf"), dtype=dtype), None, None, []
     for iteration in range(iterations):
-        def closure():
+        def closure(iteration=iteration):
             optimizer.zero_grad()
             total, _ = objective(net, targets, candidate, labels)
             varying = total
@@ -273,7 +274,7 @@ def main(argv=None) -> dict:
           f"{'rel':>8} {'|Δ q|, flips':>13}")
     for t in args.times:
         seed = 1000 + t
-        value, grad, constants = their_terms(objectives, regularizers, config, theirs, targets, z, labels, t, seed)
+        value, grad, _constants = their_terms(objectives, regularizers, config, theirs, targets, z, labels, t, seed)
         our_value, our_grad, start = our_terms(ours, targets, z, labels, t, seed, config)
         d_obj = abs(float(value) - float(our_value))
         d_grad = float((grad - our_grad).abs().max())

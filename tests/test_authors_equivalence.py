@@ -9,8 +9,15 @@ import pytest
 import torch
 from torch import nn
 
-from gitutor.attacks import (BatchNormPrior, StepwiseOptions, StepwiseSchedule, breaching_total_variation,
-                             quantised_sign, stage_floor, total_variation)
+from gitutor.attacks import (
+    BatchNormPrior,
+    StepwiseOptions,
+    StepwiseSchedule,
+    breaching_total_variation,
+    quantised_sign,
+    stage_floor,
+    total_variation,
+)
 from gitutor.attacks.loop import optimise_images
 from gitutor.attacks.objectives import cosine_gradient_distance
 from gitutor.attacks.stepwise import StepwiseObjective
@@ -71,7 +78,7 @@ def test_schedule_follows_the_authors_one_based_counter():
     start, expected = 100, []
     for it in range(15_000):
         if (it + 1) % 500 == 0:
-            start = start - 10 if start - 10 > 25 else 25
+            start = start - 10 if start - 10 > 25 else 25  # noqa: FURB136 - their line, as written
         expected.append(start - 1)  # the first matched 0-based index
     assert [schedule.start_index(t) for t in range(15_000)] == expected
     # common.py:26–28, T // 2.667, T // 1.6, T // 1.142 in floats (15000 // 1.6 is 9374.0: 1.6 is a hair above 1.6)
@@ -97,7 +104,7 @@ def test_best_iterate_with_resets():
         return {"loss": x.sum() + shifts[t]}
 
     x0 = torch.full((1, 1, 1, 1), 0.5)
-    run = dict(iterations=6, lr=0.01, box=None)
+    run = {"iterations": 6, "lr": 0.01, "box": None}
     best = optimise_images(objective, x0, best_resets=lambda t: False, **run)
     assert best.info["best_iteration"] == 3 and best.images.item() == pytest.approx(0.47)
     reset = optimise_images(objective, x0, best_resets=lambda t: t == 4, **run)
