@@ -222,6 +222,8 @@ def trajectory(objectives, regularizers, quantise, config, net, ours, targets, l
                iterations: int = 12) -> dict:
     """Both loops for ``iterations`` steps on a compressed schedule (period 4, TV from 5, R_BN from 8)."""
     period, tv_start, bn_start, seed = 4, 5, 8, 11
+    if iterations <= bn_start:
+        raise SystemExit(f"--trajectory needs more than {bn_start} steps (R_BN comes in at step {bn_start})")
     best, best_at, values = their_run(objectives, regularizers, quantise, config, copy.deepcopy(net), targets, labels,
                                       shape, dtype, iterations=iterations, period=period, tv_start=tv_start,
                                       bn_start=bn_start, seed=seed)
