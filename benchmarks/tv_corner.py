@@ -23,8 +23,7 @@ import argparse
 
 import torch
 
-from gitutor.attacks import stepwise
-from gitutor.attacks import StepwiseSchedule, gradinversion, stepwise_inversion
+from gitutor.attacks import StepwiseSchedule, gradinversion, stepwise, stepwise_inversion
 from gitutor.data import natural_images
 from gitutor.federated.client import client_gradients
 from gitutor.metrics import psnr
