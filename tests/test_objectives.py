@@ -30,7 +30,7 @@ def test_total_variation_known_values():
     x = torch.zeros(1, 1, 3, 3)
     x[..., :, 2] = 1.0  # one vertical edge: 3 horizontal jumps of 1 among 6 pairs
     assert float(total_variation(x)) == pytest.approx(3 / 6)
-    assert float(total_variation(x, beta=2.0)) == pytest.approx(2 / 4)
+    assert float(total_variation(x, beta=2.0)) == pytest.approx(3 / 9)  # every pixel, Neumann boundary
     assert float(total_variation(torch.ones(2, 3, 4, 4))) == 0.0
     with pytest.raises(ValueError):
         total_variation(torch.zeros(3, 3))

@@ -23,13 +23,15 @@ def _ramp(size: int, batch: int = 1) -> torch.Tensor:
 
 
 def _paper_r_tv(x: torch.Tensor, beta: float = 2.0) -> float:
-    """Eq. 11 term by term: Σ_{b,c,i,j} ((x_{i,j+1} − x_{ij})² + (x_{i+1,j} − x_{ij})²)^{β/2}."""
+    """Eq. 11 term by term: Σ_{b,c,i,j} ((x_{i,j+1} − x_{ij})² + (x_{i+1,j} − x_{ij})²)^{β/2} over every
+    pixel, a difference past the last column or row counting 0 (so no pixel is left out)."""
     total = 0.0
     b, c, h, w = x.shape
     xs = x.double()
-    for i in range(h - 1):
-        dh = xs[:, :, i, 1:] - xs[:, :, i, :-1]
-        dv = xs[:, :, i + 1, :-1] - xs[:, :, i, :-1]
+    zero = torch.zeros(b, c, 1, dtype=xs.dtype)
+    for i in range(h):
+        dh = torch.cat([xs[:, :, i, 1:] - xs[:, :, i, :-1], zero], dim=2)  # the last column's Δ_h is 0
+        dv = xs[:, :, i + 1] - xs[:, :, i] if i + 1 < h else torch.zeros(b, c, w, dtype=xs.dtype)
         total += float(((dh ** 2 + dv ** 2) ** (beta / 2)).sum())
     return total
 
@@ -57,10 +59,10 @@ def test_stepwise_tv_term_is_the_papers_sum_at_224_px():
                                   generator=torch.Generator().manual_seed(0))
     terms = objective(x, 0)
     objective.close()
-    # per channel: 223 rows × 223 pixels × (1/223)² = 1, so R_tv = 3 and λ_tv·R_tv = 0.03
-    assert _paper_r_tv(x) == pytest.approx(3.0)
+    # per channel: 224 rows × 223 steps × (1/223)² = 224/223, so R_tv = 3·224/223 and λ_tv·R_tv ≈ 0.03
+    assert _paper_r_tv(x) == pytest.approx(3 * 224 / 223)
     assert terms["tv"].item() == pytest.approx(_paper_r_tv(x), rel=1e-5)
-    assert PAPER_TV * terms["tv"].item() == pytest.approx(0.03, rel=1e-5)
+    assert PAPER_TV * terms["tv"].item() == pytest.approx(0.03 * 224 / 223, rel=1e-5)
     # the loss is the gradient distance plus both weighted priors at t ≥ T1, T2 = 0
     expected = terms["gradient_distance"] + PAPER_TV * terms["tv"] + PAPER_BN * terms["r_bn"]
     assert terms["loss"].item() == pytest.approx(expected.item(), rel=1e-6)
@@ -73,7 +75,7 @@ def test_tv_sum_grows_with_pixels_and_images():
     assert total_variation(random, beta=2.0, reduction="sum").item() == pytest.approx(
         _paper_r_tv(random), rel=1e-5)
     assert total_variation(random, beta=2.0, reduction="sum").item() == pytest.approx(
-        2 * 3 * 31 * 31 * total_variation(random, beta=2.0).item(), rel=1e-5)
+        2 * 3 * 32 * 32 * total_variation(random, beta=2.0).item(), rel=1e-5)
     with pytest.raises(ValueError, match="reduction"):
         total_variation(random, reduction="max")
 

@@ -35,7 +35,7 @@ def smooth_images(n: int, size: int = 12) -> torch.Tensor:
 def test_paper_schedule_start_index_over_time_and_floor():
     schedule = StepwiseSchedule.paper()  # ResNet34: 110 tensors, 15 000 iterations
     assert [schedule.start_index(t) for t in (0, 499, 500, 1000, 3500, 3999, 4000, 14_999)] == \
-        [100, 100, 90, 80, 30, 30, 25, 25]
+        [99, 99, 89, 79, 29, 29, 24, 24]
     assert not schedule.tv_active(2_999) and schedule.tv_active(3_000)
     assert not schedule.bn_active(4_999) and schedule.bn_active(5_000)
     assert schedule.lr_factor(0) == 1.0
@@ -84,8 +84,9 @@ def test_dropout_masks_keep_seventy_percent_and_are_fresh_each_call():
 
 def test_total_variation_beta_two_on_a_ramp():
     ramp = torch.arange(6, dtype=torch.float32).mul(0.1).expand(2, 3, 6, 6)  # Δ_h = 0.1, Δ_v = 0
-    assert total_variation(ramp, beta=2.0).item() == pytest.approx(0.01)
-    assert total_variation(ramp, beta=2.0, reduction="sum").item() == pytest.approx(0.01 * 2 * 3 * 5 * 5)
+    # every pixel counts, the last column's missing Δ_h as 0: 6 rows × 5 steps of 0.01 per channel
+    assert total_variation(ramp, beta=2.0).item() == pytest.approx(0.01 * 5 / 6)
+    assert total_variation(ramp, beta=2.0, reduction="sum").item() == pytest.approx(0.01 * 2 * 3 * 6 * 5)
     assert total_variation(torch.ones(1, 3, 5, 5), beta=2.0).item() == 0.0
 
 

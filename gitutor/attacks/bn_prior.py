@@ -51,16 +51,33 @@ class BatchNormPrior:
     themselves, whatever the layer normalises with. Unit: same as the features (no averaging over
     layers, as in Eq. 11).
 
+    Args:
+        model: the network whose BatchNorm layers are hooked.
+        layer_weights: multipliers of the terms of the first ``len(layer_weights)`` BatchNorm layers,
+            in ``model.modules()`` order; the others keep weight 1. Default ``()``: Eq. 11's plain
+            sum (paper). The authors' code uses ``(1.3, 3.0)`` (breaching ``DeepInversion``,
+            regularizers.py:266–269, ``first_bn_multiplier``/``second_bn_multiplier`` of
+            ``our_res34_pretrained.yaml``): on ResNet34 the stem's BatchNorm and that of
+            ``layer1.0.bn1``.
+
     Raises:
-        ValueError: if the model has no BatchNorm layer or a layer keeps no running statistics.
+        ValueError: if the model has no BatchNorm layer, a layer keeps no running statistics, a
+            weight is negative or not finite, or there are more weights than BatchNorm layers.
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, layer_weights: tuple[float, ...] = ()) -> None:
+        layers = _batchnorm_layers(model)
+        weights = tuple(float(w) for w in layer_weights)
+        if len(weights) > len(layers) or not all(torch.isfinite(torch.tensor(w)) and w >= 0 for w in weights):
+            raise ValueError(f"layer_weights must be at most {len(layers)} finite numbers ≥ 0, got {layer_weights!r}")
+        self._weights = {id(layer): w for layer, w in zip(layers, weights)}
         self._terms: list[torch.Tensor] = []
-        self._handles = [layer.register_forward_hook(self._hook) for layer in _batchnorm_layers(model)]
+        self._handles = [layer.register_forward_hook(self._hook) for layer in layers]
 
     def _hook(self, layer: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
-        self._terms.append(_layer_term(layer, inputs[0]))
+        term = _layer_term(layer, inputs[0])
+        weight = self._weights.get(id(layer))
+        self._terms.append(term if weight is None else term * weight)
 
     def reset(self) -> None:
         """Forget the terms recorded so far (done automatically by :meth:`value`)."""

@@ -91,11 +91,13 @@ def step_schedule(milestones: Iterable[int], gamma: float) -> SchedulerFactory:
 
 
 def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, lr: float,
-                    lr_schedule: SchedulerFactory | None = None, step_rule: str = "adam", signed: bool = True,
+                    lr_schedule: SchedulerFactory | None = None, step_rule: str = "adam",
+                    signed: bool | Callable[[torch.Tensor, int], torch.Tensor] = True,
                     box: tuple[float, float] | None = (0.0, 1.0), record_every: int = 50,
                     snapshot_at: Iterable[int] = (), view: Callable[[torch.Tensor], torch.Tensor] | None = None,
                     labels: torch.Tensor | None = None, extra_variables: Sequence[torch.Tensor] = (),
-                    stop_loss: float | None = None, progress: bool = False, desc: str = "attack") -> AttackResult:
+                    stop_loss: float | None = None, best_resets: Callable[[int], bool] | None = None,
+                    progress: bool = False, desc: str = "attack") -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
     Args:
@@ -111,7 +113,9 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             exactly unchanged is a fixed point (each later step would repeat it), so the loop stops
             computing there, sets ``info["converged_at"]`` (steps done) and fills history and snapshots as
             the remaining steps would; the result equals that of the full budget.
-        signed: step on sign(g) (Geiping et al. 2020; Ye et al. 2024 Eq. 12) instead of g (Adam only).
+        signed: step on sign(g) (Geiping et al. 2020; Ye et al. 2024 Eq. 12) instead of g (Adam only);
+            or a function ``(g, t) -> g'`` applied to the image gradient instead (e.g. the authors'
+            quantised sign, :func:`gitutor.attacks.stepwise_options.quantised_sign`).
         box: ``(low, high)`` clamp after each step, or None.
         record_every: snapshot period in steps (≥ 1).
         snapshot_at: further step counts at which to snapshot.
@@ -123,6 +127,11 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             below this value (None: run every step). History and snapshots end there, with a
             snapshot at the stop; ``info["stopped_at"]`` holds the steps done. A study's budget
             rule (e.g. DLG has found the image, the remaining steps only polish it), not the paper's.
+        best_resets: None (default) returns the last iterate. Otherwise ``images`` is the iterate
+            after the step whose recorded loss was the lowest so far, where a step ``t`` with
+            ``best_resets(t)`` true is taken whatever its loss (the authors' code keeps this
+            "best" iterate and resets it every 500 iterations, optimization_based_attack.py:228–232);
+            ``info["best_iteration"]`` holds the steps done when it was taken.
         progress: show a tqdm bar labelled ``desc``.
 
     Returns:
@@ -143,7 +152,7 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         stop_loss = check_hyperparameter(stop_loss, "stop_loss", positive=True)
     if step_rule not in STEP_RULES:
         raise ValueError(f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}")
-    if signed and step_rule != "adam":
+    if (callable(signed) or signed) and step_rule != "adam":
         raise ValueError(f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}")
     if not isinstance(x0, torch.Tensor) or x0.dim() != 4 or not x0.is_floating_point():
         raise ValueError("x0 must be a (B, C, H, W) float tensor")
@@ -160,6 +169,7 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
     snapshot_times = {t for t in snapshot_at if 0 < t <= iterations} | {iterations}
     history: dict[str, list] = {}
     snapshots, info = [(0, view(x.detach()).cpu().clone())], {}
+    best, best_loss = None, math.inf
     for t in tqdm(range(iterations), desc=desc, disable=not progress):
         before = [v.detach().clone() for v in variables]
         recorded: dict = {}
@@ -180,6 +190,10 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         if box is not None:
             with torch.no_grad():
                 x.clamp_(*box)
+        if best_resets is not None:
+            loss = float(recorded["loss"].detach() if isinstance(recorded["loss"], torch.Tensor) else recorded["loss"])
+            if loss < best_loss or best_resets(t):
+                best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
         stop = stop_loss is not None and float(recorded["loss"]) < stop_loss
         if (t + 1) % record_every == 0 or (t + 1) in snapshot_times or stop:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
@@ -194,7 +208,8 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                     snapshots.append((later + 1, snapshots[-1][1]))
             break
     history = {key: _plain(values) for key, values in history.items()}
-    return AttackResult(images=view(x.detach()).cpu(), labels=None if labels is None else labels.detach().cpu(),
+    final = x.detach() if best is None else best
+    return AttackResult(images=view(final).cpu(), labels=None if labels is None else labels.detach().cpu(),
                         history=history, snapshots=snapshots, info=info)
 
 
@@ -216,7 +231,7 @@ def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torc
             raise ValueError("an objective's 'grad' term cannot be combined with extra_variables")
         grads = [grad.detach()] if grad is not None else torch.autograd.grad(terms["loss"], variables)
         for v, g in zip(variables, grads):
-            v.grad = torch.sign(g) if signed else g.clone()
+            v.grad = (signed(g, t) if callable(signed) and v is x else torch.sign(g) if signed else g.clone())
         if not recorded:
             recorded.update(terms)
         return terms["loss"].detach()

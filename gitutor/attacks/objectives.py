@@ -4,7 +4,8 @@
 - cosine gradient distance: Inverting Gradients (Geiping et al. 2020, Eq. 4), also the matching
   term of stepwise GradInversion (Ye et al. 2024, Eq. 9–10) and of the user-level attack
   (Li et al. 2023, Eq. 6);
-- total variation TV: Inverting Gradients (Eq. 4) and Ye et al. (Eq. 11).
+- total variation TV: Inverting Gradients (Eq. 4) and Ye et al. (Eq. 11); the authors' code's
+  TV (breaching's, :func:`breaching_total_variation`).
 """
 from __future__ import annotations
 
@@ -185,16 +186,20 @@ def total_variation(x: torch.Tensor, beta: float = 1.0, reduction: str = "mean")
     """Total variation TV of images ``(B, C, H, W)``, a scalar tensor.
 
     ``beta = 1``: the anisotropic TV of Inverting Gradients (Geiping et al. 2020, §4), mean
-    |x_{i,j+1} − x_{ij}| + mean |x_{i+1,j} − x_{ij}|. Other ``beta``: TV_β =
-    Σ_{b,c,i,j} ((Δ_h x)² + (Δ_v x)²)^{β/2} over the (H−1)·(W−1) pixels that have both
-    neighbours (Mahendran & Vedaldi 2015), the R_tv of Ye et al. 2024, Eq. 11, with β = 2.
+    |x_{i,j+1} − x_{ij}| + mean |x_{i+1,j} − x_{ij}|. Other ``beta``: the R_tv of Ye et al. 2024,
+    Eq. 11, TV_β = Σ_{b,c,i,j} ((Δ_h x)² + (Δ_v x)²)^{β/2} over *every* pixel (i, j), a
+    difference that would reach past the last column or row counting 0 (Neumann boundary), so that
+    each pixel, the bottom-right one included, enters at least one term. (Until issue 35 the sum
+    ran over the (H−1)·(W−1) pixels with both neighbours, which left the bottom-right pixel of
+    every channel out of R_tv; the attacks then let it saturate.) The authors' code uses another
+    TV altogether (breaching's, :func:`breaching_total_variation`).
 
     ``reduction``: ``"sum"`` is Eq. 11 as written, a sum over every pixel, channel and image of
     the batch, so that the paper's λ_tv = 0.01 means what it means there (the stepwise objective
     and GradInversion use it); ``"mean"`` divides by the number of terms (Geiping et al.'s
-    convention, for their α_TV). The two differ by B·C·(H−1)·(W−1) for β ≠ 1 (2 883 for one
-    32 px RGB image, 148 176 at 224 px), which is why a λ copied from one to the other is off by
-    three to five orders of magnitude.
+    convention, for their α_TV). The two differ by B·C·H·W for β ≠ 1 (3 072 for one 32 px RGB
+    image, 150 528 at 224 px), which is why a λ copied from one to the other is off by three to
+    five orders of magnitude.
 
     Raises:
         ValueError: if ``x`` is not ``(B, C, H, W)`` (:func:`gitutor.checks.check_layout`, e.g.
@@ -211,4 +216,27 @@ def total_variation(x: torch.Tensor, beta: float = 1.0, reduction: str = "mean")
     dv = x[:, :, 1:, :] - x[:, :, :-1, :]
     if beta == 1.0:
         return reduce(dh.abs()) + reduce(dv.abs())
-    return reduce((dh[:, :, :-1, :] ** 2 + dv[:, :, :, :-1] ** 2).pow(beta / 2))
+    squares = torch.nn.functional.pad(dh ** 2, (0, 1)) + torch.nn.functional.pad(dv ** 2, (0, 0, 0, 1))
+    return reduce(squares if beta == 2.0 else squares.pow(beta / 2))
+
+
+def breaching_total_variation(x: torch.Tensor, *, inner_exp: float = 1.0, outer_exp: float = 1.0,
+                              eps: float = 1e-8) -> torch.Tensor:
+    """The TV of the authors' code (breaching ``TotalVariation``, regularizers.py:104–152), a scalar tensor.
+
+    mean over (b, c, i, j) of ((|Δ_v x| + ε)^p + (|Δ_h x| + ε)^p)^q with p = ``inner_exp``,
+    q = ``outer_exp`` (the authors' config ``our_res34_pretrained.yaml``: p = q = 1, weight 5e-3),
+    where Δ_h x_{ij} = x_{i,j+1} − x_{ij} and Δ_v x_{ij} = x_{i+1,j} − x_{ij} come from a 3×3
+    convolution with *zero padding* (regularizers.py:122–125, 147–149): past the last column or row
+    the image counts as 0, so the boundary difference is −x_{ij} itself. The authors apply it to the
+    normalised image (x − mean)/std, where 0 is the dataset's mean colour. Not Eq. 11 (which is
+    :func:`total_variation` with β = 2 and a sum).
+
+    Raises:
+        ValueError: if ``x`` is not ``(B, C, H, W)``.
+    """
+    check_layout(x.shape, "x")
+    padded = torch.nn.functional.pad(x, (0, 1, 0, 1))
+    dh = padded[:, :, :-1, 1:] - x
+    dv = padded[:, :, 1:, :-1] - x
+    return ((dv.abs() + eps).pow(inner_exp) + (dh.abs() + eps).pow(inner_exp)).pow(outer_exp).mean()

@@ -23,11 +23,13 @@ from torch import nn
 
 from gitutor.attacks.bn_prior import BatchNormPrior
 from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images, seeded_start
-from gitutor.attacks.objectives import (CosineToTarget, check_input_shape, check_target_gradients,
-                                        gradient_l2_distance, total_variation)
+from gitutor.attacks.objectives import (CosineToTarget, breaching_total_variation, check_input_shape,
+                                        check_target_gradients, gradient_l2_distance, total_variation)
 from gitutor.attacks.result import AttackResult
+from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.federated.client import client_gradients, cross_entropy
+from gitutor.seeding import make_generator
 
 DISTANCES = ("cosine", "l2")
 
@@ -54,21 +56,27 @@ def gradient_dropout_masks(grads: list[torch.Tensor], rate: float,
 class StepwiseObjective:
     """L_t(x') of Ye et al. Eq. 10–11 as an objective of :func:`gitutor.attacks.loop.optimise_images`.
 
-    At iteration ``t`` it returns ``{"loss", "gradient_distance", "tv", "r_bn", "start_index"}``
-    (``r_bn`` is 0 when ``bn_weight == 0``). Only the tensors ``start_index(t) …`` get a gradient
-    with a graph; priors that are off at ``t`` are reported but not differentiated; dropout masks
-    reuse their buffers (same random stream as :func:`gradient_dropout_masks`). Call
-    :meth:`close` to remove the R_BN hooks.
+    ``objective(z, t)`` takes the optimised variable z ``(B, C, H, W)`` — the image in [0, 1], or
+    with ``options.units == "normalised"`` the normalised image, of which the model sees
+    ``options.to_pixels(z)`` — and returns ``{"loss", "gradient_distance", "tv", "r_bn",
+    "start_index"}`` at iteration ``t`` (``r_bn`` is 0 when ``bn_weight == 0``). TV is computed on
+    z in the form ``options.tv``; R_BN weights its first layers by ``options.bn_layer_weights``.
+    Only the tensors ``start_index(t) …`` get a gradient with a graph; priors that are off at ``t``
+    are reported but not differentiated; dropout masks reuse their buffers (same random stream as
+    :func:`gradient_dropout_masks`; with the authors' options the same stream as their
+    ``torch.rand_like`` per matched tensor from the same seed). Call :meth:`close` to remove the
+    R_BN hooks.
     """
 
     def __init__(self, model: nn.Module, targets: list[torch.Tensor], labels: torch.Tensor,
                  schedule: StepwiseSchedule, *, distance: str, dropout: float, tv_weight: float, bn_weight: float,
-                 generator: torch.Generator) -> None:
+                 generator: torch.Generator, options: StepwiseOptions | None = None) -> None:
         self.model, self.parameters, self.targets, self.labels = model, list(model.parameters()), targets, labels
         self.schedule, self.distance, self.dropout = schedule, distance, dropout
         self.tv_weight, self.bn_weight, self.generator = tv_weight, bn_weight, generator
+        self.options = options or StepwiseOptions()
         self.cosine = CosineToTarget(targets) if distance == "cosine" else None
-        self.prior = BatchNormPrior(model) if bn_weight > 0 else None
+        self.prior = BatchNormPrior(model, self.options.bn_layer_weights) if bn_weight > 0 else None
         self._uniform: dict[int, torch.Tensor] = {}
 
     def _candidate(self, x: torch.Tensor, start: int) -> list[torch.Tensor]:
@@ -82,12 +90,13 @@ class StepwiseObjective:
         for index in range(start, len(self.targets)):
             buffer = self._uniform.setdefault(index, torch.empty_like(self.targets[index]))
             torch.rand(buffer.shape, generator=self.generator, out=buffer)
-            masks.append(buffer.ge_(self.dropout))  # 1.0 kept, 0.0 dropped, in place
+            keep = buffer.ge_ if self.options.dropout_keep_equal else buffer.gt_
+            masks.append(keep(self.dropout))  # 1.0 kept, 0.0 dropped, in place
         return masks
 
-    def __call__(self, x: torch.Tensor, t: int) -> dict[str, torch.Tensor | int]:
+    def __call__(self, z: torch.Tensor, t: int) -> dict[str, torch.Tensor | int]:
         start = self.schedule.start_index(t)
-        candidate = self._candidate(x, start)
+        candidate = self._candidate(self.options.to_pixels(z), start)
         masks = self._masks(start) if self.dropout > 0 else None
         if self.cosine is not None:
             grad_term = self.cosine(candidate, start, masks)
@@ -96,8 +105,9 @@ class StepwiseObjective:
             if masks is not None:
                 candidate, target = [g * m for g, m in zip(candidate, masks)], [g * m for g, m in zip(target, masks)]
             grad_term = gradient_l2_distance(candidate, target)
-        tv = total_variation(x, beta=2.0, reduction="sum")  # Eq. 11 sums over pixels
-        r_bn = self.prior.value() if self.prior is not None else torch.zeros((), device=x.device)
+        tv = (total_variation(z, beta=2.0, reduction="sum") if self.options.tv == "paper"  # Eq. 11 sums over pixels
+              else breaching_total_variation(z))
+        r_bn = self.prior.value() if self.prior is not None else torch.zeros((), device=z.device)
         loss = grad_term
         if self.schedule.tv_active(t):
             loss = loss + self.tv_weight * tv
@@ -116,7 +126,7 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
                        schedule: StepwiseSchedule | None = None, dropout: float = 0.3,
                        tv_weight: float = 0.01, bn_weight: float = 1e-4, lr: float = 0.1,
                        distance: str = "cosine", seed: int = 0, record_every: int = 50,
-                       progress: bool = False) -> AttackResult:
+                       options: StepwiseOptions | None = None, progress: bool = False) -> AttackResult:
     """Stepwise gradient inversion (Ye et al., AAAI 2024, Stage II, Eq. 10–12).
 
     Minimises, over a candidate batch x' in [0, 1],
@@ -124,8 +134,12 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         1 − cos(M_t ⊙ ∇W'_{≥s(t)}, M_t ⊙ ∇W_{≥s(t)}) + 𝕀[t ≥ T1] λ_tv R_tv(x') + 𝕀[t ≥ T2] λ_BN R_BN(x'),
 
     where s(t) is ``schedule.start_index(t)``, M_t a fresh dropout mask (keep probability
-    1 − ``dropout``, the same mask on both gradients), R_tv the TV of Eq. 11 with β = 2 and R_BN
-    the BatchNorm-statistics prior. The update is Adam on sign(∇_x') with learning rate
+    1 − ``dropout``, the same mask on both gradients), R_tv the TV of Eq. 11 with β = 2 (every
+    pixel, the bottom-right one included) and R_BN the BatchNorm-statistics prior. ``options``
+    switches each choice the authors' code makes differently (TV form, quantised sign,
+    normalised units, R_BN layer weights, best iterate); with ``StepwiseOptions.authors()``,
+    ``tv_weight=5e-3`` and ``StepwiseSchedule.paper(..., authors_timing=True)`` the objective and
+    its gradient equal the authors' code (``benchmarks/authors_equivalence.py``). The update is Adam on sign(∇_x') with learning rate
     η(t) = ``lr`` · ``schedule.lr_factor(t)``, then x' is clamped to [0, 1] (Eq. 12).
 
     The model is used as is (the paper attacks a pretrained ResNet34 in eval mode, so the shared
@@ -140,13 +154,19 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         schedule: a :class:`StepwiseSchedule` with ``iterations`` steps; default
             ``StepwiseSchedule.paper(iterations, num_tensors)``.
         dropout: gradient dropout rate in [0, 1) (paper: 0.3; 0 switches it off).
-        tv_weight: λ̂_tv (paper: 0.01).
+        tv_weight: λ̂_tv (paper: 0.01 on Eq. 11's sum; the authors' code: 5e-3 on breaching's mean TV,
+            ``options.tv == "authors"``).
         bn_weight: λ̂_BN (paper: 1e-4); 0 switches R_BN off (and needs no BatchNorm).
         lr: base learning rate η (paper: 0.1).
         distance: ``"cosine"`` (Eq. 10) or ``"l2"`` (squared Euclidean, DLG/Yin et al. option).
         seed: seeds the initial noise x'_0 = clamp(N(0, 1), 0, 1) (the same draw as
-            ``inverting_gradients`` with this seed) and then the dropout masks.
+            ``inverting_gradients`` with this seed; N(0, 1) unclamped in normalised units) and then
+            the dropout masks.
         record_every: snapshot period (snapshots also at T1, T2 and the end).
+        options: the choices the paper leaves open (:class:`~gitutor.attacks.stepwise_options.StepwiseOptions`):
+            default the paper as written (TV of Eq. 11, Sign, pixels, plain R_BN, last iterate);
+            ``StepwiseOptions.authors()`` the authors' code (then ``lr`` is in normalised units,
+            and ``tv_weight`` should be their 5e-3 on their TV).
         progress: show a tqdm progress bar.
 
     Returns:
@@ -187,14 +207,28 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
     if not dropout < 1:
         raise ValueError(f"dropout rate must be in [0, 1), got {dropout}")
 
+    options = options or StepwiseOptions()
+    if options.units == "normalised" and len(options.mean) != input_shape[1]:
+        raise ValueError(f"options.mean has {len(options.mean)} channels, the images {input_shape[1]}")
     device = parameters[0].device
-    x0, generator = seeded_start(input_shape, seed, device)
+    if options.units == "normalised":  # base_attack.py:228–229: randn in normalised units, no clamp
+        generator = make_generator(seed, device)  # the stream their torch.manual_seed(seed) gives, on the CPU
+        x0 = torch.randn(input_shape, generator=generator, device=device, dtype=parameters[0].dtype)
+    else:
+        x0, generator = seeded_start(input_shape, seed, device)
     labels = labels.to(device)
     objective = StepwiseObjective(model, [g.to(device) for g in targets], labels, schedule, distance=distance,
-                                  dropout=dropout, tv_weight=tv_weight, bn_weight=bn_weight, generator=generator)
+                                  dropout=dropout, tv_weight=tv_weight, bn_weight=bn_weight, generator=generator,
+                                  options=options)
+    resets = None
+    if options.keep == "best":
+        def resets(t: int) -> bool:
+            return (t + schedule.offset) % schedule.interval == 0 or t in (schedule.t1, schedule.t2)
     try:
         return optimise_images(objective, x0, iterations=iterations, lr=lr, labels=labels,
                                lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_factor),
+                               signed=quantised_sign if options.step == "quantised" else True,
+                               box=options.box(device, x0.dtype), view=options.to_pixels, best_resets=resets,
                                record_every=record_every, snapshot_at=(schedule.t1, schedule.t2),
                                progress=progress, desc="stepwise inversion")
     finally:
