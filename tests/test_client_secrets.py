@@ -9,7 +9,7 @@ pytest.importorskip("opacus")
 
 import torch  # noqa: E402
 
-from gitutor.federated.client_secrets import client_secrets, round_seed  # noqa: E402
+from gitutor.federated.client_secrets import client_secrets, draw_seed  # noqa: E402
 from gitutor.federated.flower import federated_round  # noqa: E402
 from gitutor.models import LeNet  # noqa: E402
 
@@ -49,7 +49,7 @@ def test_a_server_config_that_seeds_the_clients_is_refused(key):
         federated_round(model, partitions, DP | {key: 0})
 
 
-def test_secrets_are_checked_and_independent_of_the_round():
+def test_secrets_are_checked_and_each_draw_is_fresh():
     model, partitions = _setting()
     with pytest.raises(ValueError, match="client_seeds"):
         federated_round(model, partitions, DP, client_seeds=[1])
@@ -57,7 +57,7 @@ def test_secrets_are_checked_and_independent_of_the_round():
         federated_round(model, partitions, DP, client_seeds=[1, -2])
     assert client_secrets(3, seed=5) == client_secrets(3, seed=5) != client_secrets(3, seed=6)
     assert len(set(client_secrets(4))) == 4
-    assert round_seed(7, 1) != round_seed(7, 2) and round_seed(7, 1) != round_seed(8, 1)
+    assert draw_seed(7, 1) != draw_seed(7, 2) and draw_seed(7, 1) != draw_seed(8, 1)
     with pytest.raises(ValueError, match="seed"):
         client_secrets(2, seed=-1)
 
@@ -76,3 +76,18 @@ def test_a_threshold_at_the_sweeps_edge_is_written_as_a_bound():
         edge, 0.5, "IG")
     assert "**ε = 3**" in report.break_sentence(inside, 0.5, "IG")
     assert report.break_sentence(edge[:1], 0.5, "IG").startswith("No σ tried stops IG")
+
+
+def test_the_draw_count_is_the_clients_own_so_a_replayed_round_gets_fresh_noise():
+    """The DP-SGD seed follows the client's own count of its draws (in its Context state), not the server's
+    round number: the same message answered twice is noised twice, differently."""
+    from types import SimpleNamespace
+
+    from flwr.app import RecordDict
+
+    from gitutor.federated.client_secrets import next_draw
+
+    context = SimpleNamespace(state=RecordDict())
+    draws = [next_draw(context) for _ in range(3)]
+    assert draws == [1, 2, 3] and len({draw_seed(5, d) for d in draws}) == 3
+    assert next_draw(SimpleNamespace(state=RecordDict())) == 1   # a new client starts over (its own count)

@@ -2,10 +2,10 @@
 
 A client's DP-SGD noise (and its Poisson sampling) must be unpredictable to the server, or the
 server regenerates the noise and subtracts it: the guarantee is void. So a client seeds them from a
-secret it alone holds, mixed with the round number (public, so each round's noise is fresh; knowing
-the round without the secret tells the server nothing). By default each client draws its secret from
+secret it alone holds, mixed with its own count of draws (fresh noise for every message it answers). By default each client draws its secret from
 the operating system (:func:`secrets.randbits`): no one can regenerate the noise and runs do not
-repeat. A simulation that must repeat (the book's pages) passes secrets drawn on the *client side*
+repeat. The second input is the client's own count of its draws (:func:`next_draw`), not the server's
+round number, so a replayed message gets fresh noise. A simulation that must repeat (the book's pages) passes secrets drawn on the *client side*
 from a seed the server never receives (:func:`client_secrets`). Opacus' own alternative is its
 secure RNG (``PrivacyEngine(secure_mode=True)``, a cryptographically secure generator from
 ``torchcsprng``), which cannot be seeded at all.
@@ -56,10 +56,25 @@ def check_secrets(client_seeds: Sequence[int], count: int) -> list[int]:
     return [int(value) for value in values]
 
 
-def round_seed(secret: int, server_round: int) -> int:
-    """The seed of a client's noise and sampling in ``server_round``: SHA-256 of the secret and the
-    round, 63 bits. Without the secret the round alone determines nothing."""
-    digest = hashlib.sha256(f"{int(secret)}/{int(server_round)}".encode()).digest()
+#: Where a client keeps how many noise draws it has made: its own ``Context.state``, never sent.
+DRAWS_KEY = "gitutor.client-draws"
+
+
+def next_draw(context, key: str = DRAWS_KEY) -> int:
+    """The client's next draw number (1, 2, …), counted in its own Flower ``context.state`` — not the
+    server's round number, which the server sets: a server that re-sent the same round (with the same
+    or another model) would otherwise get the same noise twice and cancel it in the difference."""
+    from flwr.app import ConfigRecord
+
+    draws = int(context.state[key]["draws"]) + 1 if key in context.state else 1
+    context.state[key] = ConfigRecord({"draws": draws})
+    return draws
+
+
+def draw_seed(secret: int, draw: int) -> int:
+    """The seed of a client's noise and sampling for its ``draw``-th message: SHA-256 of the secret and
+    the client's own draw count (:func:`next_draw`), 63 bits. Without the secret nothing determines it."""
+    digest = hashlib.sha256(f"{int(secret)}/{int(draw)}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 

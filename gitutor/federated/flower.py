@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from gitutor.federated.client import check_client_batch, check_partitions
-from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, round_seed
+from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, draw_seed, next_draw
 from gitutor.federated.dp import check_opacus_model
 from gitutor.federated.flower_engine import ENGINES, quiet_flower, run_federation
 
@@ -150,7 +150,7 @@ def make_client_app(model_fn: Callable[[], nn.Module],
 
     The server's ``ConfigRecord`` sets ``lr``, ``local-epochs``, ``batch-size`` (0: the whole
     partition) and, for DP-SGD, ``noise-multiplier`` and ``max-grad-norm``. Client k seeds its
-    DP-SGD sampling and noise with its own secret ``client_seeds[k]`` and the round
+    DP-SGD sampling and noise with its own secret ``client_seeds[k]`` and its own draw count
     (:mod:`gitutor.federated.client_secrets`); None: secrets from the operating system. The reply
     carries the trained parameters (``ArrayRecord``) and a ``MetricRecord`` (``num-examples``,
     ``partition-id``, ``local-steps``, DP settings).
@@ -177,7 +177,7 @@ def make_client_app(model_fn: Callable[[], nn.Module],
         dp = {"noise_multiplier": float(config["noise-multiplier"]),
               "max_grad_norm": float(config["max-grad-norm"])} if "noise-multiplier" in config else {}
         batch = int(config.get("batch-size", 0)) or None
-        seed = round_seed(own[partition], int(config["server-round"]))  # the client's secret, never the server's
+        seed = draw_seed(own[partition], next_draw(context))  # the client's secret and count, never the server's
         trained, metrics = local_training(model, images, labels, lr=float(config["lr"]),
                                           epochs=int(config.get("local-epochs", 1)),
                                           batch_size=batch, seed=seed, **dp)

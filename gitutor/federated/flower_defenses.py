@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from gitutor.federated.client import check_partitions
-from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets
+from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, next_draw
 from gitutor.federated.dp import epsilon as dp_epsilon
 from gitutor.federated.flower import ClientUpdate, _ModelBuilder, make_client_app, make_server_app, recording_fedavg
 from gitutor.federated.flower_engine import quiet_flower, run_federation
@@ -107,14 +107,12 @@ def client_rng_mod(secrets: Sequence[int]):
     """A Flower client mod (outermost) that runs the client's TRAIN messages with NumPy's global
     generator seeded by ``secrets[partition-id]`` and the client's own draw count (in its ``Context``
     state), restoring the generator after: Flower's LocalDpMod and SecAgg+ draw from it."""
-    from flwr.app import ConfigRecord
     from flwr.app.message_type import MessageType
 
     def mod(msg, ctxt, call_next):
         if msg.metadata.message_type != MessageType.TRAIN:
             return call_next(msg, ctxt)
-        draws = int(ctxt.state[_STATE_KEY]["draws"]) + 1 if _STATE_KEY in ctxt.state else 1
-        ctxt.state[_STATE_KEY] = ConfigRecord({"draws": draws})
+        draws = next_draw(ctxt, _STATE_KEY)
         saved = np.random.get_state()
         secret = secrets[int(ctxt.node_config["partition-id"])]
         np.random.set_state(np.random.RandomState(_draw_seed(secret, draws)).get_state())
