@@ -84,7 +84,8 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
-    assert face["this_run"] == 1.0 and verdict(face) == "not resolved"  # 3 of 3 users: the interval is wide
+    assert face["this_run"] == 1.0 and verdict(face) == "not comparable"  # LBP detector: not the paper's scale
+    assert "LBP detector" in face["not_comparable"]
     for row in out:
         if "low" in row and row["unit"] in ("MSE", "fraction", "fraction of pairs"):
             assert row["low"] >= (-1 if "−" in row["quantity"] else 0) and row["high"] <= 1

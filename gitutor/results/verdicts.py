@@ -64,9 +64,13 @@ def verdict(row: Mapping) -> str:
 
 def verdict_text(row: Mapping) -> str:
     """The :func:`verdict` as a table shows it: with the reason after a marked
-    ``not_comparable`` row's verdict ("not comparable: 16 px, untrained network")."""
+    ``not_comparable`` row's verdict ("not comparable: 16 px, untrained network"), and then the
+    chapter's judgement of the paper's qualitative claim when the row carries one ("; the claim:
+    refuted by this chapter's evidence", as the ledger reads it)."""
     reason = row.get("not_comparable")
-    return f"not comparable: {reason}" if reason else verdict(row)
+    text = f"not comparable: {reason}" if reason else verdict(row)
+    judged = row.get("claim_outcome")
+    return f"{text}; the paper's claim: **{judged}** by this chapter's evidence" if judged else text
 
 
 def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:

@@ -109,7 +109,10 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
     hurts = [names[m] for m in scored if helps[m] == "hurts"]
     gains = [names[m] for m in scored if helps[m] == "helps"]
     pairing = intervals["pairing"]
-    identity_text = (f"the identity test does not separate it from no prior (paired difference "
+    ceiling = all(float(np.min(identity["scores"][m])) == 1.0 for m in (with_prior, without))
+    identity_text = ("the identity test cannot separate it from no prior: both pair every user with its own "
+                     "photographs (pairing score 1.00 for each user), the test's ceiling" if ceiling else
+                     f"the identity test does not separate it from no prior (paired difference "
                      f"{format_interval(pairing, 2, count=False)}: its interval includes 0)"
                      if helps["pairing"] == NOT_RESOLVED else f"on the identity test the prior {helps['pairing']}")
     if gains:
