@@ -103,14 +103,16 @@ def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None
     return [score_run(seed, result, view.inputs, view.labels) for seed, result, view in zip(seeds, results, views)]
 
 
-def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, **study) -> dict[int, dict]:
+def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, limit: int | None = None,
+                     **study) -> dict[int, dict]:
     """Rerun, from a new dummy start (seed + ``offset``), every :func:`seed_study` run whose final gradient
-    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image.
+    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image
+    (only the first ``limit`` of them, in the rows' order, when ``limit`` is given: a CPU budget).
 
     Returns ``{seed: score_run dict of the restart}``; ``study`` (iterations, record_every, size, …) goes
     to :func:`seed_study`.
     """
-    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss]
+    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss][:limit]
     return {row["seed"]: row for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)}
 
 
