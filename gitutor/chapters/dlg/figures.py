@@ -29,7 +29,7 @@ def seed_grid(rows: Sequence[dict], success: float, recognisable: float, suptitl
     images = torch.cat([torch.cat([row["truth"], row["result"].images.clamp(0, 1)]) for row in rows])
     titles = [t for row in rows for t in (f"seed {row['seed']}\ntruth",
                                           f"{row['psnr']:.1f} dB {_mark(row['psnr'], success, recognisable)}")]
-    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 5), suptitle=suptitle)
+    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 3), scale=1.6, suptitle=suptitle)
 
 
 def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Mapping[str, torch.Tensor],
@@ -87,7 +87,7 @@ def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[fl
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
     titles = ["truth"] + [f"{k} {s:g}\n{v:.1f} dB {_mark(v, success, recognisable)}" for (k, s), (v, _) in sweep.items()]
     return show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
-                     ncols=min(len(sweep) + 1, 6), suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
+                     ncols=min(len(sweep) + 1, 5), scale=1.6, suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
                      f"~ recognisable (≥ {recognisable:.0f} dB); ✗ unrecognisable")
 
 
