@@ -85,10 +85,15 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
 def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float,
                  recognisable: float):
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
-    titles = ["truth"] + [f"{k} {s:g}\n{v:.1f} dB {_mark(v, success, recognisable)}" for (k, s), (v, _) in sweep.items()]
-    return show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
+    titles = ["truth"] + [f"{k} {s:g}: {v:.1f} dB {_mark(v, success, recognisable)}"
+                          for (k, s), (v, _) in sweep.items()]
+    fig = show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
                      ncols=min(len(sweep) + 1, 5), scale=1.6, suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
                      f"~ recognisable (≥ {recognisable:.0f} dB); ✗ unrecognisable")
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + 0.25 * (len(fig.axes) // 5))  # room for the titles between rows
+    fig.tight_layout()
+    return fig
 
 
 def attack_curves(result, truth: torch.Tensor):
