@@ -18,7 +18,6 @@ from gitutor.results import interval_fields
 from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
 
-
 #: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
 #: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch and defense sweeps at 16×16
 #: with 50 / 40 L-BFGS steps), quoted by the page's "old setting → new" sentences.
