@@ -29,31 +29,35 @@ def seed_grid(rows: Sequence[dict], success: float, recognisable: float, suptitl
     images = torch.cat([torch.cat([row["truth"], row["result"].images.clamp(0, 1)]) for row in rows])
     titles = [t for row in rows for t in (f"seed {row['seed']}\ntruth",
                                           f"{row['psnr']:.1f} dB {_mark(row['psnr'], success, recognisable)}")]
-    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 5), suptitle=suptitle)
+    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 3), scale=1.6, suptitle=suptitle)
 
 
 def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Mapping[str, torch.Tensor],
-           recognisable: float):
-    """The recognisability yardstick: per photograph one row, the ``(1, C, H, W)`` truth then the
-    :func:`~gitutor.chapters.dlg.sweeps.noise_ladder` images titled with their PSNR, ✓ at or above
-    ``recognisable`` dB and ✗ below; smaller photographs are shown enlarged (nearest neighbour). Returns
-    the figure.
+           recognisable: float, columns: Sequence[str] | None = None, suptitle: str | None = None):
+    """The recognisability yardstick: per image one row, the ``(1, C, H, W)`` truth then its rungs (the
+    :func:`~gitutor.chapters.dlg.sweeps.controls` and :func:`~gitutor.chapters.dlg.sweeps.noise_ladder`
+    images), each titled with its column name (``columns``, optional) and PSNR, ✓ at or above
+    ``recognisable`` dB and ✗ below; smaller images are shown enlarged (nearest neighbour). Returns the
+    figure.
 
     Raises:
-        ValueError: if ``rungs`` is empty or a photograph has no truth.
+        ValueError: if ``rungs`` is empty, an image has no truth or ``columns`` does not fit the rungs.
     """
     if not rungs or set(rungs) - set(truths):
-        raise ValueError("rungs must be non-empty and every photograph needs its truth")
+        raise ValueError("rungs must be non-empty and every image needs its truth")
+    ncols = 1 + len(next(iter(rungs.values())))
+    if columns is not None and len(columns) != ncols - 1:
+        raise ValueError(f"{len(columns)} column names for {ncols - 1} rungs")
+    head = [f"{name}\n" for name in columns] if columns is not None else [""] * (ncols - 1)
     images, titles = [], []
     for name, row in rungs.items():
         images += [truths[name].cpu()] + [image for _, image in row]
-        titles += [f"{name}\ntruth"] + [f"{value:.1f} dB {'✓' if value >= recognisable else '✗'}"
-                                         for value, _ in row]
-    ncols = 1 + len(next(iter(rungs.values())))
+        titles += [f"{name}\ntruth"] + [f"{top}{value:.1f} dB {'✓' if value >= recognisable else '✗'}"
+                                         for top, (value, _) in zip(head, row)]
     side = max(image.shape[-1] for image in images)  # smaller images shown enlarged, pixels as blocks
     images = [torch.nn.functional.interpolate(image, size=(side, side), mode="nearest") for image in images]
-    return show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.3,
-                     suptitle=f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
+    return show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.6, suptitle=suptitle or
+                     f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
 
 
 def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float, recognisable: float):
@@ -81,10 +85,15 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
 def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float,
                  recognisable: float):
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
-    titles = ["truth"] + [f"{k} {s:g}\n{v:.1f} dB {_mark(v, success, recognisable)}" for (k, s), (v, _) in sweep.items()]
-    return show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
-                     ncols=min(len(sweep) + 1, 6), suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
+    titles = ["truth"] + [f"{k} {s:g}: {v:.1f} dB {_mark(v, success, recognisable)}"
+                          for (k, s), (v, _) in sweep.items()]
+    fig = show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
+                     ncols=min(len(sweep) + 1, 5), scale=1.6, suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
                      f"~ recognisable (≥ {recognisable:.0f} dB); ✗ unrecognisable")
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + 0.25 * (len(fig.axes) // 5))  # room for the titles between rows
+    fig.tight_layout()
+    return fig
 
 
 def attack_curves(result, truth: torch.Tensor):

@@ -5,8 +5,9 @@
 step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on batches and other image sources;
 ``restart_failures`` reruns the runs an attacker sees fail from a new dummy start; ``defense_sweep``
 reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
-it stays below a PSNR level); ``noise_ladder`` shows a photograph at given PSNRs (the yardstick of the
-recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
+it stays below a PSNR level); ``controls`` scores a flat mean-colour image and a thumbnail of each
+image (what a reconstruction that knows nothing reaches) and ``noise_ladder`` shows an image at given PSNRs
+(together the yardstick of the recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
 be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
 from gitutor.attacks.batched_dlg import batched_dlg
-from gitutor.data import REAL_PHOTOGRAPHS, digits, torchvision_images, whole_photographs
+from gitutor.data import REAL_PHOTOGRAPHS, digits, sample_set, torchvision_images, whole_photographs
 from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
 from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim
@@ -28,14 +29,17 @@ from gitutor.models import LeNet, init_uniform_
 from gitutor.seeding import make_generator
 from gitutor.stats import Interval, success_interval
 
-SOURCES = ("photos", "digits", "cifar100", "mnist")
+#: ``dlg_case`` sources: ``"<set>_samples"`` are foolbox's 20 real samples with their true labels (offline).
+SOURCES = ("cifar100_samples", "mnist_samples", "photos", "digits", "cifar100", "mnist")
 
 
-def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: int = 1, num_classes: int = 100,
+def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", batch_size: int = 1, num_classes: int = 100,
              data_root: str = "data", device: str | torch.device = "cpu"):
     """``(model, x, y)``: the DLG LeNet (U(−0.5, 0.5) from ``seed``) and a private batch drawn by ``seed``.
 
-    ``"photos"``: whole bundled photographs of real scenes (:data:`gitutor.data.REAL_PHOTOGRAPHS`, photo
+    ``"cifar100_samples"`` / ``"mnist_samples"``: foolbox's 20 real CIFAR-100 / MNIST test samples
+    (:func:`gitutor.data.sample_set`, the DLG paper's data) with their true labels, sample
+    ``(seed + i) mod 20`` for batch position ``i``; ``"photos"``: whole bundled photographs of real scenes (:data:`gitutor.data.REAL_PHOTOGRAPHS`, photo
     ``seed mod 12`` first) with random labels; ``"digits"``:
     scikit-learn digits; ``"cifar100"``/``"mnist"``: torchvision test images from ``data_root`` (full
     profile). Grey images are replicated to 3 channels. ``x`` is ``(batch_size, 3, size, size)``.
@@ -47,7 +51,11 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "photos", batch_size: i
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     generator = make_generator(seed)
     model = init_uniform_(LeNet(num_classes=num_classes, in_channels=3, image_size=size), 0.5, make_generator(seed))
-    if source == "photos":
+    if source.endswith("_samples"):  # sample ``seed + i`` (mod 20): distinct images for distinct seeds
+        pool, pool_labels = sample_set(source.removesuffix("_samples"), size)
+        index = torch.tensor([(seed + i) % len(pool) for i in range(batch_size)])
+        images, labels = pool[index], pool_labels[index]
+    elif source == "photos":
         pool = whole_photographs(size, REAL_PHOTOGRAPHS)
         images = pool[[(seed + i) % len(pool) for i in range(batch_size)]]
         labels = torch.randint(num_classes, (batch_size,), generator=generator)
@@ -95,14 +103,16 @@ def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None
     return [score_run(seed, result, view.inputs, view.labels) for seed, result, view in zip(seeds, results, views)]
 
 
-def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, **study) -> dict[int, dict]:
+def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, limit: int | None = None,
+                     **study) -> dict[int, dict]:
     """Rerun, from a new dummy start (seed + ``offset``), every :func:`seed_study` run whose final gradient
-    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image.
+    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image
+    (only the first ``limit`` of them, in the rows' order, when ``limit`` is given: a CPU budget).
 
     Returns ``{seed: score_run dict of the restart}``; ``study`` (iterations, record_every, size, …) goes
     to :func:`seed_study`.
     """
-    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss]
+    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss][:limit]
     return {row["seed"]: row for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)}
 
 
@@ -234,6 +244,27 @@ def noise_ladder(image: torch.Tensor, levels: Sequence[float], seed: int = 0) ->
         noisy = (image.cpu() + noise).clamp(0, 1)
         out.append((float(psnr(noisy, image.cpu())[0]), noisy))
     return out
+
+
+def controls(images: torch.Tensor, thumbnail: int = 4) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Reconstructions that know almost nothing about each ``(N, C, H, W)`` image in [0, 1], the yardstick
+    a recognisability threshold must clear (REVIEW.md, controls): ``"mean colour"``, a flat image of the
+    image's own mean colour, and ``f"{thumbnail}×{thumbnail} thumbnail"``, the image averaged down to
+    ``thumbnail`` pixels a side and enlarged again (bilinear). Returns ``{name: (PSNR dB per image (N,),
+    images)}``.
+
+    Raises:
+        ValueError: for images that are not ``(N, C, H, W)`` or a ``thumbnail`` not smaller than them.
+    """
+    if images.dim() != 4 or not 0 < thumbnail < min(images.shape[-2:]):
+        raise ValueError(f"images must be (N, C, H, W) larger than thumbnail={thumbnail}, got {tuple(images.shape)}")
+    images = images.cpu()
+    flat = images.mean(dim=(2, 3), keepdim=True).expand_as(images).contiguous()
+    small = nn.functional.interpolate(images, size=thumbnail, mode="area")
+    thumb = nn.functional.interpolate(small, size=tuple(images.shape[-2:]), mode="bilinear",
+                                      align_corners=False).clamp(0, 1)
+    return {name: (psnr(found, images), found)
+            for name, found in (("mean colour", flat), (f"{thumbnail}×{thumbnail} thumbnail", thumb))}
 
 
 def gradient_scale(grads: Sequence[torch.Tensor]) -> dict[str, float]:
