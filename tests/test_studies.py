@@ -23,11 +23,17 @@ def test_whole_photographs_are_distinct_square_images():
 
 
 def test_dlg_case_is_seeded_and_scale_is_measured():
-    model, x, y = dlg_case(3, size=16, num_classes=10)
-    again = dlg_case(3, size=16, num_classes=10)
+    model, x, y = dlg_case(3, size=16)   # 100 classes: CIFAR-100's true labels
+    again = dlg_case(3, size=16)
     assert torch.equal(x, again[1]) and torch.equal(y, again[2])
     assert torch.equal(next(model.parameters()), next(again[0].parameters()))
-    assert x.shape == (1, 3, 16, 16) and torch.equal(x[0], whole_photographs(16)[3])
+    assert x.shape == (1, 3, 16, 16)
+    from gitutor.data import sample_set
+
+    pool, labels = sample_set("cifar100", 16)   # the default: the DLG paper's CIFAR-100, true labels
+    assert torch.equal(x[0], pool[3]) and int(y[0]) == int(labels[3])
+    photo = dlg_case(3, size=16, num_classes=10, source="photos")[1]
+    assert torch.equal(photo[0], whole_photographs(16)[3])
     scale = gradient_scale(client_gradients(model, x, y))
     assert 0 < scale["median_abs"] <= scale["rms"] <= scale["max_abs"]
     with pytest.raises(ValueError, match="source"):

@@ -269,5 +269,5 @@ def test_restart_and_defense_sentences_follow_the_numbers():
     sweep = {("prune", 0.2): (31.3, None), ("prune", 0.3): (25.0, None), ("prune", 0.7): (13.5, None),
              ("noise", 1e-4): (19.3, None), ("noise", 1e-3): (9.8, None), ("noise", 1e-2): (5.4, None)}
     assert "a stronger defense than the paper needed" in dlg_report.defense_sentence("prune", 0.7, sweep, 15.0)
-    assert "a weaker defense than the paper needed" in dlg_report.defense_sentence("noise", 1e-3, sweep, 15.0)
+    assert "a lower bound on the strength that stops DLG at 300 steps" in dlg_report.defense_sentence("noise", 1e-3, sweep, 15.0)
     assert "the paper's threshold" in dlg_report.defense_sentence("noise", 1e-2, sweep, 15.0)

@@ -62,6 +62,13 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
     schedule = next(r for r in rows if r["setting"].startswith("+ schedule"))
     assert verdict(schedule) == "falls short" and f"({cfg.ablation_iterations} iterations)" in schedule["setting"]
     assert len({r["differences"] for r in rows}) == 1  # stated once above the table
+    full2 = {row: {"LPIPS": interval([0.3, 0.4]), "PSNR": interval([9.0, 9.5]), "SSIM": interval([0.2, 0.3])}
+             for row in study.ABLATION}
+    rows2 = [r for r in study.chapter_rows(cfg, table1, full2, study.PAPER_ORDER) if r["quantity"].startswith("Table 2")]
+    assert len(rows2) == 3 * 4  # Table 2 reports LPIPS, PSNR and SSIM per row, as the paper does
+    lpips2 = [r for r in rows2 if "LPIPS" in r["quantity"]]
+    assert all(verdict(r) == "not comparable" and "224" in r["not_comparable"] for r in lpips2)  # 32 px here
+    assert next(r for r in rows2 if "SSIM" in r["quantity"] and r["setting"].startswith("+ schedule"))["paper"] == 0.55
 
 
 def test_trial_settings_and_the_model_setup():

@@ -155,8 +155,8 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     Args:
         cfg: the chapter's settings (``gitutor.chapters.stepwise_gradinversion.profile.chapter_settings``).
         table1: :func:`summarise` of every Table 1 method with keys LPIPS, PSNR, SSIM (``PAPER_TABLE1`` names).
-        table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with key PSNR, or None
-            when the run has no ablation (``cfg.ablation_iterations`` None).
+        table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with keys LPIPS, PSNR, SSIM (those
+            present are reported), or None when the run has no ablation (``cfg.ablation_iterations`` None).
         order: :func:`gitutor.stats.ordering` of the Table 1 PSNRs.
 
     Raises:
@@ -178,9 +178,12 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
              **(lpips_scale if k == "LPIPS" else {})}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
-    rows += [{"quantity": f"Table 2 PSNR (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][1],
-              "this_run": round(table2[row]["PSNR"].mean, 2), "unit": "dB", **interval_fields(table2[row]["PSNR"], 2),
-              "differences": differences, "better": "higher"} for row in (ABLATION if table2 is not None else ())]
+    rows += [{"quantity": f"Table 2 {k} (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][j],
+              "this_run": round(table2[row][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
+              **interval_fields(table2[row][k], 3), "differences": differences,
+              "better": "lower" if k == "LPIPS" else "higher", **(lpips_scale if k == "LPIPS" else {})}
+             for row in (ABLATION if table2 is not None else ()) for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))
+             if k in table2[row] and table2[row][k] is not None]
     rows.append({"quantity": "PSNR ordering " + PAPER_ORDER, "setting": "Table 1, 95 % intervals separate",
                  "paper": "yes", "this_run": "yes" if order == PAPER_ORDER else order, "unit": "", "differences": differences})
     return rows
