@@ -259,7 +259,7 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
     if "lr" not in config:
         raise ValueError(f"config must set 'lr' (the clients' learning rate), got {dict(config)}")
     global_model = copy.deepcopy(model)
-    builder = _ModelBuilder(global_model)
+    builder = ModelBuilder(global_model)
     count = len(partitions)
     with quiet_flower():  # FedAvg warns that client-side evaluation is off (on purpose)
         strategy = recording_fedavg(global_model, fraction_evaluate=0.0,
@@ -273,7 +273,7 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
     return strategy.updates, history
 
 
-class _ModelBuilder:
+class ModelBuilder:
     """Picklable ``model_fn``: a fresh copy of the template (Ray ships it to its workers)."""
 
     def __init__(self, template: nn.Module):

@@ -27,7 +27,6 @@ four stages) and, with ``engine="simulation"``, as the same apps on Flower's sim
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,9 +36,9 @@ import torch
 from torch import nn
 
 from gitutor.federated.client import check_partitions
-from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, next_draw
+from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, draw_seed, next_draw
 from gitutor.federated.dp import epsilon as dp_epsilon
-from gitutor.federated.flower import ClientUpdate, _ModelBuilder, make_client_app, make_server_app, recording_fedavg
+from gitutor.federated.flower import ClientUpdate, ModelBuilder, make_client_app, make_server_app, recording_fedavg
 from gitutor.federated.flower_engine import quiet_flower, run_federation
 
 __all__ = ["DEFENSES", "Guarantee", "ServerView", "client_rng_mod", "clip_update", "defended_round"]
@@ -98,9 +97,9 @@ def clip_update(update: Sequence[torch.Tensor], clip: float) -> list[torch.Tenso
     return [t * min(1.0, clip / norm) if norm > 0 else t.clone() for t in update]
 
 
-def _draw_seed(secret: int, draw: int) -> list[int]:
-    digest = hashlib.sha256(f"{int(secret)}/numpy/{int(draw)}".encode()).digest()
-    return [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
+def _words(seed: int) -> list[int]:
+    """A 63-bit seed as NumPy's legacy generator takes it: 32-bit words."""
+    return [seed & 0xFFFFFFFF, seed >> 32]
 
 
 def client_rng_mod(secrets: Sequence[int]):
@@ -115,7 +114,7 @@ def client_rng_mod(secrets: Sequence[int]):
         draws = next_draw(ctxt, _STATE_KEY)
         saved = np.random.get_state()
         secret = secrets[int(ctxt.node_config["partition-id"])]
-        np.random.set_state(np.random.RandomState(_draw_seed(secret, draws)).get_state())
+        np.random.set_state(np.random.RandomState(_words(draw_seed(secret, draws))).get_state())
         try:
             return call_next(msg, ctxt)
         finally:
@@ -181,7 +180,7 @@ def _message_run(defense, model, partitions, config, num_rounds, engine, secrets
     inner = fedavg if wrapper is None else wrapper(fedavg, dp["z"], dp["clip"], count)
     mods = {"central-dp-client-clipping": [fixedclipping_mod],
             "local-dp": [LocalDpMod(dp["clip"], dp["sensitivity"], dp["epsilon"], dp["delta"])]}
-    book_client = make_client_app(_ModelBuilder(model), partitions, secrets)
+    book_client = make_client_app(ModelBuilder(model), partitions, secrets)
     client = ClientApp(mods=[client_rng_mod(secrets)] + mods.get(defense, []))
 
     @client.train()

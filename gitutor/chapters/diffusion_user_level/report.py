@@ -107,7 +107,9 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
             f"all pairs of {users} users, chance 0.50: {above_chance(pairing[user_ig])}", no_prior,
             round(pairing[user_ig].mean, 3), "fraction of pairs", None, pairing[user_ig], 3),
     ]
-    for metric, unit, digits in (("mse", "MSE", 4), ("psnr", "dB", 2), ("ssim", "SSIM", 3), ("lpips", "LPIPS", 3)):
+    # The prior's paired effect per metric; PSNR's (a signed dB difference, on the page's table) is left out of
+    # the record: it is −10·log10 of the same per-image MSEs, and a record reads a dB number as a PSNR (≥ 0).
+    for metric, unit, digits in (("mse", "MSE", 4), ("ssim", "SSIM", 3), ("lpips", "LPIPS", 3)):
         if metric not in effect["intervals"]:  # LPIPS without its backbone
             continue
         summary = effect["intervals"][metric]
