@@ -227,7 +227,7 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
     if stopping is None or paper_stop is None or stopping == paper_stop:
         compared = "" if stopping is None or paper_stop is None else " — the paper's threshold"
     else:
-        compared = (f" at this budget (the paper needed {paper_stop:g} at 300 steps; a slower run counts as "
+        compared = (f" at this budget (the paper: {paper} at 300 steps; a slower run counts as "
                     "stopped here, so this is a lower bound on the strength that stops DLG at 300 steps)"
                     if stopping < paper_stop else " — a stronger defense than the paper needed")
     where += compared
