@@ -1,0 +1,81 @@
+"""What a reconstruction score is worth: trivial reconstructions, and the book's one "recognisable".
+
+A PSNR or SSIM means little until it is set beside reconstructions that know (almost) nothing about
+the image: a flat image of the image's own mean colour, a 4×4-pixel thumbnail enlarged again, the
+mean of the batch, and a *different* photograph of the same set (REVIEW.md, controls). A threshold
+called "recognisable" must lie above all of them on the images a chapter scores.
+
+The book's definition, used by every success count: **recognisable = PSNR ≥ 30 dB** (MSE ≤ 0.001
+for images in [0, 1]) against the true image, after matching. It was set on chapter 01's 20 CIFAR-100
+samples, where the best control reaches 28.1 dB (a 4×4 thumbnail of a near-flat image) and the median
+control 13.5–16.9 dB; each chapter checks it against these controls on its own images
+(:func:`check_threshold`) and raises if a control reaches it. SSIM and LPIPS are reported beside it,
+not used for the count (SSIM of a flat image is high on smooth photographs).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+from torch import nn
+
+from gitutor.metrics import psnr
+
+#: dB: the book's "recognisable" (see the module docstring).
+RECOGNISABLE_PSNR = 30.0
+
+
+def control_images(images: torch.Tensor, thumbnail: int = 4) -> dict[str, torch.Tensor]:
+    """Reconstructions that carry (almost) nothing of each image, same shape as ``images``.
+
+    Args:
+        images: ``(N, C, H, W)`` in [0, 1].
+        thumbnail: side of the thumbnail in pixels (smaller than H and W).
+
+    Returns:
+        ``{"mean colour", f"{t}×{t} thumbnail", "batch mean", "different photograph": (N, C, H, W)}``
+        — a flat image of each image's own mean colour; the image averaged down to ``thumbnail``
+        pixels a side and enlarged again (bilinear); the pixel-wise mean of the N images; image i+1
+        (cyclically) in place of image i. The last two need N ≥ 2 and are left out for N = 1.
+
+    Raises:
+        ValueError: naming ``images`` when it is not ``(N, C, H, W)`` or not larger than ``thumbnail``.
+    """
+    if images.dim() != 4 or not 0 < thumbnail < min(images.shape[-2:]):
+        raise ValueError(f"images must be (N, C, H, W) larger than thumbnail={thumbnail}, "
+                         f"got {tuple(images.shape)}")
+    images = images.detach().cpu()
+    flat = images.mean(dim=(2, 3), keepdim=True).expand_as(images).contiguous()
+    small = nn.functional.interpolate(images, size=thumbnail, mode="area")
+    thumb = nn.functional.interpolate(small, size=tuple(images.shape[-2:]), mode="bilinear",
+                                      align_corners=False).clamp(0, 1)
+    found = {"mean colour": flat, f"{thumbnail}×{thumbnail} thumbnail": thumb}
+    if len(images) >= 2:
+        found["batch mean"] = images.mean(dim=0, keepdim=True).expand_as(images).contiguous()
+        found["different photograph"] = images.roll(1, dims=0)
+    return found
+
+
+def control_scores(images: torch.Tensor, metric: Callable = psnr, thumbnail: int = 4
+                   ) -> dict[str, torch.Tensor]:
+    """``{control: metric(control, images)}`` per image, (N,), for :func:`control_images`."""
+    return {name: metric(found, images.detach().cpu()) for name, found in
+            control_images(images, thumbnail).items()}
+
+
+def check_threshold(scores: Mapping[str, torch.Tensor], threshold: float = RECOGNISABLE_PSNR) -> float:
+    """The highest control score, after checking that it stays below ``threshold``.
+
+    Args:
+        scores: :func:`control_scores` (higher is better, as PSNR and SSIM).
+
+    Raises:
+        ValueError: naming the control and its score when a control reaches ``threshold`` (the
+            threshold would count a reconstruction that knows nothing as a success).
+    """
+    best_name = max(scores, key=lambda k: float(scores[k].max()))
+    best = float(scores[best_name].max())
+    if best >= threshold:
+        raise ValueError(f"threshold {threshold} is reached by the control {best_name!r} ({best:.3g}): "
+                         "it cannot mean recognisable on these images")
+    return best

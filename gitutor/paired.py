@@ -1,0 +1,49 @@
+"""Paired comparisons: two methods run on the *same* batches, seeds or users.
+
+When the design is paired, the evidence that A beats B is the interval of the per-trial
+differences a_i − b_i, not whether A's and B's own intervals overlap (which ignores that a hard
+batch is hard for both). :func:`paired_difference` gives that interval (:func:`gitutor.stats.interval`
+over the differences: Student-t below 20 pairs, BCa bootstrap from 20) and :func:`compare_paired`
+reads it: "A > B" when the whole interval is above 0, "A < B" when below, else
+:data:`gitutor.stats.NOT_RESOLVED`. With one pair there is no interval and nothing is claimed.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gitutor.stats import NOT_RESOLVED, Interval, interval
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
+    """Mean and 95 % interval of a_i − b_i over pairs i (same units as a and b; unbounded).
+
+    Args:
+        a, b: one real number per trial, trial i of ``a`` run on the same batch / seed / user as
+            trial i of ``b`` (equal lengths ≥ 1).
+
+    Raises:
+        ValueError: if the lengths differ or are 0, or a value is NaN/inf (as :func:`interval`).
+        TypeError: if a value is not a real number.
+    """
+    a_values, b_values = (np.asarray(list(v), dtype=float) for v in (a, b))
+    if a_values.ndim != 1 or b_values.ndim != 1 or len(a_values) != len(b_values) or not len(a_values):
+        raise ValueError(f"a and b must be equal-length flat sequences of ≥ 1 paired value, got "
+                         f"shapes {a_values.shape} and {b_values.shape}")
+    return interval((a_values - b_values).tolist())
+
+
+def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str] = ("A", "B")) -> str:
+    """``"A > B"`` / ``"A < B"`` (with ``names``) when the paired difference's 95 % interval excludes 0,
+    else :data:`~gitutor.stats.NOT_RESOLVED` (also for a single pair).
+
+    Raises:
+        ValueError/TypeError: as :func:`paired_difference`.
+    """
+    difference = paired_difference(a, b)
+    if difference.low > 0:
+        return f"{names[0]} > {names[1]}"
+    if difference.high < 0:
+        return f"{names[0]} < {names[1]}"
+    return NOT_RESOLVED

@@ -1,0 +1,50 @@
+"""The book's controls (gitutor.controls) and paired comparisons (gitutor.paired)."""
+import math
+
+import pytest
+import torch
+
+from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_images, control_scores
+from gitutor.paired import compare_paired, paired_difference
+from gitutor.stats import NOT_RESOLVED
+
+
+def test_controls_know_only_what_they_say():
+    grey = torch.full((2, 3, 8, 8), 0.3)
+    assert all(torch.allclose(found, grey) for found in control_images(grey).values())
+    x = torch.rand(3, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    found = control_images(x)
+    assert list(found) == ["mean colour", "4×4 thumbnail", "batch mean", "different photograph"]
+    assert torch.equal(found["different photograph"][1], x[0])
+    assert torch.allclose(found["batch mean"][2], x.mean(0))
+    assert torch.allclose(found["mean colour"][0, :, 3, 5], x[0].mean(dim=(1, 2)))
+    assert list(control_images(x[:1])) == ["mean colour", "4×4 thumbnail"]  # N = 1: no batch controls
+    with pytest.raises(ValueError, match="images"):
+        control_images(torch.rand(3, 16, 16))
+    with pytest.raises(ValueError, match="thumbnail"):
+        control_images(x, thumbnail=16)
+
+
+def test_check_threshold_refuses_a_threshold_a_control_reaches():
+    x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    scores = control_scores(x)
+    assert check_threshold(scores) == max(float(v.max()) for v in scores.values()) < RECOGNISABLE_PSNR
+    flat = torch.full((2, 3, 16, 16), 0.5)
+    flat[1] = 0.52  # a near-flat image: its mean colour is almost exact
+    with pytest.raises(ValueError, match="mean colour"):
+        check_threshold(control_scores(flat))
+
+
+def test_paired_difference_sees_what_overlapping_intervals_hide():
+    hard_and_easy = [0.1, 0.5, 0.9, 0.3]
+    a = [v + 0.02 for v in hard_and_easy]
+    assert compare_paired(a, hard_and_easy, ("stepwise", "IG")) == "stepwise > IG"
+    assert compare_paired(hard_and_easy, a) == "A < B"
+    d = paired_difference(a, hard_and_easy)
+    assert d.n == 4 and math.isclose(d.mean, 0.02) and d.high - d.low < 1e-12  # equal differences
+    assert compare_paired([1.0, 0.0], [0.0, 1.0]) == NOT_RESOLVED
+    assert compare_paired([1.0], [0.0]) == NOT_RESOLVED  # one pair: no interval, no claim
+    with pytest.raises(ValueError, match="equal-length"):
+        paired_difference([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        paired_difference([float("nan")], [1.0])
