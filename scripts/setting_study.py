@@ -6,6 +6,11 @@
     python scripts/setting_study.py --phase statistics   # calibrated and trained BN statistics
     python scripts/setting_study.py --phase priors       # prior scale ×0 … ×1 (GradInversion: ×0.1, ×1)
     python scripts/setting_study.py --phase batch        # B = 8 (IG, stepwise; B = 4: chapter 04's recording)
+    python scripts/setting_study.py --phase trained --engine processes        # trained network, B = 1, 1 500
+    python scripts/setting_study.py --phase trained_table --engine processes  # its Table 1, B = 4, 1 000
+
+The last two attack ImageNet-trained EfficientNet-Lite0 with the ImageNet samples and their true labels at
+96 px (``setting_study.trained``) and go to book/studies/04_trained_network.json.
 
 Each phase adds its trials to book/studies/04_setting_study.json with provenance: commit, device,
 torch version, command, wall time per phase. The record is replaced (atomically) only when every
@@ -40,6 +45,7 @@ from record import device_description
 
 from gitutor import cli
 from gitutor.chapters.stepwise_gradinversion import setting_study as study
+from gitutor.chapters.stepwise_gradinversion.setting_study import trained
 from gitutor.files import read_json, write_json
 from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
@@ -48,6 +54,8 @@ from gitutor.seeding import resolve_device
 from gitutor.sweeps import ENGINES, run_trials
 
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"
+#: The trained network's phases (gitutor.chapters.stepwise_gradinversion.setting_study.trained) go here.
+TRAINED_RECORD = ROOT / "book" / "studies" / "04_trained_network.json"
 _F = study.FACTORS
 #: phase → (iterations, [(settings, methods), …]), one factor (or a costly part of one) each.
 PHASES = {
@@ -65,6 +73,16 @@ PHASES = {
     # B = 4 is chapter 04's recording (the base network, five batches, its own budget)
     "batch": (1000, [(_F["batch size"], ("Inverting Gradients", "Stepwise"))]),
 }
+_T = trained.TrainedSetting
+#: The trained network (EfficientNet-Lite0, ImageNet statistics, true labels, 96 px): the study set
+#: at B = 1 (R_BN on / off, λ_BN × 0.1 and × 10, the authors' options), then Table 1 on the other 16
+#: photographs (four batches of four). Their trials run trained.trial and go to TRAINED_RECORD.
+TRAINED_PHASES = {
+    "trained": (1500, [([_T()], study.METHODS), ([_T(bn_scale=0.0)], ("GradInversion", "Stepwise")),
+                       ([_T(bn_scale=0.1), _T(bn_scale=10.0)], ("Stepwise",)),
+                       ([_T(options="authors")], ("Stepwise",))]),
+    "trained_table": (1000, [([_T(split="table")], trained.TABLE_METHODS)]),
+}
 
 
 def _git(*args: str) -> str:
@@ -78,11 +96,16 @@ def _plain(value: dict) -> dict:
     return {"curve": value["curve"], "images": images.tolist(), "seconds": value["seconds"]}
 
 
+def _trained_plain(value: dict) -> dict:
+    """A trained-network trial's output as JSON: images as base64 PNGs (trained.encode_images)."""
+    return {**value, "images": trained.encode_images(value["images"])}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", choices=sorted(PHASES), required=True)
+    parser.add_argument("--phase", choices=sorted(PHASES) + sorted(TRAINED_PHASES), required=True)
     parser.add_argument("--cpus", type=cli.positive_int, default=2, help="workers (one CPU each)")
     parser.add_argument("--engine", choices=ENGINES, default="ray",
                         help="gitutor.sweeps engine: Ray, worker processes where Ray is missing, or local")
@@ -91,14 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", type=cli.existing_commit(ROOT),
                         help="the commit of a tree copied without .git (checked where git knows it; "
                              "its full 40-digit id otherwise)")
-    parser.add_argument("--record", type=Path, default=RECORD, help="the record to add the phase to")
+    parser.add_argument("--record", type=Path, help="the record to add the phase to (default: "
+                        f"{RECORD.name}, {TRAINED_RECORD.name} for the trained network's phases)")
     args = parser.parse_args(argv)
-    iterations, groups = PHASES[args.phase]
+    is_trained = args.phase in TRAINED_PHASES
+    trial_function, encode = (trained.trial, _trained_plain) if is_trained else (study.trial, _plain)
+    args.record = args.record or (TRAINED_RECORD if is_trained else RECORD)
+    iterations, groups = (TRAINED_PHASES if is_trained else PHASES)[args.phase]
     iterations = args.iterations if args.iterations is not None else iterations
-    trials = [t for settings, methods in groups
-              for t in study.study_trials(settings, iterations, methods=methods)]
+    trials = [t for settings, methods in groups for t in study.study_trials(
+        settings, iterations, methods=methods, batches=settings[0].batches() if is_trained else 3)]
     paths = {"resnet20": str(substitute_path("resnet20"))}  # the trained substitute (ships)
-    missing = sorted({paths["resnet20"] for t in trials if t["setting"].weights == "trained"
+    missing = sorted({paths["resnet20"] for t in trials if getattr(t["setting"], "weights", "") == "trained"
                       and not Path(paths["resnet20"]).is_file()})
     if missing:
         parser.error(f"no trained substitute {', '.join(missing)}: run `make substitutes` first")
@@ -119,16 +146,16 @@ def main(argv: list[str] | None = None) -> int:
                           if dirty else "")  # a rerun resumes only with the same code
     journal = journal_path(args.record, args.phase, device, code)
     command = shlex.join(["python3", "scripts/setting_study.py", *(sys.argv[1:] if argv is None else argv)])
-    run = run_identity(study.trial, {"weights": paths["resnet20"], "device": device})
+    run = run_identity(trial_function, {"weights": paths["resnet20"], "device": device})
     with warnings.catch_warnings():  # run_trials below warns about entries of another run
         warnings.simplefilter("ignore")
         resumed = len({trial_key(t) for t in trials} & set(Journal(journal, decode=lambda v: v, run=run).read()))
     if resumed:
         print(f"{args.phase}: {resumed} of {len(trials)} trials already done ({journal.name}); running the rest")
     start = time.perf_counter()
-    outcomes = run_trials(study.trial, trials, context={"weights": paths["resnet20"], "device": device},
+    outcomes = run_trials(trial_function, trials, context={"weights": paths["resnet20"], "device": device},
                           engine=args.engine, num_cpus=args.cpus, progress=True,
-                          journal=journal, encode=_plain, decode=lambda value: value)
+                          journal=journal, encode=encode, decode=lambda value: value)
     wall = time.perf_counter() - start
     failed = [o for o in outcomes if not o.ok]
     if failed:

@@ -36,12 +36,14 @@ METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad"
 
 
 def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations: int, seed: int,
-               first_tensor: int | None = None) -> AttackResult:
+               first_tensor: int | None = None, floor: int | None = None) -> AttackResult:
     """Run ``method`` on ``context["batches"][batch]`` for ``iterations`` image updates.
 
     DLG gets ``iterations // dlg_inner_steps`` L-BFGS steps (the same number of gradient
     evaluations). ``first_tensor`` (Stepwise only, Fig. 8) matches tensors ``first_tensor …`` at
-    every step instead of the schedule.
+    every step instead of the schedule. ``floor`` (the Stepwise variants): the schedule's deepest start
+    index instead of the depth-scaled one (:func:`~gitutor.attacks.stepwise_schedule.stage_floor` on a
+    network other than ResNet34).
 
     Raises:
         ValueError: for an unknown method or batch, or ``first_tensor`` with another method.
@@ -66,18 +68,19 @@ def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations
     if method == "ℓ_grad":  # Table 2, row 1: cosine over every tensor, no prior, no dropout
         return stepwise_inversion(model, grads, y, shape, iterations=iterations, dropout=0.0, tv_weight=0.0,
                                   bn_weight=0.0, schedule=StepwiseSchedule.all_tensors(iterations), **common)
-    schedule = _schedule(method, iterations, len(grads), s, first_tensor)
+    schedule = _schedule(method, iterations, len(grads), s, first_tensor, floor)
     return stepwise_inversion(model, grads, y, shape, iterations=iterations, tv_weight=s["tv_weight"],
                               bn_weight=s["bn_weight"], schedule=schedule,
                               dropout=0.0 if method == "Stepwise, no dropout" else s["dropout"], **common)
 
 
-def _schedule(method: str, iterations: int, num_tensors: int, s: Mapping, first_tensor: int | None):
-    paper = StepwiseSchedule.paper(iterations, num_tensors, t1=s["t1"], t2=s["t2"])
+def _schedule(method: str, iterations: int, num_tensors: int, s: Mapping, first_tensor: int | None,
+              floor: int | None):
+    paper = StepwiseSchedule.paper(iterations, num_tensors, t1=s["t1"], t2=s["t2"], floor=floor)
     if first_tensor is not None:
         return StepwiseSchedule.fixed(iterations, first_tensor, t1=paper.t1, t2=paper.t2)
     if method == "+ ℓ̃_grad":
-        return StepwiseSchedule.paper(iterations, num_tensors, t1=0, t2=0)
+        return StepwiseSchedule.paper(iterations, num_tensors, t1=0, t2=0, floor=floor)
     return paper
 
 
