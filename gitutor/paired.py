@@ -9,7 +9,7 @@ reads it: "A > B" when the whole interval is above 0, "A < B" when below, else
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -47,3 +47,33 @@ def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str
     if difference.high < 0:
         return f"{names[0]} < {names[1]}"
     return NOT_RESOLVED
+
+
+def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[str]) -> dict:
+    """Judge an expected ordering (best first) by paired differences between neighbours.
+
+    Args:
+        results: ``{name: per-trial values}``, trial i of every name on the same batch / seed (higher
+            is better; negate a lower-is-better metric first).
+        expected: the names in the claimed order, best first (≥ 2, each a key of ``results``).
+
+    Returns:
+        ``{"pairs": {"A > B": verdict of compare_paired, …}, "outcome": "consistent" (every neighbour pair
+        resolved in the claimed direction) | "refuted" (at least one resolved against it) |
+        "not resolved"}``.
+
+    Raises:
+        ValueError: if ``expected`` has fewer than two names or names a key not in ``results`` (and as
+            :func:`paired_difference`).
+    """
+    if len(expected) < 2 or any(name not in results for name in expected):
+        raise ValueError(f"expected must name ≥ 2 keys of results {sorted(results)}, got {list(expected)}")
+    pairs = {f"{a} > {b}": compare_paired(results[a], results[b], (a, b)) for a, b in zip(expected, expected[1:])}
+    claimed = [f"{a} > {b}" for a, b in zip(expected, expected[1:])]
+    if any(verdict not in (claim, NOT_RESOLVED) for claim, verdict in zip(claimed, pairs.values())):
+        outcome = "refuted"
+    elif all(verdict == claim for claim, verdict in zip(claimed, pairs.values())):
+        outcome = "consistent"
+    else:
+        outcome = "not resolved"
+    return {"pairs": pairs, "outcome": outcome}

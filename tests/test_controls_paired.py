@@ -48,3 +48,17 @@ def test_paired_difference_sees_what_overlapping_intervals_hide():
         paired_difference([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="NaN"):
         paired_difference([float("nan")], [1.0])
+
+
+def test_paired_ordering_reads_each_neighbour_pair():
+    from gitutor.paired import paired_ordering
+
+    base = [0.1, 0.5, 0.9, 0.3]
+    results = {"S": [v + 0.2 for v in base], "G": [v + 0.1 for v in base], "I": base}
+    assert paired_ordering(results, ["S", "G", "I"])["outcome"] == "consistent"
+    assert paired_ordering(results, ["G", "S", "I"])["outcome"] == "refuted"
+    noisy = {**results, "I": [0.3, 0.4, 1.1, 0.2]}
+    found = paired_ordering(noisy, ["S", "G", "I"])
+    assert found["outcome"] == "not resolved" and found["pairs"]["S > G"] == "S > G"
+    with pytest.raises(ValueError, match="expected"):
+        paired_ordering(results, ["S", "X"])

@@ -7,20 +7,22 @@ from gitutor.chapters.stepwise_gradinversion.setting_study.settings import BASE,
 
 
 def curve_figure(summary: Mapping[tuple, Mapping], keys: Sequence[tuple], metric: str = "SSIM",
-                 title: str = ""):
+                 title: str = "", labels: Mapping[tuple, str] | None = None, ax=None):
     """``metric`` (``"SSIM"`` or ``"PSNR"``) against iterations (log axis) for each key of
     ``summary`` in ``keys``: the mean over batches as a line, the 95 % interval as a band
-    (clipped to the axes where a single batch makes it unbounded). Returns the figure."""
+    (clipped to the axes where a single batch makes it unbounded). ``labels``: the legend entry of
+    each key (default: method · the setting's difference from :data:`BASE`); ``ax``: draw into it
+    instead of a new figure. Returns the figure."""
     import matplotlib.pyplot as plt
 
     if metric not in ("SSIM", "PSNR"):
         raise ValueError(f"metric must be 'SSIM' or 'PSNR', got {metric!r}")
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6)) if ax is None else (ax.figure, ax)
     for key in keys:
         curve = summary[key]
         ts = [max(t, 1) for t in curve["t"]]
         means = [v.mean for v in curve[metric]]
-        line, = ax.plot(ts, means, marker="o", ms=3, label=f"{key[1]} · {key[0].label(BASE)}")
+        line, = ax.plot(ts, means, marker="o", ms=3, label=labels[key] if labels else f"{key[1]} · {key[0].label(BASE)}")
         ax.fill_between(ts, [v.low for v in curve[metric]], [v.high for v in curve[metric]],
                         color=line.get_color(), alpha=0.15)
     ax.set(xscale="log", xlabel="iteration (1 = start)", ylabel=metric + (" (dB)" if metric == "PSNR" else ""),
@@ -29,7 +31,7 @@ def curve_figure(summary: Mapping[tuple, Mapping], keys: Sequence[tuple], metric
         v.mean for k in keys for v in summary[k][metric])
     pad = 0.25 * (high - low or 1)
     ax.set_ylim(low - pad, high + pad)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,163 @@
+"""Summaries of the trained-network record (``book/studies/04_trained_network.json``, phases ``trained``
+and ``trained_table`` of ``scripts/setting_study.py``): final scores with intervals over batches, paired
+differences over the same batches, the controls a score must clear, and R_BN on the true photograph
+against trivial images — for the page ``book/trained_network``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from gitutor.controls import control_images
+from gitutor.files import read_json
+from gitutor.metrics import lpips_distance, psnr, ssim
+from gitutor.paired import compare_paired, paired_difference
+from gitutor.stats import BOUNDS, NOT_RESOLVED, format_interval, interval
+from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
+from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
+    TrainedSetting, decode_images, trained_batch)
+
+#: Metrics of a final reconstruction; LPIPS is lower-is-better.
+METRICS = ("PSNR", "SSIM", "LPIPS")
+#: Decimals each metric is printed with (differences of SSIM and LPIPS are small).
+DIGITS = {"PSNR": 2, "SSIM": 3, "LPIPS": 3}
+
+
+def load_trained(path) -> tuple[dict[str, list[dict]], dict]:
+    """``({phase: [{"setting", "method", "batch", "iterations", "curve", "images", "PSNR", "SSIM",
+    "LPIPS"}, …]}, {phase: provenance})`` from the record at ``path``; PSNR / SSIM / LPIPS are the final
+    batch means (PSNR and SSIM the last curve point, LPIPS the mean of the per-image values).
+
+    Raises:
+        FileNotFoundError: if there is no record at ``path``.
+        ValueError: naming ``path`` if it is not a trained-network record.
+    """
+    record = read_json(path, "trained-network record")
+    phases: dict[str, list[dict]] = {}
+    for stored in record["trials"]:
+        trial, value = stored["trial"], stored["value"]
+        if "lpips" not in value:
+            raise ValueError(f"{path} holds a trial that is not a trained-network trial: {trial}")
+        phases.setdefault(stored["phase"], []).append({
+            **trial, "setting": TrainedSetting(**trial["setting"]), "curve": value["curve"],
+            "images": decode_images(value["images"]), "PSNR": value["curve"][-1][1],
+            "SSIM": value["curve"][-1][2], "LPIPS": sum(value["lpips"]) / len(value["lpips"])})
+    return phases, record["phases"]
+
+
+def arm(trials: Sequence[Mapping], setting: TrainedSetting, method: str) -> list[Mapping]:
+    """The trials of one (setting, method), ordered by batch (so two arms pair batch by batch)."""
+    return sorted((t for t in trials if t["setting"] == setting and t["method"] == method),
+                  key=lambda t: t["batch"])
+
+
+def arms(trials: Sequence[Mapping]) -> list[tuple[TrainedSetting, str]]:
+    """Every (setting, method) of ``trials`` in the order first seen."""
+    return list(dict.fromkeys((t["setting"], t["method"]) for t in trials))
+
+
+def score_rows(trials: Sequence[Mapping]) -> list[dict]:
+    """One row per arm: final PSNR (dB), SSIM and LPIPS, mean [95 % interval] over its batches."""
+    rows = []
+    for setting, method in arms(trials):
+        runs = arm(trials, setting, method)
+        row = {"method": method, "setting": setting.label(), "batches": len(runs)}
+        for m in METRICS:
+            row[m] = format_interval(interval([r[m] for r in runs], bounds=BOUNDS[m]), DIGITS[m], count=False)
+        rows.append(row)
+    return rows
+
+
+def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]]) -> list[dict]:
+    """Paired differences A − B over the same batches, one row per ``((setting, method), (setting,
+    method))`` pair: per metric the mean [95 % interval] and the comparison it decides
+    (:func:`gitutor.paired.compare_paired`; for LPIPS "A better" means a lower LPIPS).
+
+    Raises:
+        ValueError: if the two arms do not hold the same batches.
+    """
+    rows = []
+    for a, b in pairs:
+        runs_a, runs_b = arm(trials, *a), arm(trials, *b)
+        if [r["batch"] for r in runs_a] != [r["batch"] for r in runs_b] or not runs_a:
+            raise ValueError(f"arms {a} and {b} do not hold the same batches")
+        names = (_name(*a), _name(*b))
+        row = {"A": names[0], "B": names[1], "pairs": len(runs_a)}
+        for m in METRICS:
+            va, vb = [r[m] for r in runs_a], [r[m] for r in runs_b]
+            if m == "LPIPS":  # lower is better: compare B − A so that "A > B" reads "A better"
+                va, vb = [-v for v in va], [-v for v in vb]
+            row[f"Δ{m} (A − B)"] = format_interval(paired_difference([r[m] for r in runs_a],
+                                                                     [r[m] for r in runs_b]), DIGITS[m], count=False)
+            row[f"{m}: better"] = compare_paired(va, vb, ("A", "B")).replace(NOT_RESOLVED, "not resolved")
+        rows.append(row)
+    return rows
+
+
+def _name(setting: TrainedSetting, method: str) -> str:
+    label = setting.label()
+    return method if label == "paper" else f"{method} ({label})"
+
+
+def control_rows(setting: TrainedSetting) -> list[dict]:
+    """What trivial reconstructions score on the batches of ``setting`` (same metrics as the trials,
+    means [95 % interval] over the batches): the attacks' start as the paper draws it — N(0, 1) in the
+    network's normalised units (the authors' code), then mapped to pixels and clipped for scoring —, the
+    book's start clamp(N(0, 1), 0, 1) in pixels, and :func:`gitutor.controls.control_images`.
+    """
+    from gitutor.models.pretrained import LITE_MEAN, LITE_STD
+
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in (LITE_MEAN, LITE_STD))
+    scores: dict[str, dict[str, list[float]]] = {}
+    for index in range(setting.batches()):
+        x, _ = trained_batch(setting, index)
+        noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(index))
+        found = {"noise N(0, 1), normalised units (paper's start)": (noise * std + mean).clamp(0, 1),
+                 "noise clamp(N(0, 1), 0, 1), pixels": noise.clamp(0, 1), **control_images(x)}
+        for name, images in found.items():
+            row = scores.setdefault(name, {m: [] for m in METRICS})
+            row["PSNR"].append(psnr(images, x).mean().item())
+            row["SSIM"].append(ssim(images, x).mean().item())
+            row["LPIPS"].append(lpips_distance(images, x).mean().item())
+    return [{"control": name, **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False)
+                                 for m in METRICS}, "best PSNR (dB)": round(max(v["PSNR"]), 1)}
+            for name, v in scores.items()]
+
+
+def rbn_controls(setting: TrainedSetting) -> list[dict]:
+    """R_BN (Eq. 11, the network's ImageNet statistics) of each study photograph and of trivial images
+    in its place: the photograph itself, its mean colour, its 4×4 thumbnail, mid-grey and the paper's
+    noise start — does the prior prefer the photograph to images that carry nothing of it?
+
+    Returns:
+        One row per batch of ``setting``: ``{"batch": index, "true photograph": R_BN, "mean colour": …,
+        "4×4 thumbnail": …, "mid-grey": …, "noise (paper's start)": …}`` (B = 1: one photograph each).
+    """
+    from gitutor.attacks.bn_prior import BatchNormPrior
+    from gitutor.chapters.stepwise_gradinversion.setting_study.trained import trained_model
+    from gitutor.models.pretrained import LITE_MEAN, LITE_STD
+
+    model = trained_model()
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in (LITE_MEAN, LITE_STD))
+    rows = []
+    with BatchNormPrior(model) as prior, torch.no_grad():
+        for index in range(setting.batches()):
+            x, _ = trained_batch(setting, index)
+            noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(index))
+            controls = control_images(x)
+            candidates = {"true photograph": x, "mean colour": controls["mean colour"],
+                          "4×4 thumbnail": controls["4×4 thumbnail"], "mid-grey": torch.full_like(x, 0.5),
+                          "noise (paper's start)": (noise * std + mean).clamp(0, 1)}
+            row = {"batch": index}
+            for name, images in candidates.items():
+                model(images)
+                row[name] = round(float(prior.value()))
+            rows.append(row)
+    return rows
+
+
+def curve_summary(trials: Sequence[Mapping]) -> dict[tuple, dict]:
+    """``{(setting, method, iterations): {"t", "n", "PSNR": [Interval…], "SSIM": [...]}}`` over batches at
+    the checkpoints every batch has (:func:`.summary.curves` on these trials)."""
+    return curves([{"trial": t, "value": t} for t in trials])

@@ -1,0 +1,66 @@
+"""Chapter 04 on the trained network (setting_study.trained and trained_summary)."""
+import pytest
+import torch
+
+from gitutor.chapters.stepwise_gradinversion.setting_study import trained_summary as ts
+from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
+    STUDY_PHOTOGRAPHS, TABLE_BATCHES, TrainedSetting, decode_images, encode_images, trained_batch, trial)
+
+
+def test_settings_refuse_what_they_cannot_run():
+    for bad in ({"image_size": 100}, {"split": "all"}, {"options": "breaching"}, {"bn_scale": -1.0}, {"lr": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad)).split("_")[0]):
+            TrainedSetting(**bad)
+    assert TrainedSetting().label() == "paper"
+    assert TrainedSetting(bn_scale=0.0).label() == "R_BN off"
+    assert TrainedSetting(bn_scale=10.0, options="authors").label() == "λ_BN × 10, authors' code"
+
+
+def test_study_and_table_photographs_are_disjoint_and_labels_true_and_distinct():
+    table = [i for batch in TABLE_BATCHES for i in batch]
+    assert not set(STUDY_PHOTOGRAPHS) & set(table) and len(set(table)) == len(table) == 16
+    setting = TrainedSetting(split="table", image_size=64)
+    from gitutor.data import load
+
+    images, labels = load("imagenet", size=64)
+    for b in range(setting.batches()):
+        x, y = trained_batch(setting, b)
+        assert x.shape == (4, 3, 64, 64) and len(set(y.tolist())) == 4
+        assert torch.equal(y, labels[list(TABLE_BATCHES[b])])
+    with pytest.raises(ValueError, match="index"):
+        trained_batch(setting, 4)
+
+
+def test_images_survive_the_record_to_eight_bits():
+    x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    back = decode_images(encode_images(x))
+    assert back.shape == x.shape and float((back - x).abs().max()) <= 0.5 / 255 + 1e-6
+    with pytest.raises(ValueError, match="base64 PNG"):
+        decode_images(["not a png"])
+
+
+def test_a_trial_scores_its_run_and_the_authors_options_are_stepwise_only():
+    setting = TrainedSetting(image_size=64)
+    value = trial({}, setting=setting, method="Stepwise", batch=0, iterations=2, seed=0)
+    assert [row[0] for row in value["curve"]] == [0, 2] and value["images"].shape == (1, 3, 64, 64)
+    assert len(value["lpips"]) == 1 and 0 < value["lpips"][0] < 2
+    with pytest.raises(ValueError, match="Stepwise"):
+        trial({}, setting=TrainedSetting(options="authors"), method="GradInversion", batch=0, iterations=2)
+
+
+def test_paired_rows_pair_batch_by_batch():
+    a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
+    rows = [{"setting": s, "method": "Stepwise", "batch": i, "PSNR": p, "SSIM": 0.1 * p, "LPIPS": 1 - 0.01 * p}
+            for s, shift in ((a, 1.0), (b, 0.0)) for i, p in enumerate([10 + shift, 12 + shift, 11 + shift])]
+    found = ts.paired_rows(rows, [((a, "Stepwise"), (b, "Stepwise"))])[0]
+    assert found["PSNR: better"] == "A > B" and found["LPIPS: better"] == "A > B"  # lower LPIPS is better
+    with pytest.raises(ValueError, match="same batches"):
+        ts.paired_rows(rows[:2] + rows[3:], [((a, "Stepwise"), (b, "Stepwise"))])
+
+
+def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
+    rows = ts.rbn_controls(TrainedSetting(image_size=64))
+    assert len(rows) == len(STUDY_PHOTOGRAPHS)
+    for row in rows:
+        others = [v for k, v in row.items() if k not in ("batch", "true photograph")]
+        assert row["true photograph"] < min(others)
