@@ -62,7 +62,7 @@ BOOK_LOG := $(BUILD)/jupyter-book.log
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
 	@mkdir -p $(STAGE)/_static && cp book/_static/* $(STAGE)/_static/   # gitutor.css: code fits the column
-	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/setting_study
+	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/setting_study book/trained_network
 	@$(PYTHON) -c "__import__('importlib').import_module('sphinx-mathjax-offline')" 2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book]"
 	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html > $(BOOK_LOG) 2>&1; \

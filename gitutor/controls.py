@@ -14,7 +14,7 @@ not used for the count (SSIM of a flat image is high on smooth photographs).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -79,3 +79,46 @@ def check_threshold(scores: Mapping[str, torch.Tensor], threshold: float = RECOG
         raise ValueError(f"threshold {threshold} is reached by the control {best_name!r} ({best:.3g}): "
                          "it cannot mean recognisable on these images")
     return best
+
+
+def batch_controls(batches: Sequence[torch.Tensor], mean: Sequence[float], std: Sequence[float], *,
+                   seed: int = 0, lpips: bool = False) -> dict[str, dict[str, list[float]]]:
+    """Controls of gradient-inversion batches, scored per batch: the attacks' two starts and
+    :func:`control_images`.
+
+    The starts are drawn from one N(0, 1) tensor per batch (seed ``seed + i`` for batch i): "noise
+    N(0, 1), normalised units" — z·std + mean, the start in the network's normalised units as the
+    authors' code of Ye et al. and Geiping et al. draw it, clipped to [0, 1] for scoring — and
+    "noise clamp(N(0, 1), 0, 1), pixels" — the book's start in pixels (half its pixels exactly 0).
+
+    Args:
+        batches: ``(B, C, H, W)`` batches in [0, 1].
+        mean, std: the network's per-channel normalisation (C values each).
+        lpips: also score LPIPS (:func:`gitutor.metrics.lpips_distance`, real AlexNet backbone).
+
+    Returns:
+        ``{control: {"PSNR": [...], "SSIM": [...](, "LPIPS": [...])}}``, one batch-mean value per batch.
+
+    Raises:
+        ValueError: if ``batches`` is empty or ``mean``/``std`` do not have one value per channel.
+    """
+    from gitutor.metrics import lpips_distance, ssim
+
+    if not batches:
+        raise ValueError("batches must hold at least one batch")
+    channels = batches[0].shape[1]
+    if len(mean) != channels or len(std) != channels:
+        raise ValueError(f"mean and std need {channels} values, got {len(mean)} and {len(std)}")
+    m, s = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (mean, std))
+    metrics = {"PSNR": psnr, "SSIM": ssim, **({"LPIPS": lpips_distance} if lpips else {})}
+    scores: dict[str, dict[str, list[float]]] = {}
+    for i, x in enumerate(batches):
+        x = x.detach().cpu()
+        drawn = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + i))
+        found = {"noise N(0, 1), normalised units": (drawn * s + m).clamp(0, 1),
+                 "noise clamp(N(0, 1), 0, 1), pixels": drawn.clamp(0, 1), **control_images(x)}
+        for name, images in found.items():
+            row = scores.setdefault(name, {k: [] for k in metrics})
+            for k, metric in metrics.items():
+                row[k].append(metric(images, x).mean().item())
+    return scores

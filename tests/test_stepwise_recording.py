@@ -11,7 +11,7 @@ from gitutor.stats import interval
 from gitutor.chapters.stepwise_gradinversion import experiments as study
 from gitutor.chapters.stepwise_gradinversion.figures import along_run
 from gitutor.chapters.stepwise_gradinversion.recording import (load_reconstructions, recorded_table1, recording_sentence,
-                                                save_reconstructions, target_sentence)
+                                                recognisable_sentence, save_reconstructions)
 
 matplotlib.use("Agg")
 
@@ -65,16 +65,13 @@ def test_recorded_table1_puts_noise_first_and_scores_each_final_reconstruction(t
     assert table["Stepwise"]["SSIM"].n == 3
 
 
-def test_target_sentence_needs_the_whole_interval_on_one_side():
-    def row(values):
-        return {"SSIM": interval(values)}
-
-    assert "reaches" in target_sentence({"IG": row([0.40, 0.42, 0.41])}, 0.30)
-    assert "falls short of" in target_sentence({"IG": row([0.10, 0.12, 0.11])}, 0.30)
-    sentence = target_sentence({"IG": row([0.1, 0.5, 0.3]), "GI": row([0.0, 0.01, 0.02])}, 0.30)
-    assert "is not resolved against" in sentence and "IG's" in sentence and "(n =" not in sentence
-    with pytest.raises(ValueError, match="table"):
-        target_sentence({}, 0.3)
+def test_recognisable_sentence_counts_photographs_at_the_books_threshold(tmp_path):
+    truth = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    close = (truth + 0.001).clamp(0, 1)  # ≈ 60 dB
+    recording = {"truth": [truth, truth], "images": {"A": [close, truth.flip(0)], "B": [truth.flip(0)] * 2}}
+    assert recognisable_sentence(recording) == "A 2 of 4, B 0 of 4"
+    with pytest.raises(ValueError, match="no method"):
+        recognisable_sentence({"truth": [truth], "images": {}})
 
 
 def test_recording_sentence_names_commit_device_wall_time_and_command():
@@ -108,6 +105,7 @@ def test_a_budget_without_curve_ablation_and_studies_runs_table1_only():
     assert {t["batch"][0] for t in trials} == {4} and cfg.model == "cifar_resnet18" and not cfg.substitute
     table1 = {m: {"PSNR": interval([10.0, 11.0]), "SSIM": interval([0.1, 0.2]), "LPIPS": None}
               for m in study.PAPER_TABLE1}
-    rows = study.chapter_rows(cfg, table1, None, study.PAPER_ORDER)
+    psnr = {m: [10.0, 11.0] for m in study.PAPER_TABLE1}
+    rows = study.chapter_rows(cfg, table1, None, psnr)
     assert not [r for r in rows if r["quantity"].startswith("Table 2")] and len(rows) == 4 * 3 + 1
     assert "budget `cpu_recording` runs Table 1 only" in study.not_run_sentence(cfg, "the ablation")

@@ -17,6 +17,10 @@ from gitutor.viz import comparison_grid, interval_errorbars
 matplotlib.use("Agg")
 
 
+#: Per-batch PSNR of Table 1's methods on three batches: stepwise best on every batch, by a clear margin.
+PSNR = {"Stepwise": [20.0, 21.0, 22.0], "GradInversion": [18.0, 19.2, 19.9], "Inverting Gradients": [15.0, 16.1, 17.2],
+        "DLG": [10.0, 11.0, 12.1], "Noise N(0, I)": [6.0, 6.5, 7.0]}
+
 def test_block_starts_find_each_residual_block_of_resnet34():
     names = [name for name, _ in resnet34(num_classes=10).named_parameters()]
     starts = study.block_starts(names, MODEL_BLOCKS["resnet34"])
@@ -49,26 +53,41 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
     table1 = {m: {"PSNR": interval([20.0, 20.5, 21.0]), "SSIM": interval([0.6, 0.7], bounds=(-1, 1)), "LPIPS": None}
               for m in study.PAPER_TABLE1}
     table2 = {row: {"PSNR": interval([9.0, 9.5])} for row in study.ABLATION}
-    rows = study.chapter_rows(cfg, table1, table2, study.PAPER_ORDER)
+    rows = study.chapter_rows(cfg, table1, table2, PSNR)
     save_results("04_stepwise_gradinversion", "quick", rows, tmp_path)
-    assert len(rows) == 4 * 3 + 4 + 1 and rows[-1]["this_run"] == "yes"
+    assert len(rows) == 4 * 3 + 4 + 1 and rows[-1]["this_run"] == "yes"  # PSNR: a clean ordering
+    assert "not_comparable" in rows[-1] and "claim_outcome" not in rows[-1]  # a random network cannot judge it
     psnr_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 PSNR") and r["setting"] == "Stepwise")
-    assert psnr_stepwise["this_run"] == 20.5 and verdict(psnr_stepwise) == "meets"
-    assert psnr_stepwise["low"] < 20.5 < psnr_stepwise["high"]  # its 95 % interval over the batches
+    assert psnr_stepwise["this_run"] == 20.5 and psnr_stepwise["low"] < 20.5 < psnr_stepwise["high"]
+    assert verdict(psnr_stepwise) == "not comparable"
+    assert "not an ImageNet-trained network" in psnr_stepwise["not_comparable"]
     ssim_stepwise = next(r for r in rows if r["quantity"].startswith("Table 1 SSIM") and r["setting"] == "Stepwise")
-    assert verdict(ssim_stepwise) == "not resolved"  # two batches: the interval holds the paper's 0.49
     assert [r for r in rows if r.get("headline")] == [ssim_stepwise]  # the chapter's line on the results page
     assert next(r for r in rows if r["quantity"].startswith("Table 1 LPIPS"))["this_run"] == "n/a"
     schedule = next(r for r in rows if r["setting"].startswith("+ schedule"))
-    assert verdict(schedule) == "falls short" and f"({cfg.ablation_iterations} iterations)" in schedule["setting"]
+    assert f"({cfg.ablation_iterations} iterations)" in schedule["setting"] and verdict(schedule) == "not comparable"
     assert len({r["differences"] for r in rows}) == 1  # stated once above the table
     full2 = {row: {"LPIPS": interval([0.3, 0.4]), "PSNR": interval([9.0, 9.5]), "SSIM": interval([0.2, 0.3])}
              for row in study.ABLATION}
-    rows2 = [r for r in study.chapter_rows(cfg, table1, full2, study.PAPER_ORDER) if r["quantity"].startswith("Table 2")]
+    rows2 = [r for r in study.chapter_rows(cfg, table1, full2, PSNR) if r["quantity"].startswith("Table 2")]
     assert len(rows2) == 3 * 4  # Table 2 reports LPIPS, PSNR and SSIM per row, as the paper does
-    lpips2 = [r for r in rows2 if "LPIPS" in r["quantity"]]
-    assert all(verdict(r) == "not comparable" and "224" in r["not_comparable"] for r in lpips2)  # 32 px here
     assert next(r for r in rows2 if "SSIM" in r["quantity"] and r["setting"].startswith("+ schedule"))["paper"] == 0.55
+    pretrained = cfg.__class__(**{**vars(cfg), "pretrained": True, "image_size": 224})
+    comparable = study.chapter_rows(pretrained, table1, table2, PSNR)
+    assert "not_comparable" not in comparable[3] and comparable[-1]["claim_outcome"] == "consistent"
+    assert verdict(next(r for r in comparable if r["setting"].startswith("+ schedule"))) == "falls short"
+
+
+def test_the_ordering_is_judged_by_paired_differences():
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import order_sentence, ordering_row
+
+    row = ordering_row(PSNR, "s", "d")
+    assert row["claim_outcome"] == "consistent" and "Stepwise > GradInversion" in row["setting"]
+    swapped = {**PSNR, "Stepwise": PSNR["GradInversion"], "GradInversion": PSNR["Stepwise"]}
+    assert ordering_row(swapped, "s", "d")["claim_outcome"] == "refuted"
+    noisy = {**PSNR, "DLG": [16.0, 9.0, 12.0]}
+    assert ordering_row(noisy, "s", "d")["this_run"] == "not resolved" and "claim_outcome" not in ordering_row(noisy, "s", "d")
+    assert "**consistent**" in order_sentence(PSNR)
 
 
 def test_trial_settings_and_the_model_setup():

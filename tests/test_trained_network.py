@@ -64,3 +64,20 @@ def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
     for row in rows:
         others = [v for k, v in row.items() if k not in ("batch", "true photograph")]
         assert row["true photograph"] < min(others)
+
+
+def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering():
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import trained_table_rows
+    from gitutor.results import verdict_text
+
+    setting = TrainedSetting(split="table")
+    base = {"Stepwise": 14.0, "GradInversion": 12.0, "Inverting Gradients": 10.0, "DLG": 7.0}
+    trials = [{"setting": setting, "method": m, "batch": b, "PSNR": p + 0.3 * b + 0.1 * (b % 2),
+               "SSIM": 0.1, "LPIPS": 0.8} for m, p in base.items() for b in range(4)]
+    rows = trained_table_rows(trials, {"iterations": 1000})
+    assert len(rows) == 4 * 3 + 1 and all("not_comparable" in r for r in rows[:-1])
+    order = rows[-1]
+    assert order["headline"] and order["this_run"] == "yes" and order["claim_outcome"] == "consistent"
+    assert "consistent" in verdict_text(order) and "Ye et al." in order["claim"]
+    with pytest.raises(ValueError, match="same batches"):
+        trained_table_rows(trials[:-1], {"iterations": 1000})

@@ -32,7 +32,6 @@ PAPER_TABLE2 = {"ℓ_grad": (0.80, 8.34, 0.27), "+ R_image": (0.57, 10.79, 0.34)
 #: Table 2's rows and the :data:`gitutor.attacks.comparison.METHODS` entry that runs each.
 ABLATION = {"ℓ_grad": "ℓ_grad", "+ R_image": "GradInversion", "+ ℓ̃_grad": "+ ℓ̃_grad", "+ schedule": "Stepwise"}
 TABLE1_METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")
-PAPER_ORDER = "Stepwise > GradInversion > Inverting Gradients > DLG > Noise N(0, I)"
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
@@ -122,15 +121,6 @@ def table1_runs(runs: Mapping[tuple, list[dict]], batches: Mapping, cfg) -> dict
     return {"Noise N(0, I)": noise, **{m: runs[(m, b, t, None)] for m in TABLE1_METHODS}}
 
 
-def order_verdict(order: str) -> str:
-    """Markdown verdict on the Table 1 PSNR ordering (:func:`gitutor.stats.ordering`)."""
-    if order == PAPER_ORDER:
-        return "**ordering reproduced**"
-    if order == NOT_RESOLVED:
-        return f"**{NOT_RESOLVED}**"
-    return f"**a different ordering**: {order}"
-
-
 def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")) -> dict[str, Interval | None]:
     """Mean and 95 % interval over batches of each metric in ``keys`` (None where a metric is None, e.g.
     LPIPS without AlexNet weights). ``results``: one trial value per batch.
@@ -145,19 +135,23 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
 
 
 def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
-                 table2: Mapping[str, Mapping[str, Interval]] | None, order: str) -> list[dict]:
+                 table2: Mapping[str, Mapping[str, Interval]] | None,
+                 psnr: Mapping[str, Sequence[float]]) -> list[dict]:
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
     run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
     GradInversion's Table 1 SSIM is the chapter's headline row.
     LPIPS rows at another image size than the paper's 224 px are marked ``not_comparable``
-    (LPIPS's scale depends on the resolution).
+    (LPIPS's scale depends on the resolution), and every row of a network that is not the paper's
+    ImageNet-trained one (``cfg.pretrained`` False: default or calibrated BatchNorm statistics, or the
+    narrow substitute) is marked ``not_comparable`` with the reason; the last row is the paper's ordering
+    judged by paired differences (:func:`.trained_rows.ordering_row`).
 
     Args:
         cfg: the chapter's settings (``gitutor.chapters.stepwise_gradinversion.profile.chapter_settings``).
         table1: :func:`summarise` of every Table 1 method with keys LPIPS, PSNR, SSIM (``PAPER_TABLE1`` names).
         table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with keys LPIPS, PSNR, SSIM (those
             present are reported), or None when the run has no ablation (``cfg.ablation_iterations`` None).
-        order: :func:`gitutor.stats.ordering` of the Table 1 PSNRs.
+        psnr: per-batch PSNR (dB) of each Table 1 method (``PAPER_TABLE1`` names), batch i the same for all.
 
     Raises:
         KeyError: naming a method or row missing from ``table1``/``table2``.
@@ -171,21 +165,25 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     # another size than the paper's 224 px is not on the paper's scale, whatever its direction.
     lpips_scale = ({} if cfg.image_size == 224 else
                    {"not_comparable": f"LPIPS at {cfg.image_size} px, not the paper's 224 px: not on its scale"})
+    network = ({} if cfg.pretrained else {"not_comparable": (
+        "not an ImageNet-trained network (R_BN's statistics hold no image information)")})
     rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
              "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
              "differences": differences, "better": "lower" if k == "LPIPS" else "higher",
              **interval_fields(table1[m][k], 3), **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {}),
-             **(lpips_scale if k == "LPIPS" else {})}
+             **(lpips_scale if k == "LPIPS" else {}), **network}
             for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
     budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
     rows += [{"quantity": f"Table 2 {k} (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][j],
               "this_run": round(table2[row][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
               **interval_fields(table2[row][k], 3), "differences": differences,
-              "better": "lower" if k == "LPIPS" else "higher", **(lpips_scale if k == "LPIPS" else {})}
+              "better": "lower" if k == "LPIPS" else "higher", **(lpips_scale if k == "LPIPS" else {}), **network}
              for row in (ABLATION if table2 is not None else ()) for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))
              if k in table2[row] and table2[row][k] is not None]
-    rows.append({"quantity": "PSNR ordering " + PAPER_ORDER, "setting": "Table 1, 95 % intervals separate",
-                 "paper": "yes", "this_run": "yes" if order == PAPER_ORDER else order, "unit": "", "differences": differences})
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import PAPER_RANKING, ordering_row
+
+    rows.append(ordering_row({m: psnr[m] for m in PAPER_RANKING}, f"this run, {n} batches", differences,
+                             network.get("not_comparable")))
     return rows
 
 

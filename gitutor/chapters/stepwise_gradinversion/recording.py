@@ -18,7 +18,8 @@ from safetensors.torch import load_file, save_file
 
 from gitutor.attacks.comparison import score
 from gitutor.files import atomic_path
-from gitutor.stats import format_interval
+from gitutor.controls import RECOGNISABLE_PSNR
+from gitutor.metrics import psnr
 from gitutor.chapters.stepwise_gradinversion.experiments import PAPER_TABLE1, summarise
 
 
@@ -132,24 +133,19 @@ def recording_sentence(provenance: Mapping, iterations: int, batches: int) -> st
     )
 
 
-def target_sentence(table: Mapping[str, Mapping], target: float) -> str:
-    """Whether the best mean SSIM of a :func:`recorded_table1` reaches ``target``: "reaches" when its
-    whole 95 % interval is at or above it, "falls short of" when all of it is below, else "is not
-    resolved against", as a Markdown sentence naming the method and its interval.
+def recognisable_sentence(recording: Mapping, threshold: float = RECOGNISABLE_PSNR) -> str:
+    """How many photographs each method of a :func:`load_reconstructions` recording recovers to PSNR ≥
+    ``threshold`` dB (the book's "recognisable", :mod:`gitutor.controls`), per photograph, as a Markdown
+    phrase ("Stepwise 3 of 20, …") in the recording's method order.
 
     Raises:
-        ValueError: if ``table`` is empty.
+        ValueError: if the recording holds no method.
     """
-    if not table:
-        raise ValueError("table must hold at least one method")
-    best = max(table, key=lambda m: table[m]["SSIM"].mean)
-    ssim = table[best]["SSIM"]
-    verdict = (
-        "reaches"
-        if ssim.low >= target
-        else "falls short of"
-        if ssim.high < target
-        else "is not resolved against"
-    )
-    shown = format_interval(ssim, count=False)
-    return f"the best mean SSIM, {best}'s {shown}, {verdict} the target of {target:.2f}"
+    truths, images = recording["truth"], recording["images"]
+    if not images:
+        raise ValueError("the recording holds no method's reconstructions")
+    parts = []
+    for method, batches in images.items():
+        values = torch.cat([psnr(x, truth) for x, truth in zip(batches, truths)])
+        parts.append(f"{method} {int((values >= threshold).sum())} of {len(values)}")
+    return ", ".join(parts)

@@ -9,9 +9,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from gitutor.controls import control_images
+from gitutor.controls import batch_controls, control_images
 from gitutor.files import read_json
-from gitutor.metrics import lpips_distance, psnr, ssim
 from gitutor.paired import compare_paired, paired_difference
 from gitutor.stats import BOUNDS, NOT_RESOLVED, format_interval, interval
 from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
@@ -102,26 +101,14 @@ def _name(setting: TrainedSetting, method: str) -> str:
 
 def control_rows(setting: TrainedSetting) -> list[dict]:
     """What trivial reconstructions score on the batches of ``setting`` (same metrics as the trials,
-    means [95 % interval] over the batches): the attacks' start as the paper draws it — N(0, 1) in the
-    network's normalised units (the authors' code), then mapped to pixels and clipped for scoring —, the
-    book's start clamp(N(0, 1), 0, 1) in pixels, and :func:`gitutor.controls.control_images`.
-    """
+    means [95 % interval] over the batches, :func:`gitutor.controls.batch_controls` with LPIPS), with
+    each control's best PSNR over the batches."""
     from gitutor.models.pretrained import LITE_MEAN, LITE_STD
 
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in (LITE_MEAN, LITE_STD))
-    scores: dict[str, dict[str, list[float]]] = {}
-    for index in range(setting.batches()):
-        x, _ = trained_batch(setting, index)
-        noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(index))
-        found = {"noise N(0, 1), normalised units (paper's start)": (noise * std + mean).clamp(0, 1),
-                 "noise clamp(N(0, 1), 0, 1), pixels": noise.clamp(0, 1), **control_images(x)}
-        for name, images in found.items():
-            row = scores.setdefault(name, {m: [] for m in METRICS})
-            row["PSNR"].append(psnr(images, x).mean().item())
-            row["SSIM"].append(ssim(images, x).mean().item())
-            row["LPIPS"].append(lpips_distance(images, x).mean().item())
+    batches = [trained_batch(setting, i)[0] for i in range(setting.batches())]
+    scores = batch_controls(batches, LITE_MEAN, LITE_STD, lpips=True)
     return [{"control": name, **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False)
-                                 for m in METRICS}, "best PSNR (dB)": round(max(v["PSNR"]), 1)}
+                                 for m in METRICS}, "highest batch PSNR (dB)": round(max(v["PSNR"]), 1)}
             for name, v in scores.items()]
 
 
