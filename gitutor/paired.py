@@ -34,28 +34,34 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
     return interval((a_values - b_values).tolist())
 
 
-def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str] = ("A", "B")) -> str:
-    """``"A > B"`` / ``"A < B"`` (with ``names``) when the paired difference's 95 % interval excludes 0,
-    else :data:`~gitutor.stats.NOT_RESOLVED` (also for a single pair).
+def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str] = ("A", "B"),
+                   margin: float = 0.0) -> str:
+    """``"A > B"`` / ``"A < B"`` (with ``names``) when the paired difference's 95 % interval lies wholly
+    above ``margin`` / below −``margin``, else :data:`~gitutor.stats.NOT_RESOLVED` (also for a single
+    pair). ``margin`` ≥ 0 is the smallest difference that counts (e.g. 0.5 dB of PSNR): a difference
+    resolved from 0 but inside it is not called an ordering.
 
     Raises:
         ValueError/TypeError: as :func:`paired_difference`.
     """
+    if not margin >= 0:
+        raise ValueError(f"margin must be ≥ 0, got {margin!r}")
     difference = paired_difference(a, b)
-    if difference.low > 0:
+    if difference.low > margin:
         return f"{names[0]} > {names[1]}"
-    if difference.high < 0:
+    if difference.high < -margin:
         return f"{names[0]} < {names[1]}"
     return NOT_RESOLVED
 
 
-def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[str]) -> dict:
+def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[str], margin: float = 0.0) -> dict:
     """Judge an expected ordering (best first) by paired differences between neighbours.
 
     Args:
         results: ``{name: per-trial values}``, trial i of every name on the same batch / seed (higher
             is better; negate a lower-is-better metric first).
         expected: the names in the claimed order, best first (≥ 2, each a key of ``results``).
+        margin: the smallest difference that counts (:func:`compare_paired`).
 
     Returns:
         ``{"pairs": {"A > B": verdict of compare_paired, …}, "outcome": "consistent" (every neighbour pair
@@ -68,7 +74,8 @@ def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[s
     """
     if len(expected) < 2 or any(name not in results for name in expected):
         raise ValueError(f"expected must name ≥ 2 keys of results {sorted(results)}, got {list(expected)}")
-    pairs = {f"{a} > {b}": compare_paired(results[a], results[b], (a, b)) for a, b in zip(expected, expected[1:])}
+    pairs = {f"{a} > {b}": compare_paired(results[a], results[b], (a, b), margin)
+             for a, b in zip(expected, expected[1:])}
     claimed = [f"{a} > {b}" for a, b in zip(expected, expected[1:])]
     if any(verdict not in (claim, NOT_RESOLVED) for claim, verdict in zip(claimed, pairs.values())):
         outcome = "refuted"

@@ -62,3 +62,12 @@ def test_paired_ordering_reads_each_neighbour_pair():
     assert found["outcome"] == "not resolved" and found["pairs"]["S > G"] == "S > G"
     with pytest.raises(ValueError, match="expected"):
         paired_ordering(results, ["S", "X"])
+
+
+def test_a_margin_keeps_tiny_resolved_differences_from_being_called_an_ordering():
+    a, b = [10.0, 11.0, 12.0, 13.0], [9.9, 10.9, 11.9, 12.9]
+    assert compare_paired(a, b) == "A > B"
+    assert compare_paired(a, b, margin=0.5) == NOT_RESOLVED
+    assert compare_paired([v + 1 for v in a], a, margin=0.5) == "A > B"
+    with pytest.raises(ValueError, match="margin"):
+        compare_paired(a, b, margin=-1.0)

@@ -81,12 +81,17 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
 def test_the_ordering_is_judged_by_paired_differences():
     from gitutor.chapters.stepwise_gradinversion.trained_rows import order_sentence, ordering_row
 
-    row = ordering_row(PSNR, "s", "d")
+    row = ordering_row({"PSNR": PSNR}, "s", "d")
     assert row["claim_outcome"] == "consistent" and "Stepwise > GradInversion" in row["setting"]
     swapped = {**PSNR, "Stepwise": PSNR["GradInversion"], "GradInversion": PSNR["Stepwise"]}
-    assert ordering_row(swapped, "s", "d")["claim_outcome"] == "refuted"
+    assert ordering_row({"PSNR": swapped}, "s", "d")["claim_outcome"] == "refuted"
+    both = ordering_row({"PSNR": PSNR, "SSIM": swapped}, "s", "d")  # refuted in one metric: refuted
+    assert both["claim_outcome"] == "refuted" and both["this_run"] == "no"
+    gated = ordering_row({"PSNR": PSNR}, "s", "d", unjudged="below the controls")
+    assert gated["this_run"] == "not resolved" and "claim_outcome" not in gated
     noisy = {**PSNR, "DLG": [16.0, 9.0, 12.0]}
-    assert ordering_row(noisy, "s", "d")["this_run"] == "not resolved" and "claim_outcome" not in ordering_row(noisy, "s", "d")
+    unresolved = ordering_row({"PSNR": noisy}, "s", "d")
+    assert unresolved["this_run"] == "not resolved" and "claim_outcome" not in unresolved
     assert "**consistent**" in order_sentence(PSNR)
 
 

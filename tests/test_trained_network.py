@@ -13,7 +13,7 @@ def test_settings_refuse_what_they_cannot_run():
             TrainedSetting(**bad)
     assert TrainedSetting().label() == "paper"
     assert TrainedSetting(bn_scale=0.0).label() == "R_BN off"
-    assert TrainedSetting(bn_scale=10.0, options="authors").label() == "λ_BN × 10, authors' code"
+    assert TrainedSetting(bn_scale=10.0, options="authors").label() == "λ_BN × 10, authors' options"
 
 
 def test_study_and_table_photographs_are_disjoint_and_labels_true_and_distinct():
@@ -53,7 +53,7 @@ def test_paired_rows_pair_batch_by_batch():
     rows = [{"setting": s, "method": "Stepwise", "batch": i, "PSNR": p, "SSIM": 0.1 * p, "LPIPS": 1 - 0.01 * p}
             for s, shift in ((a, 1.0), (b, 0.0)) for i, p in enumerate([10 + shift, 12 + shift, 11 + shift])]
     found = ts.paired_rows(rows, [((a, "Stepwise"), (b, "Stepwise"))])[0]
-    assert found["PSNR: better"] == "A > B" and found["LPIPS: better"] == "A > B"  # lower LPIPS is better
+    assert found["PSNR: better"] == "A" and found["LPIPS: better"] == "A"  # lower LPIPS is better
     with pytest.raises(ValueError, match="same batches"):
         ts.paired_rows(rows[:2] + rows[3:], [((a, "Stepwise"), (b, "Stepwise"))])
 
@@ -62,7 +62,7 @@ def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
     rows = ts.rbn_controls(TrainedSetting(image_size=64))
     assert len(rows) == len(STUDY_PHOTOGRAPHS)
     for row in rows:
-        others = [v for k, v in row.items() if k not in ("batch", "true photograph")]
+        others = [v for k, v in row.items() if k not in ("batch", "true photograph", "another photograph")]
         assert row["true photograph"] < min(others)
 
 
@@ -73,11 +73,15 @@ def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering()
     setting = TrainedSetting(split="table")
     base = {"Stepwise": 14.0, "GradInversion": 12.0, "Inverting Gradients": 10.0, "DLG": 7.0}
     trials = [{"setting": setting, "method": m, "batch": b, "PSNR": p + 0.3 * b + 0.1 * (b % 2),
-               "SSIM": 0.1, "LPIPS": 0.8} for m, p in base.items() for b in range(4)]
-    rows = trained_table_rows(trials, {"iterations": 1000})
+               "SSIM": 0.01 * p, "LPIPS": 1 - 0.01 * p} for m, p in base.items() for b in range(4)]
+    thumb = {"mean colour": [8.0, 8.2, 8.4, 8.6], "4×4 thumbnail": [9.0, 9.5, 9.2, 9.9]}
+    rows = trained_table_rows(trials, {"iterations": 1000}, thumb)
     assert len(rows) == 4 * 3 + 1 and all("not_comparable" in r for r in rows[:-1])
     order = rows[-1]
     assert order["headline"] and order["this_run"] == "yes" and order["claim_outcome"] == "consistent"
     assert "consistent" in verdict_text(order) and "Ye et al." in order["claim"]
+    high = {k: [v + 20 for v in vs] for k, vs in thumb.items()}  # every method below a thumbnail
+    gated = trained_table_rows(trials, {"iterations": 1000}, high)[-1]
+    assert gated["this_run"] == "not resolved" and "claim_outcome" not in gated and "thumbnail" in gated["setting"]
     with pytest.raises(ValueError, match="same batches"):
-        trained_table_rows(trials[:-1], {"iterations": 1000})
+        trained_table_rows(trials[:-1], {"iterations": 1000}, thumb)

@@ -182,8 +182,8 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
              if k in table2[row] and table2[row][k] is not None]
     from gitutor.chapters.stepwise_gradinversion.trained_rows import PAPER_RANKING, ordering_row
 
-    rows.append(ordering_row({m: psnr[m] for m in PAPER_RANKING}, f"this run, {n} batches", differences,
-                             network.get("not_comparable")))
+    rows.append(ordering_row({"PSNR": {m: psnr[m] for m in PAPER_RANKING}}, f"this run, {n} batches",
+                             differences, network.get("not_comparable")))
     return rows
 
 

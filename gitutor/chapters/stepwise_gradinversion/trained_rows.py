@@ -13,60 +13,75 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gitutor.chapters.stepwise_gradinversion.experiments import PAPER_TABLE1
-from gitutor.paired import paired_ordering
+from gitutor.paired import compare_paired, paired_ordering
 from gitutor.results import interval_fields
 from gitutor.stats import BOUNDS, interval
 
 #: The paper's words (Ye et al., AAAI 2024, §Experiments, the paragraph on Table 1 and Fig. 5).
 ORDER_CLAIM = ('"And our stepwise attack method shows the best performance, both qualitatively and '
                'quantitatively" — Ye et al., §Experiments (Table 1, Fig. 5)')
+#: The smallest paired difference that counts as an ordering, per metric (PSNR in dB; LPIPS negated).
+MARGINS = {"PSNR": 0.5, "SSIM": 0.01, "LPIPS": 0.01}
+#: The controls a method must beat (paired PSNR, with the margin) before an ordering is read as a test.
+GATE_CONTROLS = ("mean colour", "4×4 thumbnail")
 #: Table 1's methods, best first, as the paper orders them.
 PAPER_RANKING = ("Stepwise", "GradInversion", "Inverting Gradients", "DLG")
 
 
-def ordering_row(psnr: Mapping[str, Sequence[float]], setting: str, differences: str,
-                 not_comparable: str | None = None) -> dict:
-    """The results row of the paper's ordering on Table 1's PSNR, paired over batches.
+def ordering_row(scores: Mapping[str, Mapping[str, Sequence[float]]], setting: str, differences: str,
+                 not_comparable: str | None = None, unjudged: str | None = None) -> dict:
+    """The results row of the paper's Table 1 ordering, paired over batches, in every metric given.
 
     Args:
-        psnr: ``{method: per-batch PSNR (dB)}`` for :data:`PAPER_RANKING`, batch i the same for all.
+        scores: ``{metric: {method: per-batch values}}`` for :data:`PAPER_RANKING`, batch i the same for
+            all, higher is better (negate LPIPS first); each metric is judged with its :data:`MARGINS` entry.
         setting, differences: the row's ``setting`` and ``differences`` (what this run changes).
         not_comparable: why this run's setting cannot test the paper's claim (None: it can).
+        unjudged: why the evidence cannot judge the claim although the setting could (e.g. no method
+            above the controls); the row then reads "not resolved" and carries no judgement.
 
     Returns:
-        A row with ``paper`` "yes", ``this_run`` "yes" / "no" / "not resolved", the pairs' verdicts in
-        ``setting``, and — when the run can test the claim and the ordering is resolved — ``claim``,
-        ``claim_outcome`` (consistent / refuted) and ``claim_reason``.
+        A row with ``paper`` "yes", ``this_run`` "yes" (consistent in every metric) / "no" (refuted in
+        one) / "not resolved", the pairs' verdicts in ``setting``, ``claim``, and — when the run can
+        judge it and the orderings are resolved — ``claim_outcome`` (consistent / refuted) and
+        ``claim_reason``.
 
     Raises:
         ValueError: as :func:`gitutor.paired.paired_ordering`.
     """
-    found = paired_ordering(psnr, PAPER_RANKING)
-    said = {"consistent": "yes", "refuted": "no"}.get(found["outcome"], "not resolved")
-    pairs = "; ".join(found["pairs"].values())
-    row = {"quantity": "Table 1 PSNR ordering " + " > ".join(PAPER_RANKING) + " (paired over batches)",
-           "setting": f"{setting}; pairs: {pairs}", "paper": "yes", "this_run": said, "unit": "",
-           "differences": differences, "claim": ORDER_CLAIM}
+    found = {k: paired_ordering(v, PAPER_RANKING, MARGINS.get(k, 0.0)) for k, v in scores.items()}
+    outcomes = [f["outcome"] for f in found.values()]
+    outcome = ("refuted" if "refuted" in outcomes else
+               "consistent" if set(outcomes) == {"consistent"} else "not resolved")
+    if unjudged:
+        outcome = "not resolved"
+    said = {"consistent": "yes", "refuted": "no"}.get(outcome, "not resolved")
+    pairs = " | ".join(f"{k}: " + "; ".join(f["pairs"].values()) for k, f in found.items())
+    row = {"quantity": "Table 1 ordering " + " > ".join(PAPER_RANKING) + " (paired over batches)",
+           "setting": f"{setting}; {unjudged + '; ' if unjudged else ''}{pairs}", "paper": "yes",
+           "this_run": said, "unit": "", "differences": differences, "claim": ORDER_CLAIM}
     if not_comparable:
         row["not_comparable"] = not_comparable
-    elif found["outcome"] in ("consistent", "refuted"):
-        n = len(next(iter(psnr.values())))
-        row["claim_outcome"] = found["outcome"]
-        how = "excludes 0 in the paper's direction" if said == "yes" else "is resolved, one against the paper"
-        row["claim_reason"] = f"each neighbouring pair's PSNR difference over the same {n} batches {how}: {pairs}"
+    elif outcome in ("consistent", "refuted"):
+        n = len(next(iter(next(iter(scores.values())).values())))
+        how = ("clears its margin in the paper's direction" if said == "yes"
+               else "is resolved against the paper in at least one pair")
+        row["claim_outcome"] = outcome
+        row["claim_reason"] = f"each neighbouring pair's difference over the same {n} batches {how}: {pairs}"
     return row
 
 
 def order_sentence(psnr: Mapping[str, Sequence[float]]) -> str:
-    """The paper's Table 1 ordering judged by paired PSNR differences, as a Markdown phrase: each
-    neighbouring pair's verdict, then **consistent**, **refuted** or **not resolved**."""
-    found = paired_ordering({m: psnr[m] for m in PAPER_RANKING}, PAPER_RANKING)
+    """The paper's Table 1 ordering judged by paired PSNR differences (margin :data:`MARGINS`), as a
+    Markdown phrase: each neighbouring pair's verdict, then **consistent**, **refuted** or **not resolved**."""
+    found = paired_ordering({m: psnr[m] for m in PAPER_RANKING}, PAPER_RANKING, MARGINS["PSNR"])
     n = len(psnr[PAPER_RANKING[0]])
     return (f"paired over the same {n} batches — {'; '.join(found['pairs'].values())} — the paper's "
             f"ordering {' > '.join(PAPER_RANKING)} is **{found['outcome']}**")
 
 
-def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping) -> list[dict]:
+def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
+                       control_psnr: Mapping[str, Sequence[float]]) -> list[dict]:
     """The rows of the recorded Table 1 on the trained network: each method's LPIPS / PSNR / SSIM
     (mean and 95 % interval over the batches, marked not comparable: another network, resolution,
     batch size and budget) and the paired ordering row, which is the chapter's headline.
@@ -74,6 +89,8 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping) -> list[d
     Args:
         trials: the ``trained_table`` phase of :func:`...setting_study.trained_summary.load_trained`.
         provenance: that phase's provenance (``iterations``, ``commit``).
+        control_psnr: per-batch PSNR of the controls (:func:`gitutor.controls.batch_controls`) on the
+            same batches; the claim is judged only if some method is above each of :data:`GATE_CONTROLS`.
 
     Raises:
         ValueError: if a method of :data:`PAPER_RANKING` is missing or the methods' batches differ.
@@ -99,6 +116,13 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping) -> list[d
                          "unit": "dB" if k == "PSNR" else "", "differences": differences,
                          "better": "lower" if k == "LPIPS" else "higher", **interval_fields(summary, 3),
                          "not_comparable": f"{reason}: not the paper's setting, its numbers not on the paper's scale"})
-    psnr = {m: [t["PSNR"] for t in runs] for m, runs in by_method.items()}
-    rows.append({**ordering_row(psnr, setting, differences), "headline": True})
+    scores = {k: {m: [sign * t[k] for t in runs] for m, runs in by_method.items()}
+              for k, sign in (("PSNR", 1), ("SSIM", 1), ("LPIPS", -1))}
+    above = [m for m in PAPER_RANKING if all(
+        compare_paired(scores["PSNR"][m], control_psnr[c], margin=MARGINS["PSNR"]) == "A > B"
+        for c in GATE_CONTROLS)]
+    unjudged = None if above else ("no method's PSNR is above the mean-colour and 4×4-thumbnail controls "
+                                   "(paired over batches): an ordering among reconstructions that know less "
+                                   "than a thumbnail does not test the claim")
+    rows.append({**ordering_row(scores, setting, differences, unjudged=unjudged), "headline": True})
     return rows

@@ -92,7 +92,7 @@ class TrainedSetting:
         """The setting's factors away from the paper's, e.g. ``"R_BN off"`` (``"paper"`` if none)."""
         words = {0.0: "R_BN off"}.get(self.bn_scale, f"λ_BN × {self.bn_scale:g}") if self.bn_scale != 1 else ""
         parts = [words, f"λ_tv × {self.tv_scale:g}" if self.tv_scale != 1 else "",
-                 "authors' code" if self.options == "authors" else "", f"lr {self.lr:g}" if self.lr != 0.1 else ""]
+                 "authors' options" if self.options == "authors" else "", f"lr {self.lr:g}" if self.lr != 0.1 else ""]
         return ", ".join(p for p in parts if p) or "paper"
 
 

@@ -12,7 +12,8 @@ import torch
 from gitutor.controls import batch_controls, control_images
 from gitutor.files import read_json
 from gitutor.paired import compare_paired, paired_difference
-from gitutor.stats import BOUNDS, NOT_RESOLVED, format_interval, interval
+from gitutor.stats import BOUNDS, format_interval, interval
+from gitutor.chapters.stepwise_gradinversion.trained_rows import MARGINS
 from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
 from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
     TrainedSetting, decode_images, trained_batch)
@@ -64,14 +65,25 @@ def score_rows(trials: Sequence[Mapping]) -> list[dict]:
         row = {"method": method, "setting": setting.label(), "batches": len(runs)}
         for m in METRICS:
             row[m] = format_interval(interval([r[m] for r in runs], bounds=BOUNDS[m]), DIGITS[m], count=False)
+        row["PSNR change, last 30 % (dB)"] = format_interval(interval([_late_change(r["curve"]) for r in runs]),
+                                                            count=False)
         rows.append(row)
     return rows
 
 
+def _late_change(curve: Sequence[Sequence[float]]) -> float:
+    """PSNR at the end minus PSNR at the last checkpoint at or before 70 % of the run: whether the
+    curve has flattened (near 0) or still climbs."""
+    end = curve[-1][0]
+    before = [row for row in curve if row[0] <= 0.7 * end]
+    return curve[-1][1] - (before[-1][1] if before else curve[0][1])
+
+
 def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]]) -> list[dict]:
     """Paired differences A − B over the same batches, one row per ``((setting, method), (setting,
-    method))`` pair: per metric the mean [95 % interval] and the comparison it decides
-    (:func:`gitutor.paired.compare_paired`; for LPIPS "A better" means a lower LPIPS).
+    method))`` pair: per metric the mean [95 % interval] and which arm is better — "A", "B" or "not
+    resolved" (:func:`gitutor.paired.compare_paired` with the metric's margin of
+    :data:`...trained_rows.MARGINS`; for LPIPS lower is better).
 
     Raises:
         ValueError: if the two arms do not hold the same batches.
@@ -89,7 +101,8 @@ def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]])
                 va, vb = [-v for v in va], [-v for v in vb]
             row[f"Δ{m} (A − B)"] = format_interval(paired_difference([r[m] for r in runs_a],
                                                                      [r[m] for r in runs_b]), DIGITS[m], count=False)
-            row[f"{m}: better"] = compare_paired(va, vb, ("A", "B")).replace(NOT_RESOLVED, "not resolved")
+            found = compare_paired(va, vb, ("A", "B"), MARGINS[m])
+            row[f"{m}: better"] = {"A > B": "A", "A < B": "B"}.get(found, "not resolved")
         rows.append(row)
     return rows
 
@@ -114,11 +127,13 @@ def control_rows(setting: TrainedSetting) -> list[dict]:
 
 def rbn_controls(setting: TrainedSetting) -> list[dict]:
     """R_BN (Eq. 11, the network's ImageNet statistics) of each study photograph and of trivial images
-    in its place: the photograph itself, its mean colour, its 4×4 thumbnail, mid-grey and the paper's
-    noise start — does the prior prefer the photograph to images that carry nothing of it?
+    in its place: the photograph itself, the next study photograph, its mean colour, its 4×4 thumbnail,
+    mid-grey and the paper's noise start — does the prior prefer natural photographs to images that carry
+    nothing of one, and does it tell this photograph from another?
 
     Returns:
-        One row per batch of ``setting``: ``{"batch": index, "true photograph": R_BN, "mean colour": …,
+        One row per batch of ``setting``: ``{"batch": index, "true photograph": R_BN, "another photograph": …,
+        "mean colour": …,
         "4×4 thumbnail": …, "mid-grey": …, "noise (paper's start)": …}`` (B = 1: one photograph each).
     """
     from gitutor.attacks.bn_prior import BatchNormPrior
@@ -133,7 +148,8 @@ def rbn_controls(setting: TrainedSetting) -> list[dict]:
             x, _ = trained_batch(setting, index)
             noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(index))
             controls = control_images(x)
-            candidates = {"true photograph": x, "mean colour": controls["mean colour"],
+            other, _ = trained_batch(setting, (index + 1) % setting.batches())
+            candidates = {"true photograph": x, "another photograph": other, "mean colour": controls["mean colour"],
                           "4×4 thumbnail": controls["4×4 thumbnail"], "mid-grey": torch.full_like(x, 0.5),
                           "noise (paper's start)": (noise * std + mean).clamp(0, 1)}
             row = {"batch": index}
