@@ -138,10 +138,15 @@ def results_table(
 
     Optionally with a leading notebook column and a verdict column. When every row
     states the same ``differences`` (and there is no notebook column), that text is
-    printed once above the table instead of in every row.
+    printed once above the table instead of in every row; likewise a ``not_comparable``
+    reason that three or more rows share ("not comparable: the reason above").
     """
     shared = {row["differences"] for row in rows}
     once = notebook_column is None and len(shared) == 1
+    reasons = [row["not_comparable"] for row in rows if row.get("not_comparable")]
+    common = max(set(reasons), key=reasons.count) if reasons else None
+    if notebook_column is not None or reasons.count(common) < 3:
+        common = None  # a reason shared by three rows or more is stated once, above the table
     keys = [key for key in ROW_KEYS if not (once and key == "differences")]
     names = {"this_run": "this run"}
     header = (
@@ -152,12 +157,13 @@ def results_table(
     lines = [
         ([notebook_column[index]] if notebook_column else [])
         + [_number(row[key]) for key in keys]
-        + ([verdict_text(row)] if verdicts else [])
+        + ([verdict_text({**row, "not_comparable": "the reason above"}
+                         if common and row.get("not_comparable") == common else row)] if verdicts else [])
         for index, row in enumerate(rows)
     ]
     preface = (
         f"**Differences from the paper (every row):** {shared.pop()}\n\n"
         if once
         else ""
-    )
+    ) + (f"**Not comparable (rows that say so):** {common}\n\n" if common and verdicts else "")
     return preface + markdown_table(header, lines)
