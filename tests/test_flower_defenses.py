@@ -198,8 +198,21 @@ def test_guarantees_name_their_level_and_epsilon():
     assert secure.guarantee.epsilon is None and secure.sigma == 0
 
 
+def test_uniform_weighting_averages_every_reply_once_and_gives_central_dp_its_epsilon():
+    model, unequal = _setting(sizes=(1, 3))  # FedAvg would weigh them 1/4 and 3/4
+    plain = defended_round(model, unequal, {"lr": LR}, client_seeds=SEEDS[:2], weighting="uniform")
+    unweighted = sum(_flat(u.arrays) for u in plain.updates) / 2
+    assert torch.allclose(_flat(plain.aggregates[0]), unweighted, atol=1e-6)
+    secure = defended_round(model, unequal, {"lr": LR}, "secagg+", client_seeds=SEEDS[:2], weighting="uniform")
+    assert (_flat(secure.aggregates[0]) - unweighted).abs().max() <= 2 * 16 / 2**22
+    central = defended_round(model, unequal, {"lr": LR}, "central-dp-client-clipping", clip=0.1,
+                             noise_multiplier=1.5, client_seeds=SEEDS[:2], weighting="uniform")
+    assert central.guarantee.epsilon == pytest.approx(dp_epsilon(1.5, 1.0, 1, 1e-5))
+    assert central.sigma == pytest.approx(1.5 * 0.1 / 2)
+
+
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(defense="fedprox"), "defense"), (dict(clip=0.0), "clip"),
+    (dict(defense="fedprox"), "defense"), (dict(weighting="by-size"), "weighting"), (dict(clip=0.0), "clip"),
     (dict(noise_multiplier=-1.0), "noise_multiplier"), (dict(epsilon=0.0), "epsilon"),
     (dict(delta=1.0), "delta"), (dict(sensitivity=-1.0), "sensitivity"), (dict(num_rounds=0), "num_rounds"),
     (dict(client_seeds=[1]), "client_seeds"), (dict(config={"lr": LR, "noise-multiplier": 1.0}), "config"),
