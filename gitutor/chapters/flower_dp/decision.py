@@ -99,7 +99,7 @@ def decision_table(runs: Mapping[str, dict], aggregates: Mapping[int, dict], poi
                               key=lambda ws: ws[1]["psnr"].mean)
         lines.append([NAMES[name], TRUSTED[name], guarantee_text(run, rounds), what, *_scores(found),
                       format_interval(run["accuracy"], 2, False),
-                      _difference(run["outcomes"], runs["none"]["outcomes"])])
+                      "—" if name == "none" else _difference(run["outcomes"], runs["none"]["outcomes"])])
     best = envelope(point)
     what = "IG, round 1" if best is point else f"IG, mean of {rounds} rounds"
     lines.append([f"Opacus DP-SGD, σ = {point['sigma']:g}", TRUSTED["dp-sgd"],
@@ -112,13 +112,14 @@ def decision_table(runs: Mapping[str, dict], aggregates: Mapping[int, dict], poi
 def defense_rows(runs: Mapping[str, dict], aggregates: Mapping[int, dict], k: int) -> dict:
     """Reconstructions of the attacked clients' faces under each defense, for
     :func:`~gitutor.chapters.flower_dp.report.reconstruction_grid` (SecAgg+: the aggregate of the
-    first ``k`` faces, the same faces in the same order)."""
+    first ``k`` faces, the same faces in the same order; left out when ``k`` was not run)."""
     import torch
 
     rows = {}
     for name, run in runs.items():
         if name == "secagg+":
-            rows[f"SecAgg+, k = {k}"] = aggregates[k]["rows"][0]["images"]
+            if k in aggregates:
+                rows[f"SecAgg+, k = {k}"] = aggregates[k]["rows"][0]["images"]
             continue
         for what, summary in (("", run["round1"]), (", mean", run["average"])):
             if summary is not None:
@@ -132,3 +133,18 @@ def truth_of(runs: Mapping[str, dict]):
 
     return torch.cat([r["truth"] for r in runs["none"]["round1"]["rows"]])
 
+
+
+def versus_none(runs: Mapping[str, dict], defense: str = "central-dp-client-clipping") -> str:
+    """``defense``'s run against the undefended one, paired: the attack's PSNR over the same clients and
+    the test accuracy over the same test images, each with whether its interval excludes 0."""
+    def said(diff, unit):
+        verdict = ("higher" if diff.low > 0 else "lower" if diff.high < 0 else "not resolved (covers 0)")
+        return f"{format_interval(diff, 2, False)}{unit}, {verdict}"
+
+    psnr = paired_difference([r["psnr"] for r in runs[defense]["round1"]["rows"]],
+                             [r["psnr"] for r in runs["none"]["round1"]["rows"]])
+    accuracy = paired_difference([float(v) for v in runs[defense]["outcomes"]],
+                                 [float(v) for v in runs["none"]["outcomes"]])
+    return (f"paired with the undefended run, the PSNR difference over the same clients is "
+            f"{said(psnr, ' dB')}, and the accuracy difference over the same test images {said(accuracy, '')}.")

@@ -219,3 +219,49 @@ def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
     lines = [[name] + [format_interval(curve[s], 1, False) for s in steps]
              for name, curve in curves.items()]
     return markdown_table(["network"] + [f"{s} steps" for s in steps], lines)
+
+
+def flat_step(curve: Mapping[int, object], tolerance: float = 1.0) -> int:
+    """The first step from which every later mean of ``curve`` ({step: Interval}) lies within
+    ``tolerance`` (dB) of the last one: where the budget curve flattens."""
+    steps = sorted(curve)
+    last = curve[steps[-1]].mean
+    return next(s for i, s in enumerate(steps) if all(abs(curve[t].mean - last) < tolerance
+                                                      for t in steps[i:]))
+
+
+def control_table(scores: Mapping[str, torch.Tensor]) -> str:
+    """One line per control of :func:`gitutor.controls.control_scores`: PSNR (dB), mean [95 %
+    interval] over the faces, and the highest."""
+    from gitutor.stats import BOUNDS, interval
+
+    lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
+              f"{float(values.max()):.1f}"] for name, values in scores.items()]
+    return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
+
+
+def paired_sentence(point: dict, plain: dict) -> str:
+    """The accuracy difference of ``point`` minus ``plain`` on the same test images (paired), and
+    whether it is resolved."""
+    from gitutor.paired import paired_difference
+
+    diff = paired_difference([float(v) for v in point["outcomes"]], [float(v) for v in plain["outcomes"]])
+    text = f"paired over the same {diff.n} test images the difference is {format_interval(diff, 2, False)}"
+    if diff.high < 0:
+        return text + ": the noise costs accuracy here."
+    if diff.low > 0:
+        return text + ": the noisy model is more accurate on this test set."
+    return text + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
+
+
+def average_gain_sentence(points: Sequence[dict]) -> str:
+    """At the smallest σ > 0, the PSNR of the multi-round mean minus that of round 1, paired over the
+    attacked clients, in words that say whether it is resolved."""
+    from gitutor.paired import paired_difference
+
+    point = min((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
+    diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
+                             [r["psnr"] for r in point["rows"]])
+    what = ("raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change")
+    return (f"At the smallest noise, σ = {point['sigma']:g}, attacking the mean of the rounds {what} the "
+            f"PSNR: {format_interval(diff, 1, False)} dB, paired over the {diff.n} clients.")
