@@ -123,7 +123,8 @@ def defense_rows(runs: Mapping[str, dict], aggregates: Mapping[int, dict], k: in
             continue
         for what, summary in (("", run["round1"]), (", mean", run["average"])):
             if summary is not None:
-                rows[NAMES[name].split(" (")[0] + what] = torch.cat([r["images"] for r in summary["rows"]])
+                label = NAMES[name].split(" (")[0].replace("`", "") + what  # figure text: no Markdown
+                rows[label] = torch.cat([r["images"] for r in summary["rows"]])
     return rows
 
 
