@@ -235,3 +235,16 @@ def test_defenses_on_the_simulation_engine_match_in_process(defense):
     in_process = defended_round(model, partitions, {"lr": LR}, defense, **kwargs)
     assert torch.allclose(_flat(simulated.aggregates[0]), _flat(in_process.aggregates[0]), atol=1e-6)
     assert len(simulated.updates) == len(in_process.updates)
+
+
+def test_secagg_aggregate_of_one_image_fedsgd_clients_is_the_gradient_of_their_batch():
+    """What SecAgg+ leaves the server for k one-image FedSGD clients (equal weights): −η × the mean
+    gradient of the k images, i.e. exactly the update of one client holding the batch of k."""
+    from gitutor.federated import client_gradients
+
+    model, partitions = _setting(sizes=(1, 1, 1))
+    secure = defended_round(model, partitions, {"lr": LR}, "secagg+", client_seeds=SEEDS[:3], weighting="uniform")
+    batch = (torch.cat([x for x, _ in partitions]), torch.cat([y for _, y in partitions]))
+    want = _flat([-LR * g for g in client_gradients(model, *batch)])
+    got = _flat(secure.aggregates[0]) - _flat(secure.starts[0])
+    assert (got - want).abs().max() <= 3 * 16 / 2**22 + 1e-6

@@ -165,3 +165,25 @@ def test_summary_counts_recognisable_images_at_the_books_threshold_and_budget_cu
     assert (found["recognised"], found["images"], found["lpips"]) == (2, 3, None)
     curve = {s: interval([m - 0.1, m, m + 0.1]) for s, m in ((50, 20.0), (100, 29.5), (150, 30.2), (200, 30.0))}
     assert flat_step(curve) == 100
+
+
+def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp():
+    """08's defense study: under client-side clipping the server attacks the clipped, un-noised update;
+    under LocalDpMod the noised one and the mean of the rounds; accuracy has an interval over the test set."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import defenses
+    from gitutor.chapters.flower_dp import experiments as study
+
+    data, model = study.face_data(16), study.chapter_model(16)
+    cfg = SimpleNamespace(attacked_clients=2, utility_clients=2, rounds=2, defense_lr=0.2, engine="in-process",
+                          central_clip=0.01, central_z=1.0, local_clip=0.01, local_epsilon=0.5, delta=1e-5,
+                          attack_iterations=2, tv_weight=1e-2, record_every=1, progress=False)
+    central = defenses.defense_run(model, data, "central-dp-client-clipping", cfg)
+    view = central["view"]
+    held = [view.update(u) for u in view.updates if u.round == 1 and u.partition < 2]
+    assert all(math.sqrt(sum(float(t.pow(2).sum()) for t in d)) <= 0.01 * (1 + 1e-5) for d in held)
+    assert len(central["round1"]["rows"]) == 2 and central["average"] is None
+    assert central["accuracy"].n == len(data["test_y"]) == len(central["outcomes"])
+    local = defenses.defense_run(model, data, "local-dp", cfg)
+    assert len(local["average"]["rows"]) == 2 and local["view"].guarantee.level == "update"
