@@ -198,8 +198,21 @@ def test_guarantees_name_their_level_and_epsilon():
     assert secure.guarantee.epsilon is None and secure.sigma == 0
 
 
+def test_uniform_weighting_averages_every_reply_once_and_gives_central_dp_its_epsilon():
+    model, unequal = _setting(sizes=(1, 3))  # FedAvg would weigh them 1/4 and 3/4
+    plain = defended_round(model, unequal, {"lr": LR}, client_seeds=SEEDS[:2], weighting="uniform")
+    unweighted = sum(_flat(u.arrays) for u in plain.updates) / 2
+    assert torch.allclose(_flat(plain.aggregates[0]), unweighted, atol=1e-6)
+    secure = defended_round(model, unequal, {"lr": LR}, "secagg+", client_seeds=SEEDS[:2], weighting="uniform")
+    assert (_flat(secure.aggregates[0]) - unweighted).abs().max() <= 2 * 16 / 2**22
+    central = defended_round(model, unequal, {"lr": LR}, "central-dp-client-clipping", clip=0.1,
+                             noise_multiplier=1.5, client_seeds=SEEDS[:2], weighting="uniform")
+    assert central.guarantee.epsilon == pytest.approx(dp_epsilon(1.5, 1.0, 1, 1e-5))
+    assert central.sigma == pytest.approx(1.5 * 0.1 / 2)
+
+
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(defense="fedprox"), "defense"), (dict(clip=0.0), "clip"),
+    (dict(defense="fedprox"), "defense"), (dict(weighting="by-size"), "weighting"), (dict(clip=0.0), "clip"),
     (dict(noise_multiplier=-1.0), "noise_multiplier"), (dict(epsilon=0.0), "epsilon"),
     (dict(delta=1.0), "delta"), (dict(sensitivity=-1.0), "sensitivity"), (dict(num_rounds=0), "num_rounds"),
     (dict(client_seeds=[1]), "client_seeds"), (dict(config={"lr": LR, "noise-multiplier": 1.0}), "config"),
@@ -222,3 +235,16 @@ def test_defenses_on_the_simulation_engine_match_in_process(defense):
     in_process = defended_round(model, partitions, {"lr": LR}, defense, **kwargs)
     assert torch.allclose(_flat(simulated.aggregates[0]), _flat(in_process.aggregates[0]), atol=1e-6)
     assert len(simulated.updates) == len(in_process.updates)
+
+
+def test_secagg_aggregate_of_one_image_fedsgd_clients_is_the_gradient_of_their_batch():
+    """What SecAgg+ leaves the server for k one-image FedSGD clients (equal weights): −η × the mean
+    gradient of the k images, i.e. exactly the update of one client holding the batch of k."""
+    from gitutor.federated import client_gradients
+
+    model, partitions = _setting(sizes=(1, 1, 1))
+    secure = defended_round(model, partitions, {"lr": LR}, "secagg+", client_seeds=SEEDS[:3], weighting="uniform")
+    batch = (torch.cat([x for x, _ in partitions]), torch.cat([y for _, y in partitions]))
+    want = _flat([-LR * g for g in client_gradients(model, *batch)])
+    got = _flat(secure.aggregates[0]) - _flat(secure.starts[0])
+    assert (got - want).abs().max() <= 3 * 16 / 2**22 + 1e-6

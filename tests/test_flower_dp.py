@@ -134,3 +134,56 @@ def test_private_sgd_and_federation_reject_bad_inputs_naming_the_argument():
         federated_round(model, partitions, {})
     with pytest.raises(ValueError, match="lr"):
         update_as_gradient([torch.zeros(1)], 0.0)
+
+
+def test_rebuilt_starts_are_the_servers_and_the_multi_round_mean_averages_each_round_against_its_own():
+    """08's multi-round adversary: FedAvg's starts rebuilt from the replies equal the server's own, and
+    the mean update of a client is the mean of its per-round updates."""
+    from gitutor.chapters.flower_dp.experiments import averaged_deltas, fedavg_starts
+    from gitutor.federated.flower_defenses import defended_round
+
+    model, partitions = _setting(clients=3)
+    partitions[2] = (partitions[2][0][:1], partitions[2][1][:1])  # unequal: FedAvg weighs by examples
+    view = defended_round(model, partitions, {"lr": LR}, num_rounds=3, client_seeds=[1, 2, 3])
+    starts = fedavg_starts(model, view.updates)
+    assert len(starts) == 3
+    for rebuilt, recorded in zip(starts, view.starts):
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(rebuilt, recorded))
+    mean = averaged_deltas(view.updates, view.starts, 2)
+    mine = [view.update(u) for u in view.updates if u.partition == 1]
+    assert set(mean) == {0, 1} and len(mine) == 3
+    assert all(torch.allclose(m, sum(parts) / 3) for m, parts in zip(mean[1], zip(*mine)))
+
+
+def test_summary_counts_recognisable_images_at_the_books_threshold_and_budget_curve_flattening():
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.chapters.flower_dp.report import flat_step
+    from gitutor.stats import interval
+
+    rows = [{"psnr": p, "ssim": 0.5, "lpips": None, "psnrs": [p], "label_ok": True} for p in (29.9, 30.0, 35.0)]
+    found = summarise(rows)
+    assert (found["recognised"], found["images"], found["lpips"]) == (2, 3, None)
+    curve = {s: interval([m - 0.1, m, m + 0.1]) for s, m in ((50, 20.0), (100, 29.5), (150, 30.2), (200, 30.0))}
+    assert flat_step(curve) == 100
+
+
+def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp():
+    """08's defense study: under client-side clipping the server attacks the clipped, un-noised update;
+    under LocalDpMod the noised one and the mean of the rounds; accuracy has an interval over the test set."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import defenses
+    from gitutor.chapters.flower_dp import experiments as study
+
+    data, model = study.face_data(16), study.chapter_model(16)
+    cfg = SimpleNamespace(attacked_clients=2, utility_clients=2, rounds=2, defense_lr=0.2, engine="in-process",
+                          central_clip=0.01, central_z=1.0, local_clip=0.01, local_epsilon=0.5, delta=1e-5,
+                          attack_iterations=2, tv_weight=1e-2, record_every=1, progress=False)
+    central = defenses.defense_run(model, data, "central-dp-client-clipping", cfg)
+    view = central["view"]
+    held = [view.update(u) for u in view.updates if u.round == 1 and u.partition < 2]
+    assert all(math.sqrt(sum(float(t.pow(2).sum()) for t in d)) <= 0.01 * (1 + 1e-5) for d in held)
+    assert len(central["round1"]["rows"]) == 2 and central["average"] is None
+    assert central["accuracy"].n == len(data["test_y"]) == len(central["outcomes"])
+    local = defenses.defense_run(model, data, "local-dp", cfg)
+    assert len(local["average"]["rows"]) == 2 and local["view"].guarantee.level == "update"

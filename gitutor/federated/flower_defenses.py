@@ -17,11 +17,10 @@
   ``LegacyContext``) with ``flwr.client.mod.secaggplus_mod`` on a ``NumPyClient``, as Flower's
   secure-aggregation example (Bell et al. 2020): the server unmasks only the weighted sum.
 
-Client-side randomness (LocalDpMod's noise, SecAgg+'s stochastic rounding: Flower draws both from
-NumPy's global generator) is seeded by the client's own secret (:mod:`~gitutor.federated.client_secrets`)
-and a count of its own draws in its ``Context.state`` (:func:`client_rng_mod`): the server can neither
-seed nor replay it. Every defense runs in-process (each client's ``Context`` persists across SecAgg+'s
-four stages) and, with ``engine="simulation"``, as the same apps on Flower's simulation engine.
+Client-side randomness (LocalDpMod's noise, SecAgg+'s stochastic rounding: both from NumPy's global
+generator) is seeded by the client's own secret (:mod:`~gitutor.federated.client_secrets`) and a count of
+its own draws in its ``Context.state`` (:func:`client_rng_mod`): the server can neither seed nor replay
+it. Every defense runs in-process and, with ``engine="simulation"``, on Flower's simulation engine.
 """
 
 from __future__ import annotations
@@ -41,10 +40,12 @@ from gitutor.federated.dp import epsilon as dp_epsilon
 from gitutor.federated.flower import ClientUpdate, ModelBuilder, make_client_app, make_server_app, recording_fedavg
 from gitutor.federated.flower_engine import quiet_flower, run_federation
 
-__all__ = ["DEFENSES", "Guarantee", "ServerView", "client_rng_mod", "clip_update", "defended_round"]
+__all__ = ["DEFENSES", "WEIGHTINGS", "Guarantee", "ServerView", "client_rng_mod", "clip_update", "defended_round"]
 
 DEFENSES = ("none", "central-dp-server-clipping", "central-dp-client-clipping", "local-dp", "secagg+")
 _STATE_KEY = "gitutor.client-rng"
+_UNIFORM_KEY = "client-weight"
+WEIGHTINGS = ("examples", "uniform")
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,6 @@ def clip_update(update: Sequence[torch.Tensor], clip: float) -> list[torch.Tenso
     return [t * min(1.0, clip / norm) if norm > 0 else t.clone() for t in update]
 
 
-def _words(seed: int) -> list[int]:
-    """A 63-bit seed as NumPy's legacy generator takes it: 32-bit words."""
-    return [seed & 0xFFFFFFFF, seed >> 32]
-
-
 def client_rng_mod(secrets: Sequence[int]):
     """A Flower client mod (outermost) that runs the client's TRAIN messages with NumPy's global
     generator seeded by ``secrets[partition-id]`` and the client's own draw count (in its ``Context``
@@ -114,7 +110,8 @@ def client_rng_mod(secrets: Sequence[int]):
         draws = next_draw(ctxt, _STATE_KEY)
         saved = np.random.get_state()
         secret = secrets[int(ctxt.node_config["partition-id"])]
-        np.random.set_state(np.random.RandomState(_words(draw_seed(secret, draws))).get_state())
+        seed = draw_seed(secret, draws)  # 63 bits, as 32-bit words for NumPy's legacy generator
+        np.random.set_state(np.random.RandomState([seed & 0xFFFFFFFF, seed >> 32]).get_state())
         try:
             return call_next(msg, ctxt)
         finally:
@@ -154,11 +151,11 @@ def _recorder(inner, names):
                 self.aggregates.append(_tensors(arrays, names))
             return arrays, metrics
 
-        def configure_evaluate(self, server_round, arrays, config, grid):
-            return self.inner.configure_evaluate(server_round, arrays, config, grid)
+        def configure_evaluate(self, *args):  # evaluation, summary: the inner strategy's
+            return self.inner.configure_evaluate(*args)
 
-        def aggregate_evaluate(self, server_round, replies):
-            return self.inner.aggregate_evaluate(server_round, replies)
+        def aggregate_evaluate(self, *args):
+            return self.inner.aggregate_evaluate(*args)
 
         def summary(self):
             self.inner.summary()
@@ -166,7 +163,7 @@ def _recorder(inner, names):
     return Recorder()
 
 
-def _message_run(defense, model, partitions, config, num_rounds, engine, secrets, dp):
+def _message_run(defense, model, partitions, config, num_rounds, engine, secrets, dp, uniform):
     from flwr.clientapp import ClientApp
     from flwr.clientapp.mod import LocalDpMod, fixedclipping_mod
     from flwr.serverapp.strategy import DifferentialPrivacyClientSideFixedClipping as ClientSide
@@ -175,7 +172,8 @@ def _message_run(defense, model, partitions, config, num_rounds, engine, secrets
     count, names = len(partitions), [name for name, _ in model.named_parameters()]
     with quiet_flower():  # FedAvg warns that client-side evaluation is off (on purpose)
         fedavg = recording_fedavg(model, fraction_evaluate=0.0, min_train_nodes=count,
-                                  min_available_nodes=count)
+                                  min_available_nodes=count,
+                                  weighted_by_key=_UNIFORM_KEY if uniform else "num-examples")
     wrapper = {"central-dp-server-clipping": ServerSide, "central-dp-client-clipping": ClientSide}.get(defense)
     inner = fedavg if wrapper is None else wrapper(fedavg, dp["z"], dp["clip"], count)
     mods = {"central-dp-client-clipping": [fixedclipping_mod],
@@ -185,7 +183,10 @@ def _message_run(defense, model, partitions, config, num_rounds, engine, secrets
 
     @client.train()
     def train(message, context):
-        return book_client(message, context)
+        reply = book_client(message, context)
+        if uniform:  # every reply weighs 1 in FedAvg's average
+            reply.content["metrics"][_UNIFORM_KEY] = 1
+        return reply
 
     recorder = _recorder(inner, names)
     run_federation(make_server_app(recorder, model, num_rounds, config), client, count, engine=engine)
@@ -199,7 +200,8 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
                    noise_multiplier: float = 1.0, epsilon: float = 0.5, delta: float = 1e-5,
                    sensitivity: float | None = None, num_rounds: int = 1, engine: str = "in-process",
                    client_seeds: Sequence[int] | None = None, server_seed: int | None = None,
-                   secagg_shares: float = 1.0, secagg_threshold: float = 1.0) -> ServerView:
+                   secagg_shares: float = 1.0, secagg_threshold: float = 1.0,
+                   weighting: str = "examples") -> ServerView:
     """Run the book's Flower federation under ``defense`` and return what its server sees.
 
     Args:
@@ -209,27 +211,29 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
         defense: one of :data:`DEFENSES`; clip: C, the L2 norm a client update is clipped to.
         noise_multiplier: z of central DP (noise std z·C on the sum, z·C/n on the average).
         epsilon, delta: LocalDpMod's per-update (ε, δ); delta is also central DP's δ.
-        sensitivity: LocalDpMod's L2 sensitivity s (default 2·C: any two clipped updates of one
-            client differ by at most 2C).
+        sensitivity: LocalDpMod's L2 sensitivity s (default 2·C: two clipped updates differ by ≤ 2C).
         num_rounds: federated rounds; engine: ``"in-process"`` or ``"simulation"``.
         client_seeds: each client's own secret (:func:`~gitutor.federated.client_secrets.client_secrets`;
             None: from the operating system); server_seed: seeds the server's central-DP noise (NumPy's
             global generator, restored after; None: fresh entropy).
         secagg_shares, secagg_threshold: ``SecAggPlusWorkflow``'s ``num_shares`` and
             ``reconstruction_threshold`` (floats: fractions of the clients / of the shares).
+        weighting: ``"examples"`` (FedAvg: client k weighs N_k, its examples) or ``"uniform"`` (each reply
+            weighs 1; only then is a client's sensitivity C/n: Flower's accounted central DP refuses others).
 
     Returns:
         :class:`ServerView`. Under SecAgg+ the aggregate is FedAvg's weighted average up to the
         quantisation: per coordinate within n·(16/2²²)·max_k N_k/Σ_k N_k (N_k: client k's examples).
 
     Raises:
-        ValueError: naming ``defense``, ``clip``, ``noise_multiplier``, ``epsilon``, ``delta``,
+        ValueError: naming ``defense``, ``weighting``, ``clip``, ``noise_multiplier``, ``epsilon``, ``delta``,
             ``sensitivity``, ``num_rounds``, ``config`` (a seed, DP-SGD settings, no ``lr``),
             ``client_seeds`` or ``partitions``, before any client runs.
         RuntimeError: if the server did not receive every client's reply.
     """
-    if defense not in DEFENSES:
-        raise ValueError(f"defense must be one of {DEFENSES}, got {defense!r}")
+    for name, value, allowed in (("defense", defense, DEFENSES), ("weighting", weighting, WEIGHTINGS)):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     check_partitions(model, partitions)
     check_no_server_seed(config)
     if "lr" not in config or "noise-multiplier" in config:
@@ -252,9 +256,10 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
                 from gitutor.federated.flower_secagg import secagg_round
 
                 run = secagg_round(global_model, partitions, config, num_rounds, engine, secrets,
-                                   secagg_shares, secagg_threshold)
+                                   secagg_shares, secagg_threshold, weighting == "uniform")
             else:
-                run = _message_run(defense, global_model, partitions, config, num_rounds, engine, secrets, dp)
+                run = _message_run(defense, global_model, partitions, config, num_rounds, engine, secrets, dp,
+                                   weighting == "uniform")
     finally:
         np.random.set_state(saved)
     starts, updates, clipped, aggregates = run
@@ -262,36 +267,34 @@ def defended_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, to
     if received != count * num_rounds or len(aggregates) != num_rounds:
         raise RuntimeError(f"the server received {received} of {count * num_rounds} client replies "
                            f"({defense}, {engine}): a client failed (Flower logged its error above)")
-    return ServerView(defense, starts, updates, clipped, aggregates, *_noise(defense, dp, count, num_rounds,
-                                                                              partitions))
+    equal = weighting == "uniform" or len({len(labels) for _, labels in partitions}) == 1
+    return ServerView(defense, starts, updates, clipped, aggregates, *_noise(defense, dp, count, num_rounds, equal))
 
 
 def _number(name, value, *, positive=True, below=math.inf) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or value < 0 or (positive and value == 0) or value >= below:
-        bound = f" and < {below}" if below < math.inf else ""
-        raise ValueError(f"{name} must be a finite number {'>' if positive else '≥'} 0{bound}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number {'>' if positive else '≥'} 0"
+                         f"{f' and < {below}' if below < math.inf else ''}, got {value!r}")
     return float(value)
 
 
-def _noise(defense, dp, count, num_rounds, partitions):
+def _noise(defense, dp, count, num_rounds, equal):
     """(sigma, clip, noise_by, guarantee) of a defense, as Flower states them."""
     if defense == "none":
         return 0.0, None, "none", Guarantee("none", None, None, "nobody", "FedAvg: no defense")
     if defense == "secagg+":
-        return 0.0, None, "none", Guarantee(
-            "none", None, None, "a server that sees only the aggregate (honest-but-curious, fewer "
-            "colluding parties than the reconstruction threshold): it sees the sum of the sampled clients",
-            "SecAggPlusWorkflow + secaggplus_mod (Bell et al. 2020): no DP, the aggregate is exact")
+        return 0.0, None, "none", Guarantee("none", None, None, "a server that sees only the aggregate (honest-but-"
+                                            "curious, fewer colluding parties than the reconstruction threshold): it "
+                                            "sees the sum of the sampled clients", "SecAggPlusWorkflow + "
+                                            "secaggplus_mod (Bell et al. 2020): no DP, the aggregate is exact")
     if defense == "local-dp":
         sigma = dp["sensitivity"] * math.sqrt(2 * math.log(1.25 / dp["delta"])) / dp["epsilon"]
         return sigma, dp["clip"], "client", Guarantee(
             "update", dp["epsilon"], dp["delta"], "everyone, the server included (per update; rounds compose)",
             "LocalDpMod: σ = s·√(2 ln(1.25/δ))/ε, the Gaussian mechanism (Dwork & Roth 2014, Thm A.1, ε < 1)")
-    equal = len({len(labels) for _, labels in partitions}) == 1  # FedAvg weights by examples
     eps = dp_epsilon(dp["z"], 1.0, num_rounds, dp["delta"]) if equal else None
     return dp["z"] * dp["clip"] / count, dp["clip"], "server", Guarantee(
-        "client", eps, dp["delta"], "whoever sees the released model, NOT the server (it holds every "
-        "clipped update un-noised)", "Gaussian mechanism on the clipped sum, std z·C (McMahan et al. "
-        "2018); ε from Opacus' RDP accountant, no sampling amplification (all clients every round); "
-        "None when clients' weights differ (sensitivity no longer C/n)")
+        "client", eps, dp["delta"], "whoever sees the released model, NOT the server (it holds every clipped update "
+        "un-noised)", "Gaussian mechanism on the clipped sum, std z·C (McMahan et al. 2018); ε from Opacus' RDP "
+        "accountant, no sampling amplification (all clients every round); None when clients' weights differ")

@@ -28,7 +28,8 @@ __all__ = ["secagg_round"]
 
 
 def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]], config: Mapping,
-                 num_rounds: int, engine: str, secrets: Sequence[int], shares: float, threshold: float):
+                 num_rounds: int, engine: str, secrets: Sequence[int], shares: float, threshold: float,
+                 uniform: bool = False):
     """Run the book's federation with SecAgg+ and return ``(starts, [], None, aggregates)``.
 
     ``starts`` / ``aggregates``: per round, the global parameters the clients trained from / the
@@ -36,7 +37,8 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
     client's own secret (:func:`~gitutor.federated.flower_defenses.client_rng_mod` seeds its stochastic
     rounding); ``shares``, ``threshold``: ``SecAggPlusWorkflow``'s ``num_shares`` and
     ``reconstruction_threshold``; ``max_weight`` is the largest client's example count, so each
-    client's weight ratio N_k / max_weight ≤ 1 keeps the quantisation error small. Inputs are checked by
+    client's weight ratio N_k / max_weight ≤ 1 keeps the quantisation error small; ``uniform``: every
+    client reports weight 1 (FedAvg's average unweighted; max_weight 1). Inputs are checked by
     :func:`~gitutor.federated.flower_defenses.defended_round`.
     """
     from flwr.client import ClientApp, NumPyClient
@@ -64,7 +66,7 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
             trained, metrics = local_training(local, images, labels, lr=float(cfg["lr"]),
                                               epochs=int(cfg.get("local-epochs", 1)),
                                               batch_size=int(cfg.get("batch-size", 0)) or None)
-            return ([v.detach().numpy() for v in trained.state_dict().values()], len(labels),
+            return ([v.detach().numpy() for v in trained.state_dict().values()], 1 if uniform else len(labels),
                     {**metrics, "partition-id": self.partition})
 
     class Recording(FedAvg):
@@ -87,7 +89,7 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
                          min_available_clients=count, initial_parameters=initial,
                          on_fit_config_fn=lambda r: {**dict(config), "server-round": r})
     server = ServerApp()
-    max_weight = float(max(len(labels) for _, labels in partitions))
+    max_weight = 1.0 if uniform else float(max(len(labels) for _, labels in partitions))
 
     @server.main()
     def main(grid, context):

@@ -11,14 +11,15 @@ import numpy as np
 import torch
 
 from gitutor.attacks import inverting_gradients
+from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.data.bundled import resize
 from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.defenses import add_gaussian_noise
 from gitutor.federated.dp import epsilon
 from gitutor.federated.flower import federated_round, update_as_gradient
-from gitutor.metrics import score_batch
+from gitutor.metrics import match_batch, psnr, score_batch
 from gitutor.models import LeNet
-from gitutor.stats import BOUNDS, interval
+from gitutor.stats import BOUNDS, interval, success_interval
 
 TEST_PER_CLASS = 20
 
@@ -54,6 +55,14 @@ def accuracy(model, images: torch.Tensor, labels: torch.Tensor) -> float:
     """Fraction of ``images`` the model classifies as ``labels``."""
     with torch.no_grad():
         return float((model(images).argmax(1) == labels).float().mean())
+
+
+def test_outcomes(model, images: torch.Tensor, labels: torch.Tensor) -> list[bool]:
+    """Whether the model classifies each of ``images`` as its label (one bool per image): test
+    accuracy with :func:`gitutor.stats.success_interval` (Wilson, over the test images), and paired
+    differences between two models on the same images (:func:`gitutor.paired.paired_difference`)."""
+    with torch.no_grad():
+        return (model(images).argmax(1) == labels).tolist()
 
 
 def attacked_partitions(data: dict, clients: int, batch: int) -> list:
@@ -95,9 +104,10 @@ def attack(model, update, truth, labels, *, lr: float, steps: int, iterations: i
     result = inverting_gradients(model, gradient, used, truth.shape, iterations=iterations,
                                  tv_weight=tv_weight, seed=seed, record_every=record_every,
                                  progress=progress)
-    images = result.images.clamp(0, 1)
-    scores = score_batch(images, truth)
-    return {"psnr": scores["psnr"], "ssim": scores["ssim"], "mse": scores["mse"], "images": images,
+    images = match_batch(result.images.clamp(0, 1), truth)
+    scores = score_batch(images, truth, match=False, lpips=True)
+    return {"psnr": scores["psnr"], "ssim": scores["ssim"], "mse": scores["mse"],
+            "lpips": scores["lpips"], "psnrs": psnr(images, truth).tolist(), "images": images,
             "label_ok": len(labels) > 1 or label == int(labels[0]), "result": result}
 
 
@@ -119,32 +129,71 @@ def attack_updates(model, updates, partitions, cfg, *, seed: int = 0, first_roun
                    noise_std: float = 0.0) -> dict:
     """Attack the recorded round-``first_round`` update of every client in ``partitions``."""
     start = [p.detach() for p in model.parameters()]
+    chosen = [u for u in updates if u.round == first_round and u.partition < len(partitions)]
+    return attack_deltas(model, {u.partition: u.update(start) for u in chosen}, partitions, cfg,
+                         lr=cfg.lr, steps={u.partition: int(u.metrics["local-steps"]) for u in chosen},
+                         seed=seed, noise_std=noise_std)
+
+
+def attack_deltas(model, deltas: dict, partitions: list, cfg, *, lr: float, steps: dict | None = None,
+                  seed: int = 0, noise_std: float = 0.0) -> dict:
+    """Inverting Gradients on ``deltas`` (partition → Δ, one tensor per parameter) read as
+    −Δ/(η·steps) at ``model``'s parameters; the summary of :func:`summarise`."""
     rows = []
-    for update in sorted(updates, key=lambda u: u.partition):
-        if update.round != first_round or update.partition >= len(partitions):
-            continue
-        truth, labels = partitions[update.partition]
-        row = attack(model, update.update(start), truth, labels, lr=cfg.lr,
-                     steps=int(update.metrics["local-steps"]), iterations=cfg.attack_iterations,
-                     tv_weight=cfg.tv_weight, seed=seed + update.partition,
+    for partition in sorted(deltas):
+        truth, labels = partitions[partition]
+        row = attack(model, deltas[partition], truth, labels, lr=lr,
+                     steps=(steps or {}).get(partition, 1), iterations=cfg.attack_iterations,
+                     tv_weight=cfg.tv_weight, seed=seed + partition,
                      record_every=cfg.record_every, progress=cfg.progress, noise_std=noise_std)
-        rows.append(row | {"partition": update.partition, "truth": truth})
+        rows.append(row | {"partition": partition, "truth": truth})
     return summarise(rows)
 
 
+def fedavg_starts(model, updates) -> list[list[torch.Tensor]]:
+    """The global parameters of every round, rebuilt from the recorded replies: round 1 starts at
+    ``model``, round r + 1 at FedAvg's example-weighted mean of round r's replies."""
+    starts = [[p.detach().clone() for p in model.parameters()]]
+    for r in range(1, max(u.round for u in updates)):
+        replies = [u for u in updates if u.round == r]
+        total = sum(int(u.metrics["num-examples"]) for u in replies)
+        starts.append([sum(u.arrays[i] * int(u.metrics["num-examples"]) for u in replies) / total
+                       for i in range(len(starts[0]))])
+    return starts
+
+
+def averaged_deltas(updates, starts, partitions: int) -> dict:
+    """partition → the mean of its update over every round, each against its own round's start:
+    the multi-round adversary's estimate (noise std cut by √R when the data do not change)."""
+    out = {}
+    for k in range(partitions):
+        mine = [u.update(starts[u.round - 1]) for u in updates if u.partition == k]
+        out[k] = [sum(parts) / len(mine) for parts in zip(*mine)]
+    return out
+
+
 def summarise(rows: list[dict]) -> dict:
-    """Rows plus PSNR/SSIM intervals (:func:`gitutor.stats.interval`) and label accuracy."""
+    """Rows plus PSNR/SSIM/LPIPS intervals over them (:func:`gitutor.stats.interval`; LPIPS None
+    without its backbone), label accuracy, and ``recognised`` of ``images``: images at PSNR ≥
+    :data:`~gitutor.controls.RECOGNISABLE_PSNR`."""
+    lpips = [r["lpips"] for r in rows]
+    psnrs = [v for r in rows for v in r["psnrs"]]
     return {"rows": rows, "psnr": interval([r["psnr"] for r in rows], bounds=BOUNDS["PSNR"]),
             "ssim": interval([r["ssim"] for r in rows], bounds=BOUNDS["SSIM"]),
-            "label_rate": sum(r["label_ok"] for r in rows) / len(rows)}
+            "lpips": None if None in lpips else interval(lpips, bounds=(0.0, float("inf"))),
+            "label_rate": sum(r["label_ok"] for r in rows) / len(rows),
+            "recognised": sum(v >= RECOGNISABLE_PSNR for v in psnrs), "images": len(psnrs)}
 
 
 def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     """One σ of the sweep: a Flower federation of attacked + utility clients training with
     Opacus DP-SGD (one full-batch step per round, q = 1) for ``cfg.rounds`` rounds.
 
-    Returns the attack summary on the attacked clients' round-1 updates, the server's test
-    accuracy after each round, and ε from Opacus' accountant for the steps each client took.
+    Returns the attack summary on the attacked clients' round-1 updates, the attack on the mean
+    of each client's updates over all rounds (``"average"``, :func:`averaged_deltas`), the server's
+    test accuracy after the last round with its interval (``"accuracy_interval"``; per test image:
+    ``"outcomes"``), and ε from
+    Opacus' accountant for the steps each client took (example-level, every round).
     ``seed`` draws the clients' own noise secrets (:func:`~gitutor.federated.client_secrets.client_secrets`,
     client side) and the attacker's starts; the server never receives it.
     """
@@ -153,16 +202,24 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     config = {"lr": cfg.lr, "noise-multiplier": float(sigma), "max-grad-norm": float(cfg.max_grad_norm)}
     # Each client's noise comes from its own secret; the page draws the secrets on the clients' side from
     # its seed so that it repeats (the server's config carries no seed: client_secrets).
+    final = {}
+
+    def evaluate(m):
+        final["outcomes"] = test_outcomes(m, data["test_x"], data["test_y"])
+        return sum(final["outcomes"]) / len(final["outcomes"])
+
     updates, history = federated_round(
         model, partitions, config, num_rounds=cfg.rounds, engine=cfg.engine,
-        evaluate_fn=lambda m: accuracy(m, data["test_x"], data["test_y"]),
-        client_seeds=client_secrets(len(partitions), seed))
+        evaluate_fn=evaluate, client_seeds=client_secrets(len(partitions), seed))
     steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
     rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
     eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
     summary = attack_updates(model, updates, attacked, cfg, seed=seed)
-    return summary | {"sigma": float(sigma), "epsilon": eps, "steps": steps,
-                      "accuracy": history[-1][1], "history": history}
+    mean = averaged_deltas(updates, fedavg_starts(model, updates), len(attacked))
+    average = attack_deltas(model, mean, attacked, cfg, lr=cfg.lr, seed=seed)
+    return summary | {"sigma": float(sigma), "epsilon": eps, "steps": steps, "average": average,
+                      "accuracy": history[-1][1], "outcomes": final["outcomes"],
+                      "accuracy_interval": success_interval(final["outcomes"]), "history": history}
 
 
 def equivalent_noise_multiplier(variance: float, batch: int, example_norm: float) -> float:
@@ -181,17 +238,15 @@ def dlg_lenet(size: int, seed: int = 0) -> LeNet:
 
 
 def budget_curve(candidates: dict, data: dict, cfg, *, clients: int = 3) -> dict:
-    """SSIM along the attack for each candidate network: one Flower FedSGD round with
+    """PSNR (dB) along the attack for each candidate network: one Flower FedSGD round with
     ``clients`` one-face clients, one attack of ``cfg.attack_iterations`` steps each, scored at
     every snapshot. Returns ``{name: {step: Interval}}``."""
-    from gitutor.metrics import ssim
-
     curves = {}
     for name, net in candidates.items():
         found = regime(net, data, clients=clients, batch=1, epochs=1, cfg=cfg)
         steps = [step for step, _ in found["rows"][0]["result"].snapshots if step > 0]
-        curves[name] = {step: interval([float(ssim(dict(r["result"].snapshots)[step].clamp(0, 1),
+        curves[name] = {step: interval([float(psnr(dict(r["result"].snapshots)[step].clamp(0, 1),
                                                     r["truth"]).mean()) for r in found["rows"]],
-                                     bounds=BOUNDS["SSIM"])
+                                     bounds=BOUNDS["PSNR"])
                         for step in steps}
     return curves

@@ -7,6 +7,9 @@ network"): it learns the task in a few rounds and Inverting Gradients recovers a
 gradient in a few hundred steps on one core; a width-16/32 ResNet-18 with GroupNorm (what Opacus
 needs instead of BatchNorm) returned noise at 7 s per 100 steps.
 
+The defense study (Flower's SecAgg+, central DP with either clipping, LocalDpMod) runs the same clients
+and rounds with every reply weighted once, at η = ``defense_lr``.
+
 The quick profile drives Flower's ServerApp/ClientApp in-process (``engine="in-process"``); the full
 profile runs more clients, rounds, noise levels and attack steps on Flower's simulation engine.
 """
@@ -25,12 +28,20 @@ QUICK = {
     "utility_clients": 8,            # clients holding the rest of the training faces / non-faces
     "rounds": 10,                    # federated rounds of the DP sweep (utility after them)
     # σ of the sweep (0: clipping only, ε = ∞); ε ≈ 55 000 … 1.1 for the 10 rounds
-    "noise_multipliers": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 4.0, 12.0],
+    "noise_multipliers": [0.0, 0.01, 0.1, 1.0, 12.0],
     "max_grad_norm": 1.0,            # C, per-example clipping norm
     "delta": 1e-5,
     "accountant": "rdp",
     "handwritten_variance": 1e-2,    # chapter 01's Gaussian-noise defense (DLG §5), for comparison
-    "success_ssim": 0.5,             # SSIM at which a reconstruction counts as a recognisable face
+    # Flower's defenses (same clients and rounds; FedSGD, every reply weighted once)
+    "defense_lr": 0.2,               # η of the defense study (uniform weights learn slowly at 0.05)
+    "central_clip": 0.1,             # C of central DP, parameter units (clips most round-1 updates)
+    "central_z": 1.0,                # z: the server's noise std z·C on the clipped sum
+    "local_clip": 0.01,              # LocalDpMod's C (noise std 19·C per coordinate at ε = 0.5)
+    "local_epsilon": 0.5,            # LocalDpMod's ε per update (Gaussian mechanism, ε < 1)
+    "secagg_k": [2, 5],              # clients in the aggregate SecAgg+ leaves to the server
+    "secagg_groups": 3,              # disjoint groups of k faces per k (one aggregate each)
+    "table_sigma": 1.0,              # the DP-SGD point of the decision table
     "progress": False,
 }
 
@@ -46,6 +57,7 @@ FULL = {
     "utility_clients": 16,
     "rounds": 30,
     "noise_multipliers": [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0],
+    "secagg_k": [2, 5, 10, 20],      # (quick: 2, 5 — a batch-k attack costs k times one image's)
     "progress": True,
 }
 
@@ -53,7 +65,8 @@ BUDGETS = {
     # `make smoke`: the profile's code path for a few attack steps and rounds
     "smoke": {"attacked_clients": 2, "batch_sizes": [1, 2], "local_epochs": [1, 2],
               "attack_iterations": 5, "record_every": 5, "utility_clients": 2, "rounds": 2,
-              "noise_multipliers": [0.0, 4.0], "torch_threads": 1},
+              "noise_multipliers": [0.0, 1.0], "secagg_k": [2], "secagg_groups": 2,
+              "torch_threads": 1},
 }
 
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py).

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
+from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval
 from gitutor.viz import interval_errorbars
@@ -51,50 +52,57 @@ def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], t
 
 
 def degradation_figure(epochs: Mapping[int, dict], batches: Mapping[int, dict], success: float):
-    """SSIM (mean, 95 % interval over clients) against local steps E and images per client B."""
+    """PSNR (dB; mean, 95 % interval over clients) against local steps E and images per client B,
+    with the line ``success`` (the book's recognisable, dB)."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
     for ax, study, label in ((axes[0], epochs, "local steps E (FedAvg, B = 1)"),
                              (axes[1], batches, "images per client B (FedSGD)")):
         keys = list(study)
-        interval_errorbars(ax, keys, [study[k]["ssim"] for k in keys])
+        interval_errorbars(ax, keys, [study[k]["psnr"] for k in keys])
         ax.axhline(success, color="grey", ls="--", lw=1)
         ax.set_xlabel(label)
         ax.set_xticks(keys)
-    axes[0].set_ylabel("SSIM of the reconstruction")
-    axes[0].set_ylim(-0.05, 1.05)
+    axes[0].set_ylabel("PSNR of the reconstruction (dB)")
     fig.tight_layout()
     return fig
 
 
-def epsilon_figure(points: Sequence[dict], success: float, chance: float):
-    """Attack SSIM and test accuracy against ε (log axis; ε = ∞ drawn at the right)."""
-    finite = [p["epsilon"] for p in points if math.isfinite(p["epsilon"])]
-    far = max(finite) * 10
-    xs = [p["epsilon"] if math.isfinite(p["epsilon"]) else far for p in points]
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    interval_errorbars(ax, xs, [p["ssim"] for p in points],
-                       label="attack SSIM (95 % interval)", color="C3")
-    ax.plot(xs, [p["accuracy"] for p in points], "s-", color="C0",
-            label="test accuracy after the rounds")
-    ax.axhline(success, color="C3", ls=":", lw=1)
-    ax.axhline(chance, color="C0", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.set_xticks(xs, [eps_text(p["epsilon"]) for p in points], fontsize=8)
-    ax.minorticks_off()
-    ax.invert_xaxis()
-    ax.set_xlabel("ε (Opacus RDP accountant) — more privacy to the right")
-    ax.set_ylim(-0.05, 1.05)
-    ax.legend(fontsize=8, loc="center left")
+def epsilon_figure(points: Sequence[dict], success: float, control: float, chance: float):
+    """Attack PSNR (round-1 update and the mean over all rounds; 95 % intervals over clients) and test
+    accuracy (Wilson interval over the test images) against the sweep's σ, on a categorical axis
+    (evenly spaced, ε under each σ); lines: ``success`` and the best ``control`` (dB), ``chance``."""
+    xs = list(range(len(points)))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.6), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    interval_errorbars(top, [x - 0.08 for x in xs], [p["psnr"] for p in points],
+                       label="IG on round 1's update", color="C3")
+    interval_errorbars(top, [x + 0.08 for x in xs], [p["average"]["psnr"] for p in points],
+                       label="IG on the mean of all rounds' updates", color="C1")
+    top.axhline(success, color="k", ls="--", lw=1, label=f"recognisable ({success:g} dB)")
+    top.axhline(control, color="grey", ls=":", lw=1, label="best control")
+    top.set_ylabel("attack PSNR (dB)")
+    top.legend(fontsize=8, loc="upper right")
+    interval_errorbars(bottom, xs, [p["accuracy_interval"] for p in points], color="C0")
+    bottom.axhline(chance, color="C0", ls=":", lw=1)
+    bottom.set_ylabel("test accuracy")
+    bottom.set_ylim(0, 1.05)
+    bottom.set_xticks(xs, [f"σ = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points],
+                      fontsize=8)
+    bottom.set_xlabel("noise multiplier σ (categorical axis; ε: Opacus RDP, all rounds, per example)")
     fig.tight_layout()
     return fig
 
 
 def sweep_table(points: Sequence[dict], delta: float) -> str:
-    """σ, ε, attack PSNR/SSIM (intervals), label accuracy and test accuracy, one line per σ."""
-    header = ["σ", f"ε (δ = {delta:g})", "PSNR (dB)", "SSIM", "labels", "test accuracy"]
+    """σ, ε, attack PSNR/SSIM on round 1 and PSNR on the mean of all rounds (intervals over
+    clients), recognisable images, label accuracy and test accuracy (interval), one line per σ."""
+    header = ["σ", f"ε (δ = {delta:g})", "PSNR, round 1 (dB)", "SSIM, round 1",
+              "PSNR, mean of rounds (dB)", "recognisable", "labels", "test accuracy"]
     lines = [[f"{p['sigma']:g}", eps_text(p["epsilon"]), format_interval(p["psnr"], 1, False),
-              format_interval(p["ssim"], 2, False), f"{p['label_rate']:.0%}",
-              f"{p['accuracy']:.2f}"] for p in points]
+              format_interval(p["ssim"], 2, False), format_interval(p["average"]["psnr"], 1, False),
+              f"{max(p['recognised'], p['average']['recognised'])}/{p['images']}",
+              f"{p['label_rate']:.0%}", format_interval(p["accuracy_interval"], 2, False)]
+             for p in points]
     return markdown_table(header, lines)
 
 
@@ -106,9 +114,15 @@ def regime_table(studies: Mapping[str, dict]) -> str:
     return markdown_table(header, lines)
 
 
+def envelope(point: dict) -> dict:
+    """The stronger of a sweep point's two attacks (round 1, mean of rounds): higher mean PSNR."""
+    return max((point, point["average"]), key=lambda s: s["psnr"].mean)
+
+
 def breaking_point(points: Sequence[dict], success: float) -> dict | None:
-    """The point of largest ε whose whole SSIM interval lies below ``success`` (None if none)."""
-    broken = [p for p in points if p["ssim"].high < success]
+    """The point of largest ε where the whole PSNR interval of the stronger attack
+    (:func:`envelope`) lies below ``success`` dB (None if none)."""
+    broken = [p for p in points if envelope(p)["psnr"].high < success]
     return max(broken, key=lambda p: p["epsilon"]) if broken else None
 
 
@@ -120,18 +134,20 @@ def at_sweep_edge(points: Sequence[dict], point: dict) -> bool:
 
 def break_sentence(points: Sequence[dict], success: float, attack: str) -> str:
     """Where ``attack`` stops being able to recover the photographs, in words that say whether the sweep
-    resolves it: the largest ε whose whole SSIM interval lies below ``success``, written as a bound
+    resolves it: the largest ε whose whole PSNR interval lies below ``success`` dB, written as a bound
     (ε ≥ …) when that point is the smallest σ > 0 tried — the threshold then lies between σ = 0 and it,
     outside the sweep — or "no ε tried" when none lies below."""
     broken = breaking_point(points, success)
     if broken is None:
-        return f"No σ tried stops {attack}: every SSIM interval reaches {success:g} or above."
+        return f"No σ tried stops {attack}: every PSNR interval reaches {success:g} dB or above."
+    if broken["sigma"] == 0:
+        return f"{attack} stays below {success:g} dB even without noise: the sweep says nothing about ε."
     if at_sweep_edge(points, broken):
-        return (f"{attack} is stopped (whole SSIM interval below {success:g}) already at the smallest σ tried, "
+        return (f"{attack} is stopped (whole PSNR interval below {success:g} dB) already at the smallest σ tried, "
                 f"σ = {broken['sigma']:g} (ε = {eps_text(broken['epsilon'])}): the threshold lies between σ = 0 "
                 f"and {broken['sigma']:g}, so this sweep bounds it — **ε ≥ {eps_text(broken['epsilon'])}** for "
                 "this attack — and does not locate it.")
-    return (f"The largest ε whose whole SSIM interval lies below {success:g} is **ε = "
+    return (f"The largest ε whose whole PSNR interval lies below {success:g} dB is **ε = "
             f"{eps_text(broken['epsilon'])}** (σ = {broken['sigma']:g}) for {attack}.")
 
 
@@ -144,7 +160,7 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
                    f"{cfg.attacked_clients} attacked Flower clients")
     mse = [r["mse"] for r in fedsgd["rows"]]
     noisy = [r["mse"] for r in handwritten["rows"]]
-    broken = breaking_point(points, cfg.success_ssim)
+    broken = breaking_point(points, RECOGNISABLE_PSNR)
     smallest = min(points, key=lambda p: p["epsilon"])
     none = points[0]
 
@@ -168,8 +184,8 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
         row("label accuracy under noise of variance 1e-2", "bias-gradient sign rule, B = 1",
             1.0, round(handwritten["label_rate"], 3), "fraction (Wang et al. 2024, Tab. 5)",
             better="higher"),
-        row("largest ε whose attack SSIM stays below "
-            f"{cfg.success_ssim:g}", f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
+        row(f"largest ε whose attack PSNR stays below {RECOGNISABLE_PSNR:g} dB (round 1 or mean of "
+            "rounds)", f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
             f"δ = {cfg.delta:g}, {cfg.rounds} rounds, q = 1",
             "noise of variance ≥ 1e-2 stops DLG (Zhu et al. 2019 §5; no ε)",
             "none tried" if broken is None else ("≥ " if at_sweep_edge(points, broken) else "")
@@ -185,14 +201,13 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
 
 
 def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):
-    """SSIM (95 % interval over clients) against attack steps, one line per candidate."""
+    """PSNR (dB; 95 % interval over clients) against attack steps, one line per candidate."""
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     for name, curve in curves.items():
         interval_errorbars(ax, list(curve), list(curve.values()), label=name)
     ax.axhline(success, color="grey", ls="--", lw=1)
     ax.set_xlabel("Inverting Gradients steps")
-    ax.set_ylabel("SSIM")
-    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("PSNR (dB)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -201,6 +216,52 @@ def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):
 def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
     """One line per candidate network, one column per step count (mean [95 % interval])."""
     steps = list(next(iter(curves.values())))
-    lines = [[name] + [format_interval(curve[s], 2, False) for s in steps]
+    lines = [[name] + [format_interval(curve[s], 1, False) for s in steps]
              for name, curve in curves.items()]
     return markdown_table(["network"] + [f"{s} steps" for s in steps], lines)
+
+
+def flat_step(curve: Mapping[int, object], tolerance: float = 1.0) -> int:
+    """The first step from which every later mean of ``curve`` ({step: Interval}) lies within
+    ``tolerance`` (dB) of the last one: where the budget curve flattens."""
+    steps = sorted(curve)
+    last = curve[steps[-1]].mean
+    return next(s for i, s in enumerate(steps) if all(abs(curve[t].mean - last) < tolerance
+                                                      for t in steps[i:]))
+
+
+def control_table(scores: Mapping[str, torch.Tensor]) -> str:
+    """One line per control of :func:`gitutor.controls.control_scores`: PSNR (dB), mean [95 %
+    interval] over the faces, and the highest."""
+    from gitutor.stats import BOUNDS, interval
+
+    lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
+              f"{float(values.max()):.1f}"] for name, values in scores.items()]
+    return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
+
+
+def paired_sentence(point: dict, plain: dict) -> str:
+    """The accuracy difference of ``point`` minus ``plain`` on the same test images (paired), and
+    whether it is resolved."""
+    from gitutor.paired import paired_difference
+
+    diff = paired_difference([float(v) for v in point["outcomes"]], [float(v) for v in plain["outcomes"]])
+    text = f"paired over the same {diff.n} test images the difference is {format_interval(diff, 2, False)}"
+    if diff.high < 0:
+        return text + ": the noise costs accuracy here."
+    if diff.low > 0:
+        return text + ": the noisy model is more accurate on this test set."
+    return text + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
+
+
+def average_gain_sentence(points: Sequence[dict]) -> str:
+    """At the smallest σ > 0, the PSNR of the multi-round mean minus that of round 1, paired over the
+    attacked clients, in words that say whether it is resolved."""
+    from gitutor.paired import paired_difference
+
+    point = min((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
+    diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
+                             [r["psnr"] for r in point["rows"]])
+    what = ("raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change")
+    return (f"At the smallest noise, σ = {point['sigma']:g}, attacking the mean of the rounds {what} the "
+            f"PSNR: {format_interval(diff, 1, False)} dB, paired over the {diff.n} clients.")
