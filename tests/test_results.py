@@ -286,3 +286,18 @@ def test_verdict_sentence_counts_and_agrees_in_number():
     assert verdict_sentence([FALLS_SHORT, FALLS_SHORT, QUALITATIVE, QUALITATIVE]) == (
         "0 of 4 rows meet the paper, 2 fall short, 2 are not comparable."
     )
+
+
+def test_results_table_states_shared_differences_and_reasons_once():
+    from gitutor.results import results_table
+
+    row = {"quantity": "q", "setting": "s", "paper": 1.0, "this_run": 1.0, "unit": "", "differences": "D",
+           "better": "higher", "n": 1, "not_comparable": "R"}
+    rows = [dict(row, setting=f"s{i}") for i in range(4)] + [dict(row, differences="E", not_comparable="Q")]
+    table = results_table(rows)
+    assert "**Differences from the paper (rows that say as above):** D" in table
+    assert "**Not comparable (rows that say so):** R" in table
+    assert table.count("| as above |") == 4 and "| E |" in table and "not comparable: Q" in table
+    assert table.count("not comparable: the reason above") == 4
+    single = results_table(rows[:2])
+    assert "(every row)" in single and "Not comparable (rows" not in single  # two rows: said in each

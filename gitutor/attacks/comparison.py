@@ -94,14 +94,15 @@ def score(images: torch.Tensor, truth: torch.Tensor) -> dict[str, float | None]:
 
 def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: int, seed: int,
           first_tensor: int | None = None) -> dict:
-    """One scored run of :func:`run_attack` (what a sweep calls).
+    """One scored run of :func:`run_attack` (what a sweep calls); ``context["floor"]``, when present, is
+    the stepwise schedule's floor (:func:`~gitutor.attacks.stepwise_schedule.stage_floor`).
 
     Returns:
         ``{"PSNR", "SSIM", "LPIPS", "loss" (per iteration), "info", "images" (matched to the truth),
         "snapshots", "seconds"}``.
     """
     start = time.perf_counter()
-    result = run_attack(context, method, batch, iterations, seed, first_tensor)
+    result = run_attack(context, method, batch, iterations, seed, first_tensor, context.get("floor"))
     truth = context["batches"][batch][0]
     return {**score(result.images, truth), "loss": result.history.get("loss", []), "info": result.info,
             "images": match_batch(result.images.clamp(0, 1), truth.cpu()), "snapshots": result.snapshots,

@@ -138,16 +138,19 @@ def results_table(
 
     Optionally with a leading notebook column and a verdict column. When every row
     states the same ``differences`` (and there is no notebook column), that text is
-    printed once above the table instead of in every row; likewise a ``not_comparable``
+    printed once above the table instead of in every row — and when at least half of them
+    share it, it is printed once and those rows say "as above"; likewise a ``not_comparable``
     reason that three or more rows share ("not comparable: the reason above").
     """
-    shared = {row["differences"] for row in rows}
-    once = notebook_column is None and len(shared) == 1
+    differences = [row["differences"] for row in rows]
+    usual = max(set(differences), key=differences.count) if differences else None
+    once = notebook_column is None and differences.count(usual) >= max(2, len(rows) // 2)
     reasons = [row["not_comparable"] for row in rows if row.get("not_comparable")]
     common = max(set(reasons), key=reasons.count) if reasons else None
     if notebook_column is not None or reasons.count(common) < 3:
         common = None  # a reason shared by three rows or more is stated once, above the table
-    keys = [key for key in ROW_KEYS if not (once and key == "differences")]
+    mixed = once and len(set(differences)) > 1  # the usual text once above, the others in a column
+    keys = [key for key in ROW_KEYS if not (once and not mixed and key == "differences")]
     names = {"this_run": "this run"}
     header = (
         (["notebook"] if notebook_column else [])
@@ -156,13 +159,14 @@ def results_table(
     )
     lines = [
         ([notebook_column[index]] if notebook_column else [])
-        + [_number(row[key]) for key in keys]
+        + [("as above" if mixed and key == "differences" and row[key] == usual else _number(row[key]))
+           for key in keys]
         + ([verdict_text({**row, "not_comparable": "the reason above"}
                          if common and row.get("not_comparable") == common else row)] if verdicts else [])
         for index, row in enumerate(rows)
     ]
     preface = (
-        f"**Differences from the paper (every row):** {shared.pop()}\n\n"
+        f"**Differences from the paper ({'rows that say as above' if mixed else 'every row'}):** {usual}\n\n"
         if once
         else ""
     ) + (f"**Not comparable (rows that say so):** {common}\n\n" if common and verdicts else "")
