@@ -16,28 +16,12 @@ import torch
 from gitutor.metrics import mse
 from gitutor.chapters.admm_comparison.report import snapshot_curve
 from gitutor.chapters.admm_comparison.rounds import NAMES
-from gitutor.viz import stacked_strip
-from gitutor.viz import plot_curves
+from gitutor.viz import PAGE_TEXT_SIZE, legible, plot_curves, stacked_strip
 
 #: The attacks whose loss is DLG's squared gradient distance (the loss panel of :func:`attack_curves`).
 MATCHING_LOSS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)")
-#: Points: every text of the chapter's figures is at least this large; the figures are ≤ 10 inches wide,
-#: so at page width (~730 px) their text is about as large as the body's.
-TEXT_SIZE = 14
-
-
-def _legible(fig, size: float = TEXT_SIZE, horizontal_labels: bool = False):
-    """Raise every text of ``fig`` (titles, axis and tick labels, legends) to at least ``size`` points; with
-    ``horizontal_labels`` the y labels (row names of an image grid) are turned horizontal, left of the row.
-    Returns the figure, re-laid out."""
-    for text in fig.findobj(lambda artist: hasattr(artist, "get_fontsize") and hasattr(artist, "set_fontsize")):
-        if text.get_fontsize() < size:
-            text.set_fontsize(size)
-    if horizontal_labels:
-        for ax in fig.axes:
-            ax.yaxis.label.set(rotation=0, ha="right", va="center")
-    fig.tight_layout()
-    return fig
+#: Points: every text of the chapter's figures (figures ≤ 10 inches wide: as large as the body at page width).
+TEXT_SIZE = PAGE_TEXT_SIZE
 
 
 def _short(kind: str) -> str:
@@ -62,7 +46,7 @@ def data_figure(data: Mapping, count: int):
             ax.set_xticks([]), ax.set_yticks([])
         axes[row, 0].set_ylabel(_short(kind))
     fig.suptitle("the attacked images (titles: labels)")
-    return _legible(fig, horizontal_labels=True)
+    return legible(fig, horizontal_labels=True)
 
 
 def final_grid(runs: Mapping, data: Mapping, kind: str, count: int):
@@ -78,7 +62,7 @@ def final_grid(runs: Mapping, data: Mapping, kind: str, count: int):
             axes[row, col].set_xticks([]), axes[row, col].set_yticks([])
         axes[row, 0].set_ylabel(name)
     fig.suptitle(f"{_short(kind)}: final reconstructions")
-    return _legible(fig, horizontal_labels=True)
+    return legible(fig, horizontal_labels=True)
 
 
 def reconstruction_strips(runs: Mapping, data: Mapping, columns: int = 6) -> list:
@@ -90,7 +74,7 @@ def reconstruction_strips(runs: Mapping, data: Mapping, columns: int = 6) -> lis
         snapshots = {name: result.snapshots for name, result in runs[kind, 0].items() if name in MATCHING_LOSS}
         fig = stacked_strip(snapshots, images[:1], columns=columns, title=f"{_short(kind)}: over L-BFGS steps")
         fig.set_size_inches(1.1 * (columns + 1) + 2.6, 1.1 * len(snapshots) + 0.8)
-        figures.append(_legible(fig, horizontal_labels=True))
+        figures.append(legible(fig, horizontal_labels=True))
     return figures
 
 
@@ -111,6 +95,6 @@ def attack_curves(runs: Mapping, data: Mapping):
     for ax in axes.flat:
         if ax.get_legend() is not None:
             ax.get_legend().remove()  # one legend for the figure, above it (clear of the curves)
-    _legible(fig)
+    legible(fig)
     fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 1.0), fontsize=TEXT_SIZE)
     return fig

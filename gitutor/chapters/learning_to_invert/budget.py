@@ -73,3 +73,45 @@ def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], t
                 "budget where more iterations no longer lower its MSE by much on these targets.")
     return (f"Under {', '.join(late)} IG's curve is still falling at Table 1's {table_budget} iterations ({where}): "
             "there Table 1 understates the baseline, and LTI's lead is read against the larger budgets below.")
+
+
+def recorded_study(profile: str) -> dict | None:
+    """The recorded budget study (``ig_budget_record.RECORD``, written by ``benchmarks/ig_budget_06.py``) when
+    it was run for ``profile``, else None (no record: the page says so)."""
+    try:
+        from gitutor.chapters.learning_to_invert.ig_budget_record import RECORD
+    except ImportError:
+        return None
+    return RECORD if RECORD["profile"] == profile else None
+
+
+def against_recorded(record: Mapping, cells: Mapping, model: str, names: Mapping[str, str]) -> dict:
+    """This run's LTI against the recorded IG on the recorded targets (the first ``record["targets"]``, B = 1).
+
+    Returns ``lti`` ``{defense: mean MSE}``, ``at_budget`` ``{defense: "LTI < IG" | "LTI > IG" | not resolved}``
+    (paired over the targets, :func:`gitutor.paired.compare_paired`, IG at the largest recorded budget),
+    ``agreement`` (the largest |MSE difference| between the recorded IG at Table 1's budget and this run's IG
+    on the same targets, over the deterministic defenses none / sign / prune: 0 when the record matches this
+    run) and ``table`` (Markdown: per defense, IG's mean MSE per budget, LTI's, and the paired reading).
+
+    Raises:
+        KeyError: when the record lacks Table 1's budget or a defense of ``names``.
+    """
+    from gitutor.paired import compare_paired
+    from gitutor.tables import markdown_table
+
+    n, errors, largest = record["targets"], record["errors"], max(record["budgets"])
+    lti, at_budget, rows, gaps = {}, {}, [], []
+    for d in names:
+        mine = cells[model, 1, d].per_batch_mse("LTI")[:n]
+        lti[d] = float(np.mean(mine))
+        at_budget[d] = compare_paired(mine, errors[d][largest], ("LTI", "IG"))
+        if d != "gauss":
+            ours = cells[model, 1, d].per_batch_mse("IG")[:n]
+            gaps.append(max(abs(a - b) for a, b in zip(ours, errors[d][record["table_budget"]])))
+        rows.append([names[d], *(f"{np.mean(errors[d][b]):.4f}" for b in record["budgets"]), f"{lti[d]:.4f}",
+                     at_budget[d]])
+    headers = ["defense", *(f"IG, {b} its" for b in record["budgets"]), "LTI (this run)",
+               f"LTI vs IG at {largest} (paired, {n} targets)"]
+    return {"lti": lti, "at_budget": at_budget, "agreement": max(gaps) if gaps else float("nan"),
+            "table": markdown_table(headers, rows)}
