@@ -215,3 +215,10 @@ def test_recognisable_uses_the_books_threshold_after_its_controls():
     found = lti_checks.recognisable({("lenet", 1, "none"): exact}, "lenet", names, targets)
     assert found["counts"] == {("none", "IG"): 2, ("none", "LTI"): 0} and found["best_control"] < 30
     assert "| IG | 2 / 2 |" in found["table"]
+
+
+def test_budget_sentence_says_when_longer_runs_do_not_help():
+    from gitutor.chapters.learning_to_invert import budget
+    errors = {"none": {100: [0.01], 300: [0.012]}}
+    sentence = budget.budget_sentence({"none": 100}, {"none": "none"}, 100, [100, 300], errors)
+    assert "no lower than at 100 under any defense" in sentence

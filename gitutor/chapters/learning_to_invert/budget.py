@@ -63,14 +63,19 @@ def flattened(errors: Mapping[str, Mapping[int, Sequence[float]]], tolerance: fl
 
 
 def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], table_budget: int,
-                    budgets: Sequence[int]) -> str:
-    """Where the curves flatten, and whether Table 1's budget ``table_budget`` lies at or beyond that, in words."""
+                    budgets: Sequence[int], errors: Mapping[str, Mapping[int, Sequence[float]]] | None = None) -> str:
+    """Where the curves flatten, and whether Table 1's budget ``table_budget`` lies at or beyond that, in words;
+    with ``errors`` (:func:`ig_budget_errors`) also whether the largest budget's mean MSE is no lower than Table
+    1's under every defense."""
     late = [names[d] for d, b in found.items() if b is None or b > table_budget]
     where = "; ".join(f"{names[d]}: {'beyond ' + str(max(budgets)) if b is None else f'by {b}'}"
                       for d, b in found.items())
     if not late:
+        rises = errors is not None and all(np.mean(e[max(budgets)]) >= np.mean(e[table_budget]) for e in errors.values())
         return (f"Every curve has flattened by {table_budget} iterations ({where}), so Table 1's IG runs at a "
-                "budget where more iterations no longer lower its MSE by much on these targets.")
+                "budget where more iterations no longer lower its MSE by much on these targets"
+                + (f"; at {max(budgets)} iterations its mean MSE is no lower than at {table_budget} under any "
+                   "defense (longer runs fit the observed gradient, not the image)." if rises else "."))
     return (f"Under {', '.join(late)} IG's curve is still falling at Table 1's {table_budget} iterations ({where}): "
             "there Table 1 understates the baseline, and LTI's lead is read against the larger budgets below.")
 
