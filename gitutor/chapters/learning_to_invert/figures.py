@@ -39,6 +39,7 @@ def reconstruction_grid(cells: Mapping, model: str, target_x: torch.Tensor, name
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.set_ylabel(label)
+    fig.set_size_inches(1.1 * shown + 2.6, 1.05 * len(labels))  # room for the row names, square images
     return legible(fig, horizontal_labels=True)
 
 
