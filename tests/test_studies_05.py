@@ -216,3 +216,20 @@ def test_the_claim_is_judged_from_the_priors_paired_effect_and_only_with_the_pap
     assert no_lpips["claim_outcome"] == "refuted"  # MSE decides when LPIPS has no backbone
     quick = gitutor.get_profile("05_diffusion_user_level", "quick")
     assert not report.paper_prior(quick, "quick") and "stand-in" in report.prior_note(quick, "quick", 640_000)
+
+
+def test_two_users_runs_do_not_share_their_noise():
+    """The page seeds each user's DiffULA run with its own seed (gitutor.seeding.trial_seeds): the start x_T,
+    the ε draws and the τ jitter differ between users, and the same seed repeats a run exactly."""
+    cfg = gitutor.get_profile("05_diffusion_user_level", "quick").replace(steps=2, record_every=1)
+    seeds = gitutor.seeding.trial_seeds(0, 2, "DiffULA")
+    assert seeds[0] != seeds[1]
+    torch.manual_seed(0)
+    model = study.shared_model(cfg.model, cfg)
+    x, y = study.chapter_users(cfg, "data", 0)[0]
+    case = gradient_case(model, x[:4], y[:4], labels_known=True)
+    prior, _ = study.load_prior(cfg)
+    schedules = study.attack_schedules(cfg)
+    first, second, again = (study.diffula(case, prior, cfg, schedules, seed=s) for s in (*seeds, seeds[0]))
+    assert not torch.equal(first.snapshots[0][1], second.snapshots[0][1])  # different noise, same user
+    assert torch.equal(first.images, again.images)
