@@ -75,7 +75,7 @@ def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], t
         return (f"Every curve has flattened by {table_budget} iterations ({where}), so Table 1's IG runs at a "
                 "budget where more iterations no longer lower its MSE by much on these targets"
                 + (f"; at {max(budgets)} iterations its mean MSE is no lower than at {table_budget} under any "
-                   "defense (longer runs fit the observed gradient, not the image)." if rises else "."))
+                   "defense." if rises else "."))
     return (f"Under {', '.join(late)} IG's curve is still falling at Table 1's {table_budget} iterations ({where}): "
             "there Table 1 understates the baseline, and LTI's lead is read against the larger budgets below.")
 
