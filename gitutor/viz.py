@@ -170,3 +170,22 @@ def interval_errorbars(ax, xs: Sequence, intervals: Sequence[Interval], **style)
         raise ValueError(f"{len(xs)} xs for {len(intervals)} intervals")
     errors = [[v.mean - v.low for v in intervals], [v.high - v.mean for v in intervals]]
     return ax.errorbar(list(xs), [v.mean for v in intervals], yerr=errors, marker="o", capsize=3, **style)
+
+
+#: Points: the smallest figure text that reads as large as the body on a page when the figure is at most
+#: ten inches wide (~730 px at page width).
+PAGE_TEXT_SIZE = 14
+
+
+def legible(fig, size: float = PAGE_TEXT_SIZE, horizontal_labels: bool = False):
+    """Raise every text of ``fig`` (titles, axis and tick labels, legends) to at least ``size`` points; with
+    ``horizontal_labels`` the y labels (row names of an image grid) are turned horizontal, left of the row.
+    Returns the figure, re-laid out. Keep such figures ≤ 10 inches wide."""
+    for text in fig.findobj(lambda artist: hasattr(artist, "get_fontsize") and hasattr(artist, "set_fontsize")):
+        if text.get_fontsize() < size:
+            text.set_fontsize(size)
+    if horizontal_labels:
+        for ax in fig.axes:
+            ax.yaxis.label.set(rotation=0, ha="right", va="center")
+    fig.tight_layout()
+    return fig

@@ -76,11 +76,16 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     effect = identity_study.prior_effect(rows, identity, "DiffULA (diffusion prior)", "IG user-level, no prior")
     out = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
                               intervals={"IG sample-level (matched)": (0.1, 0.01), "DiffULA (diffusion prior)": (0.2, 0.01),
-                                         "intra-user": (0.3, 0.01)}, users=3, differences="test")
+                                         "intra-user": (0.3, 0.01)}, users=3, differences="test",
+                              claim=report.claim_judgement(effect, 3, False, "stand-in prior"))
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
     head = headline_row(out)
-    assert head is out[0] and head["this_run"] == 0.5 and "chance 0.50: not resolved" in head["setting"]
-    assert 0.0 <= head["low"] <= 0.5 <= head["high"] <= 1.0 and verdict(head) == "not comparable"
+    # the headline: the prior's paired effect on MSE (no LPIPS here), quoting the paper's claim
+    assert head is out[0] and head["quantity"].startswith("difference in MSE") and verdict(head) == "not comparable"
+    assert head["claim_outcome"] == "not comparable" and head["claim"] == report.CLAIM
+    pairing = next(r for r in out if r["quantity"].startswith("own user identified: pairing score, images"))
+    assert pairing["this_run"] == 0.5 and "chance 0.50: not resolved" in pairing["setting"]
+    assert 0.0 <= pairing["low"] <= 0.5 <= pairing["high"] <= 1.0 and verdict(pairing) == "not comparable"
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
@@ -137,11 +142,20 @@ def test_ordering_study_and_failure_case():
             "intra-user": [user(v) for v in (0.30, 0.31, 0.32)]}
     order = report.ordering_study(rows)
     assert order["paper_order"] == "holds"
-    assert order["measured"] == "intra-user > DiffULA (diffusion prior) > IG sample-level (matched)"
+    assert order["measured"] == "IG sample-level < DiffULA; DiffULA < intra-user"
     assert order["intervals"]["intra-user"][0] == pytest.approx(0.31) and "0.3100" in order["table"]
+    # paired: unpaired intervals overlap, yet every user is 0.01 worse with DiffULA than with IG
+    rows["IG sample-level (matched)"] = [user(v) for v in (0.10, 0.30, 0.50)]
+    rows["DiffULA (diffusion prior)"] = [user(v) for v in (0.11, 0.31, 0.51)]
+    rows["intra-user"] = [user(v) for v in (0.12, 0.30, 0.53)]
+    order = report.ordering_study(rows)
+    assert order["steps"]["IG sample-level (matched)", "DiffULA (diffusion prior)"].low > 0
+    assert order["paper_order"] == "not resolved at this budget" and "(paired)" in order["table"]
+    assert order["measured"].startswith("IG sample-level < DiffULA; DiffULA vs intra-user: not resolved")
+    rows["intra-user"] = [user(v) for v in (0.05, 0.25, 0.45)]
+    assert report.ordering_study(rows)["paper_order"] == "reversed"
     rows["intra-user"] = [user(v) for v in (0.0, 0.5, 0.1)]
     rows["DiffULA (diffusion prior)"] = [user(v) for v in (0.2, 0.3, 0.1)]
-    assert report.ordering_study(rows)["paper_order"] == "not resolved at this budget"
 
     truth = torch.stack([torch.zeros(1, 4, 4), torch.ones(1, 4, 4)])  # mean image 0.5: MSE 0.25
     examples = [(truth, None, None, _result([1.0], [1.0], torch.full((1, 1, 4, 4), v))) for v in (0.5, 0.0, 0.4)]
@@ -182,3 +196,40 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     with pytest.raises(ValueError, match="users"):
         figures.users_figures([])
     plt.close("all")
+
+
+def test_the_claim_is_judged_from_the_priors_paired_effect_and_only_with_the_papers_kind_of_prior():
+    from gitutor.stats import Interval
+
+    def effect(**helps):
+        return {"helps": helps, "intervals": {m: Interval(-0.02, -0.03, -0.01, 10) for m in helps}}
+
+    mixed = effect(lpips="helps", mse="hurts", ssim="hurts")
+    stand_in = report.claim_judgement(mixed, 10, False, "stand-in prior")
+    assert stand_in["claim_outcome"] == "not comparable" and "Abstract" in stand_in["claim"]
+    assert stand_in["claim_reason"] == ("stand-in prior; paired over 10 users it helps LPIPS (-0.02), hurts MSE "
+                                        "(-0.02), hurts SSIM (-0.02)")
+    assert report.claim_judgement(mixed, 10, True, "p")["claim_outcome"] == "not resolved"
+    assert report.claim_judgement(effect(lpips="helps", mse="helps"), 10, True, "p")["claim_outcome"] == "consistent"
+    assert report.claim_judgement(effect(lpips="hurts", mse="helps"), 10, True, "p")["claim_outcome"] == "refuted"
+    no_lpips = report.claim_judgement(effect(mse="hurts"), 10, True, "p")
+    assert no_lpips["claim_outcome"] == "refuted"  # MSE decides when LPIPS has no backbone
+    quick = gitutor.get_profile("05_diffusion_user_level", "quick")
+    assert not report.paper_prior(quick, "quick") and "stand-in" in report.prior_note(quick, "quick", 640_000)
+
+
+def test_two_users_runs_do_not_share_their_noise():
+    """The page seeds each user's DiffULA run with its own seed (gitutor.seeding.trial_seeds): the start x_T,
+    the ε draws and the τ jitter differ between users, and the same seed repeats a run exactly."""
+    cfg = gitutor.get_profile("05_diffusion_user_level", "quick").replace(steps=2, record_every=1)
+    seeds = gitutor.seeding.trial_seeds(0, 2, "DiffULA")
+    assert seeds[0] != seeds[1]
+    torch.manual_seed(0)
+    model = study.shared_model(cfg.model, cfg)
+    x, y = study.chapter_users(cfg, "data", 0)[0]
+    case = gradient_case(model, x[:4], y[:4], labels_known=True)
+    prior, _ = study.load_prior(cfg)
+    schedules = study.attack_schedules(cfg)
+    first, second, again = (study.diffula(case, prior, cfg, schedules, seed=s) for s in (*seeds, seeds[0]))
+    assert not torch.equal(first.snapshots[0][1], second.snapshots[0][1])  # different noise, same user
+    assert torch.equal(first.images, again.images)

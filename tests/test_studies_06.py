@@ -170,3 +170,55 @@ def test_settings_and_differences_follow_the_profile(cfg):
     assert lti_report.mean_image_scores(aux_x, target_x)["mse"] == pytest.approx(1.0)
     assert lti_report.data_summary(aux_x, target_x, cfg) == {"n_aux": 10, "n_targets": 3, "shape": "1×4×4",
                                                              "models": "lenet"}
+
+
+def test_the_claim_is_judged_from_the_paired_comparisons_and_the_baselines_budget():
+    names = defense_names(0.99, 0.1)
+    wins = {d: "LTI < IG" for d in names}
+    flat = {d: 100 for d in names}
+    judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16)
+    assert judged["claim_outcome"] == "consistent" and "§4.1.1" in judged["claim"]
+    assert judged["claim_reason"].startswith("16 targets, IG 100 its: sign comp. LTI < IG")
+    late = {**flat, "prune": None}  # IG still falling at the largest budget: Table 1 may understate it
+    assert lti_report.claim_judgement(wins, {}, late, 100, names, 16)["claim_outcome"] == "not resolved"
+    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "consistent"
+    assert lti_report.claim_judgement(wins, {"gauss": "LTI > IG"}, flat, 100, names, 16)["claim_outcome"] == "refuted"
+    open_ = {**wins, "sign": stats.NOT_RESOLVED}
+    assert lti_report.claim_judgement(open_, {}, flat, 100, names, 16)["claim_outcome"] == "not resolved"
+
+
+def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_same_targets():
+    from gitutor.chapters.learning_to_invert import budget
+    names = {"none": "none", "sign": "sign comp."}
+    errors = {"none": {100: [0.02, 0.02], 300: [0.019, 0.019], 1000: [0.019, 0.019]},
+              "sign": {100: [0.2, 0.2], 300: [0.1, 0.1], 1000: [0.05, 0.05]}}
+    found = budget.flattened(errors)
+    assert found == {"none": 100, "sign": None}
+    sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
+    assert "Under sign comp. IG's curve is still falling" in sentence and "beyond 1000" in sentence
+    assert budget.budget_sentence({"none": 100}, names, 100, [100, 300]).startswith("Every curve has flattened")
+    cells = {("lenet", 1, "none"): _comparison([0.02 ** 0.5] * 2, [0.01, 0.01]),
+             ("lenet", 1, "sign"): _comparison([0.2 ** 0.5] * 2, [0.01, 0.012])}
+    record = {"targets": 2, "budgets": [100, 300, 1000], "table_budget": 100, "errors": errors}
+    versus = budget.against_recorded(record, cells, "lenet", names)
+    assert versus["agreement"] == pytest.approx(0.0, abs=1e-6)  # the record's IG at 100 is this run's IG
+    assert versus["lti"]["none"] == pytest.approx(1e-4, rel=1e-3) and "IG, 1000 its" in versus["table"]
+    with pytest.raises(ValueError, match="budgets"):
+        budget.ig_budget_errors(None, None, {}, torch.zeros(1, 1, 4, 4), torch.zeros(1), [300, 100])
+
+
+def test_recognisable_uses_the_books_threshold_after_its_controls():
+    from gitutor.chapters.learning_to_invert import checks as lti_checks
+    names = {"none": "none"}
+    targets = torch.rand(6, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    exact = study.Comparison({}, {}, targets[:2, None], targets[:2, None] + 0.1, targets[:2, None], torch.zeros(2, 1))
+    found = lti_checks.recognisable({("lenet", 1, "none"): exact}, "lenet", names, targets)
+    assert found["counts"] == {("none", "IG"): 2, ("none", "LTI"): 0} and found["best_control"] < 30
+    assert "| IG | 2 / 2 |" in found["table"]
+
+
+def test_budget_sentence_says_when_longer_runs_do_not_help():
+    from gitutor.chapters.learning_to_invert import budget
+    errors = {"none": {100: [0.01], 300: [0.012]}}
+    sentence = budget.budget_sentence({"none": 100}, {"none": "none"}, 100, [100, 300], errors)
+    assert "no lower than at 100 under any defense" in sentence

@@ -6,7 +6,7 @@ Per image, against the first FedADMM round (w = z, π = 0, E local steps): DLG a
 gradient ∇f(z); DLG-ADMM and iDLG-ADMM on −Δ/η (the report's attacks); DLG on −Δ/(2η), which for one
 local step equals ∇f(z) (the closed form −Δ/η = 2∇f); and cosine matching (Inverting Gradients, label from
 the sign rule on −Δ/η) on −Δ/η, which is blind to the factor 2. Every attack of an image starts from the
-same dummy (one seed). ``scores``, ``log_gaps`` and ``recovered`` summarise them with 95 % intervals.
+same dummy (one seed). ``scores`` and ``log_gaps`` summarise them (95 % intervals: ``gap_intervals``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from gitutor.attacks.batched_ig import batched_inverting_gradients
 from gitutor.federated import client_gradients
 from gitutor.labels import idlg_label
 from gitutor.metrics import mse, psnr
-from gitutor.stats import Interval, interval, success_interval
+from gitutor.stats import Interval, interval
 from gitutor.chapters.admm_comparison.rounds import first_round
 
 #: The attacks of the comparison, in table order.
@@ -91,8 +91,3 @@ def log_gaps(table: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, li
 def gap_intervals(gaps: Mapping[str, Sequence[float]]) -> dict[str, Interval]:
     """Mean and 95 % Student-t interval of every list of :func:`log_gaps` (log10 units: a ratio interval)."""
     return {name: interval(values) for name, values in gaps.items()}
-
-
-def recovered(table: Mapping[str, Sequence[tuple[float, float]]], threshold: float) -> dict[str, Interval]:
-    """Per attack, the fraction of images with PSNR ≥ ``threshold`` dB and its 95 % Wilson interval."""
-    return {name: success_interval([value >= threshold for _, value in rows]) for name, rows in table.items()}

@@ -22,7 +22,6 @@ QUICK = {
     "rho": 0.01,
     "lr": 0.1,
     "local_steps": 1,
-    "recognisable_psnr": 30.0,              # dB: chapter 01's threshold, above its controls (flat colour, 4×4 thumbnail)
     "ablation_kind": "digits",
     "ablation_iterations": 10,
     # (rho, local_steps, round): round 2 follows one earlier round on another image of the client,

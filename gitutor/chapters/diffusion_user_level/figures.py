@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from gitutor.seeding import make_generator
-from gitutor.viz import plot_curves, show_grid
+from gitutor.viz import legible, plot_curves, show_grid
 
 
 def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int = 0):
@@ -25,16 +25,16 @@ def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int =
     if steps < 1 or n_tensors < 1:
         raise ValueError(f"steps and n_tensors must be >= 1, got {steps} and {n_tensors}")
     tau, zeta, window = schedules["tau_schedule"], schedules["zeta_schedule"], schedules["layer_window"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     plot_curves({"τ_i (with noise)": tau.sample(steps, make_generator(seed)).tolist(), "mean": tau.mean(steps).tolist()},
                 xlabel="step i", ylabel="diffusion time τ", title="time schedule (Fig. 5a)", ax=axes[0])
     plot_curves({"ζ_i": zeta.values(steps).tolist()}, xlabel="step i", ylabel="ζ", title="clipping ratio", ax=axes[1])
     weights = torch.stack([window.weights(n_tensors, i / max(steps - 1, 1)) for i in range(steps)])
     image = axes[2].imshow(weights.T, aspect="auto", origin="lower", cmap="viridis")
-    axes[2].set(xlabel="step i", ylabel="parameter tensor (0 = input side)", title="layer window (Fig. 5b)")
+    axes[2].set(xlabel="step i", ylabel="tensor (0 = input)", title="layer window (Fig. 5b)")
+    axes[0].set_title("τ schedule (Fig. 5a)")
     fig.colorbar(image, ax=axes[2])
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def identity_matrices(matrices: Mapping[str, np.ndarray]):
@@ -46,8 +46,7 @@ def identity_matrices(matrices: Mapping[str, np.ndarray]):
         image = ax.imshow(matrix, cmap="viridis")
         ax.set(xlabel="user j (mean photo)", ylabel="representative of user i", title=name)
         fig.colorbar(image, ax=ax, fraction=0.046, label="correlation r")
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def users_figures(users, shown: int = 16):
@@ -62,11 +61,12 @@ def users_figures(users, shown: int = 16):
     if not users:
         raise ValueError("users is empty: the chapter needs at least one user")
     firsts = torch.cat([x[:1].cpu() for x, _ in users])
-    titles = [f"user {k} (label {int(y[0])})" for k, (_, y) in enumerate(users)]
+    titles = [f"{k} ({int(y[0])})" for k, (_, y) in enumerate(users)]
     batch = users[0][0]
-    return (show_grid(firsts, titles=titles, ncols=len(users), suptitle="one photo of each user"),
-            show_grid(batch[:shown].cpu(), ncols=8,
-                      suptitle=f"user 0: {min(shown, len(batch))} of its B = {len(batch)} photos"))
+    first = show_grid(firsts, titles=titles, ncols=len(users), scale=min(1.4, 9.5 / len(users)),
+                      suptitle="one photo of each user (title: user (label))")
+    title = f"user 0: {min(shown, len(batch))} of its B = {len(batch)} photos"
+    return legible(first), legible(show_grid(batch[:shown].cpu(), ncols=8, scale=1.1, suptitle=title))
 
 
 def attack_figures(result, truth: torch.Tensor, t_star: int):
@@ -76,10 +76,11 @@ def attack_figures(result, truth: torch.Tensor, t_star: int):
     strip = torch.cat([image for _, image in result.snapshots]
                       + [result.images, truth.mean(0, keepdim=True).cpu()])
     titles = ([f"step {i}" for i, _ in result.snapshots]
-              + [f"denoised (t*={t_star})", "mean of the batch"])
-    fig = show_grid(strip, titles=titles, ncols=len(titles))
+              + [f"denoised\n(t*={t_star})", "batch\nmean"])
+    fig = legible(show_grid(strip, titles=titles, ncols=len(titles), scale=min(1.4, 9.5 / len(titles))))
     ax = plot_curves({"cosine gradient distance": result.history["gradient_distance"]},
                      xlabel="step", title="matching loss during Algorithm 1")
+    legible(ax.figure)
     return fig, ax
 
 
@@ -94,9 +95,10 @@ def matching_weight_figures(plain: Sequence, weighted, weight: float):
               "ζ_i (the clip)": weighted.history["zeta"]}
     ax = plot_curves(curves, xlabel="step", ylabel="‖λ∇d‖ / ‖g_p‖", logy=True,
                      title="matching vs prior gradient, user 0")
+    legible(ax.figure)
     images = torch.cat([plain[0].images, plain[1].images, weighted.images])
     titles = ["user 0, λ = 1", "user 1, λ = 1", f"user 0, λ = {weight:g}"]
-    return ax, show_grid(images, titles=titles, ncols=3, scale=2)
+    return ax, legible(show_grid(images, titles=titles, ncols=3, scale=2.2))
 
 
 def examples_figure(examples: Sequence):
@@ -108,8 +110,9 @@ def examples_figure(examples: Sequence):
     grid, titles = [], []
     for truth, matched, user_ig, diff in examples:
         grid += [truth[0:1], truth.mean(0, keepdim=True), matched[0:1], user_ig.images, diff.images]
-        titles += ["a photo", "batch mean", "IG sample (matched)", "IG user, no prior", "DiffULA"]
-    return show_grid(torch.cat(grid), titles=titles, ncols=5, scale=1.6)
+        titles += ([""] * 5 if titles else  # column titles on the first row only
+                   ["a photo", "batch\nmean", "IG sample\n(matched)", "IG user,\nno prior", "DiffULA"])
+    return legible(show_grid(torch.cat(grid), titles=titles, ncols=5, scale=1.6))
 
 
 def failure_figure(truth: torch.Tensor, diff, shown: int = 6):
@@ -118,5 +121,5 @@ def failure_figure(truth: torch.Tensor, diff, shown: int = 6):
     shown = min(shown, len(truth))
     images = torch.cat([truth[:shown], truth.mean(0, keepdim=True), diff.snapshots[-1][1],
                         diff.images])
-    titles = [f"photo {i}" for i in range(shown)] + ["batch mean", "before denoising", "DiffULA"]
-    return show_grid(images, titles=titles, ncols=len(titles), scale=1.4)
+    titles = [f"photo {i}" for i in range(shown)] + ["batch\nmean", "before\ndenoising", "DiffULA"]
+    return legible(show_grid(images, titles=titles, ncols=len(titles), scale=min(1.4, 9.5 / len(titles))))

@@ -59,14 +59,69 @@ def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
                                   f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"))
 
 
-def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
-                 intervals: Mapping[str, tuple[float, float]], users: int, differences: str) -> list[dict]:
-    """The results rows of chapter 05 (see :mod:`gitutor.results`); the first is the headline.
+#: Li et al.'s central claim, in their words (Abstract), and where they say how to read it (§3, Image Quality).
+CLAIM = ("we propose a novel gradient inversion attack that applies a denoising diffusion model as a strong image "
+         "prior in order to enhance recovery in the large batch setting (Abstract)")
+#: The metric the paper reads image quality by: "LPIPS is the most interpretable metric that is better aligned
+#: with human perception" (§3, Image Quality).
+CLAIM_METRIC = "lpips"
 
-    Headline: the paper's central claim that the representative reveals *who* the user is (§1,
-    Table 1b), tested by the pairing score on standardised images (brightness cannot win it), with
-    its 95 % interval over users. The paper has no such number (its identity evidence is a DeepFace
-    facial similarity), so the row carries no verdict; whether it lies above chance is in its setting.
+
+def paper_prior(cfg, profile: str) -> bool:
+    """Whether this run's prior and data are the paper's kind (the full profile's pretrained face DDPM on CelebA):
+    only then can the prior's measured effect confirm or refute the claim (:data:`CLAIM`)."""
+    return profile == "full" and cfg.prior not in ("lfw32", "untrained") and cfg.data == "celeba"
+
+
+def prior_note(cfg, profile: str, prior_parameters: int) -> str:
+    """A few words on the prior for the claim's reason: the quick profile's stand-in (size, faces, side) or the
+    full profile's hub prior."""
+    from gitutor.priors import PRIOR_TRAIN_FACES
+
+    if paper_prior(cfg, profile):
+        return f"prior {cfg.prior}"
+    if cfg.prior == "lfw32":
+        return (f"stand-in prior ({prior_parameters / 1e6:.1f} M-param DDPM, {PRIOR_TRAIN_FACES} LFW faces, "
+                f"{cfg.image_size} px)")
+    return f"stand-in prior ({cfg.prior}, data {cfg.data})"
+
+
+def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: str) -> dict:
+    """The row fields ``claim``, ``claim_outcome`` and ``claim_reason`` of :data:`CLAIM` from the prior's paired
+    effect (:func:`~gitutor.chapters.diffusion_user_level.identity.prior_effect`; ``users``: its n).
+
+    With the paper's kind of prior (``comparable``): *consistent* when the prior helps on the paper's metric
+    (:data:`CLAIM_METRIC`, else MSE when LPIPS is not installed) and hurts on none, *refuted* when it hurts on
+    that metric, else *not resolved*. Otherwise *not comparable* (the prior is a stand-in, ``prior_note``),
+    the reason stating the measured effect either way.
+    """
+    metric = CLAIM_METRIC if CLAIM_METRIC in effect["helps"] else "mse"
+    names = {"mse": "MSE", "ssim": "SSIM", "lpips": "LPIPS", "psnr": "PSNR"}
+    measured = ", ".join(f"{effect['helps'][m]} {names[m]} ({effect['intervals'][m].mean:+.3g})"
+                         for m in ("lpips", "mse", "ssim") if m in effect["helps"])
+    measured = measured.replace("not resolved at this budget", "unresolved on")
+    if not comparable:
+        outcome = "not comparable"
+    elif effect["helps"][metric] == "hurts":
+        outcome = "refuted"
+    elif effect["helps"][metric] == "helps" and "hurts" not in effect["helps"].values():
+        outcome = "consistent"
+    else:
+        outcome = "not resolved"
+    reason = f"{prior_note}; paired over {users} users it {measured}"
+    return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
+
+
+def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
+                 intervals: Mapping[str, tuple[float, float]], users: int, differences: str,
+                 claim: Mapping | None = None) -> list[dict]:
+    """The results rows of chapter 05 (see :mod:`gitutor.results`).
+
+    Headline: the paper's central claim (:data:`CLAIM`), that the diffusion prior enhances recovery, as the
+    prior's paired effect on the paper's metric (LPIPS, else MSE) — DiffULA − user-level Inverting Gradients
+    without the prior on the same users — carrying ``claim`` (:func:`claim_judgement`). Then the identity
+    test (the pairing score on standardised images, which brightness cannot win, with its 95 % interval
+    over users; the paper has no such number, its identity evidence is a DeepFace facial similarity).
 
     Args:
         rows: :func:`gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s per-method rows.
@@ -75,6 +130,7 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
         ordering, intervals: the MSE ordering verdict and ``{method: (mean, 95 % half-width)}`` of IG
             matched, DiffULA, intra-user (in that order).
         users: U. differences: the profile's differences from the paper.
+        claim: :func:`claim_judgement`'s fields for the headline row (None: the row quotes no claim).
     """
     from gitutor.results import interval_fields
     from gitutor.stats import interval, success_interval
@@ -99,7 +155,7 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
         row("own user identified: pairing score, images standardised (brightness cannot win)",
             f"DiffULA, all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}; {small}",
             "not reported (its identity evidence: DeepFace facial similarity 0.574)", round(pairing[diff].mean, 3),
-            "fraction of pairs", "higher", pairing[diff], 3, headline=True),
+            "fraction of pairs", "higher", pairing[diff], 3),
         row("own user identified: pairing score, same-label users only",
             f"DiffULA, chance 0.50: {above_chance(same[diff])}; {small}", "not reported",
             "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3),
@@ -109,13 +165,16 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
     ]
     # The prior's paired effect per metric; PSNR's (a signed dB difference, on the page's table) is left out of
     # the record: it is −10·log10 of the same per-image MSEs, and a record reads a dB number as a PSNR (≥ 0).
-    for metric, unit, digits in (("mse", "MSE", 4), ("ssim", "SSIM", 3), ("lpips", "LPIPS", 3)):
+    effects = []
+    for metric, unit, digits in (("lpips", "LPIPS", 3), ("mse", "MSE", 4), ("ssim", "SSIM", 3)):
         if metric not in effect["intervals"]:  # LPIPS without its backbone
             continue
         summary = effect["intervals"][metric]
-        out.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
-                       f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
-                       round(summary.mean, digits), f"{unit} difference", None, summary, digits))
+        effects.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
+                           f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
+                           round(summary.mean, digits), f"{unit} difference", None, summary, digits))
+    effects[0] |= {"headline": True, **(claim or {})}
+    out = effects + out
     out += [
         row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
             "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
@@ -167,28 +226,43 @@ ORDER = ("IG sample-level (matched)", "DiffULA (diffusion prior)", "intra-user")
 
 
 def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
-    """Table 1a's MSE ordering (:data:`ORDER`) tested with 95 % intervals over users.
+    """Table 1a's MSE ordering (:data:`ORDER`) tested on the *same* users: every method scored every
+    user, so each step of the order is read from the paired per-user differences
+    (:func:`gitutor.paired.compare_paired`), not from whether the methods' own intervals overlap.
 
     Returns ``intervals`` (``{method: (mean, half-width)}`` of the per-user MSE,
-    :func:`~gitutor.attacks.user_level.mean_interval`), ``paper_order`` ("holds", "reversed" or
-    "not resolved at this budget", :func:`~gitutor.attacks.user_level.interval_ordering`),
-    ``measured`` (:func:`gitutor.stats.ordering` of the three, highest MSE first, or "not resolved
-    at this budget") and ``table`` (Markdown: mean, interval, users per method).
+    :func:`~gitutor.attacks.user_level.mean_interval`), ``steps`` (``{(lower, higher): Interval}`` of
+    the paired differences MSE(higher) − MSE(lower) of consecutive methods of :data:`ORDER`),
+    ``paper_order`` ("holds" when every step's interval lies above 0, "reversed" when one lies below,
+    else "not resolved at this budget"), ``measured`` (each step as the paired comparison reads it, e.g.
+    "IG sample-level < DiffULA", "; "-joined) and ``table`` (Markdown: each method's mean and interval, then each paired step).
 
     Raises:
-        KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users.
+        KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users, or methods
+            scored on different numbers of users.
     """
-    from gitutor.attacks.user_level import interval_ordering, mean_interval
-    from gitutor.stats import BOUNDS, interval, ordering
+    from gitutor.attacks.user_level import mean_interval
+    from gitutor.paired import compare_paired, paired_difference
+    from gitutor.stats import BOUNDS, NOT_RESOLVED, format_interval, interval
 
     groups = [(name, [r["mse"] for r in rows[name]]) for name in ORDER]
     intervals = {name: mean_interval(values) for name, values in groups}
     bounded = {name: interval(values, bounds=BOUNDS["MSE"]) for name, values in groups}
-    table = markdown_table(["method", "MSE mean", "95 % interval", "users"],
+    steps, read = {}, {}
+    for (low_name, low), (high_name, high) in zip(groups, groups[1:]):
+        steps[low_name, high_name] = paired_difference(high, low)
+        names = tuple(name.split(" (")[0] for name in (low_name, high_name))
+        verdict = compare_paired(low, high, names)
+        read[low_name, high_name] = verdict if verdict != NOT_RESOLVED else f"{' vs '.join(names)}: {verdict}"
+    below = [key for key, summary in steps.items() if summary.high < 0]
+    order = "reversed" if below else "holds" if all(s.low > 0 for s in steps.values()) else NOT_RESOLVED
+    table = markdown_table(["method or paired step", "MSE mean", "95 % interval over users", "users"],
                            [[name, f"{s.mean:.4f}", f"[{s.low:.4f}, {s.high:.4f}]", str(len(values))]
-                            for (name, values), s in zip(groups, bounded.values())])
-    return {"intervals": intervals, "paper_order": interval_ordering(groups),
-            "measured": ordering(bounded), "table": table}
+                            for (name, values), s in zip(groups, bounded.values())]
+                           + [[f"{high} − {low} (paired)", *format_interval(summary, 4, count=False).split(" ", 1),
+                               str(summary.n)] for (low, high), summary in steps.items()])
+    measured = "; ".join(read.values())
+    return {"intervals": intervals, "steps": steps, "paper_order": order, "measured": measured, "table": table}
 
 
 def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:

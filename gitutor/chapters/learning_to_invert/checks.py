@@ -1,15 +1,17 @@
 """Chapter 06's checks of its own verdicts (Wu et al. 2022, Table 1, Fig. 3a, Table 2).
 
 - :func:`paired_comparison`: LTI against Inverting Gradients on the *same* target batches, judged by
-  the 95 % interval of the per-batch differences LTI − IG (paired: the targets' own difficulty
-  cancels), per defense.
+  the 95 % interval of the per-batch differences LTI − IG (:mod:`gitutor.paired`: the targets' own
+  difficulty cancels), per defense. The intervals vary the targets only: one trained g_θ, one IG seed.
 - :func:`input_scale_check`: why an undefended g_θ can come out *worse* than one under sign
   compression — the size of its input coordinates — measured by training g_θ on raw features.
 - :func:`ood_reference`: Table 2 read against the reference that ignores the gradient, the mean
   auxiliary image, per target.
+- :func:`recognisable`: the book's one "recognisable" (PSNR ≥ 30 dB) counted per method and defense,
+  after its controls on the chapter's own targets.
 
-Intervals of MSE lie in [0, 1] and of MSE differences in [−1, 1]
-(:func:`gitutor.stats.interval` with ``bounds``).
+Intervals of MSE lie in [0, 1] (:func:`gitutor.stats.interval` with ``bounds``); paired differences
+come from :func:`gitutor.paired.paired_difference`.
 """
 from __future__ import annotations
 
@@ -18,20 +20,14 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from gitutor.attacks.lti import reconstruct
-from gitutor.metrics import mse
-from gitutor.stats import NOT_RESOLVED, Interval, format_interval, interval
+from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_scores
+from gitutor.metrics import mse, psnr
+from gitutor.paired import compare_paired, paired_difference
+from gitutor.stats import format_interval, interval
 from gitutor.tables import markdown_table
 
 #: The defended settings of Table 1 (the comparisons the paper's claim is about).
 DEFENDED = ("sign", "prune", "gauss")
-
-
-def difference_verdict(summary: Interval, names: tuple[str, str] = ("LTI", "IG")) -> str:
-    """``"A < B"`` when the 95 % interval of the paired differences A − B lies below 0, ``"A > B"``
-    when it lies above, else :data:`gitutor.stats.NOT_RESOLVED`."""
-    if summary.high < 0:
-        return f"{names[0]} < {names[1]}"
-    return f"{names[0]} > {names[1]}" if summary.low > 0 else NOT_RESOLVED
 
 
 def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batch_size: int = 1) -> dict:
@@ -40,7 +36,8 @@ def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batc
 
     Returns:
         ``intervals`` ``{(defense, method): Interval}`` of the per-batch MSE (method ``"IG"``,
-        ``"LTI"``, ``"LTI − IG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | NOT_RESOLVED}``,
+        ``"LTI"``, ``"LTI − IG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not resolved}``
+        (:func:`gitutor.paired.compare_paired`),
         ``wins`` (how many of :data:`DEFENDED` read "LTI < IG"), ``n`` (batches), ``table``
         (Markdown) and ``defended`` (text: ``"sign comp.: LTI < IG; …"``).
 
@@ -50,8 +47,8 @@ def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batc
     for d in names:
         ig, lti = (cells[model, batch_size, d].per_batch_mse(m) for m in ("IG", "LTI"))
         intervals[d, "IG"], intervals[d, "LTI"] = (interval(v, bounds=(0.0, 1.0)) for v in (ig, lti))
-        intervals[d, "LTI − IG"] = interval([a - b for a, b in zip(lti, ig)], bounds=(-1.0, 1.0))
-        verdicts[d] = difference_verdict(intervals[d, "LTI − IG"])
+        intervals[d, "LTI − IG"] = paired_difference(lti, ig)
+        verdicts[d] = compare_paired(lti, ig, ("LTI", "IG"))
     n = intervals[next(iter(names)), "IG"].n
     table = markdown_table(["defense", "IG", "LTI", "LTI − IG (paired)", "comparison"],
                            [[names[d], *(format_interval(intervals[d, m], 4, count=False)
@@ -73,7 +70,7 @@ def smallest_aux_paired(errors: Mapping[str, Sequence[Sequence[float]]], cells: 
     verdicts = {}
     for d in DEFENDED:
         ig = cells[model, 1, d].per_batch_mse("IG")
-        verdicts[d] = difference_verdict(interval([a - b for a, b in zip(errors[d][0], ig)], bounds=(-1.0, 1.0)))
+        verdicts[d] = compare_paired(errors[d][0][:len(ig)], ig, ("LTI", "IG"))
     return {"verdicts": verdicts, "wins": sum(v == "LTI < IG" for v in verdicts.values()),
             "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
 
@@ -117,9 +114,7 @@ def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: to
     size = {d: float(aux_features[d].abs().mean()) for d in defenses}
     summary = {kind: {d: interval(errors[kind][d], bounds=(0.0, 1.0)) for d in defenses} for kind in errors}
     first, second = defenses[0], defenses[1]
-    verdicts = {kind: difference_verdict(interval([a - b for a, b in zip(errors[kind][first],
-                                                                                  errors[kind][second])], bounds=(-1.0, 1.0)),
-                                         (first, second)) for kind in errors}
+    verdicts = {kind: compare_paired(errors[kind][first], errors[kind][second], (first, second)) for kind in errors}
     header = ["defense", "mean abs. feature", f"raw, {cfg.epochs} epochs", f"standardised, {cfg.epochs}",
               f"standardised, {2 * cfg.epochs}"]
     header[2 if table1 == "raw" else 3] += " (Table 1)"
@@ -147,7 +142,7 @@ def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], re
 
     Returns:
         ``verdicts`` ``{(defense, variant): "beats the mean image" | "worse than the mean image" |
-        NOT_RESOLVED}``, ``reference`` (its Interval), ``table`` (Markdown: MSE [95 %] per cell and
+        not resolved}``, ``reference`` (its Interval), ``table`` (Markdown: MSE [95 %] per cell and
         the reference row), ``beats`` ``{variant: how many defenses beat the reference}`` and
         ``sentence`` (what that says, for the page; the last variant is LTI-OOD).
     """
@@ -156,8 +151,7 @@ def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], re
     verdicts, cells = {}, {}
     for d, by_variant in table2_errors.items():
         for v in variants:
-            diffs = [a - b for a, b in zip(by_variant[v], reference)]
-            verdict = difference_verdict(interval(diffs, bounds=(-1.0, 1.0)), ("LTI", "mean"))
+            verdict = compare_paired(by_variant[v], reference, ("LTI", "mean"))
             verdicts[d, v] = words.get(verdict, verdict)
             cells[d, v] = f"{format_interval(interval(by_variant[v], bounds=(0.0, 1.0)), 4, count=False)}: {verdicts[d, v]}"
     ref = interval(reference, bounds=(0.0, 1.0))
@@ -177,3 +171,29 @@ def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], re
         sentence = (f"So LTI-OOD reads something about targets of unseen classes under {beats[lti_ood]} of the "
                     f"{n} defenses, and under the others no more than the image that ignores the gradient.")
     return {"verdicts": verdicts, "reference": ref, "table": table, "beats": beats, "sentence": sentence}
+
+
+def recognisable(cells: Mapping, model: str, names: Mapping[str, str], targets: torch.Tensor,
+                 threshold: float = RECOGNISABLE_PSNR) -> dict:
+    """The book's "recognisable" (PSNR ≥ ``threshold`` dB, :mod:`gitutor.controls`) on the B = 1 targets both
+    attacks reconstructed, checked first against the controls on the chapter's own ``targets`` ``(N, C, H, W)``
+    (mean colour, 4×4 thumbnail, batch mean, a different digit).
+
+    Returns:
+        ``controls`` ``{control: highest PSNR}``, ``best_control`` (dB), ``counts`` ``{(defense, method): k}``
+        (method ``"IG"`` / ``"LTI"``), ``n`` (targets) and ``table`` (Markdown: "k / n" per defense and method).
+
+    Raises:
+        ValueError: as :func:`gitutor.controls.check_threshold` when a control reaches ``threshold``.
+    """
+    scores = control_scores(targets.detach().cpu())
+    best = check_threshold(scores, threshold)
+    counts, n = {}, 0
+    for d in names:
+        for method in ("IG", "LTI"):
+            pairs = cells[model, 1, d].matched(method)
+            counts[d, method], n = sum(float(psnr(r, x).min()) >= threshold for r, x in pairs), len(pairs)
+    table = markdown_table(["method", *names.values()],
+                           [[m, *(f"{counts[d, m]} / {n}" for d in names)] for m in ("IG", "LTI")])
+    return {"controls": {k: float(v.max()) for k, v in scores.items()}, "best_control": best, "counts": counts,
+            "n": n, "table": table}

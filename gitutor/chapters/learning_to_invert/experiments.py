@@ -152,7 +152,8 @@ class Comparison:
     """One cell of Table 1: IG and LTI reconstructions of the same targets.
 
     Attributes:
-        scores: ``{"IG", "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim"}}`` (:func:`~gitutor.metrics.score_batch`).
+        scores: ``{"IG", "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim", "lpips"}}``
+            (:func:`~gitutor.metrics.score_batch`; LPIPS with its AlexNet backbone, None when not installed).
         history: g_θ's loss curves; ``ig_images`` ``(n_ig, B, C, H, W)``; ``lti_images`` ``(n, B, C, H, W)``;
         truth: ``(n, B, C, H, W)`` the targets; ``features``: the targets' observed features ``(n, m or k)``.
     """
@@ -172,10 +173,19 @@ class Comparison:
         Raises:
             ValueError: for another method.
         """
+        return [float(mse(r, x).mean()) for r, x in self.matched(method)]
+
+    def matched(self, method: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``(reconstruction, truth)`` ``(B, C, H, W)`` pairs of every batch attacked by both methods, the
+        reconstruction put in its best order (:func:`~gitutor.metrics.match_batch`).
+
+        Raises:
+            ValueError: for a method other than ``"IG"`` or ``"LTI"``.
+        """
         if method not in ("IG", "LTI"):
             raise ValueError(f"method must be 'IG' or 'LTI', got {method!r}")
         images = self.ig_images if method == "IG" else self.lti_images[:len(self.ig_images)]
-        return [float(mse(match_batch(r, x), x).mean()) for r, x in zip(images, self.truth[:len(images)])]
+        return [(match_batch(r, x), x) for r, x in zip(images, self.truth[:len(images)])]
 
 
 def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defense: Defense,
@@ -199,8 +209,9 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
     ig_images = torch.cat([setup.ig(model, observed[i], target_x[groups[i]], target_y[groups[i]], defense.name)
                            for i in range(n_ig)])
     truth = target_x[groups]
-    scores = {"IG": score_batch(ig_images, truth[:n_ig]), "LTI": score_batch(lti_images[:n_ig], truth[:n_ig]),
-              "LTI (all held-out)": score_batch(lti_images, truth)}
+    scores = {"IG": score_batch(ig_images, truth[:n_ig], lpips=True),
+              "LTI": score_batch(lti_images[:n_ig], truth[:n_ig], lpips=True),
+              "LTI (all held-out)": score_batch(lti_images, truth, lpips=True)}
     return Comparison(scores, history, ig_images, lti_images, truth, features)
 
 

@@ -1,5 +1,6 @@
-"""Chapter 06's figures: the reconstructions of Wu et al.'s Fig. 2, g_θ's training curves, and the
-auxiliary-set-size ablation of Fig. 3a.
+"""Chapter 06's figures: the reconstructions of Wu et al.'s Fig. 2, g_θ's training curves, the
+auxiliary-set-size ablation of Fig. 3a and the IG baseline against its budget; text at the page's size
+(:func:`gitutor.viz.legible`).
 
 ``cells`` below is ``{(model, B, defense): Comparison}`` from
 :func:`gitutor.chapters.learning_to_invert.experiments.lti_vs_ig`; ``names`` maps the defenses to display names
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
-from gitutor.viz import plot_curves, show_grid
+from gitutor.viz import legible, plot_curves, show_grid
 
 
 def reconstruction_grid(cells: Mapping, model: str, target_x: torch.Tensor, names: Mapping[str, str],
@@ -26,12 +27,20 @@ def reconstruction_grid(cells: Mapping, model: str, target_x: torch.Tensor, name
     first = cells[model, 1, next(iter(names))]
     if not 1 <= shown <= len(first.ig_images):
         raise ValueError(f"shown must lie in [1, {len(first.ig_images)}] (the targets IG attacked), got {shown}")
-    rows, titles = [target_x[:shown]], ["truth"] * shown
+    rows, labels = [target_x[:shown]], ["truth"]
     for defense, name in names.items():
         cell = cells[model, 1, defense]
         rows += [cell.ig_images[:shown, 0], cell.lti_images[:shown, 0]]
-        titles += [f"IG {name}"] * shown + [f"LTI {name}"] * shown
-    return show_grid(torch.cat([r.cpu() for r in rows]), titles, ncols=shown, scale=1.6)
+        labels += [f"IG, {name}", f"LTI, {name}"]
+    fig = show_grid(torch.cat([r.cpu() for r in rows]), ncols=shown, scale=1.2)
+    for row, label in enumerate(labels):  # each row named on its left
+        ax = fig.axes[row * shown]
+        ax.axis("on"), ax.set_xticks([]), ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.set_ylabel(label)
+    fig.set_size_inches(1.1 * shown + 2.6, 1.05 * len(labels))  # room for the row names, square images
+    return legible(fig, horizontal_labels=True)
 
 
 def training_curves(cells: Mapping, model: str, batch_sizes: Sequence[int], names: Mapping[str, str]):
@@ -41,8 +50,7 @@ def training_curves(cells: Mapping, model: str, batch_sizes: Sequence[int], name
     for ax, b in zip(axes[0], batch_sizes):
         curves = {name: cells[model, b, d].history["val_loss"] for d, name in names.items()}
         plot_curves(curves, xlabel="epoch", ylabel="validation MSE", title=f"{model}, B = {b}", ax=ax)
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def aux_size_figure(curves: Mapping[str, Sequence[float]], sizes: Sequence[int],
@@ -57,4 +65,28 @@ def aux_size_figure(curves: Mapping[str, Sequence[float]], sizes: Sequence[int],
     for color, name in zip(colors, curves):
         ax.axhline(ig_mse[name], ls="--", color=color, lw=0.8)
     ax.set_xscale("log")
+    legible(ax.figure)
     return ax
+
+
+def budget_figure(errors: Mapping[str, Mapping[int, Sequence[float]]], names: Mapping[str, str],
+                  lti: Mapping[str, float], table_budget: int):
+    """Inverting Gradients' mean MSE on the recorded targets against its budget (log axis), one curve per defense
+    (``errors``: :func:`~gitutor.chapters.learning_to_invert.budget.ig_budget_errors`, keyed by defense), LTI's
+    mean MSE on the same targets as a dashed line of the same colour (``lti`` keyed by defense) and Table 1's
+    budget as a grey vertical line. Returns the figure."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for color, (defense, by_budget) in zip(colors, errors.items()):
+        budgets = sorted(by_budget)
+        ax.plot(budgets, [np.mean(by_budget[b]) for b in budgets], marker="o", color=color,
+                label=f"IG, {names[defense]}")
+        ax.axhline(lti[defense], ls="--", color=color, lw=1)
+    ax.axvline(table_budget, color="grey", lw=1, ls=":")
+    ax.set(xscale="log", yscale="log", xlabel="IG iterations (budget)", ylabel="MSE (dashed: LTI)",
+           title="IG's MSE against its budget")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.grid(alpha=0.3)
+    return legible(fig)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from gitutor.metrics import score_batch
+from gitutor.metrics import LPIPS_NA, score_batch
 from gitutor.stats import Interval
 from gitutor.tables import markdown_table
 
@@ -33,6 +33,40 @@ DEFENDED = ("sign", "prune", "gauss")
 PAPER_DATASET = "cifar10"
 
 
+#: Wu et al.'s central claim, in their words (§4.1.1, on Table 1).
+CLAIM = ("LTI outperforms both baselines significantly and consistently across all three defense mechanisms "
+         "(§4.1.1)")
+
+
+def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], found: Mapping[str, int | None],
+                    table_budget: int, names: Mapping[str, str], n: int) -> dict:
+    """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
+    this book runs) from the paired comparisons.
+
+    Args:
+        verdicts: Table 1's ``{defense: "LTI < IG" | "LTI > IG" | not resolved}`` over ``n`` targets at IG's
+            ``table_budget`` iterations.
+        at_budget: the same comparison against IG at the recorded study's largest budget (may be empty).
+        found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
+
+    *refuted* when IG beats LTI under a defense (at Table 1's budget or the larger one); *consistent* when LTI
+    is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
+    also against the larger budget; else *not resolved*.
+    """
+    def settled(d):
+        flat = found.get(d) is not None and found[d] <= table_budget
+        return verdicts[d] == "LTI < IG" and (flat or at_budget.get(d) == "LTI < IG")
+
+    if any("LTI > IG" in (verdicts[d], at_budget.get(d)) for d in DEFENDED):
+        outcome = "refuted"
+    else:
+        outcome = "consistent" if all(settled(d) for d in DEFENDED) else "not resolved"
+    read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
+    flat = ", ".join("still falling" if found.get(d) is None else f"{found[d]}" for d in DEFENDED)
+    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}"
+    return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
+
+
 def defense_names(prune_rate: float, sigma: float) -> dict[str, str]:
     """Display names of the four defenses of §4.1, keyed like :func:`~gitutor.federated.paper_defenses`."""
     return {"none": "none", "sign": "sign comp.", "prune": f"prune α={prune_rate}", "gauss": f"Gauss σ={sigma}"}
@@ -40,12 +74,16 @@ def defense_names(prune_rate: float, sigma: float) -> dict[str, str]:
 
 def table1_markdown(table1: Mapping, model: str, batch_size: int, names: Mapping[str, str], n_ig: int,
                     n_targets: int) -> str:
-    """Table 1 for one model and B as Markdown: a row per method, ``MSE / PSNR / SSIM`` per defense."""
-    rows = [[method] + [f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f}"
+    """Table 1 for one model and B as Markdown: a row per method, ``MSE / PSNR / SSIM / LPIPS`` per defense
+    (LPIPS :data:`~gitutor.metrics.LPIPS_NA` when its backbone is not installed)."""
+    def lpips(c):
+        return LPIPS_NA if c.get("lpips") is None else f"{c['lpips']:.3f}"
+
+    rows = [[method] + [f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f} / {lpips(c)}"
                         for c in (table1[model, batch_size, d][method] for d in names)] for method in METHODS]
     return (f"**{model}, B = {batch_size}** (IG and LTI on the same {n_ig} target batch(es); LTI also on all "
             f"{n_targets // batch_size})\n\n"
-            + markdown_table(["method"] + [f"{name} MSE / PSNR / SSIM" for name in names.values()], rows))
+            + markdown_table(["method"] + [f"{name}: MSE / PSNR / SSIM / LPIPS" for name in names.values()], rows))
 
 
 def same_data(cfg, data_root: str = "data") -> bool:
@@ -57,7 +95,7 @@ def same_data(cfg, data_root: str = "data") -> bool:
 
 def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping[str, str], *, scale: str,
                  n_ig: Mapping[int, int], ood_model: str, wins: int, smallest: tuple[int, int, int],
-                 comparable: bool, intervals: Mapping | None = None) -> list[dict]:
+                 comparable: bool, intervals: Mapping | None = None, claim: Mapping | None = None) -> list[dict]:
     """The paper-vs-run rows of the results record (:func:`gitutor.results.save_results`).
 
     Args:
@@ -74,6 +112,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
             MSE on other images is on another scale.
         intervals: ``{(model, B, defense, method): Interval}`` of the per-batch MSE of IG and LTI on the
             batches both attacked; a row's number is then the interval's mean, with its low/high.
+        claim: :func:`claim_judgement`'s fields for the headline row (None: it quotes no claim).
 
     Raises:
         KeyError: for a (model, B) or defense the paper does not report.
@@ -98,10 +137,11 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
               **direction, **interval_fields(table2[defense], 4), "differences": f"{scale}; OOD = other digit classes"}
              for defense in order]
     rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
-                    "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets",
+                    "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
+                               "(one trained g_θ, one IG seed: the targets vary)",
                     "paper": len(DEFENDED), "this_run": wins, "unit": f"of {len(DEFENDED)} defenses",
                     "better": "higher", "headline": True, "n": 1,  # one count of comparisons, each judged by its interval
-                    "differences": f"{scale}; paper: means over 1 000 targets"})
+                    "differences": f"{scale}; paper: means over 1 000 targets", **(claim or {})})
     size, total, small_wins = smallest
     rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
                  "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
@@ -178,10 +218,12 @@ def mse_rows_note(comparable: bool, mean_mse: float) -> str:
 
 
 def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
-    """The chapter's closing sentence from :func:`ig_comparison` and :func:`smallest_aux`: under how
-    many of the three defenses LTI beats IG beyond run-to-run noise, with every auxiliary image and
+    """The chapter's closing sentence from :func:`~gitutor.chapters.learning_to_invert.checks.paired_comparison`
+    and :func:`~gitutor.chapters.learning_to_invert.checks.smallest_aux_paired`: under how
+    many of the three defenses LTI beats IG beyond target-to-target variation, with every auxiliary image and
     with ``size`` of them (the paper: all three, both times)."""
     count = len(DEFENDED)
-    return (f"LTI's MSE lies below Inverting Gradients' beyond run-to-run noise under {comparison['wins']} of "
-            f"the {count} defenses with the whole auxiliary set and under {small['wins']} of {count} with "
-            f"{size} auxiliary images; the paper finds LTI ahead under all {count}.")
+    return (f"LTI's MSE lies below Inverting Gradients' beyond target-to-target variation (paired over "
+            f"{comparison['n']} targets, one trained g_θ, one IG seed) under {comparison['wins']} of the {count} "
+            f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
+            f"images; the paper finds LTI ahead under all {count}.")
