@@ -3,7 +3,7 @@
 Runs the defense-aware IG of chapter 06's Table 1 (quick profile: 16×16 digits, the untrained LeNet, B = 1) on
 the first ``--targets`` held-out targets under each defense, once per budget (a fresh run per budget: IG's step
 schedule is set by its budget), and writes the per-target MSE with its provenance to
-``gitutor/chapters/learning_to_invert/ig_budget_record.py``, which the chapter reads
+``book/studies/06_ig_budget.json``, which the chapter reads
 (:mod:`gitutor.chapters.learning_to_invert.budget`). The observed gradients are the chapter's own for the
 deterministic defenses (none, sign, prune); the Gaussian defense draws fresh noise.
 
@@ -11,7 +11,6 @@ deterministic defenses (none, sign, prune); the Gaussian defense draws fresh noi
 """
 import argparse
 import platform
-import pprint
 import subprocess
 import sys
 import time
@@ -23,8 +22,9 @@ import gitutor
 from gitutor.attacks import paper_defenses
 from gitutor.chapters.learning_to_invert import experiments as study
 from gitutor.chapters.learning_to_invert.budget import ig_budget_errors
+from gitutor.files import write_json
 
-OUT = Path(__file__).resolve().parents[1] / "gitutor" / "chapters" / "learning_to_invert" / "ig_budget_record.py"
+OUT = Path(__file__).resolve().parents[1] / "book" / "studies" / "06_ig_budget.json"
 
 
 def main() -> None:
@@ -51,9 +51,7 @@ def main() -> None:
               "commit": commit, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
               "threads": 1, "wall_seconds": round(seconds, 1), "profile": "quick", "seed": args.seed,
               "targets": args.targets, "budgets": args.budgets, "table_budget": cfg.ig_iterations, "errors": errors}
-    OUT.write_text('"""Recorded by benchmarks/ig_budget_06.py (do not edit): chapter 06\'s IG baseline per budget,\n'
-                   'per defense, the MSE of each of the first targets; see that script for what it ran."""\n\n'
-                   f"RECORD = {pprint.pformat(record, width=110, sort_dicts=False)}\n")
+    write_json(OUT, record)
     for defense, by_budget in errors.items():
         print(defense, {b: round(sum(v) / len(v), 4) for b, v in by_budget.items()}, flush=True)
     print(f"{seconds:.0f} s -> {OUT}")

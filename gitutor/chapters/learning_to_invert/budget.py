@@ -80,14 +80,23 @@ def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], t
             "there Table 1 understates the baseline, and LTI's lead is read against the larger budgets below.")
 
 
-def recorded_study(profile: str) -> dict | None:
-    """The recorded budget study (``ig_budget_record.RECORD``, written by ``benchmarks/ig_budget_06.py``) when
-    it was run for ``profile``, else None (no record: the page says so)."""
-    try:
-        from gitutor.chapters.learning_to_invert.ig_budget_record import RECORD
-    except ImportError:
+def recorded_study(path, profile: str) -> dict | None:
+    """The recorded budget study at ``path`` (``book/studies/06_ig_budget.json``, written by
+    ``benchmarks/ig_budget_06.py``) when it exists and was run for ``profile``, else None (the page says so);
+    its per-budget errors keyed by int budgets again.
+
+    Raises:
+        ValueError: naming ``path`` if it is not JSON (as :func:`gitutor.files.read_json`).
+    """
+    from pathlib import Path
+
+    from gitutor.files import read_json
+
+    if not Path(path).is_file():
         return None
-    return RECORD if RECORD["profile"] == profile else None
+    record = read_json(path, "IG budget record")
+    record["errors"] = {d: {int(b): v for b, v in by_budget.items()} for d, by_budget in record["errors"].items()}
+    return record if record["profile"] == profile else None
 
 
 def against_recorded(record: Mapping, cells: Mapping, model: str, names: Mapping[str, str]) -> dict:
