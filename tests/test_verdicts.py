@@ -194,12 +194,16 @@ def test_the_ledger_reads_a_chapters_judgement_of_a_qualitative_claim_and_not_co
     refuted = dict(words, claim="ADMM may be an effective privacy-protection technique (§4)",
                    claim_outcome="refuted", claim_reason="cosine matching recovers 30 of 30 images")
     consistent = dict(words, claim_outcome="consistent", claim_reason="the attack recovers none")
+    open_claim = dict(words, claim="a representative image reveals the user (§1)", claim_outcome="not resolved",
+                      claim_reason="10 users: the interval holds chance; about 40 would settle it")
     records = [_record("07_admm_comparison", refuted), _record("06_learning_to_invert", consistent),
-               _record("05_diffusion_user_level", words)]
+               _record("05_diffusion_user_level", words), _record("04_stepwise_gradinversion", open_claim)]
     lines = {line["notebook"]: line for line in ledger_rows(records)}
     assert lines["07_admm_comparison"]["outcome"] == "refuted" and "30 of 30" in lines["07_admm_comparison"]["reason"]
     assert lines["06_learning_to_invert"]["outcome"] == "consistent"
     assert lines["05_diffusion_user_level"]["outcome"] == "not comparable"
+    assert lines["04_stepwise_gradinversion"]["outcome"] == "not resolved"
+    assert "about 40 would settle it" in lines["04_stepwise_gradinversion"]["reason"]
     assert set(line["outcome"] for line in lines.values()) <= set(LEDGER_OUTCOMES) | {"not run in this build"}
     assert "“ADMM may be an effective privacy-protection technique (§4)” — cosine" in ledger_table(records)
     summary = ledger_summary(records)
