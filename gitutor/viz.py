@@ -170,3 +170,32 @@ def interval_errorbars(ax, xs: Sequence, intervals: Sequence[Interval], **style)
         raise ValueError(f"{len(xs)} xs for {len(intervals)} intervals")
     errors = [[v.mean - v.low for v in intervals], [v.high - v.mean for v in intervals]]
     return ax.errorbar(list(xs), [v.mean for v in intervals], yerr=errors, marker="o", capsize=3, **style)
+
+
+#: inches: a figure this wide shows on the book's page at its own size (about 800 px at 100 dpi); a wider
+#: one is shrunk to the page, and its text with it.
+PAGE_WIDTH = 8.0
+#: pt: at 100 dpi and :data:`PAGE_WIDTH` this is about 16 px, the size of the page's body text.
+BODY_PT = 11.5
+
+
+def legible(fig, width: float = PAGE_WIDTH, fontsize: float = BODY_PT):
+    """Make ``fig`` readable at page width: shrink it to at most ``width`` inches (aspect kept), raise every
+    text (titles, labels, ticks, legends, suptitle) to at least ``fontsize`` pt and lay it out again, so
+    no title overlaps an image. Returns ``fig``.
+
+    Raises:
+        ValueError: if ``width`` or ``fontsize`` is not positive.
+    """
+    if not (width > 0 and fontsize > 0):
+        raise ValueError(f"width and fontsize must be positive, got {width!r} and {fontsize!r}")
+    from matplotlib.text import Text
+
+    current, height = fig.get_size_inches()
+    if current > width:
+        fig.set_size_inches(width, height * width / current)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < fontsize:
+            text.set_fontsize(fontsize)
+    fig.tight_layout()
+    return fig
