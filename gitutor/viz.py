@@ -197,5 +197,7 @@ def legible(fig, width: float = PAGE_WIDTH, fontsize: float = BODY_PT):
     for text in fig.findobj(Text):
         if text.get_text() and text.get_fontsize() < fontsize:
             text.set_fontsize(fontsize)
+    for ax in fig.axes:  # tick labels are made at draw time: set their size on the axes
+        ax.tick_params(which="both", labelsize=fontsize)
     fig.tight_layout()
     return fig

@@ -290,3 +290,39 @@ def test_restart_and_defense_sentences_follow_the_numbers():
     assert "a stronger defense than the paper needed" in dlg_report.defense_sentence("prune", 0.7, sweep, 15.0)
     assert "a lower bound on the strength that stops DLG at 300 steps" in dlg_report.defense_sentence("noise", 1e-3, sweep, 15.0)
     assert "the paper's threshold" in dlg_report.defense_sentence("noise", 1e-2, sweep, 15.0)
+
+
+def legible(fig) -> bool:
+    """Every text of ``fig`` is at least the body's size once the figure is shown at page width, and no axes
+    title overlaps another axes (the second-row titles hidden behind images of the old grids)."""
+    from matplotlib.text import Text
+
+    from gitutor.viz import BODY_PT, PAGE_WIDTH
+    scale = min(1.0, PAGE_WIDTH / fig.get_size_inches()[0])
+    sizes = [t.get_fontsize() * scale for t in fig.findobj(Text) if t.get_text()]
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.get_window_extent(renderer) for ax in fig.axes]
+    hidden = [ax.title.get_window_extent(renderer).overlaps(other) for ax in fig.axes if ax.title.get_text()
+              for other, owner in zip(boxes, fig.axes) if owner is not ax and other.width > 0]
+    return min(sizes) >= BODY_PT - 1e-9 and not any(hidden)
+
+
+def test_chapter_figures_are_legible_at_page_width():
+    import matplotlib.pyplot as plt
+    from gitutor.viz import show_grid
+    model, x, y = sweeps.dlg_case(0, **CASE)
+    result = dlg(model, client_gradients(model, x, y), x.shape, 100, iterations=2, seed=0, record_every=1)
+    rows = [{"seed": s, "psnr": 20.0 + s, "truth": x, "result": result} for s in range(10)]
+    sweep = {("none", 0.0): (31.0, x), **{("prune", r): (30.0 - 10 * r, x) for r in (0.01, 0.1, 0.2, 0.3)},
+             **{("noise", v): (12.0, x) for v in (1e-4, 1e-2)}}
+    old = show_grid(torch.cat([x] * 7), titles=[f"prune {r}: 31.0 dB ✓" for r in range(7)], ncols=5, scale=1.6)
+    assert not legible(old)  # the old defense grid: 8 pt titles on an 8-inch figure
+    figures = [dlg_figures.seed_grid(rows, 40.0, 30.0, "seeds"), dlg_figures.defense_grid(x, sweep, 40.0, 30.0),
+               dlg_figures.strip(result.snapshots, x, columns=7), dlg_figures.attack_curves(result, x),
+               dlg_figures.defense_curves(sweep, 40.0, 30.0),
+               dlg_figures.psnr_curves({f"DLG, seed {s}": ((0, 10), (5.0, 31.0)) for s in range(10)}, 40.0, 30.0)]
+    assert all(legible(fig) for fig in figures)
+    plt.close("all")
+    with pytest.raises(ValueError, match="positive"):
+        from gitutor.viz import legible as make_legible
+        make_legible(old, width=0)

@@ -213,3 +213,25 @@ def test_show_source_rewraps_long_docstring_lines_only():
     doc = [line for line in text.splitlines() if "wraps" in line or "docstring" in line]
     assert all(len(line) <= 40 for line in doc) and len(doc) >= 1
     assert "    return x + 1  # a code line is never rewrapped, however long it is" in text.splitlines()
+
+
+def test_table3_and_fcn_figures_are_legible_at_page_width():
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    from gitutor.chapters.idlg_soft_labels import figures
+    from gitutor.chapters.idlg_soft_labels.matching import MATCHING_SETTINGS
+    from gitutor.viz import BODY_PT, PAGE_WIDTH
+    x = torch.rand(1, 3, 16, 16)
+    kinds = ("mixup", "smoothing")
+    matching = {"images": [x] * (2 * (len(MATCHING_SETTINGS) + 1)), "first": dict.fromkeys(kinds),
+                "scores": {(k, s): [(31.5 if s == "L2 / GT" else 20.0, 0.5)] for k in kinds for s in MATCHING_SETTINGS}}
+    grid = figures.table3_grid(matching, MATCHING_SETTINGS, 30.0)
+    assert grid.axes[4].get_title() == "L2 GT\n31.5 dB ✓" and grid.axes[1].get_title() == "cos GT\n20.0 dB ✗"
+    runs = {k: (torch.rand(4, 3, 8, 8), torch.rand(4, 3, 8, 8), None) for k in ("smoothing", "mixup")}
+    for fig in (grid, figures.fcn_grid(runs)):
+        scale = min(1.0, PAGE_WIDTH / fig.get_size_inches()[0])
+        assert min(t.get_fontsize() * scale for t in fig.findobj(Text) if t.get_text()) >= BODY_PT
+    with pytest.raises(ValueError, match="no images"):
+        figures.table3_grid({"images": []}, MATCHING_SETTINGS, 30.0)
+    plt.close("all")

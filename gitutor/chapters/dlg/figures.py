@@ -70,7 +70,7 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
         KeyError: if the sweep has no undefended run ``("none", 0.0)``.
     """
     undefended = sweep["none", 0.0][0]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     for ax, kind, label in ((axes[0], "prune", "pruned fraction"), (axes[1], "noise", "noise variance")):
         points = [(0.0, undefended)] * (kind == "prune") + [(s, v[0]) for (k, s), v in sweep.items() if k == kind]
         ax.plot(*zip(*points), "o-")
@@ -86,7 +86,7 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
 def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float,
                  recognisable: float):
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
-    titles = ["truth"] + [f"{k} {s:g}\n{v:.1f} dB {_mark(v, success, recognisable)}"
+    titles = ["truth"] + [f"{'no defense' if k == 'none' else f'{k} {s:g}'}\n{v:.1f} dB {_mark(v, success, recognisable)}"
                           for (k, s), (v, _) in sweep.items()]
     fig = show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
                     ncols=min(len(sweep) + 1, 4), scale=1.8, suptitle=f"✓ ≥ {success:.0f} dB (near pixel-exact); "
@@ -105,7 +105,7 @@ def attack_curves(result, truth: torch.Tensor):
     if not result.history.get("loss") or not result.snapshots:
         raise ValueError("result needs a loss history and snapshots (run dlg with record_every > 0)")
     truth = truth.cpu()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     plot_curves({"gradient distance": result.history["loss"]}, ylabel="||g' - g||^2", logy=True, ax=axes[0])
     steps = [step for step, _ in result.snapshots]
     errors = [float(mse(images, truth).mean()) for _, images in result.snapshots]

@@ -46,15 +46,15 @@ def fcn_grid(runs: Mapping[str, tuple[torch.Tensor, torch.Tensor, object]]):
     images = torch.cat([t for truths, recovered, _ in runs.values() for t in (truths, recovered)])
     titles = [f"{kind}\n{what}" if i == 0 else "" for kind in runs for what in ("truth", "recovered")
               for i in range(n)]  # a row's name on its first image
-    return legible(show_grid(images, titles=titles, ncols=n, scale=1.8))
+    return legible(show_grid(images, titles=titles, ncols=n, scale=1.4))
 
 
 
 
 def table3_grid(matching: Mapping, settings, recognisable: float):
     """The reduced Table 3's first run of each augmentation: the truth, then every matching / label setting
-    (``settings``, in order) titled with its PSNR (dB) and ✓ at or above ``recognisable`` dB, one row per
-    augmentation; ``matching`` is :func:`~gitutor.chapters.idlg_soft_labels.matching.matching_table`'s dict.
+    (``settings``, in order) titled with its PSNR (dB) and ✓ at or above ``recognisable`` dB, two lines per
+    augmentation when the truth and the settings split evenly; ``matching`` is :func:`~gitutor.chapters.idlg_soft_labels.matching.matching_table`'s dict.
     Returns the figure.
 
     Raises:
@@ -68,4 +68,5 @@ def table3_grid(matching: Mapping, settings, recognisable: float):
                                          f"{'✓' if matching['scores'][kind, s][0][0] >= recognisable else '✗'}"
                                          for s in settings]
     images = torch.cat(matching["images"]).clamp(0, 1)
-    return legible(show_grid(images, titles=titles, ncols=len(settings) + 1, scale=1.5))
+    columns = (len(settings) + 1) // 2 if len(settings) % 2 else len(settings) + 1  # two lines per kind
+    return legible(show_grid(images, titles=titles, ncols=columns, scale=1.8))

@@ -10,7 +10,6 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import torch
 
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval, interval, success_interval
