@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 from gitutor.results import interval_fields
 from gitutor.stats import NOT_RESOLVED, format_interval, interval, success_interval
 from gitutor.tables import markdown_table
-from gitutor.viz import interval_errorbars, show_grid
+from gitutor.viz import interval_errorbars, legible, show_grid
 from gitutor.chapters.cv_batch_labels.imagenet import BASELINES
 
 #: The network, as the page and the record name it.
@@ -71,20 +71,19 @@ def headline_figure(summary: Mapping):
         interval_errorbars(ax, [len(names)], [summary["premise"]], linestyle="none", color="C3",
                            label="same features, p = 0 imposed")
         names = names + ["Eq. 6 minimum,\np = 0"]
-    ax.set_xticks(range(len(names)), names, fontsize=10)
+    ax.set_xticks(range(len(names)), names)
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title=f"{NETWORK}, true labels, B = 8: exact label counts (95 % intervals)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=9, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
-    fig.tight_layout()
-    return fig
+    ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    return legible(fig)
 
 
 def batch_figure(bank, picks, labels, categories: Sequence[str]):
     """The images of one batch (``picks`` of (photograph, view)) with their true class names."""
     images = bank.views[picks[:, 0], picks[:, 1]]
     titles = [f"{categories[int(c)].split(',')[0][:16]}\n(photo {int(p)})" for c, p in zip(labels, picks[:, 0])]
-    return show_grid(images, titles, ncols=4, scale=2.0)
+    return legible(show_grid(images, titles, ncols=4, scale=2.0))
 
 
 def _row(quantity: str, setting: str, rate, differences: str, **extra) -> dict:

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval
-from gitutor.viz import interval_errorbars
+from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 from gitutor.chapters.cv_batch_labels.imagenet_report import SUBSTITUTE_REASON
 
@@ -50,13 +50,12 @@ def networks_figure(summaries: Mapping[str, Mapping]):
         offset = (j - (len(methods) - 1) / 2) * 0.16
         interval_errorbars(ax, [i + offset for i, _ in where], [v for _, v in where], linestyle="none",
                            label=method)
-    ax.set_xticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(names)), names)
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title="Label counts, B = 8: exact batches with 95 % intervals")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
-    fig.tight_layout()
-    return fig
+    ax.legend(ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+    return legible(fig)
 
 
 def paired_sentence(first: Sequence[float], second: Sequence[float], names: tuple[str, str]) -> str:
