@@ -155,18 +155,21 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     assert len(cfg.seeds) >= 10 and len(cfg.prune_rates) >= 4 and len(cfg.noise_variances) >= 2
     # the levels DLG §5 judges: pruning 20 % (recognisable) and 30 %, noise 1e-4 (recognisable) and 1e-2
     assert {0.2, 0.3} <= set(cfg.prune_rates) and {1e-4, 1e-2} <= set(cfg.noise_variances)
-    rows = _rows(cfg, [45.0] * 10)
+    rows = _rows(cfg, [38.0] * 9 + [45.0])
     save_results("01_dlg", "quick", rows, tmp_path)  # raises on a malformed row
     headline = [r for r in rows if r.get("headline")]
-    # the DLG paper's own words; ten of ten near pixel-exact: the interval lies above ½
+    # the DLG paper's own words; ten of ten recovered: the interval lies above ½
     assert len(headline) == 1 and headline[0]["claim"] == dlg_report.CLAIM and "Abstract" in dlg_report.CLAIM
     assert headline[0]["claim_outcome"] == "consistent" and headline[0]["this_run"] == 1.0
-    assert isinstance(headline[0]["paper"], str)  # the paper states no rate: no number is invented
+    assert "at 38.0–45.0 dB" in headline[0]["claim_reason"]  # the PSNR the recovered runs reached
+    assert f"PSNR ≥ {cfg.recognisable_psnr:.0f} dB" in headline[0]["quantity"] and cfg.recognisable_psnr == RECOGNISABLE_PSNR
+    assert isinstance(headline[0]["paper"], str) and verdict(headline[0]) == "not comparable"  # no rate stated
     assert ledger_rows([{"notebook": "01_dlg", "rows": rows}])[0]["outcome"] == "consistent"
     judged = lambda psnrs: next(r for r in _rows(cfg, psnrs) if r.get("headline"))  # noqa: E731
     assert judged([45.0] + [20.0] * 9)["claim_outcome"] == "refuted"  # 1 of 10: [0.02, 0.40]
-    half = judged([45.0] * 6 + [20.0] * 4)
-    assert half["claim_outcome"] == "not resolved" and "seeds at this rate would settle it" in half["claim_reason"]
+    most = judged([45.0] * 6 + [20.0] * 4)
+    assert most["claim_outcome"] == "not resolved" and "seeds at this rate would settle it" in most["claim_reason"]
+    assert "half fail" in judged([45.0] * 5 + [5.0] * 5)["claim_reason"]
     assert dlg_report.seeds_to_settle(0.6, 10) > 10 and dlg_report.seeds_to_settle(0.5, 10) is None
     with pytest.raises(ValueError):
         dlg_report.seeds_to_settle(1.5, 10)
@@ -178,10 +181,6 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     few = [{**r, "label_ok": i < 4} for i, r in enumerate(_seed_rows([40.0] * 10))]
     assert verdict(next(r for r in _rows(cfg, [40.0] * 10, seed_rows=few)
                         if r["quantity"].startswith("DLG label accuracy"))) == "falls short"
-    # the image-recovery fraction at the book's threshold has no paper rate: judged not comparable
-    images = next(r for r in rows if r["quantity"].startswith("DLG recovers the B = 1 image:"))
-    assert isinstance(images["paper"], str) and verdict(images) == "not comparable" and images["this_run"] == 1.0
-    assert f"PSNR ≥ {cfg.recognisable_psnr:.0f} dB" in images["quantity"] and cfg.recognisable_psnr == RECOGNISABLE_PSNR
     known = next(r for r in _rows(cfg, [40.0] * 10, unknown_psnr=9.87) if r["quantity"].startswith("PSNR, label known"))
     assert verdict(known) == "not comparable" and "9.9 dB" in known["setting"] and known["n"] == 1
     assert next(r for r in rows if r["quantity"].startswith("PSNR, DLG"))["this_run"] == 41.23
