@@ -58,8 +58,11 @@ def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Ma
                                          for top, (value, _) in zip(head, row)]
     side = max(image.shape[-1] for image in images)  # smaller images shown enlarged, pixels as blocks
     images = [torch.nn.functional.interpolate(image, size=(side, side), mode="nearest") for image in images]
-    return legible(show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.6, suptitle=suptitle or
-                             f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)"))
+    fig = show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.6, suptitle=suptitle or
+                    f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
+    if ncols > 4:  # many rungs: page width, and room for an image under every title
+        fig.set_size_inches(8.0, 1.6 * len(rungs) + 1.0)
+    return legible(fig)
 
 
 def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float, recognisable: float):

@@ -28,7 +28,7 @@ def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]
         ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
         ax.plot([result.lam], [max(result.loss, 1e-14)], "r*", ms=12, label=f"recovered ({result.method}) {result.lam:.3f}")
         ax.set(title=name, xlabel="λ", ylabel="1000 · label variance (Eq. 5)")
-        ax.legend()
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: clear of the star
     return legible(fig)
 
 

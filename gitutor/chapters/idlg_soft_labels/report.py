@@ -166,7 +166,7 @@ HEADLINE_REASON = ("Wang et al.'s central claim (§1): \"once such a scalar is s
                    "iDLG sign rule cannot — so the headline is the λ recovery accuracy on those labels, pooled over "
                    "the networks of Table 2, against the lowest of the paper's six cells (99.7 %); one-hot iDLG is "
                    "the trivial case.")
-TABLE5_REASON = "noise variance relative to a gradient scale that differs and is not reported"
+TABLE5_REASON = "gradient scale differs, not reported (see the differences above the table)"
 
 
 def differences(cfg) -> str:
@@ -237,7 +237,7 @@ def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mappi
         rows.append(_row("reconstruction PSNR (Table 3)", f"untrained LeNet, {key[0]}, {key[1]}; {len(psnrs)} runs "
                          f"({cfg.table3_samples[key[0]]} images × {cfg.table3_repeats} starts; paper {paper_count} × 10)",
                          value, round(float(np.mean(psnrs)), 2), "dB", common, "higher", bounded(psnrs, 2),
-                         not_comparable=f"{side}×{side} px and a CPU step budget: another matching problem"))
+                         not_comparable=f"{side}×{side} px, CPU step budget (see the differences above the table)"))
     for variance, (paper_acc, paper_gap) in zip(cfg.noise_variances, PAPER_TABLE5):
         hits, gaps = table5[variance]["hits"], table5[variance]["gaps"]
         where = f"variance {variance:.0e}, {len(hits)} samples (paper 100)"
