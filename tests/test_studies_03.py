@@ -233,8 +233,12 @@ def test_difference_sentence_reads_the_paired_differences_of_the_same_batches():
     for order in (("trained", "random"), ("random", "trained")):
         sentence = sub_report.difference_sentence(apart, *order)
         assert sentence.startswith("the ResNet-20, trained substitute gets more batches exact") and "paired" in sentence
-        assert ("10 exact for the ResNet-20, trained substitute only" in sentence
-                or "10 for the ResNet-20, trained substitute only" in sentence)
+        assert "only: 10" in sentence and "only: 0" in sentence
+    # 3 of 20 discordant, all one way: a bootstrap interval excludes 0, the exact sign test (p = 0.25) does not
+    few = {"random": flagged([0.0] * 20), "trained": flagged([1.0] * 3 + [0.0] * 17)}
+    sentence = sub_report.difference_sentence(few, "trained", "random")
+    assert "does not separate" in sentence and "sign test p = 0.25" in sentence
+    assert sub_report.sign_test(8, 0) == pytest.approx(2 / 256) and sub_report.sign_test(0, 0) == 1.0
 
 
 def test_networks_table_and_rows_cover_every_network():

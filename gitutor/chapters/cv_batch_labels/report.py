@@ -13,12 +13,12 @@ import torch
 
 from gitutor.labels import FeatureCV, evolve_label_counts, label_count_objective
 from gitutor.results import interval_fields
-from gitutor.paired import compare_paired
 from gitutor.stats import interval, success_interval
 from gitutor.chapters.cv_batch_labels.figures import (  # noqa: F401  (the chapter calls them as report.*)
     curves_figure, cv_figure, distribution_figure, effects_figure, history_figure, row_size_figure,
     surface_figure, sweep_figure)
 from gitutor.tables import markdown_table
+from gitutor.chapters.cv_batch_labels.substitute_report import separated
 
 
 def generation_loop_source() -> str:
@@ -229,20 +229,20 @@ def sweep_wins(sweep: Mapping[str, Mapping[str, Sequence]], first: str, second: 
                batch_sizes: Sequence[int]) -> str:
     """At which batch sizes ``first`` got more batches exact than ``second`` in the sweep
     (:func:`~gitutor.chapters.cv_batch_labels.experiments.batch_size_sweep`, both on the same batches) and where
-    that holds beyond noise (the 95 % interval of the paired differences of their exact flags lies above 0,
-    :func:`gitutor.paired.compare_paired`), as a sentence."""
-    more, separated = [], []
+    that holds beyond noise (the paired differences of their exact flags, with the exact sign test:
+    :func:`~gitutor.chapters.cv_batch_labels.substitute_report.separated`), as a sentence."""
+    more, beyond_noise = [], []
     for i, n in enumerate(batch_sizes):
         a, b = (sweep[name]["flags"][i] for name in (first, second))
         if np.mean(a) > np.mean(b):
             more.append(str(n))
-            if compare_paired(a, b) == "A > B":
-                separated.append(str(n))
+            if separated(a, b):
+                beyond_noise.append(str(n))
     trials = len(sweep[first]["flags"][0])
     if not more:
         return f"The {first} gets no more batches exact than {second} at any N."
     where = "every N" if len(more) == len(batch_sizes) else "N = " + ", ".join(more)
-    beyond = (f"beyond noise at N = {', '.join(separated)}" if separated
+    beyond = (f"beyond noise at N = {', '.join(beyond_noise)}" if beyond_noise
               else "beyond noise at no N")
     return (f"The {first} gets more batches exact than {second} at {where} ({trials} batches per N, the same "
-            f"for both; {beyond}, by the 95 % interval of the paired differences).")
+            f"for both; {beyond}, by the paired differences and the exact sign test).")

@@ -3,13 +3,14 @@ and figure per network, the sentences its prose pastes in (myst-nb ``glue``) and
 chapter's headline among them (exact label counts on the trained network)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from gitutor.paired import paired_difference
+from gitutor.paired import compare_paired, paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import format_interval
+from gitutor.stats import NOT_RESOLVED, format_interval
 from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 from gitutor.chapters.cv_batch_labels.imagenet_report import SUBSTITUTE_REASON
@@ -42,8 +43,8 @@ def networks_table(summaries: Mapping[str, Mapping]) -> str:
 
 def networks_figure(summaries: Mapping[str, Mapping]):
     """Exact-batch rate per network of ours and of each :data:`BASELINES` method, with 95 % intervals."""
-    names = [NETWORK_NAMES.get(key, key).replace(", ", ",\n", 1) for key in summaries]
-    fig, ax = plt.subplots(figsize=(8.5, 3.4))
+    names = [NETWORK_NAMES.get(key, key).replace(", ", ",\n").replace(" (", "\n(") for key in summaries]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     methods = ("ours", *BASELINES)
     for j, method in enumerate(methods):
         where = [(i, s["methods"][method]) for i, s in enumerate(summaries.values()) if method in s["methods"]]
@@ -58,22 +59,41 @@ def networks_figure(summaries: Mapping[str, Mapping]):
     return legible(fig)
 
 
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign (McNemar) test of ``wins`` against ``losses`` discordant pairs: the probability of a
+    split at least this uneven when each discordant pair is a fair coin (1.0 with none)."""
+    n, k = wins + losses, max(wins, losses)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n) if n else 1.0
+
+
 def paired_sentence(first: Sequence[float], second: Sequence[float], names: tuple[str, str]) -> str:
     """Whether ``names[0]`` gets more (or fewer) batches exact than ``names[1]`` on the *same* batches, as words:
     the 95 % interval of the paired differences of their 0/1 exact flags (:func:`gitutor.paired.paired_difference`,
-    in [−1, 1]) and the batches only one of the two got exact.
+    in [−1, 1]) and the batches only one of the two got exact. A direction is claimed only when the interval
+    excludes 0 *and* the discordant batches split unevenly by the exact sign test (p < 0.05): with a handful
+    of discordant batches a bootstrap interval of 0/1 differences is too narrow.
 
     Raises:
         ValueError: if the flags differ in length or are empty.
     """
     difference = paired_difference(first, second)
     only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
-    said = (f"{names[0]} − {names[1]}, paired: {format_interval(difference, count=False)} over {difference.n} "
-            f"batches; {only[0]} exact for {names[0]} only, {only[1]} for {names[1]} only")
-    if difference.low > 0 or difference.high < 0:
+    said = (f"paired difference {format_interval(difference, count=False)} over {difference.n} batches; exact "
+            f"for the first only: {only[0]}, for the second only: {only[1]}")
+    if separated(first, second):
         higher, lower = names if difference.low > 0 else names[::-1]
         return f"{higher} gets more batches exact than {lower} ({said})"
-    return f"this run does not separate {names[0]} from {names[1]} ({said}: the interval holds 0)"
+    why = ("the interval holds 0" if difference.low <= 0 <= difference.high else
+           f"too few discordant batches: exact sign test p = {sign_test(*only):.2g}")
+    return f"this run does not separate {names[0]} from {names[1]} ({said}; {why})"
+
+
+def separated(first: Sequence[float], second: Sequence[float]) -> bool:
+    """True when 0/1 flags of two methods on the same trials differ beyond noise: the 95 % interval of the
+    paired differences excludes 0 (:func:`gitutor.paired.compare_paired`) and the discordant trials split
+    unevenly by the exact sign test (:func:`sign_test`, p < 0.05)."""
+    only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
+    return compare_paired(first, second) != NOT_RESOLVED and sign_test(*only) < 0.05
 
 
 def difference_sentence(summaries: Mapping[str, Mapping], first: str, second: str) -> str:
