@@ -77,25 +77,28 @@ def history_figure(histories: Mapping[str, Sequence[float]]):
 
 def distribution_figure(labelings: Mapping[str, torch.Tensor], num_classes: int):
     """Fig. 4(a): images per class of each ``(N,)`` labelling, side by side, over the classes of the first
-    labelling (the truth); the images any labelling puts in other classes are summed in one last bin,
-    "other classes", so that every class label stays readable."""
+    labelling (the truth), so that every class label stays readable; the legend says how many images a
+    labelling puts in other classes."""
     shown = torch.unique(next(iter(labelings.values())))
-    positions, width = np.arange(len(shown) + 1), 0.8 / len(labelings)
+    positions, width = np.arange(len(shown)), 0.8 / len(labelings)
     fig, ax = plt.subplots(figsize=(8, 3.8))
     for index, (name, labels) in enumerate(labelings.items()):
         counts = torch.bincount(labels, minlength=num_classes)
-        bars = np.append(counts[shown].numpy(), int(counts.sum() - counts[shown].sum()))
-        ax.bar(positions + (index - (len(labelings) - 1) / 2) * width, bars, width=width, label=name)
-    ax.set_xticks(positions, [str(c) for c in shown.tolist()] + ["other\nclasses"], rotation=90)
+        other = int(counts.sum() - counts[shown].sum())
+        ax.bar(positions + (index - (len(labelings) - 1) / 2) * width, counts[shown].numpy(), width=width,
+               label=name + (f" ({other} in other classes)" if other else ""))
+    ax.set_xticks(positions, [str(c) for c in shown.tolist()], rotation=90)
     batch = len(next(iter(labelings.values())))
-    ax.set(xlabel="class", ylabel="images in the batch", title=f"label distribution of a batch of {batch}")
+    ax.set(xlabel="class (those of the batch)", ylabel="images in the batch",
+           title=f"label distribution of a batch of {batch}")
     ax.legend()
     return legible(fig)
 
 
 def curves_figure(panels: Sequence[tuple[str, str, Sequence, Mapping[str, Sequence[float]]]], ylim=None):
-    """One log-x panel per ``(xlabel, ylabel, xs, {curve name: values at xs})``, the legend under the panels."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.6), squeeze=False)
+    """One log-x panel per ``(xlabel, ylabel, xs, {curve name: values at xs})``, the first panel's legend to the
+    right of the last."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.4), squeeze=False)
     for ax, (xlabel, ylabel, xs, curves) in zip(axes[0], panels):
         for name, values in curves.items():
             ax.plot(list(xs), values, marker="o", label=name)
@@ -103,8 +106,8 @@ def curves_figure(panels: Sequence[tuple[str, str, Sequence, Mapping[str, Sequen
         ax.set_xticks(list(xs), [str(x) for x in xs])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
-    axes[0][0].legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), ncols=min(len(panels[0][3]), 6),
-                      frameon=False)
+    handles, names = axes[0][0].get_legend_handles_labels()  # the first panel's curves, right of the last
+    axes[0][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return legible(fig)
 
 
