@@ -75,12 +75,12 @@ def headline_figure(summary: Mapping):
         interval_errorbars(ax, [len(names)], [summary["premise"]], linestyle="none", color="C3",
                            label="same features, p = 0 imposed")
         names = names + ["Eq. 6 minimum,\np = 0"]
-    ax.set_xticks(range(len(names)), [n.replace(" ", "\n", 1) if len(n) > 10 and "\n" not in n else n
+    ax.set_xticks(range(len(names)), ["\n".join(n.rsplit(" ", 1)) if len(n) > 10 and "\n" not in n else n
                                       for n in names])
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title=f"{NETWORK}, true labels, B = 8: exact label counts (95 % intervals)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
     return legible(fig)
 
 
