@@ -18,7 +18,7 @@ def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]
     grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
     landscapes = {name: (v["problem"], v["result"], v["lam_star"]) if isinstance(v, Mapping) else v
                   for name, v in landscapes.items()}
-    fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 5.0), squeeze=False)
     for ax, (name, (problem, result, lam_star)) in zip(axes[0], landscapes.items()):
         _, high, steps = curve_lambdas
         reach = max(high, 1.3 * abs(result.lam))
@@ -28,7 +28,7 @@ def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]
         ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
         ax.plot([result.lam], [max(result.loss, 1e-14)], "r*", ms=12, label=f"recovered ({result.method}) {result.lam:.3f}")
         ax.set(title=name, xlabel="λ", ylabel="1000 · label variance (Eq. 5)")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: clear of the star
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)  # below: clear of the star
     return legible(fig)
 
 
