@@ -172,20 +172,35 @@ def interval_errorbars(ax, xs: Sequence, intervals: Sequence[Interval], **style)
     return ax.errorbar(list(xs), [v.mean for v in intervals], yerr=errors, marker="o", capsize=3, **style)
 
 
-#: Points: the smallest figure text that reads as large as the body on a page when the figure is at most
-#: ten inches wide (~730 px at page width).
-PAGE_TEXT_SIZE = 14
+#: inches: a figure this wide shows on the book's page at its own size (about 800 px at 100 dpi); a wider
+#: one is shrunk to the page, and its text with it.
+PAGE_WIDTH = 8.0
+#: pt: at 100 dpi and :data:`PAGE_WIDTH` this is about 16 px, the size of the page's body text.
+BODY_PT = 11.5
 
 
-def legible(fig, size: float = PAGE_TEXT_SIZE, horizontal_labels: bool = False):
-    """Raise every text of ``fig`` (titles, axis and tick labels, legends) to at least ``size`` points; with
-    ``horizontal_labels`` the y labels (row names of an image grid) are turned horizontal, left of the row.
-    Returns the figure, re-laid out. Keep such figures ≤ 10 inches wide."""
-    for text in fig.findobj(lambda artist: hasattr(artist, "get_fontsize") and hasattr(artist, "set_fontsize")):
-        if text.get_fontsize() < size:
-            text.set_fontsize(size)
-    if horizontal_labels:
-        for ax in fig.axes:
+def legible(fig, width: float = PAGE_WIDTH, fontsize: float = BODY_PT, horizontal_labels: bool = False):
+    """Make ``fig`` readable at page width: shrink it to at most ``width`` inches (aspect kept), raise every
+    text (titles, labels, ticks, legends, suptitle) to at least ``fontsize`` pt and lay it out again, so
+    no title overlaps an image; with ``horizontal_labels`` the y labels (row names of an image grid) are
+    turned horizontal, left of their row. Returns ``fig``.
+
+    Raises:
+        ValueError: if ``width`` or ``fontsize`` is not positive.
+    """
+    if not (width > 0 and fontsize > 0):
+        raise ValueError(f"width and fontsize must be positive, got {width!r} and {fontsize!r}")
+    from matplotlib.text import Text
+
+    current, height = fig.get_size_inches()
+    if current > width:
+        fig.set_size_inches(width, height * width / current)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < fontsize:
+            text.set_fontsize(fontsize)
+    for ax in fig.axes:  # tick labels are made at draw time: set their size on the axes
+        ax.tick_params(which="both", labelsize=fontsize)
+        if horizontal_labels:
             ax.yaxis.label.set(rotation=0, ha="right", va="center")
     fig.tight_layout()
     return fig

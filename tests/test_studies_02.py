@@ -8,6 +8,7 @@ from gitutor import get_profile
 from gitutor.models import FCN, LeNet, init_uniform_
 from gitutor.chapters.idlg_soft_labels.profile import BUDGETS
 from gitutor.chapters.idlg_soft_labels import experiments as study
+from gitutor.chapters.idlg_soft_labels import report as report_module
 from gitutor.chapters.idlg_soft_labels.report import PAPER_TABLE2, PAPER_TABLE3, paper_rows
 from gitutor.chapters.idlg_soft_labels.trials import chapter_images, labelled_sample
 
@@ -63,11 +64,11 @@ def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet):
 
 def test_cosine_diagnosis_runs_only_for_runs_below_the_bar(lenet):
     cfg = types.SimpleNamespace(table3_samples={"mixup": 1, "smoothing": 1}, table3_repeats=1, table3_iterations=2,
-                                table3_ig_iterations=3, table3_tv_weight=1e-4, num_classes=C, table3_success_psnr=-1e9)
+                                table3_ig_iterations=3, table3_tv_weight=1e-4, num_classes=C, recognisable_psnr=-1e9)
     matching = study.matching_table(lenet, _sampler(), cfg)
     assert len(matching["table"]) == 2 * len(study.MATCHING_SETTINGS) and set(matching["first"]) == {"mixup", "smoothing"}
     assert study.cosine_diagnosis(lenet, matching, cfg) == {}
-    high = types.SimpleNamespace(**{**vars(cfg), "table3_success_psnr": 1e9})
+    high = types.SimpleNamespace(**{**vars(cfg), "recognisable_psnr": 1e9})
     diagnosis = study.cosine_diagnosis(lenet, matching, high)
     assert set(diagnosis["mixup"]) == {"as run", "3× steps", "no TV", "another start"}
     assert all(len(runs) == 1 for runs in matching["scores"].values())
@@ -146,7 +147,13 @@ def test_easier_or_differently_scaled_settings_are_not_comparable():
                       {key: [(62.9, 0.99)] * 10 for key in PAPER_TABLE3},
                       {v: {"hits": [True] * 4, "gaps": [0.0] * 4} for v in cfg.noise_variances})
     table3 = [r for r in rows if "Table 3" in r["quantity"] or "Table 5" in r["quantity"]]
-    assert table3 and all(verdict(r) == "not comparable" and "not comparable:" in r["differences"] for r in table3)
+    assert table3 and all(verdict(r) == "not comparable" and r["not_comparable"] for r in table3)
+    # the differences hold for every row: the results table states them once, rows add only their own
+    assert len({r["differences"] for r in rows}) == 1 and "not comparable" in rows[0]["differences"]
+    from gitutor.results import results_table
+    assert results_table(rows).startswith("**Differences from the paper (every row):**")
+    headline = next(r for r in rows if r.get("headline"))
+    assert headline["claim"] == report_module.CLAIM and "§1" in headline["claim"] and "claim_outcome" not in headline
     headline = next(r for r in rows if r.get("headline"))
     assert verdict(headline) == "meets"  # 90 of 90: the Wilson interval clears 99.7 % less 5 %
     cell = next(r for r in rows if r["quantity"] == "label accuracy (Table 2)")
@@ -206,3 +213,25 @@ def test_show_source_rewraps_long_docstring_lines_only():
     doc = [line for line in text.splitlines() if "wraps" in line or "docstring" in line]
     assert all(len(line) <= 40 for line in doc) and len(doc) >= 1
     assert "    return x + 1  # a code line is never rewrapped, however long it is" in text.splitlines()
+
+
+def test_table3_and_fcn_figures_are_legible_at_page_width():
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    from gitutor.chapters.idlg_soft_labels import figures
+    from gitutor.chapters.idlg_soft_labels.matching import MATCHING_SETTINGS
+    from gitutor.viz import BODY_PT, PAGE_WIDTH
+    x = torch.rand(1, 3, 16, 16)
+    kinds = ("mixup", "smoothing")
+    matching = {"images": [x] * (2 * (len(MATCHING_SETTINGS) + 1)), "first": dict.fromkeys(kinds),
+                "scores": {(k, s): [(31.5 if s == "L2 / GT" else 20.0, 0.5)] for k in kinds for s in MATCHING_SETTINGS}}
+    grid = figures.table3_grid(matching, MATCHING_SETTINGS, 30.0)
+    assert grid.axes[4].get_title() == "L2 GT\n31.5 dB ✓" and grid.axes[1].get_title() == "cos GT\n20.0 dB ✗"
+    runs = {k: (torch.rand(4, 3, 8, 8), torch.rand(4, 3, 8, 8), None) for k in ("smoothing", "mixup")}
+    for fig in (grid, figures.fcn_grid(runs)):
+        scale = min(1.0, PAGE_WIDTH / fig.get_size_inches()[0])
+        assert min(t.get_fontsize() * scale for t in fig.findobj(Text) if t.get_text()) >= BODY_PT
+    with pytest.raises(ValueError, match="no images"):
+        figures.table3_grid({"images": []}, MATCHING_SETTINGS, 30.0)
+    plt.close("all")

@@ -114,14 +114,14 @@ def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_int
     rows = paper_rows(cfg, "quick", scores=scores, sweep=sweep, figure_exact=False, figure_accuracy=0.984,
                       figure_classes=20, settled=12)
     assert not cfg.pretrained
-    for row in rows[:-1]:  # every row on the random ResNet34 but the search's speed: no verdict
+    for row in rows:  # every row on the random ResNet34, the search's speed included: no verdict
         assert verdict(row) == "not comparable" and (row["paper"] == "not reported" or "not comparable" in
                                                       row["differences"] or not isinstance(row["paper"], float))
     b64 = next(r for r in rows if r["setting"].endswith("batch-size sweep"))
     assert b64["this_run"] == 0.0 and 0 <= b64["low"] <= b64["high"] <= 1  # 0 of 8: Wilson [0, 0.32]
     accuracy = rows[0]
     assert 0 <= accuracy["low"] <= accuracy["this_run"] <= accuracy["high"] <= 1  # cut to [0, 1]
-    assert rows[-1]["this_run"] == 12 and rows[-1]["better"] == "lower" and "n = 1" in rows[-1]["differences"]
+    assert rows[-1]["this_run"] == 12 and rows[-1]["n"] == 1 and "fewer than 200" in rows[-1]["not_comparable"]
     pretrained = paper_rows(cfg.replace(pretrained=True), "full", scores=scores, sweep=sweep, figure_exact=True,
                             figure_accuracy=1.0, figure_classes=20, settled=12)
     assert verdict(next(r for r in pretrained if r["quantity"] == "exact counts, ours")) == "meets"
@@ -130,7 +130,7 @@ def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_int
 def test_sweep_wins_says_where_a_method_leads_and_where_beyond_noise():
     sweep = {"bias count": {"flags": [[1.0] * 8, [1.0] * 8]}, "ours": {"flags": [[1.0] * 8, [0.0] * 8]}}
     sentence = report.sweep_wins(sweep, "bias count", "ours", [4, 64])
-    assert "at N = 64 (8 batches per N; beyond noise at N = 64" in sentence
+    assert "at N = 64 (8 batches per N, the same for both; beyond noise at N = 64" in sentence
     assert "no more batches" in report.sweep_wins(sweep, "ours", "bias count", [4, 64])
 
 
@@ -222,13 +222,23 @@ def _summary(low, mean, high):
             "trials": 100, "kept_cv": 0.3, "top_probability": 0.5, "classes": 16, "image_size": 32}
 
 
-def test_difference_sentence_claims_only_separated_intervals():
-    overlapping = {"random": _summary(0.3, 0.4, 0.5), "trained": _summary(0.45, 0.55, 0.65)}
-    assert "overlap" in sub_report.difference_sentence(overlapping, "trained", "random")
-    separated = {"random": _summary(0.1, 0.2, 0.3), "trained": _summary(0.45, 0.55, 0.65)}
+def test_difference_sentence_reads_the_paired_differences_of_the_same_batches():
+    def flagged(flags):
+        return {"flags": {"ours": flags}}
+    # 10 of 20 vs 8 of 20 on the same batches, differing on 2: not separated
+    close = {"random": flagged([1.0] * 8 + [0.0] * 12), "trained": flagged([1.0] * 10 + [0.0] * 10)}
+    assert "does not separate" in sub_report.difference_sentence(close, "trained", "random")
+    # 15 of 20 vs 5 of 20, the trained network exact wherever the random one is, and on 10 more: separated
+    apart = {"random": flagged([1.0] * 5 + [0.0] * 15), "trained": flagged([1.0] * 15 + [0.0] * 5)}
     for order in (("trained", "random"), ("random", "trained")):
-        sentence = sub_report.difference_sentence(separated, *order)
-        assert sentence.startswith("the ResNet-20, trained substitute recovers more") and "do not overlap" in sentence
+        sentence = sub_report.difference_sentence(apart, *order)
+        assert sentence.startswith("the ResNet-20, trained substitute gets more batches exact") and "paired" in sentence
+        assert "only: 10" in sentence and "only: 0" in sentence
+    # 3 of 20 discordant, all one way: a bootstrap interval excludes 0, the exact sign test (p = 0.25) does not
+    few = {"random": flagged([0.0] * 20), "trained": flagged([1.0] * 3 + [0.0] * 17)}
+    sentence = sub_report.difference_sentence(few, "trained", "random")
+    assert "does not separate" in sentence and "sign test p = 0.25" in sentence
+    assert sub_report.sign_test(8, 0) == pytest.approx(2 / 256) and sub_report.sign_test(0, 0) == 1.0
 
 
 def test_networks_table_and_rows_cover_every_network():
@@ -246,10 +256,11 @@ def test_networks_table_and_rows_cover_every_network():
     assert trained["this_run"] == 0.3 and trained["paper"] == 1.0 and trained["not_comparable"]
     from gitutor.results import verdict
     assert verdict(trained) == "not comparable" and verdict(rows[0]) == "not comparable"
-    lead = sub_report.best_method_sentence(summaries["trained"]["methods"])  # 0.3 [0.2, 0.4] vs LLG 0.2 [0.1, 0.3]
-    assert lead.startswith("ours gets the most") and "not resolved" in lead
-    lead = sub_report.best_method_sentence({"ours": Interval(0.2, 0.1, 0.3, 50), "LLG": Interval(0.8, 0.7, 0.9, 50)})
-    assert lead.startswith("LLG gets the most") and "do not overlap" in lead
+    lead = sub_report.best_method_sentence({"ours": [1.0] * 6 + [0.0] * 4, "LLG": [1.0] * 5 + [0.0] * 5,
+                                            "Eq. 6 exhaustive": [1.0] * 10})  # left out
+    assert lead.startswith("ours gets the most") and "not separated from LLG" in lead
+    lead = sub_report.best_method_sentence({"ours": [0.0] * 10, "LLG": [1.0] * 9 + [0.0]})
+    assert lead.startswith("LLG gets the most") and "ahead of ours" in lead
     values = sub_report.network_values(summaries)
     assert values["sub_trained_exact"] == pytest.approx(30) and values["sub_chapter_high"] == pytest.approx(80)
 

@@ -9,7 +9,7 @@ from gitutor.chapters.cv_batch_labels import imagenet
 from gitutor.chapters.cv_batch_labels import imagenet_report as irep
 from gitutor.chapters.settings import get_profile
 from gitutor.federated import client_gradients
-from gitutor.results import headline_row, verdict
+from gitutor.results import headline_row, ledger_rows, verdict
 from gitutor.stats import Interval
 
 
@@ -83,6 +83,7 @@ def test_summary_pairs_methods_on_the_same_batches():
     assert summary["discordant"]["bias count"] == (1, 1) and summary["paired"]["bias count"].mean == 0
     assert summary["discordant"]["LLG+"] == (2, 0) and summary["paired"]["LLG+"].mean == 0.5
     assert summary["given_coarse"]["ours"].n == 3 and summary["given_coarse"]["ours"].mean == pytest.approx(2 / 3)
+    assert summary["premise_paired"].mean == 0.5 and summary["premise_paired"].n == 4  # p = 0 − ours, paired
     table = irep.headline_table(summary)
     assert "exact, coarse set right (n = 3)" in table and "| 1 / 1 |" in table
 
@@ -94,7 +95,8 @@ def _summary(ours, bias_paired, premise=0.9):
     return {"exact": {n: rate(ours) for n in names}, "given_coarse": {n: rate(ours) for n in names},
             "accuracy": {n: rate(0.8) for n in names}, "paired": {n: paired for n in imagenet.BASELINES},
             "discordant": {n: (18, 0) for n in imagenet.BASELINES}, "coarse": rate(0.99), "coarse_right": 99,
-            "trials": 100, "premise": rate(premise), "n_aux": (14, 18), "refused": 0, "seconds": 0.1}
+            "trials": 100, "premise": rate(premise), "n_aux": (14, 18), "refused": 0, "seconds": 0.1,
+            "premise_paired": Interval(premise - ours, premise - ours - 0.1, premise - ours + 0.1, 100, (-1.0, 1.0))}
 
 
 def test_rows_hold_one_headline_and_the_change_sentence_follows_the_numbers():
@@ -103,7 +105,13 @@ def test_rows_hold_one_headline_and_the_change_sentence_follows_the_numbers():
     rows = irep.imagenet_rows(_summary(0.2, 0.18), sweep, [2] * len(cfg.imagenet_batch_sizes), cfg, "quick", 0.65)
     assert headline_row(rows)["this_run"] == 0.2 and verdict(headline_row(rows)) == "not comparable"  # the paper states no rate
     assert sum(bool(r.get("headline")) for r in rows) == 1
-    assert "p = 0 > ours" not in irep.counting_sentence(_summary(0.2, 0.18))
+    # Ye et al.'s claim in their words, judged from the exact-batch rate: 0.2 [0.12, 0.28] lies below ½
+    assert headline_row(rows)["claim"] == irep.CLAIM and "Stage I. Label Inference" in irep.CLAIM
+    assert headline_row(rows)["claim_outcome"] == "refuted"
+    assert ledger_rows([{"notebook": "03_cv_batch_labels", "rows": rows}])[2]["outcome"] == "refuted"
+    assert irep.claim_judgement(Interval(0.7, 0.55, 0.8, 50), 8)[0] == "consistent"
+    assert irep.claim_judgement(Interval(0.5, 0.35, 0.65, 50), 8)[0] == "not resolved"
+    assert "paired over the same batches" in irep.counting_sentence(_summary(0.2, 0.18))
     assert "not its features" in irep.counting_sentence(_summary(0.2, 0.18))
     assert "does not separate" in irep.counting_sentence(_summary(0.85, 0.18, premise=0.9))
     early = {"ours": [{"exact": 0.0}] * 15 + [{"exact": 1.0}] * 5,

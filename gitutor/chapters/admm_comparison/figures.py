@@ -16,12 +16,12 @@ import torch
 from gitutor.metrics import mse
 from gitutor.chapters.admm_comparison.report import snapshot_curve
 from gitutor.chapters.admm_comparison.rounds import NAMES
-from gitutor.viz import PAGE_TEXT_SIZE, legible, plot_curves, stacked_strip
+from gitutor.viz import BODY_PT, legible, plot_curves, stacked_strip
 
 #: The attacks whose loss is DLG's squared gradient distance (the loss panel of :func:`attack_curves`).
 MATCHING_LOSS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)")
 #: Points: every text of the chapter's figures (figures ≤ 10 inches wide: as large as the body at page width).
-TEXT_SIZE = PAGE_TEXT_SIZE
+TEXT_SIZE = BODY_PT
 
 
 def _short(kind: str) -> str:

@@ -10,26 +10,26 @@ import numpy as np
 import torch
 
 from gitutor.labels import FeatureCV
+from gitutor.viz import legible
 
 def row_size_figure(w: torch.Tensor, classes: torch.Tensor, true_counts: torch.Tensor):
     """Left: the row means of a ``(C, m)`` FC weight gradient; right: −row mean of each coarse class against
     its true count."""
     row_means = w[classes].mean(dim=1)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
     axes[0].plot(w.mean(dim=1).numpy(), lw=0.6)
     axes[0].set(xlabel="class (row of ∇W^FC)", ylabel="row mean", title="negative rows = classes present")
     axes[1].scatter(true_counts.numpy(), -row_means.numpy())
     for count, mean, label in zip(true_counts.tolist(), (-row_means).tolist(), classes.tolist()):
-        axes[1].annotate(str(label), (count, mean), fontsize=8)
+        axes[1].annotate(str(label), (count, mean))
     axes[1].set(xlabel="true number of images of the class", ylabel="− row mean",
                 title="row size grows with the count, noisily")
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def cv_figure(stats: FeatureCV):
     """Eq. 5 / Fig. 3: the CV of every sorted feature rank with the M selected ranks t, and the mean feature h̄."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
     ranks, chosen = np.arange(len(stats.cv)), stats.indices.numpy()
     finite_cv = stats.cv[torch.isfinite(stats.cv)]
     axes[0].plot(ranks, stats.cv.numpy(), lw=1)
@@ -38,19 +38,18 @@ def cv_figure(stats: FeatureCV):
     axes[0].set(xlabel="sorted feature rank (0 = largest activation)", ylabel="CV = std / mean",
                 title=f"CV of sorted features over {stats.num_aux} auxiliary images (cf. Fig. 3)",
                 ylim=(0, min(float(finite_cv.max()), 3 * float(finite_cv.median())) * 1.05))
-    axes[0].legend(fontsize=8)
+    axes[0].legend()
     axes[1].plot(ranks, stats.mean_feature.numpy(), lw=1)
     axes[1].scatter(chosen, stats.mean_feature[stats.indices].numpy(), color="C3", s=12, zorder=3)
     axes[1].set(xlabel="sorted feature rank", ylabel="h̄", title="mean sorted feature h̄")
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def surface_figure(v1, v2, surface, integer: torch.Tensor, on_line: torch.Tensor, truth: tuple[int, int]):
     """Eq. 6 for two classes: J on the ``(v1, v2)`` grid with the line v₁ + v₂ = N, and J at the integer
     candidates ``integer`` ``(k, 2)`` (values ``on_line``); ``truth`` is starred."""
     total = int(integer[0].sum())
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.8))
     image = axes[0].contourf(v1.numpy(), v2.numpy(), surface.numpy(), levels=30, cmap="viridis")
     fig.colorbar(image, ax=axes[0], label="J(v)")
     low, high = float(v1.min()), total - float(v1.min())
@@ -58,12 +57,11 @@ def surface_figure(v1, v2, surface, integer: torch.Tensor, on_line: torch.Tensor
     axes[0].scatter(integer[:, 0], integer[:, 1], color="white", s=12)
     axes[0].scatter([truth[0]], [truth[1]], color="C3", marker="*", s=120, label=f"truth {truth}")
     axes[0].set(xlabel="v₁", ylabel="v₂", title="J is constant along rays")
-    axes[0].legend(fontsize=8, loc="upper right")
+    axes[0].legend(loc="upper right")
     axes[1].bar([f"({a},{b})" for a, b in integer.tolist()], on_line.numpy())
     axes[1].set(xlabel=f"counts (v₁, v₂) with v₁ + v₂ = {total}", ylabel="J(v)", yscale="log",
                 title="the integer candidates")
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def history_figure(histories: Mapping[str, Sequence[float]]):
@@ -72,29 +70,35 @@ def history_figure(histories: Mapping[str, Sequence[float]]):
     for name, history in histories.items():
         ax.plot(history, label=name)
     ax.set(xlabel="generation", ylabel="best J(v) in the population", yscale="log", title="objective vs generation")
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.grid(alpha=0.3)
-    return fig
+    return legible(fig)
 
 
 def distribution_figure(labelings: Mapping[str, torch.Tensor], num_classes: int):
-    """Fig. 4(a): images per class of each ``(N,)`` labelling, side by side, over every class any of them holds."""
-    shown = torch.unique(torch.cat(list(labelings.values())))
+    """Fig. 4(a): images per class of each ``(N,)`` labelling, side by side, over the classes of the first
+    labelling (the truth), so that every class label stays readable; the legend says how many images a
+    labelling puts in other classes."""
+    shown = torch.unique(next(iter(labelings.values())))
     positions, width = np.arange(len(shown)), 0.8 / len(labelings)
-    fig, ax = plt.subplots(figsize=(11, 3.2))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
     for index, (name, labels) in enumerate(labelings.items()):
-        counts = torch.bincount(labels, minlength=num_classes)[shown]
-        ax.bar(positions + (index - (len(labelings) - 1) / 2) * width, counts.numpy(), width=width, label=name)
-    ax.set_xticks(positions, [str(c) for c in shown.tolist()], rotation=90, fontsize=7)
+        counts = torch.bincount(labels, minlength=num_classes)
+        other = int(counts.sum() - counts[shown].sum())
+        ax.bar(positions + (index - (len(labelings) - 1) / 2) * width, counts[shown].numpy(), width=width,
+               label=name + (f" ({other} in other classes)" if other else ""))
+    ax.set_xticks(positions, [str(c) for c in shown.tolist()], rotation=90)
     batch = len(next(iter(labelings.values())))
-    ax.set(xlabel="class", ylabel="images in the batch", title=f"label distribution of a batch of {batch}")
-    ax.legend(fontsize=8)
-    return fig
+    ax.set(xlabel="class (those of the batch)", ylabel="images in the batch",
+           title=f"label distribution of a batch of {batch}")
+    ax.legend()
+    return legible(fig)
 
 
 def curves_figure(panels: Sequence[tuple[str, str, Sequence, Mapping[str, Sequence[float]]]], ylim=None):
-    """One log-x panel per ``(xlabel, ylabel, xs, {curve name: values at xs})``, legend in the first panel."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.2), squeeze=False)
+    """One log-x panel per ``(xlabel, ylabel, xs, {curve name: values at xs})``, the first panel's legend to the
+    right of the last."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.4), squeeze=False)
     for ax, (xlabel, ylabel, xs, curves) in zip(axes[0], panels):
         for name, values in curves.items():
             ax.plot(list(xs), values, marker="o", label=name)
@@ -102,9 +106,9 @@ def curves_figure(panels: Sequence[tuple[str, str, Sequence, Mapping[str, Sequen
         ax.set_xticks(list(xs), [str(x) for x in xs])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    handles, names = axes[0][0].get_legend_handles_labels()  # the first panel's curves, right of the last
+    axes[0][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return legible(fig)
 
 
 def sweep_figure(sweep: Mapping[str, Mapping[str, Sequence[float]]], seconds: Sequence[float],

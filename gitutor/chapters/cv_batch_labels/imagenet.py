@@ -228,7 +228,8 @@ def imagenet_summary(result: dict) -> dict:
     95 %), the exact rate on the batches whose coarse label set was right (Wilson, its own n), the per-label
     accuracy (95 % interval in [0, 1]); per :data:`BASELINES` method the paired difference ours − it of the
     exact flags (95 % interval in [−1, 1]) and its discordant batches ``(ours only, it only)``; the coarse-set
-    rate, Eq. 6 with p = 0 (if run), the auxiliary images' range and the batches ours refused."""
+    rate, Eq. 6 with p = 0 (if run; ``premise_paired``: p = 0 − ours, paired), the auxiliary images' range and
+    the batches ours refused."""
     scores, coarse = result["scores"], result["coarse"]
     flags = {name: [s["exact"] for s in values] for name, values in scores.items()}
     right = [i for i, c in enumerate(coarse) if c]
@@ -244,6 +245,8 @@ def imagenet_summary(result: dict) -> dict:
             "paired": paired, "discordant": discordant, "coarse": success_interval(coarse),
             "coarse_right": len(right), "trials": len(coarse),
             "premise": success_interval(result["premise"]) if result["premise"] else None,
+            "premise_paired": (interval(np.asarray(result["premise"], float) - ours, bounds=(-1.0, 1.0))
+                               if result["premise"] else None),
             "n_aux": (min(result["n_aux"]), max(result["n_aux"])), "refused": result["refused"],
             "seconds": float(np.mean(result["seconds"]))}
 

@@ -8,13 +8,35 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 
 from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, compare, format_interval, interval, success_interval
+from gitutor.stats import NOT_RESOLVED, format_interval, interval, success_interval
 from gitutor.tables import markdown_table
-from gitutor.viz import interval_errorbars, show_grid
+from gitutor.viz import interval_errorbars, legible, show_grid
 from gitutor.chapters.cv_batch_labels.imagenet import BASELINES
 
 #: The network, as the page and the record name it.
 NETWORK = "ImageNet-trained EfficientNet-Lite0"
+
+#: Ye et al.'s central claim for Stage I, in their words (the headline row's ``claim``).
+CLAIM = ("labels of all training data can be rapidly (requires fewer than 200 iterations and takes less than 1 "
+         "second) and accurately inferred (Ye et al. 2024, Methodology, Stage I. Label Inference)")
+
+
+def claim_judgement(exact, batch_size: int, premise=None) -> tuple[str, str]:
+    """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from ours' exact-batch rate on the ImageNet network
+    (``exact``: its Wilson 95 % interval): *consistent* when the interval lies above ½ (most batches get every
+    count right), *refuted* when it lies below ½, else *not resolved*. ``premise`` (Eq. 6's minimum with p = 0
+    imposed on the same features, an interval) says in the reason whether the paper's premise is what fails."""
+    said = (f"{round(exact.mean * exact.n)} of {exact.n} batches of {batch_size} get every count right (95 % "
+            f"[{exact.low:.2f}, {exact.high:.2f}]) on {NETWORK}, true labels")
+    why = ("" if premise is None else f"; {premise.mean:.0%} with p = 0 imposed on the same features: the paper's "
+           "premise p ≈ 0 of Eq. 6 ('at the beginning of training') fails on a network confident on its own "
+           "classes")
+    if exact.low > 0.5:
+        return "consistent", f"{said}: most batches' labels are all inferred{why}"
+    if exact.high < 0.5:
+        return "refuted", f"{said}: most batches get some count wrong{why}"
+    return "not resolved", f"{said}: the interval holds ½; more batches would settle it{why}"
+
 
 #: Why the substitute's and the random networks' rows are a contrast, not a reproduction (their verdict's reason).
 SUBSTITUTE_REASON = ("a 16-class ResNet-20 trained on other bundled photographs, attacked on crops it never saw "
@@ -53,20 +75,20 @@ def headline_figure(summary: Mapping):
         interval_errorbars(ax, [len(names)], [summary["premise"]], linestyle="none", color="C3",
                            label="same features, p = 0 imposed")
         names = names + ["Eq. 6 minimum,\np = 0"]
-    ax.set_xticks(range(len(names)), names, fontsize=10)
+    ax.set_xticks(range(len(names)), ["\n".join(n.rsplit(" ", 1)) if len(n) > 10 and "\n" not in n else n
+                                      for n in names])
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title=f"{NETWORK}, true labels, B = 8: exact label counts (95 % intervals)")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=9, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
-    fig.tight_layout()
-    return fig
+    ax.legend(ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)
+    return legible(fig)
 
 
 def batch_figure(bank, picks, labels, categories: Sequence[str]):
     """The images of one batch (``picks`` of (photograph, view)) with their true class names."""
     images = bank.views[picks[:, 0], picks[:, 1]]
     titles = [f"{categories[int(c)].split(',')[0][:16]}\n(photo {int(p)})" for c, p in zip(labels, picks[:, 0])]
-    return show_grid(images, titles, ncols=4, scale=2.0)
+    return legible(show_grid(images, titles, ncols=4, scale=2.0))
 
 
 def _row(quantity: str, setting: str, rate, differences: str, **extra) -> dict:
@@ -87,10 +109,12 @@ def imagenet_rows(summary: Mapping, sweep: Mapping, counts: Sequence[int], cfg, 
            f"ResNet34; foolbox's 20 ImageNet photographs with their true labels, a class repeated by augmented "
            f"views of its photograph; {low}–{high} auxiliary photographs not in the batch (paper: 40 web images)")
     ours = summary["exact"]["ours"]
+    outcome, reason = claim_judgement(ours, b, summary["premise"])
     rows = [_row("exact label counts, ours (Stage I), ImageNet-trained network, true labels (headline)", setting,
                  ours, how, paper="every count of its one Fig. 4(a) batch of 64 right (no rate stated)",
                  headline=True, not_comparable=("the paper shows one batch of 64 on its ResNet34, no rate; this run "
-                                                f"measures B = {b} on {NETWORK} with augmented views"))]
+                                                f"measures B = {b} on {NETWORK} with augmented views"),
+                 claim=CLAIM, claim_outcome=outcome, claim_reason=reason)]
     given = summary["given_coarse"]["ours"]
     if given is not None:
         rows.append(_row("exact label counts, ours, given a correct coarse label set", f"B = {b}, {given.n} of "
@@ -103,7 +127,8 @@ def imagenet_rows(summary: Mapping, sweep: Mapping, counts: Sequence[int], cfg, 
         rows.append(_row("exact label counts, Eq. 6 minimum, same features with p = 0 imposed", setting,
                          summary["premise"], "diagnostic: the gradient these features would give if the softmax "
                          f"were 0 (the premise of Eq. 6); the network's mean p of the true class on the views is "
-                         f"{true_probability:.2f}"))
+                         f"{true_probability:.2f}; p = 0 − ours, paired: "
+                         f"{format_interval(summary['premise_paired'])}"))
     for i, size in enumerate(cfg.imagenet_batch_sizes):
         if size != b:
             rows.append(_row("exact label counts, ours, batch-size sweep", f"B = {size}, {counts[i]} batches",
@@ -128,11 +153,12 @@ def counting_sentence(summary: Mapping) -> str:
             f"{format_interval(given)} of the batches." if given is not None else
             "No batch had the right coarse label set.")
     if premise is not None:
-        verdict = compare(premise, summary["exact"]["ours"], ("p = 0", "ours"))
+        paired = summary["premise_paired"]  # p = 0 − ours on the same batches
         text += (f" With the same trained features and the softmax set to 0 (the premise of Eq. 6), the minimum of "
-                 f"Eq. 6 is exact in {format_interval(premise)}"
-                 + (", beyond noise above the real gradient's rate: the network's confidence on its own classes, "
-                    "not its features, breaks the count." if verdict == "p = 0 > ours" else
+                 f"Eq. 6 is exact in {format_interval(premise)} (p = 0 − ours, paired over the same batches: "
+                 f"{format_interval(paired, count=False)})"
+                 + (": above the real gradient's rate beyond noise, so on these batches the network's confidence "
+                    "on its own classes, not its features, breaks the count." if paired.low > 0 else
                     "; this run does not separate it from the real gradient's rate."))
     return text
 

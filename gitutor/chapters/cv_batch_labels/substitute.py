@@ -129,7 +129,8 @@ def comparison_summary(comparison: Mapping, stats: FeatureCV, top_probability: f
         classes, image_size: the network's number of classes C and input side (px), as shown in the table.
 
     Returns:
-        ``{"exact": Interval, "accuracy": Interval, "methods": {method: Interval}, "coarse_right": int,
+        ``{"exact": Interval, "accuracy": Interval, "methods": {method: Interval}, "flags": {method: [0/1 exact
+        per batch, in the batches' order]}, "coarse_right": int,
         "trials": int, "kept_cv": float, "top_probability": float, "classes": int, "image_size": int}``: ours'
         exact-batch rate (Wilson 95 % interval, :func:`~gitutor.stats.success_interval`) and per-label accuracy
         (Student-t, :func:`~gitutor.stats.interval`), every method's exact-batch rate (Wilson), batches whose
@@ -145,6 +146,7 @@ def comparison_summary(comparison: Mapping, stats: FeatureCV, top_probability: f
             "accuracy": interval([s["accuracy"] for s in ours], bounds=(0.0, 1.0)),
             "methods": {name: success_interval([s["exact"] for s in scores])
                         for name, scores in comparison["scores"].items()},
+            "flags": {name: [float(s["exact"]) for s in scores] for name, scores in comparison["scores"].items()},
             "coarse_right": int(comparison["coarse_right"]), "trials": len(ours),
             "kept_cv": float(stats.cv[stats.indices].mean()), "top_probability": float(top_probability),
             "classes": int(classes), "image_size": int(image_size)}

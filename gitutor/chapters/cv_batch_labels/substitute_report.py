@@ -3,13 +3,15 @@ and figure per network, the sentences its prose pastes in (myst-nb ``glue``) and
 chapter's headline among them (exact label counts on the trained network)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
+from gitutor.paired import compare_paired, paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, Interval, compare, format_interval, success_interval
-from gitutor.viz import interval_errorbars
+from gitutor.stats import NOT_RESOLVED, format_interval
+from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 from gitutor.chapters.cv_batch_labels.imagenet_report import SUBSTITUTE_REASON
 
@@ -41,37 +43,68 @@ def networks_table(summaries: Mapping[str, Mapping]) -> str:
 
 def networks_figure(summaries: Mapping[str, Mapping]):
     """Exact-batch rate per network of ours and of each :data:`BASELINES` method, with 95 % intervals."""
-    names = [NETWORK_NAMES.get(key, key).replace(", ", ",\n", 1) for key in summaries]
-    fig, ax = plt.subplots(figsize=(8.5, 3.4))
+    names = [NETWORK_NAMES.get(key, key).replace(", ", ",\n").replace(" (", "\n(") for key in summaries]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     methods = ("ours", *BASELINES)
     for j, method in enumerate(methods):
         where = [(i, s["methods"][method]) for i, s in enumerate(summaries.values()) if method in s["methods"]]
         offset = (j - (len(methods) - 1) / 2) * 0.16
         interval_errorbars(ax, [i + offset for i, _ in where], [v for _, v in where], linestyle="none",
                            label=method)
-    ax.set_xticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(names)), names)
     ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
            title="Label counts, B = 8: exact batches with 95 % intervals")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
-    fig.tight_layout()
-    return fig
+    ax.legend(ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+    return legible(fig)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign (McNemar) test of ``wins`` against ``losses`` discordant pairs: the probability of a
+    split at least this uneven when each discordant pair is a fair coin (1.0 with none)."""
+    n, k = wins + losses, max(wins, losses)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n) if n else 1.0
+
+
+def paired_sentence(first: Sequence[float], second: Sequence[float], names: tuple[str, str]) -> str:
+    """Whether ``names[0]`` gets more (or fewer) batches exact than ``names[1]`` on the *same* batches, as words:
+    the 95 % interval of the paired differences of their 0/1 exact flags (:func:`gitutor.paired.paired_difference`,
+    in [−1, 1]) and the batches only one of the two got exact. A direction is claimed only when the interval
+    excludes 0 *and* the discordant batches split unevenly by the exact sign test (p < 0.05): with a handful
+    of discordant batches a bootstrap interval of 0/1 differences is too narrow.
+
+    Raises:
+        ValueError: if the flags differ in length or are empty.
+    """
+    difference = paired_difference(first, second)
+    only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
+    said = (f"paired difference {format_interval(difference, count=False)} over {difference.n} batches; exact "
+            f"for the first only: {only[0]}, for the second only: {only[1]}")
+    if separated(first, second):
+        higher, lower = names if difference.low > 0 else names[::-1]
+        return f"{higher} gets more batches exact than {lower} ({said})"
+    why = ("the interval holds 0" if difference.low <= 0 <= difference.high else
+           f"too few discordant batches: exact sign test p = {sign_test(*only):.2g}")
+    return f"this run does not separate {names[0]} from {names[1]} ({said}; {why})"
+
+
+def separated(first: Sequence[float], second: Sequence[float]) -> bool:
+    """True when 0/1 flags of two methods on the same trials differ beyond noise: the 95 % interval of the
+    paired differences excludes 0 (:func:`gitutor.paired.compare_paired`) and the discordant trials split
+    unevenly by the exact sign test (:func:`sign_test`, p < 0.05)."""
+    only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
+    return compare_paired(first, second) != NOT_RESOLVED and sign_test(*only) < 0.05
 
 
 def difference_sentence(summaries: Mapping[str, Mapping], first: str, second: str) -> str:
-    """Whether the exact-batch rates of networks ``first`` and ``second`` differ beyond noise
-    (:func:`~gitutor.stats.compare`: only when the 95 % intervals do not overlap), as a sentence.
+    """Whether networks ``first`` and ``second``, run on the same batches, differ in ours' exact-batch rate:
+    :func:`paired_sentence` of their per-batch flags (``summaries[name]["flags"]["ours"]``).
 
     Raises:
         KeyError: if a name is not in ``summaries``.
     """
-    names = (NETWORK_NAMES.get(first, first), NETWORK_NAMES.get(second, second))
-    verdict = compare(summaries[first]["exact"], summaries[second]["exact"], names)
-    if verdict == NOT_RESOLVED:
-        return (f"the 95 % intervals of the {names[0]} and the {names[1]} overlap, so this run does not "
-                "resolve a difference between them")
-    higher, lower = verdict.split(" > ") if " > " in verdict else reversed(verdict.split(" < "))
-    return f"the {higher} recovers more batches exactly than the {lower} (the 95 % intervals do not overlap)"
+    names = (f"the {NETWORK_NAMES.get(first, first)}", f"the {NETWORK_NAMES.get(second, second)}")
+    return paired_sentence(summaries[first]["flags"]["ours"], summaries[second]["flags"]["ours"], names)
 
 
 #: Why the chapter's headline is the ImageNet network's exact-batch rate (the sentence the page shows).
@@ -123,34 +156,26 @@ def network_values(summaries: Mapping[str, Mapping]) -> dict[str, float | int]:
 
 
 def exact_sentence(scores: Mapping[str, Sequence[Mapping]], first: str, second: str) -> str:
-    """Whether ``first`` gets more (or fewer) batches exact than ``second`` beyond noise, as words: the 95 %
-    Wilson intervals of their exact-batch rates (``scores``: :func:`~gitutor.chapters.cv_batch_labels.experiments.
-    compare_methods`'s ``scores``) separate, or they overlap (:func:`~gitutor.stats.compare`).
+    """Whether method ``first`` gets more (or fewer) batches exact than ``second`` on the same batches
+    (``scores``: :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s), by
+    :func:`paired_sentence`.
 
     Raises:
         KeyError: if a method is not in ``scores``.
     """
-    rates = {name: success_interval([s["exact"] for s in scores[name]]) for name in (first, second)}
-    found = compare(rates[first], rates[second], (first, second))
-    if found == NOT_RESOLVED:
-        return f"the 95 % intervals of {first} and {second} overlap, so this run does not separate them"
-    return f"{found.replace(' > ', ' gets more batches exact than ').replace(' < ', ' gets fewer than ')}" \
-           " beyond noise (the 95 % intervals do not overlap)"
+    flags = [[float(s["exact"]) for s in scores[name]] for name in (first, second)]
+    return paired_sentence(*flags, (first, second))
 
 
-def best_method_sentence(methods: Mapping[str, Interval]) -> str:
-    """The method with the highest exact-batch rate among ``methods`` (name → Wilson interval, as
-    :func:`~gitutor.chapters.cv_batch_labels.substitute.comparison_summary`'s ``methods``, without Eq. 6's exhaustive
-    minimum) and whether its lead over ours is beyond noise, as a sentence."""
-    rates = {name: rate for name, rate in methods.items() if name != "Eq. 6 exhaustive"}
-    best = max(rates, key=lambda name: rates[name].mean)
-    if best == "ours":
-        runner = max((n for n in rates if n != "ours"), key=lambda name: rates[name].mean)
-        if compare(rates["ours"], rates[runner]) == NOT_RESOLVED:
-            return (f"ours gets the most batches exact, but its 95 % interval overlaps that of {runner}, the "
-                    "next best, so the lead is not resolved at this budget.")
-        return f"ours gets the most batches exact, ahead of {runner} beyond noise (the 95 % intervals do not overlap)."
-    found = compare(rates[best], rates["ours"], (best, "ours"))
-    beyond = ("beyond noise (the 95 % intervals do not overlap)" if found != NOT_RESOLVED
-              else "but the 95 % intervals overlap, so the lead is not resolved at this budget")
-    return f"{best} gets the most batches exact, ahead of ours {beyond}."
+def best_method_sentence(flags: Mapping[str, Sequence[float]]) -> str:
+    """The method with the highest exact-batch rate among ``flags`` (name → 0/1 exact per batch, the same
+    batches for every method, as :func:`~gitutor.chapters.cv_batch_labels.substitute.comparison_summary`'s
+    ``flags``; Eq. 6's exhaustive minimum left out) and whether its lead over the next (or over ours) holds on
+    the paired differences, as a sentence."""
+    rates = {name: sum(f) / len(f) for name, f in flags.items() if name != "Eq. 6 exhaustive"}
+    best = max(rates, key=rates.get)
+    other = max((n for n in rates if n != "ours"), key=rates.get) if best == "ours" else "ours"
+    difference = paired_difference(flags[best], flags[other])
+    lead = "ahead of" if difference.low > 0 else "but not separated from"
+    return (f"{best} gets the most batches exact, {lead} {other} (paired difference "
+            f"{format_interval(difference, count=False)} over {difference.n} batches).")

@@ -1,5 +1,6 @@
 """Chapter 01's figures: the recognisability ladder, the attack's curves, the seed study's reconstructions
-and PSNR curves, the batch grids and the defense sweep (Zhu et al. 2019, §4–5)."""
+and PSNR curves, the batch grids and the defense sweep (Zhu et al. 2019, §4–5). Every figure is made
+readable at page width (:func:`gitutor.viz.legible`: text at least the body's size, no hidden titles)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -8,7 +9,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from gitutor.metrics import mse
-from gitutor.viz import plot_curves, show_grid
+from gitutor.viz import iteration_strip, legible, plot_curves, show_grid
 
 
 def _mark(value: float, success: float, recognisable: float | None = None) -> str:
@@ -28,8 +29,8 @@ def seed_grid(rows: Sequence[dict], success: float, recognisable: float, suptitl
         raise ValueError("rows must hold at least one seed_study row")
     images = torch.cat([torch.cat([row["truth"], row["result"].images.clamp(0, 1)]) for row in rows])
     titles = [t for row in rows for t in (f"seed {row['seed']}\ntruth",
-                                          f"{row['psnr']:.1f} dB {_mark(row['psnr'], success, recognisable)}")]
-    return show_grid(images, titles=titles, ncols=2 * min(len(rows), 3), scale=1.6, suptitle=suptitle)
+                                          f"DLG\n{row['psnr']:.1f} dB {_mark(row['psnr'], success, recognisable)}")]
+    return legible(show_grid(images, titles=titles, ncols=2 * min(len(rows), 3), scale=1.6, suptitle=suptitle))
 
 
 def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Mapping[str, torch.Tensor],
@@ -50,14 +51,18 @@ def ladder(rungs: Mapping[str, Sequence[tuple[float, torch.Tensor]]], truths: Ma
         raise ValueError(f"{len(columns)} column names for {ncols - 1} rungs")
     head = [f"{name}\n" for name in columns] if columns is not None else [""] * (ncols - 1)
     images, titles = [], []
-    for name, row in rungs.items():
+    for index, (name, row) in enumerate(rungs.items()):  # column names on the first row only
         images += [truths[name].cpu()] + [image for _, image in row]
-        titles += [f"{name}\ntruth"] + [f"{top}{value:.1f} dB {'✓' if value >= recognisable else '✗'}"
+        titles += [f"{name}\ntruth"] + [f"{top if index == 0 else ''}{value:.1f} dB "
+                                         f"{'✓' if value >= recognisable else '✗'}"
                                          for top, (value, _) in zip(head, row)]
     side = max(image.shape[-1] for image in images)  # smaller images shown enlarged, pixels as blocks
     images = [torch.nn.functional.interpolate(image, size=(side, side), mode="nearest") for image in images]
-    return show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.6, suptitle=suptitle or
-                     f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
+    fig = show_grid(torch.cat(images), titles=titles, ncols=ncols, scale=1.6, suptitle=suptitle or
+                    f"pixel noise at a given PSNR: ✓ recognisable (≥ {recognisable:.0f} dB)")
+    if ncols > 4:  # many rungs: page width, and room for an image under every title
+        fig.set_size_inches(8.0, 1.6 * len(rungs) + 1.0)
+    return legible(fig)
 
 
 def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float, recognisable: float):
@@ -68,7 +73,7 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
         KeyError: if the sweep has no undefended run ``("none", 0.0)``.
     """
     undefended = sweep["none", 0.0][0]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     for ax, kind, label in ((axes[0], "prune", "pruned fraction"), (axes[1], "noise", "noise variance")):
         points = [(0.0, undefended)] * (kind == "prune") + [(s, v[0]) for (k, s), v in sweep.items() if k == kind]
         ax.plot(*zip(*points), "o-")
@@ -76,24 +81,20 @@ def defense_curves(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]]
         for level, style in ((success, "--"), (recognisable, ":")):
             ax.axhline(level, color="grey", ls=style, lw=1)
         ax.axhline(undefended, color="C1", lw=1, label="no defense")
-        ax.legend(fontsize=8)
+        ax.legend()
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def defense_grid(truth: torch.Tensor, sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], success: float,
                  recognisable: float):
     """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
-    titles = ["truth"] + [f"{k} {s:g}: {v:.1f} dB {_mark(v, success, recognisable)}"
+    titles = ["truth"] + [f"{'no defense' if k == 'none' else f'{k} {s:g}'}\n{v:.1f} dB {_mark(v, success, recognisable)}"
                           for (k, s), (v, _) in sweep.items()]
     fig = show_grid(torch.cat([truth.cpu()] + [images for _, images in sweep.values()]), titles=titles,
-                     ncols=min(len(sweep) + 1, 5), scale=1.6, suptitle=f"✓ near pixel-exact (PSNR ≥ {success:.0f} dB); "
-                     f"~ recognisable (≥ {recognisable:.0f} dB); ✗ unrecognisable")
-    width, height = fig.get_size_inches()
-    fig.set_size_inches(width, height + 0.25 * (len(fig.axes) // 5))  # room for the titles between rows
-    fig.tight_layout()
-    return fig
+                    ncols=min(len(sweep) + 1, 4), scale=1.8, suptitle=f"✓ ≥ {success:.0f} dB (near pixel-exact); "
+                    f"~ ≥ {recognisable:.0f} dB (recognisable); ✗ below")
+    return legible(fig)
 
 
 def attack_curves(result, truth: torch.Tensor):
@@ -107,13 +108,12 @@ def attack_curves(result, truth: torch.Tensor):
     if not result.history.get("loss") or not result.snapshots:
         raise ValueError("result needs a loss history and snapshots (run dlg with record_every > 0)")
     truth = truth.cpu()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     plot_curves({"gradient distance": result.history["loss"]}, ylabel="||g' - g||^2", logy=True, ax=axes[0])
     steps = [step for step, _ in result.snapshots]
     errors = [float(mse(images, truth).mean()) for _, images in result.snapshots]
     plot_curves({"MSE": errors}, x={"MSE": steps}, ylabel="MSE to the private image", logy=True, ax=axes[1])
-    fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], success: float,
@@ -135,9 +135,9 @@ def psnr_curves(curves: Mapping[str, tuple[Sequence[int], Sequence[float]]], suc
     if recognisable is not None:
         ax.axhline(recognisable, color="grey", ls=":", lw=1)
     if len(curves) > 6:
-        ax.legend(fontsize=7, ncol=2)
-    ax.figure.tight_layout()
-    return ax.figure
+        ax.legend(ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.figure.set_size_inches(8.0, 4.0)
+    return legible(ax.figure)
 
 
 def batch_grids(batch_rows: Sequence[Mapping]) -> list:
@@ -149,6 +149,16 @@ def batch_grids(batch_rows: Sequence[Mapping]) -> list:
     """
     if not batch_rows:
         raise ValueError("batch_rows must hold at least one batch_sweep row")
-    return [show_grid(row["images"], ncols=row["B"], scale=1.2,
-                      suptitle=f"B = {row['B']}: truth (top), DLG (bottom), mean PSNR {row['psnr']:.1f} dB")
+    return [legible(show_grid(row["images"], ncols=row["B"], scale=1.6,
+                              suptitle=f"B = {row['B']}: truth (top), DLG (bottom)\nmean PSNR {row['psnr']:.1f} dB"))
             for row in batch_rows]
+
+
+def strip(snapshots, truth: torch.Tensor, columns: int = 7, row_labels: Sequence[str] | None = None):
+    """:func:`gitutor.viz.iteration_strip` of ``(iteration, (B, C, H, W))`` snapshots with the truth last,
+    readable at page width (:func:`gitutor.viz.legible`). Returns the figure.
+
+    Raises:
+        ValueError: as :func:`gitutor.viz.iteration_strip`.
+    """
+    return legible(iteration_strip(snapshots, truth=truth, columns=columns, row_labels=row_labels))

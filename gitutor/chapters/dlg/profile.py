@@ -9,14 +9,15 @@ from a new dummy start, as an attacker who sees the distance would. The defense 
 the batch and MNIST sweeps use 16×16 images (CPU budget). One 32×32 L-BFGS step of one stacked run costs
 about 0.03 s of one CPU core.
 
-Criteria (dB): ``recognisable_psnr`` = 30 — above what a flat image of each sample's mean colour (at most
-about 20 dB) and its 4×4 thumbnail enlarged (at most about 28 dB) score on every one of the 20 CIFAR-100
-samples (the notebook computes these controls and checks the threshold against them); ``success_psnr`` =
+Criteria (dB): ``recognisable_psnr`` is the book's one "recognisable",
+:data:`gitutor.controls.RECOGNISABLE_PSNR` (30 dB) — above what a flat image of each sample's mean colour,
+its 4×4 thumbnail enlarged, the batch mean, a different photograph and DLG's own N(0, 1) start score on
+every one of the 20 CIFAR-100 samples (the notebook computes these controls and checks the threshold
+against them with :func:`gitutor.controls.check_threshold`); ``success_psnr`` =
 40 — near pixel-exact, DLG's "pixel-wise accurate". The full profile runs 20 seeds of torchvision's
 CIFAR-100 and 32×32 everywhere.
 """
-
-
+from gitutor.controls import RECOGNISABLE_PSNR
 
 QUICK = {
     "torch_threads": 1,              # pinned: LeNet-sized work is fastest single-threaded, same numbers anywhere
@@ -44,7 +45,7 @@ QUICK = {
     "ladder_psnr": [20.0, 31.0],     # dB: pixel noise at these PSNRs beside the controls (threshold figure)
     "thumbnail": 4,                  # px: side of the thumbnail control
     "success_psnr": 40.0,            # dB: near pixel-exact (DLG's "pixel-wise accurate")
-    "recognisable_psnr": 30.0,       # dB (MSE ≤ 0.001): above every control on every sample (notebook)
+    "recognisable_psnr": RECOGNISABLE_PSNR,  # dB: the book's one "recognisable" (gitutor.controls)
 }
 
 FULL = {

@@ -5,9 +5,9 @@
 step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on batches and other image sources;
 ``restart_failures`` reruns the runs an attacker sees fail from a new dummy start; ``defense_sweep``
 reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
-it stays below a PSNR level); ``controls`` scores a flat mean-colour image and a thumbnail of each
-image (what a reconstruction that knows nothing reaches) and ``noise_ladder`` shows an image at given PSNRs
-(together the yardstick of the recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
+it stays below a PSNR level); ``dummy_start`` is DLG's N(0, 1) start as a control beside the book's
+(:mod:`gitutor.controls`) and ``noise_ladder`` shows an image at given PSNRs (together the yardstick of the
+recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
 be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
 """
 from __future__ import annotations
@@ -246,25 +246,17 @@ def noise_ladder(image: torch.Tensor, levels: Sequence[float], seed: int = 0) ->
     return out
 
 
-def controls(images: torch.Tensor, thumbnail: int = 4) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """Reconstructions that know almost nothing about each ``(N, C, H, W)`` image in [0, 1], the yardstick
-    a recognisability threshold must clear (REVIEW.md, controls): ``"mean colour"``, a flat image of the
-    image's own mean colour, and ``f"{thumbnail}×{thumbnail} thumbnail"``, the image averaged down to
-    ``thumbnail`` pixels a side and enlarged again (bilinear). Returns ``{name: (PSNR dB per image (N,),
-    images)}``.
+def dummy_start(shape: Sequence[int], seed: int = 0) -> torch.Tensor:
+    """DLG's dummy start as a control: ``x' ~ N(0, 1)`` of ``shape`` ``(N, C, H, W)`` (DLG Algorithm 1, line 2),
+    drawn from ``seed`` and clipped to [0, 1] as every reconstruction of the chapter is scored (the
+    attack's step 0 knows nothing of the image).
 
     Raises:
-        ValueError: for images that are not ``(N, C, H, W)`` or a ``thumbnail`` not smaller than them.
+        ValueError: for a ``shape`` that is not ``(N, C, H, W)``.
     """
-    if images.dim() != 4 or not 0 < thumbnail < min(images.shape[-2:]):
-        raise ValueError(f"images must be (N, C, H, W) larger than thumbnail={thumbnail}, got {tuple(images.shape)}")
-    images = images.cpu()
-    flat = images.mean(dim=(2, 3), keepdim=True).expand_as(images).contiguous()
-    small = nn.functional.interpolate(images, size=thumbnail, mode="area")
-    thumb = nn.functional.interpolate(small, size=tuple(images.shape[-2:]), mode="bilinear",
-                                      align_corners=False).clamp(0, 1)
-    return {name: (psnr(found, images), found)
-            for name, found in (("mean colour", flat), (f"{thumbnail}×{thumbnail} thumbnail", thumb))}
+    if len(shape) != 4:
+        raise ValueError(f"shape must be (N, C, H, W), got {tuple(shape)}")
+    return torch.randn(tuple(shape), generator=make_generator(seed)).clamp(0, 1)
 
 
 def gradient_scale(grads: Sequence[torch.Tensor]) -> dict[str, float]:

@@ -5,5 +5,6 @@
 - :mod:`.experiments`: Tables 2, 5, 6 and Fig. 1
 - :mod:`.matching`: Table 3 (gradient matching with each label)
 - :mod:`.imagenet`: Table 1's ImageNet column on the ImageNet-trained EfficientNet-Lite0
-- :mod:`.report`: tables, figures and the paper-vs-run rows
+- :mod:`.report`: tables and the paper-vs-run rows
+- :mod:`.figures`: Fig. 1, Table 6's and Table 3's reconstructions
 """

@@ -158,10 +158,11 @@ def summary(run: dict, tolerance: float) -> tuple[dict, dict, dict]:
     return table, methods, errors
 
 
-def imagenet_rows(run: dict, tolerance: float) -> list[dict]:
+def imagenet_rows(run: dict, tolerance: float, common: str | None = None) -> list[dict]:
     """Paper-vs-run rows of the ImageNet network: label accuracy per kind (Table 1's ImageNet column) with its
     Wilson interval over the photographs, the iDLG sign rule on one-hot labels, and mean L_s = |λ − λ*| and
-    L_r, which the paper does not state for ImageNet (not comparable)."""
+    L_r, which the paper does not state for ImageNet (not comparable). With ``common`` (the chapter's
+    differences for the whole table) every row carries it and its setting names what is its own."""
     n = len(run["idlg"])
     where = (f"EfficientNet-Lite0 (ImageNet weights, eval mode, classifier with bias: b in the logits, weight "
              f"gradient only) on {n} real ImageNet photographs with their true labels, 224 px, one label per "
@@ -171,18 +172,20 @@ def imagenet_rows(run: dict, tolerance: float) -> list[dict]:
         flags = [e <= tolerance for e in values]
         text = where if position == 0 else "as above"  # stated once
         text += "; mixup pairs each photograph with the next of another class" if kind == "mixup" else ""
-        rows.append(_row("label accuracy (Table 1, ImageNet)", f"{NETWORK}, {kind}", PAPER_TABLE1_IMAGENET[kind],
-                         round(100 * float(np.mean(flags)), 1), "%", text, "higher", share(flags)))
+        setting = f"{NETWORK}, {kind}" + ("" if common is None else f"; {n} photographs, true labels, 224 px, "
+                                          "bias in the logits (paper: ResNet50, 1000 test images)")
+        rows.append(_row("label accuracy (Table 1, ImageNet)", setting, PAPER_TABLE1_IMAGENET[kind],
+                         round(100 * float(np.mean(flags)), 1), "%", common or text, "higher", share(flags)))
     for kind, values in run["lam_errors"].items():
         rows.append(_row("L_s = |λ − λ*|, no noise", f"{NETWORK}, {kind}", "not stated",
-                         float(f"{np.mean(values):.3g}"), "", "the paper states L_s only under noise (Table 5)",
+                         float(f"{np.mean(values):.3g}"), "", common or "the paper states L_s only under noise (Table 5)",
                          spread=bounded(values, 4, low=0.0), not_comparable="no ImageNet value in the paper"))
     for kind, values in run["errors"].items():
         rows.append(_row("mean L_r", f"{NETWORK}, {kind}", "not stated", float(f"{np.mean(values):.3g}"), "L1",
-                         "Table 1 gives accuracy only", spread=bounded(values, 9, low=0.0),
+                         common or "Table 1 gives accuracy only", spread=bounded(values, 9, low=0.0),
                          not_comparable="no ImageNet value in the paper"))
     rows.append(_row("iDLG label accuracy, one-hot (Table 1, ImageNet)", NETWORK, PAPER_TABLE1_IMAGENET["iDLG"],
-                     round(100 * float(np.mean(run["idlg"])), 1), "%", "as above; the sign rule on one-hot labels",
+                     round(100 * float(np.mean(run["idlg"])), 1), "%", common or "as above; the sign rule on one-hot labels",
                      "higher", share(run["idlg"])))
     return rows
 

@@ -114,10 +114,11 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
 
     Returns:
         dict with ``scores`` ``{(kind, setting): [(PSNR dB, SSIM) per run]}``, ``table`` (their
-        means), ``images`` and ``titles`` (truth and every setting for each kind's first run) and
-        ``first`` ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}``.
+        means), ``images`` and ``titles`` (truth and every setting for each kind's first run),
+        ``first`` ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}`` and ``truths``
+        ``{kind: (n, C, H, W)}``, every attacked image once (for the controls).
     """
-    scores, images, titles, first = {}, [], [], {}
+    scores, images, titles, first, truths_of = {}, [], [], {}, {}
     steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
     for kind in ("mixup", "smoothing"):
         runs = []  # (x, observed gradient, {source: label}, start)
@@ -127,6 +128,7 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
             labels = _labels(model, grads, y, k)
             runs += [(x.to(device), grads, labels, r) for r in range(cfg.table3_repeats)]
         truths, grads = torch.cat([run[0] for run in runs]), [run[1] for run in runs]
+        truths_of[kind] = truths[::cfg.table3_repeats].cpu()  # each attacked image once
         found = {}
         for source in LABEL_SOURCES:  # a fixed label: all runs of a setting at once
             y = torch.cat([run[2][source] for run in runs]).to(device)
@@ -148,16 +150,16 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
         first[kind] = (truths[:1], runs[0][2]["GT"].to(device), runs[0][1], cos_gt)
     table = {key: tuple(np.mean(values, axis=0)) for key, values in scores.items()}
     return {"table": table, "scores": scores, "images": images, "titles": titles,
-            "first": first}
+            "first": first, "truths": truths_of}
 
 
 def cosine_diagnosis(model: nn.Module, matching: Mapping, cfg, device="cpu") -> dict[str, dict[str, float]]:
     """For each kind whose first "cos / GT" run of :func:`matching_table` stays below
-    ``cfg.table3_success_psnr``: the PSNR (dB) of that sample attacked alone from seed 0 ("as run": the
+    ``cfg.recognisable_psnr``: the PSNR (dB) of that sample attacked alone from seed 0 ("as run": the
     profile's steps and TV weight) and with 3× the steps, without TV, and from another start (seed 1)."""
     diagnosis = {}
     for kind, (x, y, grads, base) in matching["first"].items():
-        if base >= cfg.table3_success_psnr:
+        if base >= cfg.recognisable_psnr:
             continue
         steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
         variants = {"as run": dict(iterations=steps, tv_weight=tv, seed=0),

@@ -1,6 +1,7 @@
-"""What chapter 02 reports: the λ-landscape figure (Wang, Liang & He, ICLR 2024, Fig. 1), the FCN
-reconstructions (Table 6), the Markdown tables its prose pastes in (myst-nb ``glue``) and the
-paper-vs-run rows of its results record (Tables 2, 3, 5 and 6 of the paper)."""
+"""What chapter 02 reports (Wang, Liang & He, ICLR 2024): the Markdown tables its prose pastes in (myst-nb
+``glue``) and the paper-vs-run rows of its results record (Tables 2, 3, 5 and 6 of the paper), with the
+paper's central claim in its words (:data:`CLAIM`) on the headline and the differences from the paper
+stated once for the whole table (:func:`differences`). Figures: :mod:`.figures`."""
 from __future__ import annotations
 
 import inspect
@@ -8,15 +9,11 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
-from gitutor.labels import LambdaProblem
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval, interval, success_interval
 from gitutor.tables import markdown_table
-from gitutor.viz import show_grid
 
 #: Table 2 (label accuracy %, mean L1 error L_r) per (network, augmentation), Wang et al. 2024.
 PAPER_TABLE2 = {("untrained LeNet", "smoothing"): (99.7, 5.32e-5), ("untrained LeNet", "mixup"): (99.7, 3.62e-5),
@@ -33,27 +30,6 @@ PAPER_TABLE3 = {("mixup", "cos / GT"): 25.76, ("mixup", "cos / iDLG"): 23.01, ("
                 ("smoothing", "L2 / iDLG"): 10.64, ("smoothing", "L2 / DLG"): 18.98}
 #: Table 5: (accuracy %, L_s = |λ − λ*|) per noise variance 1e-4, 1e-3, 1e-2, 1e-1.
 PAPER_TABLE5 = ((100, 1.02e-4), (100, 1.13e-3), (100, 1.14e-2), (45, 5.82e-1))
-
-
-def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float] | Mapping], curve_lambdas):
-    """Fig. 1: Eq. 5's loss against λ per network, ``{name: (problem, SoftLabelResult, true λ)}`` (or the dicts of
-    :func:`~gitutor.chapters.idlg_soft_labels.experiments.landscape_examples`), on a ``curve_lambdas = (low, high, steps)``
-    grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
-    landscapes = {name: (v["problem"], v["result"], v["lam_star"]) if isinstance(v, Mapping) else v
-                  for name, v in landscapes.items()}
-    fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 3.4), squeeze=False)
-    for ax, (name, (problem, result, lam_star)) in zip(axes[0], landscapes.items()):
-        _, high, steps = curve_lambdas
-        reach = max(high, 1.3 * abs(result.lam))
-        grid = torch.linspace(-reach, reach, steps, dtype=torch.float64)
-        grid = grid[grid.abs() > 0.5]
-        ax.semilogy(grid, problem.loss(grid).clamp_min(1e-14), lw=1)
-        ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
-        ax.plot([result.lam], [max(result.loss, 1e-14)], "r*", ms=12, label=f"recovered ({result.method}) {result.lam:.3f}")
-        ax.set(title=name, xlabel="λ", ylabel="1000 · label variance (Eq. 5)")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def show_source(*functions, width: int = 88) -> str:
@@ -129,31 +105,18 @@ def fcn_table(fcn: Mapping[str, tuple[float, float, float | None]]) -> str:
                            for k, (s, p, l) in fcn.items()])
 
 
-def fcn_grid(runs: Mapping[str, tuple[torch.Tensor, torch.Tensor, object]]):
-    """Truth and analytic reconstruction rows per augmentation, ``{kind: (truths (n, C, H, W),
-    reconstructions (n, C, H, W), scores)}`` from :func:`~gitutor.chapters.idlg_soft_labels.experiments.fcn_inversion`.
-    Returns the figure.
-
-    Raises:
-        ValueError: if ``runs`` is empty.
-    """
-    if not runs:
-        raise ValueError("runs must hold at least one augmentation")
-    n = len(next(iter(runs.values()))[0])
-    images = torch.cat([t for truths, recovered, _ in runs.values() for t in (truths, recovered)])
-    titles = [f"{kind}: {what}" for kind in runs for what in ("truth", "recovered") for _ in range(n)]
-    return show_grid(images, titles=titles, ncols=n)
-
-
-def matching_markdown(scores: Mapping[tuple[str, str], Sequence[tuple[float, float]]]) -> str:
+def matching_markdown(scores: Mapping[tuple[str, str], Sequence[tuple[float, float]]], recognisable: float) -> str:
     """Markdown reduced Table 3: per (augmentation, matching / label) the number of runs, the mean PSNR (dB) with
-    its 95 % interval over the runs, and the mean SSIM (``scores``: :func:`matching_table`'s per-run lists)."""
+    its 95 % interval over the runs, the mean SSIM and the runs recognisable (PSNR ≥ ``recognisable`` dB, the
+    book's :data:`gitutor.controls.RECOGNISABLE_PSNR`) (``scores``: :func:`matching_table`'s per-run lists)."""
     lines = []
     for (kind, setting), runs in scores.items():
         psnrs = interval([p for p, _ in runs])
         lines.append((kind, setting, len(runs), format_interval(psnrs, count=False) if psnrs.n > 1
-                      else f"{psnrs.mean:.2f}", f"{np.mean([q for _, q in runs]):.3f}"))
-    return markdown_table(["augmentation", "matching / label", "runs", "PSNR (dB) [95 % interval]", "SSIM"], lines)
+                      else f"{psnrs.mean:.2f}", f"{np.mean([q for _, q in runs]):.3f}",
+                      f"{sum(p >= recognisable for p, _ in runs)} of {len(runs)}"))
+    return markdown_table(["augmentation", "matching / label", "runs", "PSNR (dB) [95 % interval]", "SSIM",
+                           f"recognisable (≥ {recognisable:.0f} dB)"], lines)
 
 
 def diagnosis_markdown(diagnosis: Mapping[str, Mapping[str, float]], success: float) -> str:
@@ -194,16 +157,33 @@ def share(flags, digits: int = 1) -> dict:
     return {"n": summary.n, "low": round(100 * summary.low, digits), "high": round(100 * summary.high, digits)}
 
 
+#: Wang et al.'s central claim in their words (the headline row's ``claim``).
+CLAIM = ("Once such a scalar is solved, both the input feature and the augmented label can be recovered "
+         "precisely (Wang et al. 2024, §1)")
 #: Why the chapter's headline is the pooled λ-recovery accuracy (the sentence the page shows).
-HEADLINE_REASON = ("Wang et al.'s central claim is that the λ search recovers *soft* labels — label smoothing and "
-                   "mixup, where the iDLG sign rule cannot — so the headline is the λ recovery accuracy on those "
-                   "labels, pooled over the networks of Table 2; one-hot iDLG is the trivial case.")
-#: Why Table 3's and Table 5's rows are not comparable (their differences column says it).
-TABLE3_NOT_COMPARABLE = ("not comparable: {side}×{side} images and a CPU step budget make another matching problem "
-                         "than the paper's 32×32 runs; the page compares the label settings with each other")
-TABLE5_REASON = "noise variance relative to a gradient scale that differs and is not reported"
-TABLE5_NOT_COMPARABLE = ("not comparable: a noise variance means something only relative to the gradient's scale, "
-                         "which differs here (the page gives σ / RMS) and which the paper does not report")
+HEADLINE_REASON = ("Wang et al.'s central claim (§1): \"once such a scalar is solved, both the input feature and the "
+                   "augmented label can be recovered precisely\" — *soft* labels, label smoothing and mixup, where the "
+                   "iDLG sign rule cannot — so the headline is the λ recovery accuracy on those labels, pooled over "
+                   "the networks of Table 2, against the lowest of the paper's six cells (99.7 %); one-hot iDLG is "
+                   "the trivial case.")
+TABLE5_REASON = "gradient scale differs, not reported (see the differences above the table)"
+
+
+def differences(cfg) -> str:
+    """The differences from the paper that hold for the whole results table, stated once above it (each
+    row's setting adds only what is its own)."""
+    side, size = cfg.table3_image_size, f"{cfg.fcn_image_size}×{cfg.fcn_image_size}"
+    data = ("photo crops with random classes for the untrained networks and a ReLU LeNet trained a few epochs "
+            "on 8×8 digits (the search sees an image only through its last-layer feature)"
+            if cfg.profile == "quick" else "CIFAR-10 as the paper")
+    return (f"{cfg.profile} profile. Tables 1–2: {cfg.table2_samples} labels per cell (Table 2 states no count; "
+            f"Table 1 uses 1000 images), {data}; label recovered when its L1 error ≤ {cfg.tolerance:g}. "
+            f"Table 6: {cfg.fcn_images} images at {size} (paper 100 at 64×64; analytic, so the size changes only "
+            f"the float rounding). Table 3: {side}×{side} px and a CPU step budget make another matching problem "
+            "than the paper's 32×32 runs, so its rows are not comparable; the page compares the label settings "
+            "with each other. Table 5: PSO only as the paper, noise on the whole last-layer gradient, a recovery "
+            "counted when |λ − λ*| < 0.1 |λ*|; a noise variance means something only relative to the gradient's "
+            "scale, which differs here (the page gives σ / RMS) and which the paper does not report.")
 
 
 def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mapping, fcn: Mapping, table3: Mapping,
@@ -213,11 +193,12 @@ def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mappi
     accuracy, Table 2 (accuracy, mean L_r; Table 1's one-hot row), Table 6, Table 3 and Table 5.
 
     Rows computed from several trials carry this run's 95 % interval (``low``/``high``; a Wilson interval for
-    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's and Table 5's rows state
-    no direction: their differences column says why they are not comparable.
+    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's and Table 5's rows say
+    why they are not comparable (``not_comparable``). Every row carries the same :func:`differences`, so the
+    results table states them once; a row's setting adds what is its own. The headline quotes :data:`CLAIM`.
 
     Args:
-        cfg: the chapter's profile (it names the scale in ``differences``).
+        cfg: the chapter's profile (it names the scale in :func:`differences`).
         idlg_one_hot: one flag per one-hot sample: the sign rule's label was right.
         table2, errors: :func:`~gitutor.chapters.idlg_soft_labels.experiments.label_recovery_table`'s first and fourth dicts
             (per (network, kind): (accuracy %, mean L_r) and the list of L_r).
@@ -225,58 +206,44 @@ def paper_rows(cfg, idlg_one_hot: Sequence[bool], table2: Mapping, errors: Mappi
         table3: (kind, setting) → list of (PSNR dB, SSIM) per run (:func:`matching_table`'s ``scores``).
         table5: variance → {"hits": [...], "gaps": [...]} (:func:`noise_table`'s third value).
     """
-    quick, tolerance = cfg.profile == "quick", cfg.tolerance
-    scale = f"{cfg.profile} profile: {cfg.table2_samples} labels per cell (paper: count not stated for Table 2)"
+    tolerance, common = cfg.tolerance, differences(cfg)
     soft = [e <= tolerance for (_, kind), values in errors.items() if kind != "one-hot" for e in values]
     rows = [_row("λ recovery accuracy, smoothing and mixup (headline)",
-                 "Table 2's networks pooled: untrained LeNet, untrained ResNet18, trained LeNet", 99.7,
-                 round(100 * float(np.mean(soft)), 1), "%",
-                 f"{len(soft)} labels, L1 error ≤ {tolerance:g}; paper: 99.7–100.0 % in these six cells (the row "
-                 "takes the lowest). The search sees an image only through its last-layer feature, so "
-                 + ("photo crops with random classes and a trained LeNet on 8×8 digits instead of CIFAR-10 "
-                    "change what is tested little" if quick else "CIFAR-10 as the paper"),
-                 "higher", share(soft), headline=True)]
-    rows.append(_row("iDLG label accuracy, one-hot", "untrained LeNet", 100.0,
-                     round(100 * float(np.mean(idlg_one_hot)), 1), "%",
-                     f"{len(idlg_one_hot)} samples, " + ("photo crops, random classes" if quick else "CIFAR-10"),
-                     "higher", share(idlg_one_hot)))
+                 f"Table 2's networks pooled (untrained LeNet, untrained ResNet18, trained LeNet), {len(soft)} labels; "
+                 "paper 99.7–100.0 % in these six cells, the row takes the lowest", 99.7,
+                 round(100 * float(np.mean(soft)), 1), "%", common, "higher", share(soft), headline=True, claim=CLAIM)]
+    rows.append(_row("iDLG label accuracy, one-hot", f"untrained LeNet, {len(idlg_one_hot)} samples", 100.0,
+                     round(100 * float(np.mean(idlg_one_hot)), 1), "%", common, "higher", share(idlg_one_hot)))
     for key, (accuracy, l1) in PAPER_TABLE2.items():
-        trained = "; digits 8×8, ReLU LeNet, few epochs" if key[0] == "trained LeNet" and quick else ""
         flags = [e <= tolerance for e in errors[key]]
         rows.append(_row("label accuracy (Table 2)", f"{key[0]}, {key[1]}", accuracy, round(table2[key][0], 1), "%",
-                         scale + trained, "higher", share(flags)))
-        rows.append(_row("mean L_r (Table 2)", f"{key[0]}, {key[1]}", l1, float(f"{table2[key][1]:.3g}"), "L1", scale,
+                         common, "higher", share(flags)))
+        rows.append(_row("mean L_r (Table 2)", f"{key[0]}, {key[1]}", l1, float(f"{table2[key][1]:.3g}"), "L1", common,
                          "lower", bounded(errors[key], 9, low=0.0)))
     one_hot = [e <= tolerance for e in errors["untrained ResNet18", "one-hot"]]
-    rows.append(_row("label accuracy, one-hot (Table 1)", "untrained ResNet18", "100.0 (ResNet50, CIFAR-100)",
-                     round(table2["untrained ResNet18", "one-hot"][0], 1), "%",
-                     scale + "; Table 1 uses ResNet50 on 1000 CIFAR-100 images", spread=share(one_hot)))
-    size = f"{cfg.fcn_image_size}×{cfg.fcn_image_size}"
+    rows.append(_row("label accuracy, one-hot (Table 1)", "untrained ResNet18 (paper: ResNet50, CIFAR-100)",
+                     "100.0 (ResNet50, CIFAR-100)", round(table2["untrained ResNet18", "one-hot"][0], 1), "%",
+                     common, spread=share(one_hot)))
     for kind, (paper_psnr, paper_ssim) in PAPER_TABLE6.items():
         ssims, psnrs = fcn[kind]
         rows.append(_row("FCN-4 analytic inversion PSNR (Table 6)", kind, paper_psnr, round(float(np.mean(psnrs)), 2),
-                         "dB", f"{cfg.fcn_images} images at {size} (paper 100 at 64×64); analytic, so the image size "
-                         "changes only the float rounding", "higher", bounded(psnrs, 2)))
+                         "dB", common, "higher", bounded(psnrs, 2)))
         rows.append(_row("FCN-4 analytic inversion SSIM (Table 6)", kind, paper_ssim, round(float(np.mean(ssims)), 4),
-                         "", "as above", "higher", bounded(ssims, 4, low=-1.0, high=1.0)))
+                         "", common, "higher", bounded(ssims, 4, low=-1.0, high=1.0)))
     side = cfg.table3_image_size
     for key, value in PAPER_TABLE3.items():
         paper_count = "45 class pairs" if key[0] == "mixup" else "30 images"
         psnrs = [p for p, _ in table3[key]]
-        rows.append(_row("reconstruction PSNR (Table 3)", f"untrained LeNet, {key[0]}, {key[1]}", value,
-                         round(float(np.mean(psnrs)), 2), "dB",
-                         TABLE3_NOT_COMPARABLE.format(side=side) + f"; {len(psnrs)} runs "
-                         f"({cfg.table3_samples[key[0]]} images × {cfg.table3_repeats} starts; paper: "
-                         f"{paper_count} × 10)", "higher", bounded(psnrs, 2),
-                         not_comparable=f"{side}×{side} px and a CPU step budget: another matching problem"))
+        rows.append(_row("reconstruction PSNR (Table 3)", f"untrained LeNet, {key[0]}, {key[1]}; {len(psnrs)} runs "
+                         f"({cfg.table3_samples[key[0]]} images × {cfg.table3_repeats} starts; paper {paper_count} × 10)",
+                         value, round(float(np.mean(psnrs)), 2), "dB", common, "higher", bounded(psnrs, 2),
+                         not_comparable=f"{side}×{side} px, CPU step budget (see the differences above the table)"))
     for variance, (paper_acc, paper_gap) in zip(cfg.noise_variances, PAPER_TABLE5):
         hits, gaps = table5[variance]["hits"], table5[variance]["gaps"]
-        where = (f"{TABLE5_NOT_COMPARABLE}; {len(hits)} samples (paper 100); PSO only, as the paper; noise on the "
-                 "whole last-layer gradient; basin criterion |λ−λ*| < 0.1|λ*|")
-        rows.append(_row("accuracy under Gaussian noise (Table 5)", f"variance {variance:.0e}", paper_acc,
-                         round(100 * float(np.mean(hits)), 1), "%", where, "higher", share(hits),
+        where = f"variance {variance:.0e}, {len(hits)} samples (paper 100)"
+        rows.append(_row("accuracy under Gaussian noise (Table 5)", where, paper_acc,
+                         round(100 * float(np.mean(hits)), 1), "%", common, "higher", share(hits),
                          not_comparable=TABLE5_REASON))
-        rows.append(_row("L_s = |λ − λ*| under noise (Table 5)", f"variance {variance:.0e}", paper_gap,
-                         float(f"{np.mean(gaps):.3g}"), "", "not comparable: as above", "lower",
-                         bounded(gaps, 4, low=0.0), not_comparable=TABLE5_REASON))
+        rows.append(_row("L_s = |λ − λ*| under noise (Table 5)", where, paper_gap, float(f"{np.mean(gaps):.3g}"), "",
+                         common, "lower", bounded(gaps, 4, low=0.0), not_comparable=TABLE5_REASON))
     return rows
