@@ -155,12 +155,14 @@ def test_the_ledger_reads_each_papers_claim_off_its_headline_row():
     shorter = dict(DLG_LABELS, quantity="SSIM, stepwise", unit="", paper=0.49, this_run=0.04,
                    n=3, low=0.02, high=0.07)
     records = [_record("01_dlg", unresolved), _record("04_stepwise_gradinversion", dict(shorter, this_run=0.6,
-               low=0.55, high=0.65)), _record("04_stepwise_gradinversion", shorter, recorded=True),
-               _record("02_idlg_soft_labels", dict(DLG_LABELS, n=1))]
+               low=0.55, high=0.65)), _record("04_stepwise_gradinversion", dict(shorter, claim="“best”"), recorded=True),
+               _record("02_idlg_soft_labels", dict(DLG_LABELS, n=1)),
+               _record("01_dlg", dict(DLG_LABELS, n=1), recorded=True)]  # recorded before claims were quoted
     lines = {line["notebook"]: line for line in ledger_rows(records)}
     assert len(lines) == len(PAPERS) == 7
     assert lines["01_dlg"]["outcome"] == "not resolved" and "[0.34, 1]" in lines["01_dlg"]["reason"]
     assert lines["04_stepwise_gradinversion"]["run"] == "recorded"  # the larger budget decides
+    assert lines["01_dlg"]["run"] == "chapter"  # an older recording (no quoted claim) does not
     assert lines["04_stepwise_gradinversion"]["outcome"] == "not reproduced"
     assert lines["02_idlg_soft_labels"]["outcome"] == "reproduced"
     assert lines["05_diffusion_user_level"]["outcome"] == "not run in this build"

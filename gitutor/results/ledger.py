@@ -5,8 +5,8 @@ by the one verdict rule — or, where the chapter judges a qualitative claim fro
 and a sentence that sums the ledger up. Built from the results records, never typed.
 
 :data:`PAPERS` maps each paper to the chapter whose headline row carries its central claim. A
-paper's line comes from that chapter's recorded run when one exists (a larger budget than the
-book build), else from the chapter's run. The results page shows :func:`ledger_table` and
+paper's line comes from that chapter's recorded run when one exists and quotes the paper's claim (a
+larger budget than the book build, recorded under the current rules), else from the chapter's run. The results page shows :func:`ledger_table` and
 :func:`ledger_summary`; the introduction, a Markdown page, pastes :func:`ledger_html` and the
 summary from the results page (myst-nb pastes only plain text, HTML and images across pages).
 """
@@ -41,9 +41,14 @@ REASON_LIMIT = 150
 
 
 def _record_for(records: Sequence[Mapping], notebook: str) -> Mapping | None:
-    """The recorded run of ``notebook`` if there is one, else its chapter run, else None."""
+    """The recorded run of ``notebook`` if there is one whose headline row quotes the paper's claim, else
+    its chapter run, else None. A recording made before its chapter quoted the paper (its headline row has
+    no ``claim``) was judged by older rules; a record is never edited, so the chapter run speaks until the
+    chapter is recorded again."""
     found = [r for r in records if r["notebook"] == notebook]
-    return next((r for r in found if "provenance" in r), found[0] if found else None)
+    current = [r for r in found if "provenance" in r and "claim" in headline_row(r["rows"])]
+    chapter = [r for r in found if "provenance" not in r]
+    return (current or chapter or found or [None])[0]
 
 
 def _reason(row: Mapping, outcome: str) -> str:
