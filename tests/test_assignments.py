@@ -106,7 +106,7 @@ def closed_form_pseudo_gradient(grads, dual):
     return [g + pi for g, pi in zip(grads, dual)]
 """,
     # compares with the gradient instead of twice the gradient
-    "admm_local_steps": "relative_gap = float(torch.cat([(s - g).reshape(-1) for s, g in zip(ex_sent5, ex_true)]).norm() / torch.cat([g.reshape(-1) for g in ex_true]).norm())",
+    "admm_local_steps": "relative_gap = float(torch.cat([(s - g).reshape(-1) for s, g in zip(ex_sent10, ex_true)]).norm() / torch.cat([g.reshape(-1) for g in ex_true]).norm())",
 }
 
 

@@ -80,10 +80,11 @@ def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], t
             "there Table 1 understates the baseline, and LTI's lead is read against the larger budgets below.")
 
 
-def recorded_study(path, profile: str) -> dict | None:
+def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | None:
     """The recorded budget study at ``path`` (``book/studies/06_ig_budget.json``, written by
-    ``benchmarks/ig_budget_06.py``) when it exists and was run for ``profile``, else None (the page says so);
-    its per-budget errors keyed by int budgets again.
+    ``benchmarks/ig_budget_06.py``) when it exists and was run for this run's targets — the same ``profile``
+    and ``seed``, no ``overrides`` of the profile — else None (the page says so); its per-budget errors keyed
+    by int budgets again.
 
     Raises:
         ValueError: naming ``path`` if it is not JSON (as :func:`gitutor.files.read_json`).
@@ -92,11 +93,11 @@ def recorded_study(path, profile: str) -> dict | None:
 
     from gitutor.files import read_json
 
-    if not Path(path).is_file():
+    if overrides or not Path(path).is_file():
         return None
     record = read_json(path, "IG budget record")
     record["errors"] = {d: {int(b): v for b, v in by_budget.items()} for d, by_budget in record["errors"].items()}
-    return record if record["profile"] == profile else None
+    return record if (record["profile"], record["seed"]) == (profile, seed) else None
 
 
 def against_recorded(record: Mapping, cells: Mapping, model: str, names: Mapping[str, str]) -> dict:

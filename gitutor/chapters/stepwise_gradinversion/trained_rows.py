@@ -126,3 +126,16 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
                                    "than a thumbnail does not test the claim")
     rows.append({**ordering_row(scores, setting, differences, unjudged=unjudged), "headline": True})
     return rows
+
+
+def verdict_phrase(row: Mapping) -> str:
+    """A results row's reading as a Markdown phrase: its ``this_run`` in bold, then its ``setting``."""
+    return f"**{row['this_run']}** ({row['setting']})"
+
+
+def above_sentence(names: Sequence[str], control: str) -> str:
+    """Which methods are above ``control`` by paired PSNR, as a Markdown phrase (or that none is)."""
+    if names:
+        return f"above the {control} by paired PSNR: {', '.join(names)}"
+    return (f"no method is above the {control} by paired PSNR over the batches: at this budget no attack on "
+            "this network knows more of a photograph than that control")

@@ -164,3 +164,44 @@ def curve_summary(trials: Sequence[Mapping]) -> dict[tuple, dict]:
     """``{(setting, method, iterations): {"t", "n", "PSNR": [Interval…], "SSIM": [...]}}`` over batches at
     the checkpoints every batch has (:func:`.summary.curves` on these trials)."""
     return curves([{"trial": t, "value": t} for t in trials])
+
+
+def status_sentence(phases: Mapping) -> str:
+    """Which phases of the record are in this checkout, as a Markdown sentence with the command for the rest."""
+    missing = [p for p in ("trained", "trained_table") if p not in phases]
+    if not missing:
+        return "Both phases are recorded."
+    return ("Not yet recorded in this checkout: " + ", ".join(f"phase `{p}`" for p in missing)
+            + " (run `python3 scripts/setting_study.py --phase <phase> --engine processes`; an interrupted "
+            "run resumes from its journal at the same commit).")
+
+
+def iterations_text(provenance: Mapping, phase: str) -> str:
+    """A phase's iterations per attack ("1,000"), or "not recorded yet"."""
+    done = provenance.get(phase, {}).get("iterations")
+    return f"{done:,}" if done else "not recorded yet"
+
+
+def resolved_sentence(rows: Sequence[Mapping], photographs: int) -> str:
+    """How many of :func:`paired_rows`' comparisons are resolved in PSNR, as a Markdown sentence."""
+    resolved = [r for r in rows if r["PSNR: better"] != "not resolved"]
+    return (f"Of the {len(rows)} comparisons, {len(resolved)} are resolved in PSNR with {photographs} "
+            "photographs; the others are *not resolved* at this n (a paired interval needs more photographs, "
+            "or larger differences, to clear the margin).")
+
+
+def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, threshold: float) -> str:
+    """Per method, how many photographs reach ``threshold`` dB and how many beat their own 4×4 thumbnail
+    (PSNR per photograph), as a Markdown phrase."""
+    from gitutor.metrics import psnr
+
+    truths = [trained_batch(setting, b)[0] for b in range(setting.batches())]
+    thumbs = [control_images(x)["4×4 thumbnail"] for x in truths]
+    parts = []
+    for arm_setting, method in arms(trials):
+        runs = arm(trials, arm_setting, method)
+        found = torch.cat([psnr(r["images"], truths[r["batch"]]) for r in runs])
+        floor = torch.cat([psnr(thumbs[r["batch"]], truths[r["batch"]]) for r in runs])
+        parts.append(f"{method} {int((found >= threshold).sum())} of {len(found)} "
+                     f"(above its own thumbnail: {int((found > floor).sum())})")
+    return ", ".join(parts)
