@@ -3,9 +3,9 @@
 The headline is the DLG paper's central claim in its own words (:data:`CLAIM`: "for images, the recovery
 is pixel-wise accurate", Abstract) judged from the seed study (:func:`claim_judgement`): the fraction of
 seeds whose B = 1 image DLG recovers (PSNR ≥ ``cfg.recognisable_psnr``, the book's
-:data:`gitutor.controls.RECOGNISABLE_PSNR`) with its 95 % Wilson interval — *consistent* when the interval
-lies above ½ (most runs recover the image), *refuted* when it lies below ½, else *not resolved* with the
-number of seeds that would settle it; the reason gives the PSNR the recovered runs reach. (A run of the
+:data:`gitutor.controls.RECOGNISABLE_PSNR`): *consistent* when the runs that recover the image are
+pixel-accurate (all above the threshold), *refuted* when none does; the reason gives the PSNR the recovered
+runs reach and the rate with its 95 % Wilson interval (how often DLG converges is seed dependent, §6). (A run of the
 study stops once its gradient distance is below ``cfg.stop_loss``, so a count at ``cfg.success_psnr``
 would score where it stopped, not how exact it can get.) The paper states no rate, so the row has no
 paper number. The one rate a paper states for DLG on CIFAR-100 with B = 1, its label accuracy (83.3 % in
@@ -30,35 +30,19 @@ def _span(rate: Interval) -> str:
 CLAIM = "for images, the recovery is pixel-wise accurate (Zhu et al. 2019, Abstract; translated)"
 
 
-def seeds_to_settle(rate: float, n: int, limit: int = 1000) -> int | None:
-    """The fewest seeds (≥ ``n``) at which the observed ``rate`` puts the 95 % Wilson interval wholly above
-    or below ½, or None when none up to ``limit`` does. Raises ValueError for a rate outside [0, 1], n < 1."""
-    if not 0 <= rate <= 1 or n < 1:
-        raise ValueError(f"rate must lie in [0, 1] and n ≥ 1, got {rate!r}, {n!r}")
-    for size in range(n, limit + 1):
-        k = round(rate * size)
-        found = success_interval([True] * k + [False] * (size - k))
-        if found.low > 0.5 or found.high < 0.5:
-            return size
-    return None
-
-
 def claim_judgement(rate: Interval, recognisable: float, reached: Sequence[float]) -> tuple[str, str]:
-    """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from the fraction of seeds whose image DLG recovers
-    (PSNR ≥ ``recognisable`` dB; ``rate`` its 95 % Wilson interval) and the PSNRs (dB) those runs reached:
-    *consistent* when the interval lies above ½, *refuted* below ½, else *not resolved*, naming the seeds that
-    would settle it at this rate."""
+    """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from the seed study: ``rate`` is the fraction of
+    seeds whose B = 1 image DLG recovers (PSNR ≥ ``recognisable`` dB, 95 % Wilson interval) and ``reached``
+    the PSNRs (dB) those runs end at. The claim is about how exact a recovery is, not how often DLG
+    converges (the report, §6, says that depends on the seed): *consistent* when some run recovers the image
+    and every recovered run is above ``recognisable`` (the book's controls stay below it), *refuted* when no
+    seed recovers it; the reason gives both the accuracy and the rate."""
     k = round(rate.mean * rate.n)
-    said = (f"{k} of {rate.n} seeds recover the B = 1 image (≥ {recognisable:.0f} dB; 95 % {_span(rate)})"
-            + (f" at {min(reached):.1f}–{max(reached):.1f} dB" if reached else ""))
-    if rate.low > 0.5:
-        return "consistent", f"{said}: most runs recover it; the report (§6) adds that success depends on the seed"
-    if rate.high < 0.5:
-        return "refuted", f"{said}: most runs do not recover it at 300 steps"
-    needed = seeds_to_settle(rate.mean, rate.n)
-    settle = (f"about {needed} seeds at this rate would settle it" if needed is not None else "at a rate of ½ "
-              "no number of seeds would: half the runs recover the image, half fail (the report's seed dependence, §6)")
-    return "not resolved", f"{said}: the interval holds ½; {settle}"
+    if not reached:
+        return "refuted", f"0 of {rate.n} seeds recover the B = 1 image (≥ {recognisable:.0f} dB) at 300 steps"
+    return "consistent", (f"the {k} of {rate.n} seeds that recover the B = 1 image end at "
+                          f"{min(reached):.1f}–{max(reached):.1f} dB (≥ {recognisable:.0f} dB, above every control); "
+                          f"how often it converges, {_span(rate)}, depends on the seed (report §6)")
 from gitutor.tables import markdown_table
 
 #: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
@@ -265,7 +249,7 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
     tried = {strength: value for (k, strength), (value, _) in sweep.items() if k == kind}
     paper_stop = {"prune": min((s for s in tried if s > 0.2), default=None), "noise": 1e-2}[kind]
     where = ("no strength tried stops it" if stopping is None else
-             f"it stays unrecognisable from {stopping:g} on")
+             f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on")
     if stopping is None or paper_stop is None or stopping == paper_stop:
         compared = "" if stopping is None or paper_stop is None else " — the paper's threshold"
     else:
@@ -276,8 +260,9 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
     agree = []
     if weak in tried:
         still = tried[weak] >= recognisable
-        agree.append(f"at {weak:g} the image is {'still' if still else 'no longer'} recognisable "
-                     f"({tried[weak]:.1f} dB; the paper: still recognisable)")
+        visible = "" if still else " — below the book's threshold an object can still be visible, see the grid"
+        agree.append(f"at {weak:g} the reconstruction is {'above' if still else 'below'} {recognisable:.0f} dB "
+                     f"({tried[weak]:.1f} dB; the paper: still recognisable{visible})")
     return f"Under {name}, {where}; DLG §5 reports that {paper} stop it" + (
         f", and {agree[0]}." if agree else ".")
 
@@ -290,7 +275,8 @@ def restart_sentence(failed: int, saved: int) -> str:
         return ("Every failure was the dummy start's: the seed dependence the report describes is then a property "
                 "of one run, not a limit on the attacker, who sees which runs failed and reruns them.")
     if saved == 0:
-        return (f"None of the {failed} failures is rescued by a new start: they belong to the seed's model, image "
-                "and label, not to the dummy start, so restarting is no remedy for them here.")
-    return (f"A restart rescues {saved} of {failed} failures: some failures are the dummy start's, others belong to "
-            "the seed's model, image and label.")
+        return (f"None of the {failed} failures is rescued by one new start; one restart does not show that they "
+                "cannot be recovered.")
+    return (f"A restart rescues {saved} of {failed} failures: some failures are the dummy start's; the others "
+            "failed again from one new start, which does not show that they cannot be recovered (the seed table "
+            "shows whether a run passed the threshold before losing the image).")
