@@ -222,3 +222,17 @@ def test_budget_sentence_says_when_longer_runs_do_not_help():
     errors = {"none": {100: [0.01], 300: [0.012]}}
     sentence = budget.budget_sentence({"none": 100}, {"none": "none"}, 100, [100, 300], errors)
     assert "no lower than at 100 under any defense" in sentence
+
+
+def test_a_baseline_that_gets_worse_with_its_budget_does_not_settle_the_claim():
+    from gitutor.chapters.learning_to_invert import budget
+    from gitutor.chapters.learning_to_invert import report as lti_report
+
+    names = {d: d for d in ("none", "sign", "prune", "gauss")}
+    wins = {d: "LTI < IG" for d in names}
+    flat = {d: 100 for d in names}
+    assert lti_report.claim_judgement(wins, {}, flat, 100, names, 16)["claim_outcome"] == "consistent"
+    judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16, tuned=False)
+    assert judged["claim_outcome"] == "not resolved" and "grows with its budget" in judged["claim_reason"]
+    assert budget.grows({"none": {100: [0.01], 3000: [0.02]}})
+    assert not budget.grows({"none": {100: [0.02], 3000: [0.01]}})

@@ -184,8 +184,8 @@ def gap_sentence(gap: Interval, orders: float = 0.0) -> str:
     larger than the gradient attack's at all; the report states no number to test against), in words."""
     factor = 10 ** gap.low
     if gap.low > orders:
-        return (f"its whole 95 % interval lies above {orders:g} (the ADMM variant's MSE at least {factor:,.0f}× the "
-                "same attack's on the gradient), so the increments resist DLG and iDLG as the report found, beyond "
+        return (f"its whole 95 % interval lies above {orders:g} (a geometric-mean MSE ratio of the ADMM variant "
+                f"to the same attack on the gradient of at least {factor:,.0f}×, 95 %; single images vary), so the increments resist DLG and iDLG as the report found, beyond "
                 "image-to-image variation")
     return (f"its 95 % interval reaches down to {gap.low:.2f}, so whether the increments resist the attacks "
             "is not resolved at this budget")

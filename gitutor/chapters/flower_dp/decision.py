@@ -21,8 +21,9 @@ NAMES = {"none": "none (FedAvg)", "secagg+": "SecAgg+", "central-dp-server-clipp
 #: Who must be trusted not to invert a client's update, by design of each defense.
 TRUSTED = {
     "none": "the server: it holds every client's update",
-    "secagg+": "the server and fewer than the reconstruction threshold of colluding clients: "
-               "it holds the aggregate of the round's clients",
+    "secagg+": "a server that does not collude with the reconstruction threshold of clients nor drop or "
+               "fake clients to shrink the aggregate towards one update; it holds the aggregate of the round's "
+               "clients",
     "central-dp-server-clipping": "the server: it receives every raw update and noises only the average",
     "central-dp-client-clipping": "the server: it receives every clipped update without noise",
     "local-dp": "nobody for the update: the client clips and noises it with its own seed",
@@ -43,8 +44,9 @@ def guarantee_text(run: dict, rounds: int) -> str:
     if g.epsilon is None:
         return "none (no DP)"
     if g.level == "update":
-        return (f"{g.epsilon:g} per round (client's update), ≤ {rounds * g.epsilon:g} over {rounds} "
-                f"rounds by basic composition; δ = {g.delta:g}; Gaussian mechanism")
+        return (f"{g.epsilon:g} per round (client's update), ≤ ({rounds * g.epsilon:g}, {rounds * g.delta:g}) "
+                f"over {rounds} rounds by basic composition (a loose bound: ε and δ both add up); "
+                "Gaussian mechanism")
     return (f"{eps_text(g.epsilon)} client-level over {rounds} rounds, δ = {g.delta:g} (Opacus RDP); "
             "for the released model only")
 

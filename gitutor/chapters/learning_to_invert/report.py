@@ -39,7 +39,7 @@ CLAIM = ("LTI outperforms both baselines significantly and consistently across a
 
 
 def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], found: Mapping[str, int | None],
-                    table_budget: int, names: Mapping[str, str], n: int) -> dict:
+                    table_budget: int, names: Mapping[str, str], n: int, tuned: bool | None = None) -> dict:
     """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
     this book runs) from the paired comparisons.
 
@@ -48,6 +48,8 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
             ``table_budget`` iterations.
         at_budget: the same comparison against IG at the recorded study's largest budget (may be empty).
         found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
+        tuned: False when IG's error *grows* with its budget in the recorded study (a sign of a mis-set
+            baseline: more optimisation should not hurt); a *consistent* reading then becomes *not resolved*.
 
     *refuted* when IG beats LTI under a defense (at Table 1's budget or the larger one); *consistent* when LTI
     is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
@@ -61,9 +63,12 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         outcome = "refuted"
     else:
         outcome = "consistent" if all(settled(d) for d in DEFENDED) else "not resolved"
+    if outcome == "consistent" and tuned is False:
+        outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
     read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
     flat = ", ".join("still falling" if found.get(d) is None else f"{found[d]}" for d in DEFENDED)
-    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}"
+    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
+        "; IG's MSE grows with its budget, so the baseline is not at its best" if tuned is False else "")
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
