@@ -19,7 +19,7 @@ import torch
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval
-from gitutor.viz import interval_errorbars
+from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 
 
@@ -48,7 +48,7 @@ def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], t
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def degradation_figure(epochs: Mapping[int, dict], batches: Mapping[int, dict], success: float):
@@ -64,7 +64,7 @@ def degradation_figure(epochs: Mapping[int, dict], batches: Mapping[int, dict], 
         ax.set_xticks(keys)
     axes[0].set_ylabel("PSNR of the reconstruction (dB)")
     fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def epsilon_figure(points: Sequence[dict], success: float, control: float, chance: float):
@@ -90,7 +90,7 @@ def epsilon_figure(points: Sequence[dict], success: float, control: float, chanc
                       fontsize=8)
     bottom.set_xlabel("noise multiplier σ (categorical axis; ε: Opacus RDP, all rounds, per example)")
     fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def sweep_table(points: Sequence[dict], delta: float) -> str:
@@ -210,7 +210,7 @@ def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):
     ax.set_ylabel("PSNR (dB)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return legible(fig)
 
 
 def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
