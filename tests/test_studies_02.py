@@ -235,3 +235,17 @@ def test_table3_and_fcn_figures_are_legible_at_page_width():
     with pytest.raises(ValueError, match="no images"):
         figures.table3_grid({"images": []}, MATCHING_SETTINGS, 30.0)
     plt.close("all")
+
+
+def test_equivalence_budget_and_window_sentences():
+    same = report_module.equivalence([20.0, 21.0, 22.0, 23.0], [20.1, 20.9, 22.1, 22.9])
+    assert same.startswith("equivalent within ±0.5 dB")
+    apart = report_module.equivalence([20.0, 22.0, 24.0, 26.0], [18.0, 21.0, 21.5, 25.0])
+    assert apart.startswith("not shown equivalent")
+    assert report_module.equivalence([20.0], [20.0]).startswith("not shown equivalent")  # one pair: no interval
+    lifted = report_module.budget_sentence({"mixup": {"as run": 25.6, "3× steps": 40.4}}, 30.0)
+    assert "25.6 → 40.4 dB (mixup)" in lifted and "become recognisable" in lifted
+    assert "do not all" in report_module.budget_sentence({"mixup": {"as run": 20.0, "3× steps": 25.0}}, 30.0)
+    assert "departure" in report_module.window_note(6.0) and "departure" not in report_module.window_note(70.0)
+    noise = report_module.noise_markdown({1e-4: (100.0, 0.05, 0.05)}, {1e-4: {"hits": [True] * 4}})
+    assert noise.splitlines()[-1].startswith("| 1e-04 | 100 % [51, 100] (n = 4) |")

@@ -130,7 +130,9 @@ def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_int
 def test_sweep_wins_says_where_a_method_leads_and_where_beyond_noise():
     sweep = {"bias count": {"flags": [[1.0] * 8, [1.0] * 8]}, "ours": {"flags": [[1.0] * 8, [0.0] * 8]}}
     sentence = report.sweep_wins(sweep, "bias count", "ours", [4, 64])
-    assert "at N = 64 (8 batches per N, the same for both; beyond noise at N = 64" in sentence
+    assert "at N = 64 (8 batches per N, the same for both" in sentence and "other N" in sentence
+    wide = {"bias count": {"flags": [[1.0] * 8, [1.0] * 8]}, "ours": {"flags": [[1.0] * 7 + [0.0], [1.0] * 8]}}
+    assert "does not separate" in report.sweep_wins(wide, "bias count", "ours", [4, 64])
     assert "no more batches" in report.sweep_wins(sweep, "ours", "bias count", [4, 64])
 
 
@@ -279,3 +281,10 @@ def test_generation_loop_source_is_the_loop_of_the_search():
     loop = report.generation_loop_source()
     assert loop.startswith("for _ in tqdm") and "cosine_objective" in loop
     assert "return" not in loop.splitlines()[-1]
+
+
+def test_effects_sentence_claims_no_effect_when_the_intervals_overlap():
+    by_m, by_aux = {5: (0.98, 0.85), 200: (0.97, 0.80)}, {5: (0.97, 0.80), 80: (0.98, 0.85)}
+    sentence = report.effects_sentence(by_m, by_aux, 20)
+    assert "16 to 17 of 20" in sentence and "no measurable effect" in sentence
+    assert "beyond" in report.effects_sentence({5: (1.0, 1.0)}, {5: (0.1, 0.0)}, 20)

@@ -105,10 +105,17 @@ def test_rows_hold_one_headline_and_the_change_sentence_follows_the_numbers():
     rows = irep.imagenet_rows(_summary(0.2, 0.18), sweep, [2] * len(cfg.imagenet_batch_sizes), cfg, "quick", 0.65)
     assert headline_row(rows)["this_run"] == 0.2 and verdict(headline_row(rows)) == "not comparable"  # the paper states no rate
     assert sum(bool(r.get("headline")) for r in rows) == 1
-    # Ye et al.'s claim in their words, judged from the exact-batch rate: 0.2 [0.12, 0.28] lies below ½
+    # Ye et al.'s claim in their words; p = 0.65 on the true class violates its premise p ≈ 0: not comparable,
+    # the reason naming the premise and the p = 0 diagnostic
     assert headline_row(rows)["claim"] == irep.CLAIM and "Stage I. Label Inference" in irep.CLAIM
-    assert headline_row(rows)["claim_outcome"] == "refuted"
-    assert ledger_rows([{"notebook": "03_cv_batch_labels", "rows": rows}])[2]["outcome"] == "refuted"
+    assert headline_row(rows)["claim_outcome"] == "not comparable"
+    reason = headline_row(rows)["claim_reason"]
+    assert "beginning of training" in reason and "p = 0 imposed" in reason and "0.65" in reason
+    assert "batch of 64 is not run" in reason  # the quick sweep stops below 64
+    assert ledger_rows([{"notebook": "03_cv_batch_labels", "rows": rows}])[2]["outcome"] == "not comparable"
+    # where the premise holds, the exact-batch rate decides: 0.2 [0.12, 0.28] lies below ½
+    held = irep.claim_judgement(Interval(0.2, 0.12, 0.28, 100), 8, true_probability=0.05)
+    assert held[0] == "refuted"
     assert irep.claim_judgement(Interval(0.7, 0.55, 0.8, 50), 8)[0] == "consistent"
     assert irep.claim_judgement(Interval(0.5, 0.35, 0.65, 50), 8)[0] == "not resolved"
     assert "paired over the same batches" in irep.counting_sentence(_summary(0.2, 0.18))

@@ -95,14 +95,22 @@ def distribution_figure(labelings: Mapping[str, torch.Tensor], num_classes: int)
     return legible(fig)
 
 
+#: Marker and line style per curve of :func:`curves_figure`, so that overlapping curves stay visible.
+MARKERS, STYLES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
+
+
 def curves_figure(panels: Sequence[tuple[str, str, Sequence, Mapping[str, Sequence[float]]]], ylim=None):
     """One log-x panel per ``(xlabel, ylabel, xs, {curve name: values at xs})``, the first panel's legend to the
     right of the last."""
     fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.4), squeeze=False)
     for ax, (xlabel, ylabel, xs, curves) in zip(axes[0], panels):
-        for name, values in curves.items():
-            ax.plot(list(xs), values, marker="o", label=name)
+        for j, (name, values) in enumerate(curves.items()):  # offset, marked, dashed: no curve hides another
+            shift = 1.04 ** (j - (len(curves) - 1) / 2)
+            ax.plot([x * shift for x in xs], values, marker=MARKERS[j % len(MARKERS)],
+                    linestyle=STYLES[j % len(STYLES)], label=name)
         ax.set(xscale="log", xlabel=xlabel, ylabel=ylabel, **({"ylim": ylim} if ylim else {}))
+        if not ylim:
+            ax.set_ylim(bottom=0)  # a rate or a time from 0: a small drift does not look large
         ax.set_xticks(list(xs), [str(x) for x in xs])
         ax.minorticks_off()
         ax.grid(alpha=0.3)

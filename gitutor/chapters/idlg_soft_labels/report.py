@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval, interval, success_interval
 from gitutor.tables import markdown_table
@@ -130,10 +131,47 @@ def diagnosis_markdown(diagnosis: Mapping[str, Mapping[str, float]], success: fl
     return markdown_table(["cos / GT", *(f"{name} (dB)" for name in names), f"reaches {success:.0f} dB"], lines)
 
 
-def noise_markdown(table5: Mapping[float, tuple[float, float, float]]) -> str:
-    """Markdown Table 5: per noise variance, % of λ in the true basin, mean L_s = |λ − λ*|, mean L_r."""
-    return markdown_table(["noise variance", "λ in the right basin", "mean L_s = |λ − λ*|", "mean L_r (label L1)"],
-                          [(f"{v:.0e}", f"{a:.0f} %", f"{g:.2e}", f"{e:.2e}") for v, (a, g, e) in table5.items()])
+def noise_markdown(table5: Mapping[float, tuple[float, float, float]], samples: Mapping | None = None) -> str:
+    """Markdown Table 5: per noise variance, % of λ in the true basin (with its 95 % Wilson interval when
+    ``samples`` gives each variance's ``{"hits": [bool, ...]}``), mean L_s = |λ − λ*|, mean L_r."""
+    def basin(variance, accuracy):
+        if samples is None:
+            return f"{accuracy:.0f} %"
+        share = success_interval(samples[variance]["hits"])
+        return f"{accuracy:.0f} % [{100 * share.low:.0f}, {100 * share.high:.0f}] (n = {share.n})"
+    head = "λ in the right basin" + (" [95 % Wilson]" if samples is not None else "")
+    return markdown_table(["noise variance", head, "mean L_s = |λ − λ*|", "mean L_r (label L1)"],
+                          [(f"{v:.0e}", basin(v, a), f"{g:.2e}", f"{e:.2e}") for v, (a, g, e) in table5.items()])
+
+
+def equivalence(a: Sequence[float], b: Sequence[float], margin: float = 0.5) -> str:
+    """The paired difference a_i − b_i (dB, same images and starts) with its 95 % interval, called *equivalent
+    within ±margin dB* when the whole interval lies inside [−margin, margin], else stated as it is."""
+    diff = paired_difference(a, b)
+    text = f"paired difference {diff.mean:+.2f} dB [{diff.low:+.2f}, {diff.high:+.2f}] (n = {diff.n})"
+    if diff.n > 1 and -margin <= diff.low and diff.high <= margin:
+        return f"equivalent within ±{margin:g} dB ({text})"
+    return f"not shown equivalent within ±{margin:g} dB ({text})"
+
+
+def budget_sentence(diagnosis: Mapping[str, Mapping[str, float]], success: float) -> str:
+    """What the 3× steps rerun of :func:`diagnosis_markdown` shows about the step budget: one sentence."""
+    if not diagnosis:
+        return "Cosine matching with the true label reached the recognisable level at this budget."
+    parts = [f"{runs['as run']:.1f} → {runs['3× steps']:.1f} dB ({kind})" for kind, runs in diagnosis.items()]
+    lifted = all(runs["3× steps"] >= success for runs in diagnosis.values())
+    verb = "become recognisable" if lifted else "improve but do not all become recognisable"
+    return (f"With three times the steps, cosine matching with the true label goes from {', '.join(parts)}: "
+            f"the images {verb} with more steps, so every count and comparison of Table 3 holds at this "
+            "budget only, measured before the curve flattens.")
+
+
+def window_note(bound: float, authors: float = 70.0) -> str:
+    """The PSO window of Table 5 against the authors' (App. E: windows up to |λ| = 70)."""
+    if bound >= authors:
+        return f"up to |λ| ≤ {bound:g}, the authors' window"
+    return (f"up to |λ| ≤ {bound:g} in this profile, a departure from the authors' ±{authors:g} (App. E) to keep "
+            "the CPU budget")
 
 
 def _row(quantity, setting, paper, this_run, unit, differences, better=None, spread=None, **extra) -> dict:
