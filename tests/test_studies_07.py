@@ -2,7 +2,6 @@
 import pytest
 import torch
 
-from gitutor import stats
 
 from gitutor.attacks import AttackResult
 from gitutor.data import digits

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from gitutor.attacks.user_level.evaluation import (intra_user_scores, mean_interval, own_user_match_rate,
                                                    representative_scores, user_distance_matrix)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
-import torch
 
 from gitutor.metrics import mse
 from gitutor.chapters.admm_comparison.report import snapshot_curve

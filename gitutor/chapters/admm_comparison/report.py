@@ -20,7 +20,7 @@ import torch
 
 from gitutor.attacks import AttackResult
 from gitutor.controls import RECOGNISABLE_PSNR
-from gitutor.metrics import mse, psnr
+from gitutor.metrics import mse
 from gitutor.results import interval_fields
 from gitutor.stats import Interval, format_interval
 from gitutor.chapters.admm_comparison.rounds import NAMES

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 
 from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, format_interval, interval, success_interval
+from gitutor.stats import format_interval, interval, success_interval
 from gitutor.tables import markdown_table
 from gitutor.viz import interval_errorbars, legible, show_grid
 from gitutor.chapters.cv_batch_labels.imagenet import BASELINES
@@ -161,7 +161,7 @@ def timing_row(seconds: float, images: int, threads: int) -> dict:
 
 def counting_sentence(summary: Mapping) -> str:
     """Where Stage I fails on the ImageNet network: the coarse set or the counts, and the p = 0 diagnostic."""
-    coarse, given, premise = summary["coarse"], summary["given_coarse"]["ours"], summary["premise"]
+    given, premise = summary["given_coarse"]["ours"], summary["premise"]
     text = (f"The coarse label set was right in {summary['coarse_right']} of {summary['trials']} batches, so the "
             f"misses are the counting step's: given the right set, ours counts exactly in "
             f"{format_interval(given)} of the batches." if given is not None else

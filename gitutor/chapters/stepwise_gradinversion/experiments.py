@@ -20,7 +20,7 @@ from gitutor.models import calibrate_batchnorm, cifar_resnet18, resnet34
 from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
 from gitutor.attacks.comparison import private_batches, score
 from gitutor.federated.case import gradient_case
-from gitutor.stats import BOUNDS, NOT_RESOLVED, UNBOUNDED, Interval, interval
+from gitutor.stats import BOUNDS, UNBOUNDED, Interval, interval
 from gitutor.results import interval_fields
 
 #: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
