@@ -16,7 +16,7 @@ from gitutor.tables import markdown_table
 
 NAMES = {"none": "none (FedAvg)", "secagg+": "SecAgg+", "central-dp-server-clipping":
          "central DP, server-side clipping", "central-dp-client-clipping":
-         "central DP, client-side clipping (`fixedclipping_mod`)", "local-dp": "`LocalDpMod`"}
+         "central DP, client-side clipping", "local-dp": "LocalDpMod"}
 
 #: Who must be trusted not to invert a client's update, by design of each defense.
 TRUSTED = {
@@ -38,6 +38,13 @@ def _scores(summary: dict) -> list[str]:
             lpips, f"{summary['recognised']}/{summary['images']}"]
 
 
+def _quality(summary: dict) -> list[str]:
+    """PSNR and recognisable of :func:`_scores` (the decision table's attack quality; SSIM and LPIPS are in
+    :func:`defense_table`)."""
+    scores = _scores(summary)
+    return [scores[0], scores[3]]
+
+
 def guarantee_text(run: dict, rounds: int) -> str:
     """ε of a defense run with its level and source, for a table cell."""
     g = run["view"].guarantee
@@ -53,9 +60,10 @@ def guarantee_text(run: dict, rounds: int) -> str:
 
 def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
     """One line per attack on a defense run: what the server attacked, PSNR / SSIM / LPIPS (intervals
-    over the attacked clients), recognisable, labels, test accuracy (Wilson interval), ε."""
+    over the attacked clients), recognisable, labels, test accuracy (Wilson interval); ε is in
+    :func:`decision_table`."""
     header = ["defense", "the server attacks", "PSNR (dB)", "SSIM", "LPIPS", "recognisable",
-              "labels", "test accuracy", "ε"]
+              "labels", "test accuracy"]
     lines = []
     for name, run in runs.items():
         attacks = {"round 1's update as received" if name != "central-dp-server-clipping"
@@ -65,7 +73,7 @@ def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
             if summary is None:
                 continue
             lines.append([NAMES[name], what, *_scores(summary), f"{summary['label_rate']:.0%}",
-                          format_interval(run["accuracy"], 2, False), guarantee_text(run, rounds)])
+                          format_interval(run["accuracy"], 2, False)])
     return markdown_table(header, lines)
 
 
@@ -89,7 +97,7 @@ def decision_table(runs: Mapping[str, dict], aggregates: Mapping[int, dict], poi
     last column: accuracy minus the undefended run's on the same test images (paired; DP-SGD against
     the sweep's σ = 0 point ``plain``)."""
     header = ["defense", "who must be trusted", "ε (level, accountant)", "strongest attack run",
-              "PSNR (dB)", "SSIM", "LPIPS", "recognisable", "test accuracy", "minus undefended"]
+              "PSNR (dB)", "recognisable", "test accuracy", "minus undefended"]
     lines = []
     for name, run in runs.items():
         if name == "secagg+":
@@ -99,14 +107,14 @@ def decision_table(runs: Mapping[str, dict], aggregates: Mapping[int, dict], poi
             candidates = {"IG, round 1": run["round1"], f"IG, mean of {rounds} rounds": run["average"]}
             what, found = max(((w, s) for w, s in candidates.items() if s is not None),
                               key=lambda ws: ws[1]["psnr"].mean)
-        lines.append([NAMES[name], TRUSTED[name], guarantee_text(run, rounds), what, *_scores(found),
+        lines.append([NAMES[name], TRUSTED[name], guarantee_text(run, rounds), what, *_quality(found),
                       format_interval(run["accuracy"], 2, False),
                       "—" if name == "none" else _difference(run["outcomes"], runs["none"]["outcomes"])])
     best = envelope(point)
     what = "IG, round 1" if best is point else f"IG, mean of {rounds} rounds"
     lines.append([f"Opacus DP-SGD, σ = {point['sigma']:g}", TRUSTED["dp-sgd"],
                   f"{eps_text(point['epsilon'])} per example over {rounds} rounds (Opacus RDP)", what,
-                  *_scores(best), format_interval(point["accuracy_interval"], 2, False),
+                  *_quality(best), format_interval(point["accuracy_interval"], 2, False),
                   _difference(point["outcomes"], plain["outcomes"])])
     return markdown_table(header, lines)
 
