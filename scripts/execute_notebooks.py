@@ -21,11 +21,15 @@ import json
 import multiprocessing
 import os
 import sys
+import tempfile
 import time
+import uuid
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 import papermill
+from jupyter_client.manager import KernelManager
+from traitlets import default
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,6 +38,24 @@ from gitutor.files import write_json
 from gitutor.chapters import PROFILES
 
 HIDE_TAG = "remove-cell"
+
+
+class UnixSocketKernelManager(KernelManager):
+    """A kernel that talks over Unix sockets (``transport = "ipc"``), not TCP ports.
+
+    With TCP, each kernel is given ports that were free when it was planned; two kernels started at
+    once can be given the same one, and the second dies with "Address already in use". Each
+    kernel's sockets get their own name prefix in the temporary folder (the default prefix is the
+    same for every kernel started from one working directory).
+    """
+
+    @default("transport")
+    def _transport_default(self) -> str:
+        return "ipc"
+
+    @default("ip")
+    def _ip_default(self) -> str:
+        return str(Path(tempfile.gettempdir()) / f"gitutor-kernel-{uuid.uuid4().hex[:12]}")
 
 
 def hide_injected_parameters(path: Path) -> None:
@@ -62,7 +84,8 @@ def execute(notebook: str, stage: Path, parameters: dict, cwd: str) -> Path:
     known = papermill.inspect_notebook(str(source))  # pass only the parameters the notebook declares
     parameters = {name: value for name, value in parameters.items() if name in known}
     papermill.execute_notebook(str(source), str(target), parameters=parameters, kernel_name="python3",
-                               cwd=cwd, progress_bar=False, log_output=False)
+                               cwd=cwd, progress_bar=False, log_output=False,
+                               kernel_manager_class=UnixSocketKernelManager)
     hide_injected_parameters(target)
     return target
 

@@ -46,3 +46,12 @@ def test_two_notebooks_side_by_side_and_a_failure_stops_the_queue(tmp_path, capf
     assert not (stage / f"{later}.ipynb").exists()
     with pytest.raises(SystemExit):
         main([*ok, "--stage", str(stage), "--results", str(results), "--jobs", "0"])
+
+
+def test_kernels_use_unix_sockets_with_their_own_names():
+    """Two kernels started at once cannot be given one TCP port (CI once failed with "Address
+    already in use"): they talk over Unix sockets, each under its own name prefix."""
+    manager = _script().UnixSocketKernelManager
+    first, second = manager(kernel_name="python3"), manager(kernel_name="python3")
+    assert first.transport == second.transport == "ipc"
+    assert first.ip != second.ip
