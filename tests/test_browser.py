@@ -31,6 +31,8 @@ RAW_TABLE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
 RAW_MATH = re.compile(r"(?<![\\$])\$[^$\s][^$\n]{0,80}\$(?!\$)")
 RAW_TEX_DELIMITERS = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]")
 UNRESOLVED_GLUE = re.compile(r"\{glue(?::\w*)?\}`?[^`\s]*`?")
+#: A glued object shown by its Python repr (a Markdown value read with {glue:text}, not {glue:md}).
+OBJECT_REPR = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")
 WIDTH, HEIGHT = 1400, 1000
 SLACK_PX = 1
 # No host name resolves: pages load only their own files (file://), so nothing reaches a network.
@@ -196,9 +198,11 @@ def math_problems(driver) -> list[str]:
 
 
 def glue_problems(driver) -> list[str]:
-    """Glued values missing: a `{glue...}` role shown as text, or myst-nb's glue warning on the page."""
+    """Glued values missing: a `{glue...}` role shown as text, a glued object shown by its repr
+    (``<IPython.core.display.Markdown object>``), or myst-nb's glue warning on the page."""
     text = _prose_text(driver)
     problems = [f"unresolved glue shown as text: {match!r}" for match in UNRESOLVED_GLUE.findall(text)[:3]]
+    problems += [f"glued object shown as its repr: {match!r}" for match in OBJECT_REPR.findall(text)[:3]]
     warnings = driver.execute_script("""
         return [...document.querySelectorAll('.system-message, .problematic')]
             .map(e => e.textContent.trim()).filter(t => /glue/i.test(t)).map(t => t.slice(0, 100));""")
@@ -350,6 +354,9 @@ def test_math_check_flags_raw_tex_and_passes_packaged_mathjax_offline(chrome, tm
 def test_glue_check_flags_an_unresolved_glue(chrome, tmp_path):
     _load(chrome, _page(tmp_path, "glue", "<p>DLG reaches {glue:text}`dlg_psnr` dB.</p>"))
     assert glue_problems(chrome) == ["unresolved glue shown as text: '{glue:text}`dlg_psnr`'"]
+    _load(chrome, _page(tmp_path, "repr", "<p>Verdict: <span>&lt;IPython.core.display.Markdown "
+                        "object&gt;</span></p>"))
+    assert glue_problems(chrome) == ["glued object shown as its repr: '<IPython.core.display.Markdown object>'"]
     _load(chrome, _page(tmp_path, "glue_warning", '<div class="system-message"><p>WARNING: No key '
                         "'dlg_verdict' found in glue data [mystnb.glue]</p></div>"))
     assert glue_problems(chrome) and "glue warning" in glue_problems(chrome)[0]
