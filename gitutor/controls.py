@@ -81,6 +81,25 @@ def check_threshold(scores: Mapping[str, torch.Tensor], threshold: float = RECOG
     return best
 
 
+def start_images(x: torch.Tensor, mean: Sequence[float], std: Sequence[float], *,
+                 seed: int) -> dict[str, torch.Tensor]:
+    """The attacks' two starts for a batch shaped like ``x`` ``(B, C, H, W)``, in [0, 1], drawn from
+    one N(0, 1) tensor (``torch.Generator().manual_seed(seed)``): ``"noise N(0, 1), normalised
+    units"`` — z·std + mean, as the authors' code of Ye et al. and Geiping et al. starts, clipped to
+    [0, 1] — and ``"noise clamp(N(0, 1), 0, 1), pixels"`` — the book's start in pixels.
+
+    Raises:
+        ValueError: if ``mean``/``std`` do not have one value per channel of ``x``.
+    """
+    channels = x.shape[1]
+    if len(mean) != channels or len(std) != channels:
+        raise ValueError(f"mean and std need {channels} values, got {len(mean)} and {len(std)}")
+    m, s = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (mean, std))
+    drawn = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed))
+    return {"noise N(0, 1), normalised units": (drawn * s + m).clamp(0, 1),
+            "noise clamp(N(0, 1), 0, 1), pixels": drawn.clamp(0, 1)}
+
+
 def batch_controls(batches: Sequence[torch.Tensor], mean: Sequence[float], std: Sequence[float], *,
                    seed: int = 0, lpips: bool = False) -> dict[str, dict[str, list[float]]]:
     """Controls of gradient-inversion batches, scored per batch: the attacks' two starts and
@@ -106,17 +125,11 @@ def batch_controls(batches: Sequence[torch.Tensor], mean: Sequence[float], std: 
 
     if not batches:
         raise ValueError("batches must hold at least one batch")
-    channels = batches[0].shape[1]
-    if len(mean) != channels or len(std) != channels:
-        raise ValueError(f"mean and std need {channels} values, got {len(mean)} and {len(std)}")
-    m, s = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (mean, std))
     metrics = {"PSNR": psnr, "SSIM": ssim, **({"LPIPS": lpips_distance} if lpips else {})}
     scores: dict[str, dict[str, list[float]]] = {}
     for i, x in enumerate(batches):
         x = x.detach().cpu()
-        drawn = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + i))
-        found = {"noise N(0, 1), normalised units": (drawn * s + m).clamp(0, 1),
-                 "noise clamp(N(0, 1), 0, 1), pixels": drawn.clamp(0, 1), **control_images(x)}
+        found = {**start_images(x, mean, std, seed=seed + i), **control_images(x)}
         for name, images in found.items():
             row = scores.setdefault(name, {k: [] for k in metrics})
             for k, metric in metrics.items():

@@ -15,6 +15,16 @@ import numpy as np
 
 from gitutor.stats import NOT_RESOLVED, Interval, interval
 
+#: Metrics of reconstructions where a lower value is a better reconstruction.
+LOWER_IS_BETTER = frozenset({"LPIPS", "MSE"})
+
+
+def oriented(metric: str, values: Sequence[float]) -> list[float]:
+    """``values`` of ``metric`` turned so that higher is better (negated for
+    :data:`LOWER_IS_BETTER`), so that "A > B" of :func:`compare_paired` reads "A better"."""
+    sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
+    return [sign * float(v) for v in values]
+
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
     """Mean and 95 % interval of a_i − b_i over pairs i (same units as a and b; unbounded).

@@ -4,8 +4,9 @@ import math
 import pytest
 import torch
 
-from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_images, control_scores
-from gitutor.paired import compare_paired, paired_difference
+from gitutor.controls import (RECOGNISABLE_PSNR, batch_controls, check_threshold, control_images,
+                              control_scores, start_images)
+from gitutor.paired import compare_paired, oriented, paired_difference
 from gitutor.stats import NOT_RESOLVED
 
 
@@ -71,3 +72,28 @@ def test_a_margin_keeps_tiny_resolved_differences_from_being_called_an_ordering(
     assert compare_paired([v + 1 for v in a], a, margin=0.5) == "A > B"
     with pytest.raises(ValueError, match="margin"):
         compare_paired(a, b, margin=-1.0)
+
+
+def test_start_images_are_the_starts_the_controls_score():
+    """The paper's start is z·std + mean of one seeded N(0, 1) draw (clipped), the book's the same
+    draw clamped in pixels; the same seed gives the same starts, and batch_controls scores them."""
+    x = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.2, 0.2)
+    starts = start_images(x, mean, std, seed=3)
+    z = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
+    paper = (z * torch.tensor(std).view(1, 3, 1, 1) + torch.tensor(mean).view(1, 3, 1, 1)).clamp(0, 1)
+    assert torch.equal(starts["noise N(0, 1), normalised units"], paper)
+    assert torch.equal(starts["noise clamp(N(0, 1), 0, 1), pixels"], z.clamp(0, 1))
+    assert not torch.equal(start_images(x, mean, std, seed=4)["noise clamp(N(0, 1), 0, 1), pixels"], z.clamp(0, 1))
+    scores = batch_controls([x], mean, std, seed=3)
+    from gitutor.metrics import psnr
+    assert scores["noise N(0, 1), normalised units"]["PSNR"][0] == pytest.approx(psnr(paper, x).mean().item())
+    with pytest.raises(ValueError, match="mean and std need 3 values"):
+        start_images(x, (0.5,), (0.2,), seed=0)
+
+
+def test_oriented_makes_higher_better_for_every_metric():
+    assert oriented("PSNR", [1, 2]) == [1.0, 2.0]
+    assert oriented("LPIPS", [0.2, 0.5]) == [-0.2, -0.5]
+    # lower LPIPS for A reads "A > B" once oriented
+    assert compare_paired(oriented("LPIPS", [0.1, 0.2, 0.15]), oriented("LPIPS", [0.5, 0.6, 0.55])) == "A > B"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gitutor.chapters.stepwise_gradinversion.experiments import PAPER_TABLE1
-from gitutor.paired import compare_paired, paired_ordering
+from gitutor.paired import compare_paired, oriented, paired_ordering
 from gitutor.results import interval_fields
 from gitutor.stats import BOUNDS, interval
 
@@ -34,7 +34,8 @@ def ordering_row(scores: Mapping[str, Mapping[str, Sequence[float]]], setting: s
 
     Args:
         scores: ``{metric: {method: per-batch values}}`` for :data:`PAPER_RANKING`, batch i the same for
-            all, higher is better (negate LPIPS first); each metric is judged with its :data:`MARGINS` entry.
+            all, higher is better (:func:`gitutor.paired.oriented` first); each metric is judged
+            with its :data:`MARGINS` entry.
         setting, differences: the row's ``setting`` and ``differences`` (what this run changes).
         not_comparable: why this run's setting cannot test the paper's claim (None: it can).
         unjudged: why the evidence cannot judge the claim although the setting could (e.g. no method
@@ -116,8 +117,8 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
                          "unit": "dB" if k == "PSNR" else "", "differences": differences,
                          "better": "lower" if k == "LPIPS" else "higher", **interval_fields(summary, 3),
                          "not_comparable": f"{reason}: not the paper's setting, its numbers not on the paper's scale"})
-    scores = {k: {m: [sign * t[k] for t in runs] for m, runs in by_method.items()}
-              for k, sign in (("PSNR", 1), ("SSIM", 1), ("LPIPS", -1))}
+    scores = {k: {m: oriented(k, [t[k] for t in runs]) for m, runs in by_method.items()}
+              for k in ("PSNR", "SSIM", "LPIPS")}
     above = [m for m in PAPER_RANKING if all(
         compare_paired(scores["PSNR"][m], control_psnr[c], margin=MARGINS["PSNR"]) == "A > B"
         for c in GATE_CONTROLS)]

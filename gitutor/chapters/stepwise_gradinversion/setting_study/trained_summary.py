@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from gitutor.controls import batch_controls, control_images
+from gitutor.controls import batch_controls, control_images, start_images
 from gitutor.files import read_json
-from gitutor.paired import compare_paired, paired_difference
+from gitutor.paired import compare_paired, oriented, paired_difference
 from gitutor.stats import BOUNDS, format_interval, interval
 from gitutor.chapters.stepwise_gradinversion.trained_rows import MARGINS
 from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
@@ -96,9 +96,7 @@ def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]])
         names = (_name(*a), _name(*b))
         row = {"A": names[0], "B": names[1], "pairs": len(runs_a)}
         for m in METRICS:
-            va, vb = [r[m] for r in runs_a], [r[m] for r in runs_b]
-            if m == "LPIPS":  # lower is better: compare B − A so that "A > B" reads "A better"
-                va, vb = [-v for v in va], [-v for v in vb]
+            va, vb = oriented(m, [r[m] for r in runs_a]), oriented(m, [r[m] for r in runs_b])
             row[f"Δ{m} (A − B)"] = format_interval(paired_difference([r[m] for r in runs_a],
                                                                      [r[m] for r in runs_b]), DIGITS[m], count=False)
             found = compare_paired(va, vb, ("A", "B"), MARGINS[m])
@@ -141,17 +139,16 @@ def rbn_controls(setting: TrainedSetting) -> list[dict]:
     from gitutor.models.pretrained import LITE_MEAN, LITE_STD
 
     model = trained_model()
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in (LITE_MEAN, LITE_STD))
     rows = []
     with BatchNormPrior(model) as prior, torch.no_grad():
         for index in range(setting.batches()):
             x, _ = trained_batch(setting, index)
-            noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(index))
+            noise = start_images(x, LITE_MEAN, LITE_STD, seed=index)["noise N(0, 1), normalised units"]
             controls = control_images(x)
             other, _ = trained_batch(setting, (index + 1) % setting.batches())
             candidates = {"true photograph": x, "another photograph": other, "mean colour": controls["mean colour"],
                           "4×4 thumbnail": controls["4×4 thumbnail"], "mid-grey": torch.full_like(x, 0.5),
-                          "noise (paper's start)": (noise * std + mean).clamp(0, 1)}
+                          "noise (paper's start)": noise}
             row = {"batch": index}
             for name, images in candidates.items():
                 model(images)
