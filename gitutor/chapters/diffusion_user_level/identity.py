@@ -25,8 +25,8 @@ from gitutor.attacks.user_level.identity import correlation_matrix, pairing_scor
 from gitutor.stats import Interval, NOT_RESOLVED, format_interval, interval, success_interval
 from gitutor.tables import markdown_table
 
-#: The row name of the brightness-only calibration (a constant image at the user's mean grey level).
-BRIGHTNESS_ONLY = "brightness only: a flat image at the user's mean grey level (calibration)"
+#: The row name of the brightness-only control (a constant image at the user's mean grey level).
+BRIGHTNESS_ONLY = "brightness only: a flat image at the user's mean grey level (control)"
 #: Scores of Table 1a compared between DiffULA and the prior-free baseline, with their ranges
 #: (the range of a difference) and which direction is better.
 PRIOR_METRICS = {"mse": ((-1.0, 1.0), "lower", 4), "psnr": ((-np.inf, np.inf), "higher", 2),
