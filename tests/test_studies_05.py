@@ -83,9 +83,19 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     # the headline: the prior's paired effect on MSE (no LPIPS here), quoting the paper's claim
     assert head is out[0] and head["quantity"].startswith("difference in MSE") and verdict(head) == "not comparable"
     assert head["claim_outcome"] == "not comparable" and head["claim"] == report.CLAIM
-    pairing = next(r for r in out if r["quantity"].startswith("own user identified: pairing score, images"))
+    pairing = next(r for r in out if r["quantity"] == "own user identified: pairing score, DiffULA")
     assert pairing["this_run"] == 0.5 and "chance 0.50: not resolved" in pairing["setting"]
     assert 0.0 <= pairing["low"] <= 0.5 <= pairing["high"] <= 1.0 and verdict(pairing) == "not comparable"
+    found = next(r for r in out if r["quantity"].startswith("own user identified among 3 users (closed set"))
+    assert found["this_run"] == pytest.approx(1 / 3, abs=1e-3) and "chance 0.33: not resolved" in found["setting"]
+    assert "not_comparable" not in found  # CelebA-like users: the identity rows are read
+    # one photograph per user (the quick profile's LFW users): every identity row says why no verdict uses it
+    blind = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
+                                intervals={"IG sample-level (matched)": (0.1, 0.01)}, users=3, differences="test",
+                                distinct_photographs=False)
+    identity_rows = [r for r in blind if r["quantity"].startswith("own user identified")]
+    assert len(identity_rows) == 4 and all("one photograph" in r["not_comparable"] for r in identity_rows)
+    assert all("not_comparable" not in r for r in blind if r["quantity"].startswith("difference in"))
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
@@ -113,16 +123,31 @@ def _result(ratio, clip, images, zeta=1.0):
                         snapshots=[(0, images), (2, images)])
 
 
-def test_matching_weight_summary_reads_the_clip_and_the_difference_between_users():
-    a, b = torch.zeros(1, 1, 4, 4), torch.full((1, 1, 4, 4), 0.25)
-    plain = [_result([1e-3, 2e-3, 3e-3], [1.0, 1.0, 1.0], a), _result([1e-3] * 3, [1.0] * 3, b)]
-    weighted = _result([5.0, 5.0, 5.0], [0.5, 0.2, 1.0], a)
-    summary = report.matching_weight_summary(plain, weighted)
-    assert summary == pytest.approx({"ratio_plain": 2e-3, "clip_plain": 0.0, "max_difference": 0.25,
-                                     "clip_weighted": 2 / 3})
-    assert all(isinstance(v, float) for v in summary.values())
+def test_matching_weight_study_pairs_each_user_with_itself():
+    """λ = 1 against the profile's λ on the same users: per-user paired differences of the own-user margin and
+    the MSE to the user's photos, read by their intervals; the clip shares and the ratio as the history says."""
+    from gitutor.chapters.diffusion_user_level.weight import matching_weight_study, own_user_margin
+
+    gen = torch.Generator().manual_seed(0)
+    users = [torch.rand(4, 1, 8, 8, generator=gen) for _ in range(5)]
+    shared = torch.rand(1, 1, 8, 8, generator=gen)
+    weighted = [_result([5.0, 5.0], [0.5, 1.0], x.mean(0, keepdim=True)) for x in users]  # each its own user's mean
+    plain = [_result([1e-3, 3e-3], [1.0, 1.0], shared + 0.01 * k) for k in range(4)]  # one image for everyone
+    study_ = matching_weight_study(plain, weighted, users, 1e5)
+    assert study_["n"] == 4 and study_["clip_plain"] == 0.0 and study_["clip_weighted"] == 0.5
+    assert study_["ratio_plain"] == pytest.approx(2e-3)
+    margin, mse = study_["intervals"]["margin"], study_["intervals"]["mse"]
+    assert margin.n == 4 and margin.low > 0 and mse.high < 0
+    assert study_["read"] == {"margin": "λ = 100000 > λ = 1", "mse": "λ = 100000 < λ = 1"}
+    assert "Paired over 4 users" in study_["sentence"] and "lies above 0" in study_["sentence"]
+    assert "lies below 0" in study_["sentence"]
+    # an image that does not depend on the user has margin ~0 on average; its own user's mean photo > 0
+    means = [x.mean(0, keepdim=True) for x in users]
+    assert (own_user_margin(means, means) > 0).all() and abs(own_user_margin([shared] * 5, means).mean()) < 1e-9
     with pytest.raises(ValueError, match="plain"):
-        report.matching_weight_summary(plain[:1], weighted)
+        matching_weight_study(plain[:1], weighted, users, 1e5)
+    with pytest.raises(ValueError, match="representatives"):
+        own_user_margin(means + means, means)
 
 
 def test_match_outcomes_agree_with_the_rate():
@@ -186,8 +211,10 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     result = _result([1e-3, 1e-3], [1.0, 1.0], image)
     fig, ax = figures.attack_figures(result, users[0][0], 100)
     assert len([a for a in fig.axes if a.images]) == 4 and ax.get_title().startswith("matching loss")
-    ax, grid = figures.matching_weight_figures([result, result], result, 1e5)
-    assert len(ax.get_lines()) == 3 and len(grid.axes) == 3
+    ax, grid = figures.matching_weight_figures([result, result], [result, result], 1e5)
+    assert len(ax.get_lines()) == 3 and len([a for a in grid.axes if a.images]) == 4
+    with pytest.raises(ValueError, match="plain"):
+        figures.matching_weight_figures([result], [result, result], 1e5)
     examples = [(users[0][0], users[0][0], result, result)] * 2
     assert len([a for a in figures.examples_figure(examples).axes if a.images]) == 10
     assert len([a for a in figures.failure_figure(users[0][0], result).axes if a.images]) == 9
@@ -233,3 +260,35 @@ def test_two_users_runs_do_not_share_their_noise():
     first, second, again = (study.diffula(case, prior, cfg, schedules, seed=s) for s in (*seeds, seeds[0]))
     assert not torch.equal(first.snapshots[0][1], second.snapshots[0][1])  # different noise, same user
     assert torch.equal(first.images, again.images)
+
+
+def test_the_pages_users_get_their_own_seeds_and_each_user_one_seed_for_both_weights(monkeypatch):
+    """diffula_users (the page's only way to run Algorithm 1 on the users) gives user k the seed
+    trial_seeds(seed, U, "DiffULA")[k]: no two users share their noise, and the λ = 1 rerun of a user repeats
+    its seed (the λ comparison is paired)."""
+    from types import SimpleNamespace
+
+    calls = []
+    monkeypatch.setattr(study, "diffula", lambda case, prior, cfg, schedules, *, seed, matching_weight=None:
+                        calls.append((case, seed, matching_weight)) or SimpleNamespace(seed=seed))
+    cases = [f"user {k}" for k in range(4)]
+    weighted = study.diffula_users(cases, None, None, {}, 7)
+    plain = study.diffula_users(cases, None, None, {}, 7, matching_weight=1.0, users=2)
+    seeds = gitutor.seeding.trial_seeds(7, 4, "DiffULA")
+    assert [c[:2] for c in calls[:4]] == list(zip(cases, seeds)) and len(set(seeds)) == 4
+    assert [c[:2] for c in calls[4:]] == list(zip(cases[:2], seeds[:2])) and calls[4][2] == 1.0
+    assert [r.seed for r in plain] == [r.seed for r in weighted[:2]]
+    for bad in (0, 5, True):
+        with pytest.raises(ValueError, match="users"):
+            study.diffula_users(cases, None, None, {}, 7, users=bad)
+
+
+def test_the_page_runs_algorithm_1_on_its_users_only_through_diffula_users():
+    """The seeding that the test above pins is the page's: its code cells run Algorithm 1 on users only by
+    study.diffula_users (never study.diffula with a seed of their own)."""
+    import json
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "05_diffusion_user_level.ipynb"
+    code = "\n".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code")
+    assert code.count("study.diffula_users(") >= 2 and "study.diffula(" not in code

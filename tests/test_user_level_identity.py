@@ -120,3 +120,34 @@ def test_users_and_their_attacks_draw_independent_seeds(monkeypatch):
     case = SimpleNamespace(inputs=torch.zeros(2, 1, 4, 4))
     experiments.evaluate_users([case] * 3, lambda index, c: result, None, None, seed=0)
     assert used == trial_seeds(0, 3, "baseline starts") and len(set(used)) == 3
+
+
+def test_controls_identification_and_the_one_photograph_setting():
+    """Closed-set identification among all users with its controls: the reference itself identifies every
+    user, another user's photo none, a prior sample (independent of the user) is not the user's; with one
+    photograph per user the page says the test cannot separate the prior and the prior's effect leaves it out."""
+    photos = [lfw_user(face, 6, seed=1)[0] for face in (81, 84, 86, 89, 91, 95)]
+    samples = torch.rand(4, 1, 16, 16, generator=torch.Generator().manual_seed(0))
+    controls = study.identity_controls(photos, samples)
+    assert list(controls) == list(study.CONTROLS.values())
+    assert all(len(images) == 6 and images[0].shape == (1, 1, 32, 32) for images in controls.values())
+    means = controls[study.CONTROLS["mean_photo"]]
+    assert torch.equal(controls[study.CONTROLS["other_user"]][5], photos[0][:1])  # user k gets user k + 1's photo
+    candidates = controls | {"with": means, "without": controls[study.CONTROLS["real_photo"]]}
+    identity = study.identity_study(candidates, means, [0, 0, 1, 1, 0, 1])
+    found = identity["identified"]
+    assert found[study.CONTROLS["mean_photo"]].mean == 1.0 and found[study.CONTROLS["other_user"]].mean < 0.5
+    assert found[study.CONTROLS["mean_photo"]].low > 1 / 6 and "identified among 6 users" in identity["table"]
+    blind = study.identity_sentence(identity, "with", "without", distinct_photographs=False)
+    assert "cannot separate the prior from no prior" in blind and "No verdict" in blind
+    assert "chance 0.17" in blind and study.identity_sentence(identity, "with", "without", True).endswith("reads identity.")
+    rows = {name: [{"mse": 0.01 * (k + 1) + (0.001 if name == "with" else 0.0)} for k in range(6)]
+            for name in ("with", "without")}
+    effect = study.prior_effect(rows, identity, "with", "without", distinct_photographs=False)
+    assert "pairing" not in effect["intervals"] and "pairing" not in effect["helps"]
+    assert "cannot separate the prior from no prior at this setting" in effect["sentence"]
+    assert "pairing" in study.prior_effect(rows, identity, "with", "without")["intervals"]
+    with pytest.raises(ValueError, match="users"):
+        study.identity_controls(photos[:1], samples)
+    with pytest.raises(ValueError, match="samples"):
+        study.identity_controls(photos, torch.rand(2, 3, 16, 16))

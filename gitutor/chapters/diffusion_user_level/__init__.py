@@ -2,7 +2,8 @@
 
 - :mod:`.profile`: settings
 - :mod:`.experiments`: classifier, prior, users and the per-user evaluation
-- :mod:`.identity`: the identity test and the prior's effect
+- :mod:`.weight`: λ = 1 against the profile's λ, paired per user
+- :mod:`.identity`: the identity test, its controls and the prior's effect
 - :mod:`.report`: tables and rows
 - :mod:`.figures`: every figure
 """

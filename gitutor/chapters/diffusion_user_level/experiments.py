@@ -91,6 +91,12 @@ def chapter_users(cfg, data_root: str, seed: int, device: str | torch.device = "
     return [(x.to(device), y.to(device)) for x, y in users]
 
 
+def distinct_photographs(cfg) -> bool:
+    """Whether each user's photos are different photographs of one person (CelebA identities), so an
+    identity test can ask about the person; False for the LFW users (one photograph and its variations)."""
+    return cfg.data != "lfw"
+
+
 def attack_schedules(cfg) -> dict:
     """Keyword arguments of Algorithm 1 from the profile: τ, ζ, the layer window (App. C) and 𝒯."""
     return dict(tau_schedule=TauSchedule(**cfg.tau), zeta_schedule=ZetaSchedule(**cfg.zeta),
@@ -105,6 +111,24 @@ def diffula(case: Case, prior, cfg, schedules: Mapping, *, seed: int, matching_w
                                 steps=cfg.steps, lr=cfg.lr, t_star=cfg.t_star, image_size=cfg.image_size, seed=seed,
                                 matching_weight=cfg.matching_weight if matching_weight is None else matching_weight,
                                 record_every=cfg.record_every, **schedules)
+
+
+def diffula_users(cases: Sequence[Case], prior, cfg, schedules: Mapping, seed: int, *,
+                  matching_weight: float | None = None, users: int | None = None) -> list[AttackResult]:
+    """:func:`diffula` on the first ``users`` (default: all) of ``cases``, user k seeded by
+    :func:`~gitutor.seeding.trial_seeds` ``(seed, len(cases), "DiffULA")[k]``: users are independent
+    trials (their own x_T, ε draws, τ jitter, augmentations), and a call with another ``matching_weight``
+    repeats each user's noise exactly (a paired design that differs only in λ).
+
+    Raises:
+        ValueError: naming ``users`` if it is not in [1, len(cases)].
+    """
+    count = len(cases) if users is None else users
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= len(cases):
+        raise ValueError(f"users must be an int in [1, {len(cases)}], got {users!r}")
+    seeds = trial_seeds(seed, len(cases), "DiffULA")
+    return [diffula(case, prior, cfg, schedules, seed=s, matching_weight=matching_weight)
+            for case, s in zip(cases[:count], seeds)]
 
 
 def baselines(case: Case, cfg, augment: Augmentation, seed: int) -> tuple[AttackResult, AttackResult]:

@@ -84,21 +84,27 @@ def attack_figures(result, truth: torch.Tensor, t_star: int):
     return fig, ax
 
 
-def matching_weight_figures(plain: Sequence, weighted, weight: float):
-    """Why λ matters (Eq. 14 as written vs weighted): the ratio ‖λ∇d‖ / ‖g_p‖ per step for λ = 1
-    (``plain[0]``, user 0) and λ = ``weight`` (``weighted``, user 0) with the clip ζ_i, on a log
-    axis; then the representatives of users 0 and 1 with λ = 1 next to user 0's with λ = ``weight``.
-    ``plain``/``weighted``: results of :func:`gitutor.chapters.diffusion_user_level.experiments.diffula`.
-    Returns ``(axes of the curves, image figure)``."""
+def matching_weight_figures(plain: Sequence, weighted: Sequence, weight: float):
+    """Why λ matters (Eq. 14 as written vs weighted), paired: the ratio ‖λ∇d‖ / ‖g_p‖ per step for λ = 1
+    (``plain[0]``) and λ = ``weight`` (``weighted[0]``), both user 0 with the same seed, with the clip ζ_i,
+    on a log axis; then users 0 and 1, each with λ = 1 next to λ = ``weight`` (same seed).
+    ``plain``/``weighted``: :func:`gitutor.chapters.diffusion_user_level.experiments.diffula_users` (>= 2 users).
+    Returns ``(axes of the curves, image figure)``.
+
+    Raises:
+        ValueError: naming ``plain`` if it or ``weighted`` holds fewer than two users.
+    """
+    if min(len(plain), len(weighted)) < 2:
+        raise ValueError(f"plain and weighted must hold >= 2 users, got {len(plain)} and {len(weighted)}")
     curves = {"λ = 1": plain[0].history["grad_ratio"],
-              f"λ = {weight:g}": weighted.history["grad_ratio"],
-              "ζ_i (the clip)": weighted.history["zeta"]}
+              f"λ = {weight:g}": weighted[0].history["grad_ratio"],
+              "ζ_i (the clip)": weighted[0].history["zeta"]}
     ax = plot_curves(curves, xlabel="step", ylabel="‖λ∇d‖ / ‖g_p‖", logy=True,
                      title="matching vs prior gradient, user 0")
     legible(ax.figure)
-    images = torch.cat([plain[0].images, plain[1].images, weighted.images])
-    titles = ["user 0, λ = 1", "user 1, λ = 1", f"user 0, λ = {weight:g}"]
-    return ax, legible(show_grid(images, titles=titles, ncols=3, scale=2.2))
+    images = torch.cat([plain[0].images, weighted[0].images, plain[1].images, weighted[1].images]).cpu()
+    titles = [f"user {k}, λ = {w}" for k in (0, 1) for w in ("1", f"{weight:g}")]
+    return ax, legible(show_grid(images, titles=titles, ncols=4, scale=1.8))
 
 
 def examples_figure(examples: Sequence):

@@ -4,7 +4,8 @@ QUICK: CPU, offline — the shipped 32×32 grey LFW face DDPM, 10 users made of 
 LFW faces (gitutor.federated.users.lfw_user; 5 of each label, so the identity test also has same-label pairs), an untrained ReLU LeNet with 2 classes (the notebook's
 COMPARE_GAP_CNN adds GapCNN, ResNet-18's global-average-pooling head on three convolutions); 100 steps, so τ anneals to 200 (not 500) and the final
 denoising starts at t* = 100 (not 200); matching weight λ so that the matching gradient reaches the
-clip (see gitutor.attacks.user_level.attack), see the notebook.
+clip (see gitutor.attacks.user_level.attack), see the notebook; the first ``weight_users`` users are
+attacked again with λ = 1 (same gradient, same seed) for the paired λ comparison.
 FULL: the paper's §3 setup — CelebA identities at 64×64, B = 30, first 50 users with >= 30
 images, "Attractive" labels, random ResNet-18, a 256×256 hub face DDPM, 4 000 steps, IG with
 24 000 steps.
@@ -21,6 +22,7 @@ QUICK = dict(
     model="lenet", prior="lfw32", steps=100, lr=0.1, t_star=100, matching_weight=1e5,
     tau=dict(t_max=999, t_min=200, noise=50), zeta=dict(start=1.5, end=1.0), window=dict(width=2.0, open_at=0.5),
     ig_steps=100, ig_tv_weight=1e-2, ig_lr=0.1, record_every=20, prior_samples=8, prior_sampling_steps=50,
+    weight_users=5,  # users attacked again with λ = 1 (same seed) for the paired λ comparison
     torch_threads=1,  # the attack runs many tiny ops: one thread avoids OpenMP contention on a shared CPU
 )
 
@@ -29,7 +31,7 @@ FULL = dict(
     model="resnet18", prior="google/ddpm-celebahq-256", steps=4000, lr=0.01, t_star=200, matching_weight=1e5,
     tau=dict(t_max=999, t_min=500, noise=50), zeta=dict(start=1.5, end=1.0), window=dict(width=6.0, open_at=0.5),
     ig_steps=24000, ig_tv_weight=1e-4, ig_lr=0.1, record_every=500, prior_samples=16, prior_sampling_steps=1000,
-    torch_threads=4,
+    weight_users=10, torch_threads=4,
 )
 
 
@@ -59,7 +61,7 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
 #: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``;
 #: ``"smoke"``: ``make smoke``).
 BUDGETS = {
-    "smoke": dict(users=[81, 84], steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
+    "smoke": dict(users=[81, 84], weight_users=2, steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
 }
 
 

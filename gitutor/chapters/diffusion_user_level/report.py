@@ -114,14 +114,17 @@ def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: s
 
 def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
                  intervals: Mapping[str, tuple[float, float]], users: int, differences: str,
-                 claim: Mapping | None = None) -> list[dict]:
+                 claim: Mapping | None = None, distinct_photographs: bool = True) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
 
     Headline: the paper's central claim (:data:`CLAIM`), that the diffusion prior enhances recovery, as the
     prior's paired effect on the paper's metric (LPIPS, else MSE) — DiffULA − user-level Inverting Gradients
     without the prior on the same users — carrying ``claim`` (:func:`claim_judgement`). Then the identity
-    test (the pairing score on standardised images, which brightness cannot win, with its 95 % interval
-    over users; the paper has no such number, its identity evidence is a DeepFace facial similarity).
+    test on standardised images, which brightness cannot win (closed-set identification among the U users,
+    chance 1/U, and the pairing score, chance ½, each with its 95 % interval over users; the paper has no
+    such number, its identity evidence is a DeepFace facial similarity). Without ``distinct_photographs``
+    (every user one photograph and its variations) the identity rows are marked not comparable with
+    :data:`~gitutor.chapters.diffusion_user_level.identity.ONE_PHOTOGRAPH`: they test the photograph, not the person.
 
     Args:
         rows: :func:`gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s per-method rows.
@@ -131,11 +134,12 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
             matched, DiffULA, intra-user (in that order).
         users: U. differences: the profile's differences from the paper.
         claim: :func:`claim_judgement`'s fields for the headline row (None: the row quotes no claim).
+        distinct_photographs: whether each user's photos are different photographs of one person.
     """
     from gitutor.results import interval_fields
-    from gitutor.stats import interval, success_interval
+    from gitutor.stats import NOT_RESOLVED, interval, success_interval
 
-    from gitutor.chapters.diffusion_user_level.identity import above_chance, score_interval
+    from gitutor.chapters.diffusion_user_level.identity import ONE_PHOTOGRAPH, above_chance, score_interval
 
     def row(quantity, setting, paper, value, unit, better=None, summary=None, digits=4, **extra):
         return dict(quantity=quantity, setting=setting, paper=paper, this_run=value, unit=unit,
@@ -151,17 +155,28 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
              intra: score_interval([r["face_rate"] for r in rows[intra]])}
     mses = {name: interval([r["mse"] for r in rows[name]], bounds=(0.0, 1.0)) for name in (diff, intra, ig, user_ig)}
     no_prior = "not reported (the paper has no user-level run without the prior)"
+    found = identity["identified"]
+
+    def beyond(summary) -> str:  # closed-set identification against chance 1/U
+        return "above chance" if summary.low > 1 / users else NOT_RESOLVED
+
+    blind = {} if distinct_photographs else {
+        "not_comparable": f"{ONE_PHOTOGRAPH}; the test cannot separate the prior from no prior and no verdict uses it"}
+    deepface = "not reported (its identity evidence: DeepFace facial similarity 0.574)"
     out = [
-        row("own user identified: pairing score, images standardised (brightness cannot win)",
-            f"DiffULA, all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}; {small}",
-            "not reported (its identity evidence: DeepFace facial similarity 0.574)", round(pairing[diff].mean, 3),
-            "fraction of pairs", "higher", pairing[diff], 3),
-        row("own user identified: pairing score, same-label users only",
-            f"DiffULA, chance 0.50: {above_chance(same[diff])}; {small}", "not reported",
-            "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3),
-        row("own user identified: pairing score, IG user level without prior",
-            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[user_ig])}", no_prior,
-            round(pairing[user_ig].mean, 3), "fraction of pairs", None, pairing[user_ig], 3),
+        row(f"own user identified among {users} users (closed set, images standardised), DiffULA",
+            f"chance {1 / users:.2f}: {beyond(found[diff])}; {small}", deepface, round(found[diff].mean, 3),
+            "fraction of users", "higher", found[diff], 3, **blind),
+        row(f"own user identified among {users} users, IG user level without prior",
+            f"chance {1 / users:.2f}: {beyond(found[user_ig])}", no_prior, round(found[user_ig].mean, 3),
+            "fraction of users", None, found[user_ig], 3, **blind),
+        row("own user identified: pairing score, DiffULA",
+            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}", "not reported",
+            round(pairing[diff].mean, 3), "fraction of pairs", None, pairing[diff], 3, **blind),
+        row("own user identified: pairing score, same-label users only, DiffULA",
+            f"chance 0.50: {above_chance(same[diff])}", "not reported",
+            "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3,
+            **blind),
     ]
     # The prior's paired effect per metric; PSNR's (a signed dB difference, on the page's table) is left out of
     # the record: it is −10·log10 of the same per-image MSEs, and a record reads a dB number as a PSNR (≥ 0).
@@ -195,30 +210,6 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
     lpips = average(rows, diff, "lpips")
     out.append(row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"))
     return out
-
-
-def matching_weight_summary(plain: Sequence, weighted) -> dict[str, float]:
-    """What λ = 1 (Eq. 14 as written) does, from the ``history`` of Algorithm 1 runs.
-
-    ``plain``: the λ = 1 results of users 0 and 1; ``weighted``: user 0's result with the profile's λ.
-    Returns floats: ``ratio_plain`` (median over steps of ‖∇d‖ / ‖g_p‖ before the clip, λ = 1),
-    ``clip_plain`` / ``clip_weighted`` (fraction of steps in which the clip ζ_i binds, i.e. scales
-    the matching gradient down, for λ = 1 / the profile's λ) and ``max_difference`` (largest pixel
-    difference between users 0's and 1's λ = 1 images, images in [0, 1]).
-
-    Raises:
-        ValueError: if ``plain`` holds fewer than two results.
-    """
-    if len(plain) < 2:
-        raise ValueError(f"plain must hold the λ = 1 results of two users, got {len(plain)}")
-
-    def binds(result) -> float:
-        return float(np.mean(np.asarray(result.history["clip_scale"]) < 1))
-
-    return {"ratio_plain": float(np.median(plain[0].history["grad_ratio"])),
-            "clip_plain": binds(plain[0]),
-            "max_difference": float((plain[0].images - plain[1].images).abs().max()),
-            "clip_weighted": binds(weighted)}
 
 
 #: Table 1a's MSE ordering, lowest first: the paper's IG (matched) < DiffULA < intra-user.
