@@ -230,7 +230,7 @@ def test_the_loss_claim_of_fig_2_is_judged_per_kind_and_attack_and_recorded(tmp_
         losses.growth_judgement({})
     row = losses.growth_row(ratios, names, iterations="20 L-BFGS steps", differences="quick profile")
     assert row["claim_outcome"] == "not reproduced" and row["this_run"] == "0 of 20" and "§5" in row["claim"]
-    assert "linearly" in row["claim"] and verdict(row) == "not comparable"
+    assert "linearly" in row["claim"] and verdict(row) == "not comparable" and "Fig. 2" in row["not_comparable"]
     save_results("07_admm_comparison", "quick", [row], tmp_path)  # the record accepts the verdict word
     mixed = {("digits", "DLG-ADMM"): [losses.loss_growth(rising)] * 10}
     assert losses.growth_row(mixed, names, iterations="x", differences="y")["this_run"] == "10 of 10"

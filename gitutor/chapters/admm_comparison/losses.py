@@ -93,4 +93,6 @@ def growth_row(ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping
             "setting": f"every attacked image of every kind, round 1, {iterations}; target −Δ/η fixed",
             "paper": "rises linearly (Fig. 2)", "this_run": f"{grew} of {len(values)}",
             "unit": "runs (image × attack) whose loss grew", "differences": differences, "claim": CLAIM,
-            "claim_outcome": outcome, "claim_reason": growth_text(ratios, names)}
+            "claim_outcome": outcome, "claim_reason": growth_text(ratios, names),
+            "not_comparable": "the report shows its loss curves (Fig. 2) and states no number; judged from "
+                              "this chapter's runs"}
