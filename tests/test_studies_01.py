@@ -277,6 +277,13 @@ def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
         dlg_figures.batch_grids([])
 
 
+def test_lost_sentence_counts_the_runs_that_passed_the_threshold_and_ended_below_it():
+    assert dlg_report.lost_sentence([1], 10, 30.0, 10) == (
+        "1 of the 10 runs (seed 1) reached 30 dB at a recorded snapshot (one every 10 steps) and then ended below it.")
+    assert dlg_report.lost_sentence([2, 7], 10, 30.0, 20).startswith("2 of the 10 runs (seeds 2, 7) reached 30 dB")
+    assert dlg_report.lost_sentence([], 10, 30.0, 10).startswith("None of the 10 runs reached 30 dB")
+
+
 def test_restart_and_defense_sentences_follow_the_numbers():
     assert dlg_report.restart_sentence(3, 0).startswith("None of the 3 failures is rescued")
     assert dlg_report.restart_sentence(2, 2).startswith("Every failure was the dummy start's")

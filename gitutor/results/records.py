@@ -16,9 +16,10 @@ ROW_KEYS = ("quantity", "setting", "paper", "this_run", "unit", "differences")
 OPTIONAL_KEYS = ("better", "low", "high", "n", "headline", "not_comparable", "claim", "claim_outcome",
                  "claim_reason")
 #: What a chapter may judge a paper's qualitative claim from its own evidence (``claim_outcome``, with ``claim_reason``):
-#: consistent / refuted, or not resolved (n too small: say which n would settle it) / not comparable (say how the
-#: setting differs) when the evidence cannot decide the quoted claim.
-CLAIM_JUDGEMENTS = ("consistent", "refuted", "not resolved", "not comparable")
+#: consistent / refuted; reproduced / not reproduced (an observation of the paper's experiment seen again, or not,
+#: in the paper's kind of setting); or not resolved (n too small: say which n would settle it) / not comparable
+#: (say how the setting differs) when the evidence cannot decide the quoted claim.
+CLAIM_JUDGEMENTS = ("consistent", "refuted", "reproduced", "not reproduced", "not resolved", "not comparable")
 DIRECTIONS = ("higher", "lower")
 _NOTEBOOK_NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+$")
 

@@ -6,7 +6,9 @@ Per image, against the first FedADMM round (w = z, π = 0, E local steps): DLG a
 gradient ∇f(z); DLG-ADMM and iDLG-ADMM on −Δ/η (the report's attacks); DLG on −Δ/(2η), which for one
 local step equals ∇f(z) (the closed form −Δ/η = 2∇f); and cosine matching (Inverting Gradients, label from
 the sign rule on −Δ/η) on −Δ/η, which is blind to the factor 2. Every attack of an image starts from the
-same dummy (one seed). ``scores`` and ``log_gaps`` summarise them (95 % intervals: ``gap_intervals``).
+same dummy (one seed). ``increment_attacks`` runs the two attacks on the increment alone at other
+(ρ, E), for the like-for-like ablation of more local steps. ``scores`` and ``log_gaps`` summarise them
+(95 % intervals: ``gap_intervals``).
 """
 from __future__ import annotations
 
@@ -23,12 +25,41 @@ from gitutor.federated import client_gradients
 from gitutor.labels import idlg_label
 from gitutor.metrics import mse, psnr
 from gitutor.stats import Interval, interval
+from gitutor.chapters.admm_comparison.judgement import ON_INCREMENT
 from gitutor.chapters.admm_comparison.rounds import first_round
 
 #: The attacks of the comparison, in table order.
 ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)", "cosine on −Δ/η")
 #: Floor of a clipped reconstruction's MSE before its log10 is taken (a pixel-exact image gives 0).
 MSE_FLOOR = 1e-12
+
+
+def _sent(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, rho: float, lr: float,
+          local_steps: int) -> list[list[torch.Tensor]]:
+    """−Δ/η of the first FedADMM round of one client per image (w = z, π = 0, E = ``local_steps``)."""
+    return [list(first_round(model, images[i:i + 1], labels[i:i + 1], rho=rho, lr=lr,
+                             local_steps=local_steps).public["pseudo_gradient"]) for i in range(len(images))]
+
+
+def _sign(model: nn.Module, targets: Sequence[Sequence[torch.Tensor]]) -> torch.Tensor:
+    """iDLG's sign rule on the last layer of every target: ``(len(targets),)`` int64 labels."""
+    fc = fc_weight_index(model)
+    return torch.tensor([idlg_label(t[fc]) for t in targets], dtype=torch.int64)
+
+
+def _cosine(model: nn.Module, sent: Sequence[Sequence[torch.Tensor]], shape: tuple, *, seed: int,
+            cosine_iterations: int, tv_weight: float) -> list[AttackResult]:
+    """Cosine matching (Inverting Gradients) on every −Δ/η of ``sent``, label from the sign rule."""
+    return batched_inverting_gradients([model] * len(sent), sent, _sign(model, sent), shape, seeds=[seed] * len(sent),
+                                       iterations=cosine_iterations, tv_weight=tv_weight,
+                                       record_every=max(1, cosine_iterations // 4))
+
+
+def _check_batch(images: torch.Tensor, labels: torch.Tensor) -> int:
+    n = len(images)
+    if n < 1 or len(labels) != n:
+        raise ValueError(f"images and labels must hold the same number ≥ 1 of items, got {n} and {len(labels)}")
+    return n
 
 
 def compare_kind(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, rho: float, lr: float,
@@ -44,26 +75,48 @@ def compare_kind(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *
     Raises:
         ValueError: for fewer than one image, or as the attacks (e.g. a model that is not a DLG LeNet).
     """
-    n = len(images)
-    if n < 1 or len(labels) != n:
-        raise ValueError(f"images and labels must hold the same number ≥ 1 of items, got {n} and {len(labels)}")
-    fc, shape, classes = fc_weight_index(model), tuple(images.shape[1:]), model.fc.out_features
-    grads, sent = [], []
-    for i in range(n):
-        x, y = images[i:i + 1], labels[i:i + 1]
-        grads.append(client_gradients(model, x, y))
-        sent.append(list(first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps).public["pseudo_gradient"]))
+    n = _check_batch(images, labels)
+    fc_weight_index(model)  # raises for a model that is not a DLG LeNet, before anything runs
+    shape, classes = tuple(images.shape[1:]), model.fc.out_features
+    grads = [client_gradients(model, images[i:i + 1], labels[i:i + 1]) for i in range(n)]
+    sent = _sent(model, images, labels, rho=rho, lr=lr, local_steps=local_steps)
     half = [[p / 2 for p in s] for s in sent]
-    sign = lambda targets: torch.tensor([idlg_label(t[fc]) for t in targets])  # noqa: E731 - iDLG's rule
     options = dict(iterations=iterations, record_every=record_every)
     free = batched_dlg([model] * 3 * n, grads + sent + half, shape, classes, seeds=[seed] * 3 * n, **options)
     fixed = batched_dlg([model] * 2 * n, grads + sent, shape, classes, seeds=[seed] * 2 * n,
-                        labels=torch.cat([sign(grads), sign(sent)]), **options)
-    cosine = batched_inverting_gradients([model] * n, sent, sign(sent), shape, seeds=[seed] * n,
-                                         iterations=cosine_iterations, tv_weight=tv_weight,
-                                         record_every=max(1, cosine_iterations // 4))
+                        labels=torch.cat([_sign(model, grads), _sign(model, sent)]), **options)
+    cosine = _cosine(model, sent, shape, seed=seed, cosine_iterations=cosine_iterations, tv_weight=tv_weight)
     runs = [free[:n], fixed[:n], free[n:2 * n], fixed[n:], free[2 * n:], cosine]
     return [{name: results[i] for name, results in zip(ATTACKS, runs)} for i in range(n)]
+
+
+def increment_attacks(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                      settings: Sequence[tuple[float, int]], *, lr: float, iterations: int, seed: int,
+                      record_every: int, cosine_iterations: int, tv_weight: float
+                      ) -> list[list[dict[str, AttackResult]]]:
+    """The two round-1 attacks on the increment that :func:`compare_kind` runs at the chapter's E,
+    :data:`ON_INCREMENT` (DLG on −Δ/(2η), cosine matching on −Δ/η), at every ``(ρ, E)`` of ``settings``
+    on the same images ``(n, C, H, W)`` (labels ``(n,)``), model, dummy seed and budgets: the like-for-like
+    comparison of more local steps. All settings run in one stacked L-BFGS and one stacked Adam run.
+
+    Returns:
+        Per setting, one ``{attack: AttackResult}`` per image, attacks in the order of :data:`ON_INCREMENT`.
+
+    Raises:
+        ValueError: for fewer than one image or setting, or as the attacks.
+    """
+    n = _check_batch(images, labels)
+    if not settings:
+        raise ValueError("settings must hold at least one (rho, local_steps) pair")
+    fc_weight_index(model)  # raises for a model that is not a DLG LeNet, before anything runs
+    shape, classes = tuple(images.shape[1:]), model.fc.out_features
+    sent = [s for rho, steps in settings for s in _sent(model, images, labels, rho=rho, lr=lr, local_steps=steps)]
+    half = [[p / 2 for p in s] for s in sent]
+    dlg = batched_dlg([model] * len(half), half, shape, classes, seeds=[seed] * len(half), iterations=iterations,
+                      record_every=record_every)
+    cosine = _cosine(model, sent, shape, seed=seed, cosine_iterations=cosine_iterations, tv_weight=tv_weight)
+    found = [dict(zip(ON_INCREMENT, pair)) for pair in zip(dlg, cosine)]
+    return [found[k * n:(k + 1) * n] for k in range(len(settings))]
 
 
 def scores(runs: Sequence[Mapping[str, AttackResult]], images: torch.Tensor) -> dict[str, list[tuple[float, float]]]:

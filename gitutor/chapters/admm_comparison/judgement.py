@@ -1,7 +1,7 @@
 """Chapter 07's judgement of the report's conclusion, one data kind at a time, and what "recognisable"
 is worth on the chapter's own images.
 
-The report concludes that ADMM "may be an effective privacy-protection technique" (§4, on Fig. 1). An
+The report concludes that ADMM "may be an effective privacy-protection technique" (§5, on Fig. 1). An
 attacker of the increment has two attacks in this chapter that use nothing but what the server knows in
 round 1: DLG on −Δ/(2η) and cosine matching on −Δ/η. Per image, the better of the two is what the
 increment leaks (:func:`best_on_increment`); per data kind, the fraction of images it makes recognisable

@@ -44,12 +44,6 @@ def snapshot_curve(result: AttackResult, truth: torch.Tensor, metric: Callable =
     return [float(metric(scored(images), truth)) for _, images in result.snapshots]
 
 
-def loss_growth(result: AttackResult) -> float:
-    """Last over first matching loss of an attack (> 1: the loss grew, report Fig. 2)."""
-    loss = result.history["loss"]
-    return loss[-1] / loss[0]
-
-
 def _span(summary: Interval, digits: int) -> str:
     return f"[{summary.low:.{digits}f}, {summary.high:.{digits}f}]"
 
@@ -58,7 +52,7 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgemen
                  closed_form_error: float, lowest_cosine: float) -> list[dict]:
     """The paper-vs-run rows of the results record.
 
-    The headline is the report's conclusion, that ADMM may protect privacy (§4), judged from this chapter's
+    The headline is the report's conclusion, that ADMM may protect privacy (§5), judged from this chapter's
     evidence kind by kind (:mod:`gitutor.chapters.admm_comparison.judgement`): per kind, the images that the
     better of the two round-1 attacks on −Δ/η makes recognisable, read *refuted* / *consistent* / not
     resolved by their 95 % Wilson interval against ½; the claim reads *refuted* when some kind refutes it
@@ -79,9 +73,7 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgemen
 
     n = gaps["both"].n
     kinds = ", ".join(NAMES[k] for k in tables)
-    differences = (f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
-                   f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={cfg.rho}, η={cfg.lr}, "
-                   f"E={cfg.local_steps}, first round")
+    differences = profile_differences(cfg)
     setting = f"{n} images: {cfg.images_per_kind} each of {kinds}"
     T = RECOGNISABLE_PSNR
 
@@ -96,7 +88,7 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgemen
     rows = [row("ADMM protects the training images from gradient inversion (the report's conclusion)",
                 "DLG-ADMM and iDLG-ADMM stay noise (Fig. 1)", refuting,
                 f"data kinds (of {len(judgements)}) where the attacks on −Δ/η make most images recognisable",
-                headline=True, n=1, claim="ADMM may be an effective privacy-protection technique (§4, on Fig. 1; "
+                headline=True, n=1, claim="ADMM may be an effective privacy-protection technique (§5, on Fig. 1; "
                 "translated)", claim_outcome=outcome, claim_reason=reason,
                 not_comparable="the report gives no number; judged per data kind from this chapter's evidence")]
     gap_words = "clear vs noise (Fig. 1); the report states no number"
@@ -118,6 +110,13 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgemen
     rows.append(row("lowest cos(−Δ/η, ∇f(w)), round 2", "not studied", round(lowest_cosine, 3), "cosine",
                     setting=f"ρ ∈ {cfg.cosine_rhos}, E ∈ {cfg.cosine_local_steps}, one earlier round"))
     return rows
+
+
+def profile_differences(cfg) -> str:
+    """How the profile's setting differs from the report's, in one line (every row's ``differences``)."""
+    return (f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
+            f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={cfg.rho}, η={cfg.lr}, "
+            f"E={cfg.local_steps}, first round")
 
 
 def pixel_range(runs: Mapping, name: str) -> tuple[float, float]:
@@ -147,12 +146,6 @@ def iterations_note(cfg) -> str:
     parts = [f"{cfg.iterations[kind]} on {NAMES[kind]}" for kind in cfg.kinds]
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return listed.replace(" on ", " L-BFGS steps on ", 1)
-
-
-def loss_growth_note(runs: Mapping, data: Mapping) -> str:
-    """``"0.34 on digits (MNIST stand-in), …"``: :func:`loss_growth` of DLG-ADMM on the first image of
-    every data kind (last over first matching loss; above 1 the loss grew)."""
-    return ", ".join(f"{loss_growth(runs[kind, 0]['DLG-ADMM']):.2g} on {NAMES[kind]}" for kind in data)
 
 
 def rate_table(tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], threshold: float) -> str:

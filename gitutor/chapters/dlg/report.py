@@ -267,6 +267,17 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
         f", and {agree[0]}." if agree else ".")
 
 
+def lost_sentence(lost: Sequence[int], n: int, recognisable: float, every: int) -> str:
+    """How many of the ``n`` seed-study runs reached ``recognisable`` dB at some recorded snapshot (one every
+    ``every`` steps) and ended below it (``lost``: their seeds), in one sentence."""
+    if not lost:
+        return (f"None of the {n} runs reached {recognisable:.0f} dB at a recorded snapshot (one every {every} "
+                "steps) and then ended below it.")
+    seeds = ("seed " if len(lost) == 1 else "seeds ") + ", ".join(map(str, lost))
+    return (f"{len(lost)} of the {n} runs ({seeds}) reached {recognisable:.0f} dB at a recorded snapshot (one "
+            f"every {every} steps) and then ended below it.")
+
+
 def restart_sentence(failed: int, saved: int) -> str:
     """What one restart from a new dummy start did for the ``failed`` seeds (``saved`` became recognisable)."""
     if failed == 0:
