@@ -193,7 +193,7 @@ def test_the_ledger_reads_a_chapters_judgement_of_a_qualitative_claim_and_not_co
     words = dict(DLG_LABELS, paper="DLG-ADMM stays noise (Fig. 1)", this_run=1.0, n=30, low=0.89, high=1.0,
                  unit="fraction", not_comparable="the report gives no number")
     words.pop("better", None)
-    refuted = dict(words, claim="ADMM may be an effective privacy-protection technique (§4)",
+    refuted = dict(words, claim="ADMM may be an effective privacy-protection technique (§5)",
                    claim_outcome="refuted", claim_reason="cosine matching recovers 30 of 30 images")
     consistent = dict(words, claim_outcome="consistent", claim_reason="the attack recovers none")
     open_claim = dict(words, claim="a representative image reveals the user (§1)", claim_outcome="not resolved",
@@ -207,7 +207,7 @@ def test_the_ledger_reads_a_chapters_judgement_of_a_qualitative_claim_and_not_co
     assert lines["04_stepwise_gradinversion"]["outcome"] == "not resolved"
     assert "about 40 would settle it" in lines["04_stepwise_gradinversion"]["reason"]
     assert set(line["outcome"] for line in lines.values()) <= set(LEDGER_OUTCOMES) | {"not run in this build"}
-    assert "“ADMM may be an effective privacy-protection technique (§4)” — cosine" in ledger_table(records)
+    assert "“ADMM may be an effective privacy-protection technique (§5)” — cosine" in ledger_table(records)
     summary = ledger_summary(records)
     assert "1 is refuted by this book's own evidence (DLG against FedADMM)" in summary
     assert "1 is not comparable in this setting (User-level inversion)" in summary

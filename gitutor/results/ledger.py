@@ -28,7 +28,7 @@ PAPERS = (
     ("Stepwise GradInversion (Stage II)", "Ye et al. 2024", "04_stepwise_gradinversion"),
     ("User-level inversion", "Li et al. 2023", "05_diffusion_user_level"),
     ("Learning To Invert", "Wu et al. 2023", "06_learning_to_invert"),
-    ("DLG against FedADMM", "anonymous reproduction report (§4)", "07_admm_comparison"),
+    ("DLG against FedADMM", "anonymous reproduction report (§5)", "07_admm_comparison"),
 )
 #: How the headline row's :func:`~gitutor.results.verdict` reads as the paper's claim.
 CLAIM_OUTCOMES = {"meets": "reproduced", "falls short": "not reproduced",
