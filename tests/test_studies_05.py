@@ -96,6 +96,14 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     identity_rows = [r for r in blind if r["quantity"].startswith("own user identified")]
     assert len(identity_rows) == 4 and all("one photograph" in r["not_comparable"] for r in identity_rows)
     assert all("not_comparable" not in r for r in blind if r["quantity"].startswith("difference in"))
+    assert not any(r["quantity"].startswith("LPIPS difference") for r in out)  # no LPIPS step given: no row
+    from gitutor.stats import interval as summary
+    stepped = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
+                                  intervals={"IG sample-level (matched)": (0.1, 0.01)}, users=3, differences="test",
+                                  lpips_step=(summary([-0.1, -0.2, -0.15]), "DiffULA < IG sample-level"))
+    step = next(r for r in stepped if r["quantity"].startswith("LPIPS difference, DiffULA − IG sample-level"))
+    assert step["paper"] == pytest.approx(-0.2126) and step["this_run"] == pytest.approx(-0.15)
+    assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not comparable"
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
@@ -144,6 +152,11 @@ def test_matching_weight_study_pairs_each_user_with_itself():
     # an image that does not depend on the user has margin ~0 on average; its own user's mean photo > 0
     means = [x.mean(0, keepdim=True) for x in users]
     assert (own_user_margin(means, means) > 0).all() and abs(own_user_margin([shared] * 5, means).mean()) < 1e-9
+    # λ = 1's own image, one for everyone: its margin's interval holds 0 and the sentence says so
+    alone = study_["margin_plain"]
+    assert alone.n == 4 and alone.low <= 0 <= alone.high and "no dependence on the user's gradient" in study_["sentence"]
+    own = matching_weight_study(weighted[:4], weighted, users, 1e5)  # λ = 1 images that are their users' means
+    assert own["margin_plain"].low > 0 and "already depends on its user" in own["sentence"]
     with pytest.raises(ValueError, match="plain"):
         matching_weight_study(plain[:1], weighted, users, 1e5)
     with pytest.raises(ValueError, match="representatives"):
@@ -167,6 +180,13 @@ def test_ordering_study_and_failure_case():
             "intra-user": [user(v) for v in (0.30, 0.31, 0.32)]}
     order = report.ordering_study(rows)
     assert order["paper_order"] == "holds"
+    assert order["lpips"] is None and order["lpips_text"] == "LPIPS is not installed"
+    lpips_rows = {name: [dict(r, lpips=v + 0.1 * k) for k, r in enumerate(rows[name])]
+                  for name, v in (("IG sample-level (matched)", 0.5), ("DiffULA (diffusion prior)", 0.4),
+                                  ("intra-user", 0.3))}
+    with_lpips = report.ordering_study(lpips_rows)  # every user 0.1 lower with DiffULA: Table 1a's LPIPS order
+    assert with_lpips["lpips"].mean == pytest.approx(-0.1) and with_lpips["lpips_read"] == "DiffULA < IG sample-level"
+    assert "(paper: 0.5039 − 0.7165 = −0.2126)" in with_lpips["lpips_text"]
     assert order["measured"] == "IG sample-level < DiffULA; DiffULA < intra-user"
     assert order["intervals"]["intra-user"][0] == pytest.approx(0.31) and "0.3100" in order["table"]
     # paired: unpaired intervals overlap, yet every user is 0.01 worse with DiffULA than with IG
@@ -211,6 +231,7 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     result = _result([1e-3, 1e-3], [1.0, 1.0], image)
     fig, ax = figures.attack_figures(result, users[0][0], 100)
     assert len([a for a in fig.axes if a.images]) == 4 and ax.get_title().startswith("matching loss")
+    assert ax.get_ylabel()  # the matching loss has a labelled axis
     ax, grid = figures.matching_weight_figures([result, result], [result, result], 1e5)
     assert len(ax.get_lines()) == 3 and len([a for a in grid.axes if a.images]) == 4
     with pytest.raises(ValueError, match="plain"):
@@ -218,8 +239,13 @@ def test_chapter_figures_have_the_panels_the_page_describes():
     examples = [(users[0][0], users[0][0], result, result)] * 2
     assert len([a for a in figures.examples_figure(examples).axes if a.images]) == 10
     assert len([a for a in figures.failure_figure(users[0][0], result).axes if a.images]) == 9
-    matrices = figures.identity_matrices({"a": np.eye(3), "b": np.ones((3, 3))})
-    assert [ax.get_title() for ax in matrices.axes if ax.images] == ["a", "b"]
+    matrices = figures.identity_matrices({"a": np.eye(3), "b": np.ones((3, 3)) * 0.5})
+    panels = [ax for ax in matrices.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["a", "b"]
+    assert {ax.images[0].get_clim() for ax in panels} == {(0.0, 1.0)}  # one colour scale for both panels
+    # the failure strip (6 photos + 3) on two rows, so its thumbnails stay legible at page width
+    rows = {round(a.get_position().y0, 3) for a in figures.failure_figure(users[0][0], result).axes if a.images}
+    assert len(rows) == 2
     with pytest.raises(ValueError, match="users"):
         figures.users_figures([])
     plt.close("all")

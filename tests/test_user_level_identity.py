@@ -80,7 +80,7 @@ def test_identity_study_and_prior_effect_read_the_paired_differences():
             "flat": [user(0.03 + 0.001 * i, 15.0, 0.6 + 0.01 * (-1) ** i) for i in range(6)]}
     effect = study.prior_effect(rows, identity, "real", "flat")
     assert effect["helps"] == {"mse": "helps", "psnr": "helps", "ssim": NOT_RESOLVED, "pairing": "helps"}
-    assert effect["sentence"].startswith("In this run the diffusion prior helps on MSE, PSNR")
+    assert effect["sentence"].startswith("In this run Algorithm 1 with its diffusion prior, against the prior-free recipe, helps on MSE, PSNR")
     worse = study.prior_effect(rows, identity | {"scores": {"flat": np.full(6, 0.5), "real": np.full(6, 0.5)}},
                                "flat", "real")
     assert worse["helps"]["mse"] == "hurts" and "does not help" in worse["sentence"]

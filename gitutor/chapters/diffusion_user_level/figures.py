@@ -14,7 +14,7 @@ from gitutor.viz import legible, plot_curves, show_grid
 
 
 def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int = 0):
-    """Three panels for ``steps`` steps: τ_i with its noise (drawn from ``seed``) and its mean (Fig. 5a), ζ_i,
+    """Three panels for ``steps`` steps: τ_i with its noise (drawn from ``seed``, legend "τ_i") and its mean (Fig. 5a), ζ_i,
     and the layer window's weight of each of ``n_tensors`` parameter tensors per step (Fig. 5b).
 
     ``schedules``: :func:`gitutor.chapters.diffusion_user_level.experiments.attack_schedules`. Returns the figure.
@@ -26,8 +26,9 @@ def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int =
         raise ValueError(f"steps and n_tensors must be >= 1, got {steps} and {n_tensors}")
     tau, zeta, window = schedules["tau_schedule"], schedules["zeta_schedule"], schedules["layer_window"]
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.6))
-    plot_curves({"τ_i (with noise)": tau.sample(steps, make_generator(seed)).tolist(), "mean": tau.mean(steps).tolist()},
+    plot_curves({"τ_i": tau.sample(steps, make_generator(seed)).tolist(), "mean": tau.mean(steps).tolist()},
                 xlabel="step i", ylabel="diffusion time τ", title="time schedule (Fig. 5a)", ax=axes[0])
+    axes[0].legend(loc="lower left")  # the curves run from top left to bottom right: the corner is empty
     plot_curves({"ζ_i": zeta.values(steps).tolist()}, xlabel="step i", ylabel="ζ", title="clipping ratio", ax=axes[1])
     weights = torch.stack([window.weights(n_tensors, i / max(steps - 1, 1)) for i in range(steps)])
     image = axes[2].imshow(weights.T, aspect="auto", origin="lower", cmap="viridis")
@@ -40,10 +41,12 @@ def schedules_figure(schedules: Mapping, steps: int, n_tensors: int, seed: int =
 def identity_matrices(matrices: Mapping[str, np.ndarray]):
     """One panel per entry of ``matrices``: the ``(U, U)`` correlation of representative i with user j's
     mean photo, images standardised (:func:`~gitutor.attacks.user_level.identity.correlation_matrix`).
-    A bright diagonal: each representative resembles its own user more than the others. Returns the figure."""
+    A bright diagonal: each representative resembles its own user more than the others. All panels share one
+    colour scale. Returns the figure."""
     fig, axes = plt.subplots(1, len(matrices), figsize=(4.4 * len(matrices), 3.8), squeeze=False)
-    for ax, (name, matrix) in zip(axes[0], matrices.items()):
-        image = ax.imshow(matrix, cmap="viridis")
+    low, high = min(float(np.min(m)) for m in matrices.values()), max(float(np.max(m)) for m in matrices.values())
+    for ax, (name, matrix) in zip(axes[0], matrices.items()):  # one colour scale, so panels compare
+        image = ax.imshow(matrix, cmap="viridis", vmin=low, vmax=high)
         ax.set(xlabel="user j (mean photo)", ylabel="representative of user i", title=name)
         fig.colorbar(image, ax=ax, fraction=0.046, label="correlation r")
     return legible(fig)
@@ -77,9 +80,10 @@ def attack_figures(result, truth: torch.Tensor, t_star: int):
                       + [result.images, truth.mean(0, keepdim=True).cpu()])
     titles = ([f"step {i}" for i, _ in result.snapshots]
               + [f"denoised\n(t*={t_star})", "batch\nmean"])
-    fig = legible(show_grid(strip, titles=titles, ncols=len(titles), scale=min(1.4, 9.5 / len(titles))))
-    ax = plot_curves({"cosine gradient distance": result.history["gradient_distance"]},
-                     xlabel="step", title="matching loss during Algorithm 1")
+    ncols = (len(titles) + 1) // 2 if len(titles) > 5 else len(titles)  # two rows: thumbnails stay legible
+    fig = legible(show_grid(strip, titles=titles, ncols=ncols, scale=min(1.6, 9.5 / ncols)))
+    ax = plot_curves({"cosine gradient distance": result.history["gradient_distance"]}, xlabel="step",
+                     ylabel="1 − cosine (no unit)", title="matching loss during Algorithm 1")
     legible(ax.figure)
     return fig, ax
 
@@ -128,4 +132,5 @@ def failure_figure(truth: torch.Tensor, diff, shown: int = 6):
     images = torch.cat([truth[:shown], truth.mean(0, keepdim=True), diff.snapshots[-1][1],
                         diff.images])
     titles = [f"photo {i}" for i in range(shown)] + ["batch\nmean", "before\ndenoising", "DiffULA"]
-    return legible(show_grid(images, titles=titles, ncols=len(titles), scale=min(1.4, 9.5 / len(titles))))
+    ncols = (len(titles) + 1) // 2  # two rows: thumbnails stay legible at page width
+    return legible(show_grid(images, titles=titles, ncols=ncols, scale=min(1.6, 9.5 / ncols)))

@@ -5,8 +5,9 @@ brightness — the quick profile's label — cannot win it): a pairing test with
 closed-set identification among all users (is the representative most like its own user's
 reference, chance 1/U). Next to it the old own-user match by MSE, which a constant image at the
 user's mean grey level can win, is kept as a reminder of why. The prior's effect is the paired
-per-user difference DiffULA − user-level Inverting Gradients without prior on the same users, same
-gradients and same budget.
+per-user difference DiffULA − user-level Inverting Gradients without prior on the same users and
+gradients: the same objective, with Inverting Gradients' recipe (TV, signed Adam, no window, clip, λ or
+final denoising) instead of Algorithm 1's with its DDPM.
 
 The test asks about the *person* only when each user's photos are different photographs of that
 person (CelebA identities). When every user is one photograph and its variations (the quick
@@ -167,15 +168,18 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
     gains = [names[m] for m in scored if helps[m] == "helps"]
     identity_text = _identity_text(identity, intervals, helps, with_prior, without, distinct_photographs)
     if gains:
-        sentence = f"In this run the diffusion prior helps on {', '.join(gains)}"
+        sentence = ("In this run Algorithm 1 with its diffusion prior, against the prior-free recipe, helps on "
+                    + ", ".join(gains))
         sentence += f" and hurts on {', '.join(hurts)}" if hurts else ""
         sentence += f"; {identity_text}."
     elif hurts:
-        sentence = (f"In this run the diffusion prior does not help: without it the same user-level attack is "
+        sentence = (f"In this run Algorithm 1 with its diffusion prior does not help: the prior-free recipe on the same "
+                    f"user-level objective is "
                     f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
                     f"differences lies on the prior's losing side of 0), and {identity_text}.")
     else:
-        sentence = f"In this run the intervals do not resolve whether the diffusion prior helps or hurts; {identity_text}."
+        sentence = (f"In this run the intervals do not resolve whether Algorithm 1 with its diffusion prior helps or "
+                    f"hurts; {identity_text}.")
     table = markdown_table(["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],
                            [[names[m], directions[m], format_interval(intervals[m], digits[m]), helps[m]]
                             for m in intervals])

@@ -2,7 +2,7 @@
 prior's effect are in :mod:`gitutor.chapters.diffusion_user_level.identity`.
 
 Paper numbers (CelebA 64×64, 50 users, B = 30, FFHQ-256 DDPM, Table 1a): MSE of IG (matched) 0.3192,
-DiffULA 0.4210, intra-user 0.4981; DiffULA LPIPS 0.5039; face detection rates DiffULA 1.00, IG 0.03,
+DiffULA 0.4210, intra-user 0.4981; LPIPS DiffULA 0.5039, IG (matched) 0.7165; face detection rates DiffULA 1.00, IG 0.03,
 original batches 0.95; DiffULA run time 23.3 min per user on an A100.
 """
 from __future__ import annotations
@@ -114,7 +114,8 @@ def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: s
 
 def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
                  intervals: Mapping[str, tuple[float, float]], users: int, differences: str,
-                 claim: Mapping | None = None, distinct_photographs: bool = True) -> list[dict]:
+                 claim: Mapping | None = None, distinct_photographs: bool = True,
+                 lpips_step: tuple | None = None) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
 
     Headline: the paper's central claim (:data:`CLAIM`), that the diffusion prior enhances recovery, as the
@@ -135,6 +136,8 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
         users: U. differences: the profile's differences from the paper.
         claim: :func:`claim_judgement`'s fields for the headline row (None: the row quotes no claim).
         distinct_photographs: whether each user's photos are different photographs of one person.
+        lpips_step: ``(Interval, reading)`` of the paired LPIPS difference DiffULA − IG matched
+            (:func:`ordering_study`'s ``lpips``, ``lpips_read``); None leaves the row out.
     """
     from gitutor.results import interval_fields
     from gitutor.stats import NOT_RESOLVED, interval, success_interval
@@ -207,6 +210,10 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
         row("MSE, IG user level without prior", "B = 30", "not reported", round(mses[user_ig].mean, 4), "MSE",
             None, mses[user_ig]),
     ]
+    if lpips_step is not None and lpips_step[0] is not None:
+        out.append(row("LPIPS difference, DiffULA − IG sample-level (matched), paired", f"paper: Table 1a 0.5039 − 0.7165; paired "
+                       f"over {users} users: {lpips_step[1]}", round(0.5039 - 0.7165, 4), round(lpips_step[0].mean, 3),
+                       "LPIPS difference", None, lpips_step[0], 3))
     lpips = average(rows, diff, "lpips")
     out.append(row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"))
     return out
@@ -225,7 +232,8 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
     :func:`~gitutor.attacks.user_level.mean_interval`), ``steps`` (``{(lower, higher): Interval}`` of
     the paired differences MSE(higher) − MSE(lower) of consecutive methods of :data:`ORDER`),
     ``paper_order`` ("holds" when every step's interval lies above 0, "reversed" when one lies below,
-    else "not resolved at this budget"), ``measured`` (each step as the paired comparison reads it, e.g.
+    else "not resolved at this budget"), ``lpips`` (the paired LPIPS difference DiffULA − IG matched, Table 1a's
+    other comparison, 0.5039 − 0.7165; None without LPIPS), ``lpips_read``, ``lpips_text`` (a sentence), ``measured`` (each step as the paired comparison reads it, e.g.
     "IG sample-level < DiffULA", "; "-joined) and ``table`` (Markdown: each method's mean and interval, then each paired step).
 
     Raises:
@@ -253,7 +261,13 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
                            + [[f"{high} − {low} (paired)", *format_interval(summary, 4, count=False).split(" ", 1),
                                str(summary.n)] for (low, high), summary in steps.items()])
     measured = "; ".join(read.values())
-    return {"intervals": intervals, "steps": steps, "paper_order": order, "measured": measured, "table": table}
+    lpips = [[r["lpips"] for r in rows[name]] for name in ORDER[:2]]  # Table 1a's LPIPS: DiffULA < IG matched
+    step = paired_difference(lpips[1], lpips[0]) if all(v is not None for v in lpips[0] + lpips[1]) else None
+    read_lpips = None if step is None else compare_paired(lpips[1], lpips[0], ("DiffULA", "IG sample-level"))
+    text = ("LPIPS is not installed" if step is None else f"DiffULA − IG sample-level (matched) "
+            f"{format_interval(step, 3, count=False)} (paper: 0.5039 − 0.7165 = −0.2126): {read_lpips}.")
+    return {"intervals": intervals, "steps": steps, "paper_order": order, "measured": measured, "table": table,
+            "lpips": step, "lpips_read": read_lpips, "lpips_text": text}
 
 
 def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:

@@ -14,7 +14,7 @@ import torch
 
 from gitutor.attacks.user_level import correlation_matrix, representative_scores
 from gitutor.paired import compare_paired, paired_difference
-from gitutor.stats import NOT_RESOLVED, format_interval
+from gitutor.stats import NOT_RESOLVED, format_interval, interval
 
 
 def clip_share(result) -> float:
@@ -53,7 +53,8 @@ def matching_weight_study(plain: Sequence, weighted: Sequence, users: Sequence[t
         weight: the profile's λ, for the sentence.
 
     Returns:
-        ``n`` (paired users), floats ``ratio_plain`` (median over users of the median over steps of
+        ``n`` (paired users), ``margin_plain`` (the λ = 1 own-user margins' mean and 95 % interval over
+        users: 0 when its image does not depend on its user), floats ``ratio_plain`` (median over users of the median over steps of
         λ‖∇d‖ / ‖g_p‖ with λ = 1), ``clip_plain`` / ``clip_weighted`` (mean over users of
         :func:`clip_share`), ``intervals`` ``{"margin", "mse"}`` of the paired differences λ = weight − λ = 1
         of :func:`own_user_margin` and of the MSE to the user's photos, ``read`` (each as
@@ -86,9 +87,13 @@ def matching_weight_study(plain: Sequence, weighted: Sequence, users: Sequence[t
                  else "lies above 0" if summary.low > 0 else "lies below 0")
         return f"{words[key]} changes by {format_interval(summary, digits, count=False)} (its 95 % interval {where})"
 
-    sentence = (f"Paired over {n} users (each user's two runs share its gradient and its seed and differ only "
-                f"in λ), going from λ = 1 to λ = {weight:g} {clause('margin', 3)}, and {clause('mse', 4)}.")
-    return {"n": n, "ratio_plain": float(np.median([np.median(r.history["grad_ratio"]) for r in plain])),
+    alone = interval(margins["plain"].tolist(), bounds=(-2.0, 2.0))  # λ = 1 against 0: does its image depend on its user?
+    alone_read = ("includes 0: no dependence on the user's gradient is resolved" if alone.low <= 0 <= alone.high
+                  else "lies above 0: the image already depends on its user" if alone.low > 0 else "lies below 0")
+    sentence = (f"With λ = 1 the own-user margin is {format_interval(alone, 3, count=False)} (its 95 % interval "
+                f"{alone_read}). Paired over {n} users (each user's two runs share its gradient and its seed and "
+                f"differ only in λ), going from λ = 1 to λ = {weight:g} {clause('margin', 3)}, and {clause('mse', 4)}.")
+    return {"n": n, "margin_plain": alone, "ratio_plain": float(np.median([np.median(r.history["grad_ratio"]) for r in plain])),
             "clip_plain": float(np.mean([clip_share(r) for r in plain])),
             "clip_weighted": float(np.mean([clip_share(r) for r in weighted[:n]])),
             "intervals": intervals, "read": read, "sentence": sentence}
