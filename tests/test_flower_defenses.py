@@ -227,14 +227,27 @@ def test_defended_round_rejects_bad_inputs_naming_the_argument(kwargs, name):
 
 @pytest.mark.skipif(os.environ.get("GITUTOR_RAY_TESTS") != "1",
                     reason="starts Ray (Flower's simulation engine): set GITUTOR_RAY_TESTS=1")
-@pytest.mark.parametrize("defense", ["local-dp", "secagg+"])
+@pytest.mark.parametrize("defense", DEFENSES)
 def test_defenses_on_the_simulation_engine_match_in_process(defense):
+    """Every defense, run on Flower's simulation engine (Ray), leaves the server what the in-process
+    grid does: the same replies per client (raw, clipped or noised), the same clipped updates and the
+    same released aggregate (the server's central-DP noise and the clients' own noise are seeded)."""
     model, partitions = _setting(sizes=(2, 2, 2))
-    kwargs = dict(clip=0.02, client_seeds=SEEDS[:3], server_seed=0)
+    kwargs = dict(clip=0.02, client_seeds=SEEDS[:3], server_seed=0, num_rounds=2)
     simulated = defended_round(model, partitions, {"lr": LR}, defense, engine="simulation", **kwargs)
     in_process = defended_round(model, partitions, {"lr": LR}, defense, **kwargs)
-    assert torch.allclose(_flat(simulated.aggregates[0]), _flat(in_process.aggregates[0]), atol=1e-6)
-    assert len(simulated.updates) == len(in_process.updates)
+    for sim, inp in zip(simulated.aggregates, in_process.aggregates, strict=True):
+        assert torch.allclose(_flat(sim), _flat(inp), atol=1e-6)
+
+    def by_client(replies):
+        return {(u.round, u.partition): _flat(u.arrays) for u in replies or []}
+
+    for name in ("updates", "clipped"):
+        sim, inp = by_client(getattr(simulated, name)), by_client(getattr(in_process, name))
+        assert sim.keys() == inp.keys(), name
+        assert all(torch.allclose(sim[k], inp[k], atol=1e-6) for k in sim), name
+    if defense != "secagg+":
+        assert len(in_process.updates) == 2 * len(partitions)
 
 
 def test_secagg_aggregate_of_one_image_fedsgd_clients_is_the_gradient_of_their_batch():

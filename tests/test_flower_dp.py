@@ -172,10 +172,10 @@ def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp
     under LocalDpMod the noised one and the mean of the rounds; accuracy has an interval over the test set."""
     from types import SimpleNamespace
 
-    from gitutor.chapters.flower_dp import defenses
+    from gitutor.chapters.flower_dp import defenses, faces
     from gitutor.chapters.flower_dp import experiments as study
 
-    data, model = study.face_data(16), study.chapter_model(16)
+    data, model = faces.face_data(16), study.chapter_model(16)
     cfg = SimpleNamespace(attacked_clients=2, utility_clients=2, rounds=2, defense_lr=0.2, engine="in-process",
                           central_clip=0.01, central_z=1.0, local_clip=0.01, local_epsilon=0.5, delta=1e-5,
                           attack_iterations=2, tv_weight=1e-2, record_every=1, progress=False)
@@ -187,3 +187,141 @@ def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp
     assert central["accuracy"].n == len(data["test_y"]) == len(central["outcomes"])
     local = defenses.defense_run(model, data, "local-dp", cfg)
     assert len(local["average"]["rows"]) == 2 and local["view"].guarantee.level == "update"
+
+
+def test_face_data_enlarges_the_test_set_and_alternates_the_clients_classes():
+    """08's data: test_per_class of each class in the server's test set, disjoint from the training
+    images, which alternate face / non-face so that the attacked clients (taken from the front) hold both."""
+    from gitutor.chapters.flower_dp import faces as study
+    from gitutor.controls import RECOGNISABLE_PSNR
+
+    data = study.face_data(8, test_per_class=50)
+    assert data["test_y"].tolist() == [1] * 50 + [0] * 50 and len(data["train_y"]) == 100
+    assert data["train_y"][:4].tolist() == [1, 0, 1, 0]
+    def rows(x):
+        return {tuple(v.flatten().tolist()) for v in x}
+
+    assert not rows(data["test_x"]) & rows(data["train_x"])
+    parts = study.attacked_partitions(data, 5, 1)
+    assert [int(y) for _, y in parts] == [1, 0, 1, 0, 1]
+    flat = study.per_image_control(data["train_x"]) >= RECOGNISABLE_PSNR
+    assert int(flat.sum()) == data["flat"] and flat[len(flat) - data["flat"]:].all()
+    rest = study.utility_partitions(data, 4, 5)
+    assert sum(len(y) for _, y in rest) == 95
+    with pytest.raises(ValueError, match="test_per_class"):
+        study.face_data(8, test_per_class=100)
+    with pytest.raises(ValueError, match="clients × batch"):
+        study.attacked_partitions(data, 26, 4)
+
+
+def test_label_chance_is_the_majority_guess_and_none_when_labels_were_given():
+    from gitutor.chapters.flower_dp.experiments import majority_rate, summarise
+    from gitutor.chapters.flower_dp.report import label_text
+
+    assert majority_rate([torch.tensor([1]), torch.tensor([0]), torch.tensor([1])]) == pytest.approx(2 / 3)
+    assert majority_rate([torch.tensor([1, 0])]) is None
+    rows = [{"psnr": 20.0, "ssim": 0.5, "lpips": None, "psnrs": [20.0], "label_ok": ok,
+             "truth_labels": torch.tensor([y])} for ok, y in ((True, 1), (True, 0), (False, 1), (True, 1))]
+    found = summarise(rows)
+    assert (found["label_rate"], found["label_chance"]) == (0.75, 0.75)
+    assert label_text(found) == "75% (chance 75%)"
+    assert label_text(summarise([r | {"truth_labels": torch.tensor([1, 0])} for r in rows])) == "given"
+
+
+def test_accuracy_words_say_whether_the_intervals_resolve():
+    from gitutor.chapters.flower_dp.report import accuracy_words
+
+    good, worse = [True] * 95 + [False] * 5, [True] * 50 + [False] * 50
+    assert "above chance" in accuracy_words(good) and "resolved loss" in accuracy_words(worse, good)
+    assert "not resolved from chance" in accuracy_words(worse)
+    assert "not resolved (the interval covers 0)" in accuracy_words(good[1:] + [False], good)
+    assert "the same outcome on every test image" in accuracy_words(good, good)
+
+
+def _tiny_attack_setting():
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import experiments as study
+
+    model = study.chapter_model(12)
+    gen = torch.Generator().manual_seed(3)
+    partitions = [(torch.rand(1, 1, 12, 12, generator=gen), torch.tensor([k % 2])) for k in range(3)]
+    deltas = {k: [-LR * g for g in client_gradients(model, *p)] for k, p in enumerate(partitions)}
+    cfg = SimpleNamespace(attack_iterations=4, tv_weight=1e-2, record_every=2, progress=False, restarts=3,
+                          lti_hidden=8, lti_epochs=2, lti_lr=1e-3, lti_copies=2)
+    return model, partitions, study.attack_deltas(model, deltas, partitions, cfg, lr=LR), cfg
+
+
+def test_restarts_keep_the_start_with_the_lowest_gradient_distance_never_the_psnr():
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import attack_gradient
+
+    model, _, single, cfg = _tiny_attack_setting()
+    kept = strongest.restarted(model, single, cfg)
+    for row, first in zip(kept["rows"], single["rows"]):
+        tries = [first] + [attack_gradient(model, first["gradient"], first["truth"], first["truth_labels"],
+                                           iterations=4, tv_weight=1e-2, record_every=2,
+                                           seed=row["partition"] + strongest.RESTART_STRIDE * r) for r in (1, 2)]
+        assert row["matching"] == min(t["matching"] for t in tries)
+    with pytest.raises(ValueError, match="restarts"):
+        strongest.restarted(model, single, type(cfg)(**{**vars(cfg), "restarts": 0}))
+    assert sorted(strongest.psnr_curve(kept)) == [2, 4]
+
+
+def test_defense_transform_clips_then_adds_noise_of_the_stated_std():
+    from gitutor.chapters.flower_dp.strongest import defense_transform
+
+    grads = [torch.full((100, 100), 1.0), torch.full((10,), 1.0)]
+    clipped = defense_transform(0.5, 0.0, torch.Generator())(grads)
+    assert math.sqrt(sum(float(g.pow(2).sum()) for g in clipped)) == pytest.approx(0.5)
+    noised = defense_transform(None, 2.0, torch.Generator().manual_seed(0))(grads)
+    assert float((noised[0] - grads[0]).std()) == pytest.approx(2.0, rel=0.05)
+
+
+def test_learned_inversion_and_the_envelopes_pick_by_what_each_may_know():
+    """LTI returns one scored row per client with its gradient distance; the attacker's envelope keeps
+    the lowest gradient distance per client, the oracle the highest PSNR, and each counts its wins."""
+    from gitutor.chapters.flower_dp import strongest
+
+    model, _, single, cfg = _tiny_attack_setting()
+    aux = (torch.rand(6, 1, 12, 12, generator=torch.Generator().manual_seed(5)), torch.tensor([0, 1] * 3))
+    g = strongest.train_lti(model, aux, 1, cfg, clip=1.0, noise_std=0.1)
+    lti = strongest.learned_inversion(model, single, g)
+    assert len(lti["rows"]) == 3 and all(0 <= r["matching"] <= 2 for r in lti["rows"])
+    found = strongest.envelope(model, {"IG": single, "mean": None, "LTI": lti}, single)
+    for i, row in enumerate(found["attacker"]["rows"]):
+        assert row["matching"] == min(single["rows"][i]["matching"], lti["rows"][i]["matching"])
+    best = [max(single["rows"][i]["psnr"], lti["rows"][i]["psnr"]) for i in range(3)]
+    assert [r["psnr"] for r in found["oracle"]["rows"]] == best
+    assert sum(found["wins"].values()) == 3 and set(found["wins"]) == {"IG", "LTI"}
+    with pytest.raises(ValueError, match="aux"):
+        strongest.train_lti(model, (aux[0][:1], aux[1][:1]), 1, cfg)
+
+
+def test_strongest_words_follow_the_numbers_they_describe():
+    """The sentences under the strongest-adversary table: the restarts' paired gain says resolved only
+    when its interval excludes 0, a curve still moving at its last step is called a bound, and LTI is
+    placed against the mean-colour control by its own means."""
+    from gitutor.chapters.flower_dp.decision import strongest_words
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.stats import interval
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.0, "lpips": None, "psnrs": [p], "label_ok": True}
+                          for p in psnrs])
+
+    flat = {50: interval([10.0, 10.1]), 100: interval([10.0, 10.2])}
+    rising = {50: interval([5.0, 5.1]), 100: interval([10.0, 10.2])}
+    found = {"none": {"single": summary([30, 31, 32]), "restarts": summary([33, 34.5, 35]), "curve": flat},
+             "local-dp": {"curve": rising, "lti": summary([12, 13, 14])},
+             "dp-sgd": {"curve": flat, "lti": summary([11, 12, 13])}}
+    for f in found.values():
+        f.setdefault("lti", summary([10, 10, 10]))
+        f["attacker"], f["oracle"] = summary([6, 7, 8]), summary([10, 11, 12])
+    words = strongest_words(found, mean_colour=14.5)
+    assert "restarts raise the PSNR of one run" in words
+    assert "still moving at its last step under LocalDpMod" in words and "lower bound" in words
+    assert "lies below the mean-colour control's 14.5 dB" in words
+    found["none"]["restarts"] = summary([29, 32, 32])
+    assert "do not resolvably change" in strongest_words(found, mean_colour=12.5)
+    assert "lies around the mean-colour control" in strongest_words(found, mean_colour=12.5)

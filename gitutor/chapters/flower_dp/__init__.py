@@ -1,8 +1,10 @@
 """Chapter 08, ``notebooks/08_flower_dp``: attacks on what a Flower server records, against Flower's and Opacus' defenses.
 
 - :mod:`.profile`: settings
+- :mod:`.faces`: the LFW faces / non-faces, the test set and the clients' partitions
 - :mod:`.experiments`: the federation, the attack and the DP sweep
 - :mod:`.defenses`: Flower's own defenses against the same attack
+- :mod:`.strongest`: the strongest adversary per defense (IG restarts, LTI) and their envelope
 - :mod:`.report`: figures, tables and rows
 - :mod:`.decision`: the defense tables and the decision table
 """

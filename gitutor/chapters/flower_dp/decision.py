@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gitutor.chapters.flower_dp.report import envelope, eps_text
+from gitutor.chapters.flower_dp.report import eps_text, flat_step, label_text
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
 from gitutor.tables import markdown_table
@@ -72,7 +72,7 @@ def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
         for what, summary in attacks.items():
             if summary is None:
                 continue
-            lines.append([NAMES[name], what, *_scores(summary), f"{summary['label_rate']:.0%}",
+            lines.append([NAMES[name], what, *_scores(summary), label_text(summary),
                           format_interval(run["accuracy"], 2, False)])
     return markdown_table(header, lines)
 
@@ -90,39 +90,65 @@ def _difference(outcomes, baseline) -> str:
                                              [float(v) for v in baseline]), 2, False)
 
 
-def decision_table(runs: Mapping[str, dict], aggregates: Mapping[int, dict], point: dict,
-                   plain: dict, rounds: int) -> str:
-    """Defense × who must be trusted × ε (level) × the strongest attack run × accuracy: one line per
-    defense, the DP-SGD line from the sweep ``point``; SecAgg+ scored on its smallest aggregate. The
-    last column: accuracy minus the undefended run's on the same test images (paired; DP-SGD against
-    the sweep's σ = 0 point ``plain``)."""
-    header = ["defense", "who must be trusted", "ε (level, accountant)", "strongest attack run",
+def _kept(wins: Mapping[str, int]) -> str:
+    """Which adversaries the attacker kept, with counts: "IG, restarts 4/5; LTI 1/5"."""
+    total = sum(wins.values())
+    return "; ".join(f"{name} {count}/{total}" for name, count in wins.items() if count)
+
+
+def decision_table(runs: Mapping[str, dict], strongest: Mapping[str, dict], point: dict, plain: dict,
+                   rounds: int) -> str:
+    """Defense × who must be trusted × ε (level) × the strongest adversary × accuracy: one line per
+    defense (SecAgg+: its smallest aggregate), the DP-SGD line from the sweep ``point``. The attack
+    columns are the attacker's envelope of :func:`~gitutor.chapters.flower_dp.strongest.envelope`
+    (kept per client by gradient distance, no truth used). The last column: accuracy minus the
+    undefended run's on the same test images (paired; DP-SGD against the sweep's σ = 0 point
+    ``plain``)."""
+    header = ["defense", "who must be trusted", "ε (level, accountant)", "adversary kept (per client)",
               "PSNR (dB)", "recognisable", "test accuracy", "minus undefended"]
     lines = []
+    k = len(strongest["secagg+"]["attacker"]["rows"][0]["truth"])
     for name, run in runs.items():
-        if name == "secagg+":
-            k = min(aggregates)
-            found, what = aggregates[k], f"IG on the aggregate of k = {k} clients (batch of {k})"
-        else:
-            candidates = {"IG, round 1": run["round1"], f"IG, mean of {rounds} rounds": run["average"]}
-            what, found = max(((w, s) for w, s in candidates.items() if s is not None),
-                              key=lambda ws: ws[1]["psnr"].mean)
-        lines.append([NAMES[name], TRUSTED[name], guarantee_text(run, rounds), what, *_quality(found),
-                      format_interval(run["accuracy"], 2, False),
+        found = strongest[name]["attacker"]
+        lines.append([NAMES[name] + (f" (k = {k})" if name == "secagg+" else ""), TRUSTED[name],
+                      guarantee_text(run, rounds), _kept(strongest[name]["wins"]),
+                      *_quality(found), format_interval(run["accuracy"], 2, False),
                       "—" if name == "none" else _difference(run["outcomes"], runs["none"]["outcomes"])])
-    best = envelope(point)
-    what = "IG, round 1" if best is point else f"IG, mean of {rounds} rounds"
     lines.append([f"Opacus DP-SGD, σ = {point['sigma']:g}", TRUSTED["dp-sgd"],
-                  f"{eps_text(point['epsilon'])} per example over {rounds} rounds (Opacus RDP)", what,
-                  *_quality(best), format_interval(point["accuracy_interval"], 2, False),
+                  f"{eps_text(point['epsilon'])} per example over {rounds} rounds (Opacus RDP)",
+                  _kept(strongest["dp-sgd"]["wins"]), *_quality(strongest["dp-sgd"]["attacker"]),
+                  format_interval(point["accuracy_interval"], 2, False),
                   _difference(point["outcomes"], plain["outcomes"])])
     return markdown_table(header, lines)
 
 
+def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
+    """Per defense, PSNR (dB; interval over the attacked clients) of each adversary — IG with restarts,
+    IG on the mean of the rounds (where run), LTI — the attacker's envelope (kept by gradient
+    distance) with its recognisable count, the oracle envelope (kept by PSNR: an upper bound no
+    attacker can pick), and the step from which the restarted IG's mean PSNR stays within 1 dB of
+    its last (:func:`~gitutor.chapters.flower_dp.report.flat_step`)."""
+    header = ["defense", "IG, restarts", "IG, mean of rounds", "LTI", "attacker's envelope",
+              "recognisable", "oracle envelope", "IG flat from step"]
+    names = NAMES | {"dp-sgd": f"Opacus DP-SGD, σ = {sigma:g}", "secagg+": f"SecAgg+, k = {k}"}
+    lines = []
+    for name, found in strongest.items():
+        cells = [found[key] for key in ("restarts", "average", "lti", "attacker")]
+        lines.append([names[name], *["—" if c is None else format_interval(c["psnr"], 1, False) for c in cells],
+                      f"{found['attacker']['recognised']}/{found['attacker']['images']}",
+                      format_interval(found["oracle"]["psnr"], 1, False), _flat_words(found["curve"])])
+    return markdown_table(header, lines)
+
+
+def _flat_words(curve) -> str:
+    step, last = flat_step(curve), max(curve)
+    return f"{step} of {last}" if step < last else f"not flat by {last}"
+
+
 def defense_rows(runs: Mapping[str, dict], aggregates: Mapping[int, dict], k: int) -> dict:
-    """Reconstructions of the attacked clients' faces under each defense, for
+    """Reconstructions of the attacked clients' photographs under each defense, for
     :func:`~gitutor.chapters.flower_dp.report.reconstruction_grid` (SecAgg+: the aggregate of the
-    first ``k`` faces, the same faces in the same order; left out when ``k`` was not run)."""
+    first ``k`` photographs, the same ones in the same order; left out when ``k`` was not run)."""
     import torch
 
     rows = {}
@@ -150,7 +176,8 @@ def versus_none(runs: Mapping[str, dict], defense: str = "central-dp-client-clip
     """``defense``'s run against the undefended one, paired: the attack's PSNR over the same clients and
     the test accuracy over the same test images, each with whether its interval excludes 0."""
     def said(diff, unit):
-        verdict = ("higher" if diff.low > 0 else "lower" if diff.high < 0 else "not resolved (covers 0)")
+        verdict = ("higher" if diff.low > 0 else "lower" if diff.high < 0 else "the same on every one"
+                   if diff.low == diff.high == 0 else "not resolved (covers 0)")
         return f"{format_interval(diff, 2, False)}{unit}, {verdict}"
 
     psnr = paired_difference([r["psnr"] for r in runs[defense]["round1"]["rows"]],
@@ -159,3 +186,40 @@ def versus_none(runs: Mapping[str, dict], defense: str = "central-dp-client-clip
                                  [float(v) for v in runs["none"]["outcomes"]])
     return (f"paired with the undefended run, the PSNR difference over the same clients is "
             f"{said(psnr, ' dB')}, and the accuracy difference over the same test images {said(accuracy, '')}.")
+
+
+def strongest_words(strongest: Mapping[str, dict], mean_colour: float,
+                    noised: tuple[str, ...] = ("local-dp", "dp-sgd")) -> str:
+    """What the strongest-adversary table says, in words built from it: the restarts' paired PSNR gain
+    on the undefended update (over the same clients, resolved or not), where the restarted IG was still
+    moving at its last step (a bound at this budget), the largest gap between the oracle's and the
+    attacker's envelope, the recognisable counts under the defenses whose noise is the client's, and
+    LTI's mean PSNR there against ``mean_colour``, the mean-colour control's mean PSNR (dB) on the same
+    photographs."""
+    none = strongest["none"]
+    gain = paired_difference([r["psnr"] for r in none["restarts"]["rows"]],
+                             [r["psnr"] for r in none["single"]["rows"]])
+    verdict = ("raise" if gain.low > 0 else "lower" if gain.high < 0 else "do not resolvably change")
+    words = [(f"On the undefended update the restarts {verdict} the PSNR of one run: "
+              f"{format_interval(gain, 1, False)} dB, paired over the {gain.n} clients.")]
+    moving = [NAMES.get(n, "Opacus DP-SGD") for n, f in strongest.items() if flat_step(f["curve"]) == max(f["curve"])]
+    flat = ("The restarted IG's mean PSNR is flat (within 1 dB of its last) before its last step under "
+            "every defense.")
+    still = (f"The restarted IG's mean PSNR was still moving at its last step under {', '.join(moving)}: "
+             "there its number is a lower bound on what a longer attack gets.")
+    words.append(still if moving else flat)
+    name = max(strongest, key=lambda n: strongest[n]["oracle"]["psnr"].mean - strongest[n]["attacker"]["psnr"].mean)
+    gap = strongest[name]["oracle"]["psnr"].mean - strongest[name]["attacker"]["psnr"].mean
+    words.append(f"The largest gap between the oracle's and the attacker's envelope is {gap:.1f} dB in mean "
+                 f"PSNR ({NAMES.get(name, 'Opacus DP-SGD')}).")
+    counts = [f"{NAMES.get(n, 'Opacus DP-SGD')}: {strongest[n]['attacker']['recognised']}/"
+              f"{strongest[n]['attacker']['images']} (oracle {strongest[n]['oracle']['recognised']})"
+              for n in noised if n in strongest]
+    words.append("Recognisable images under the client's own noise, attacker's envelope: " + "; ".join(counts) + ".")
+    lti = {NAMES.get(n, "Opacus DP-SGD"): strongest[n]["lti"]["psnr"].mean for n in noised if n in strongest}
+    side = ("below" if max(lti.values()) < mean_colour else "above" if min(lti.values()) > mean_colour
+            else "around")
+    words.append("There LTI's mean PSNR (" + ", ".join(f"{n}: {v:.1f} dB" for n, v in lti.items())
+                 + f") lies {side} the mean-colour control's {mean_colour:.1f} dB: what a constant image of "
+                 "the right brightness scores.")
+    return " ".join(words)

@@ -1,7 +1,7 @@
 """Chapter 08's defense study: Flower's own defenses against the server's attack, same federation.
 
 Every arm runs :func:`gitutor.federated.flower_defenses.defended_round` on the same clients (the
-attacked one-face clients and the utility clients), the same initial model, the same FedSGD config
+attacked one-image clients and the utility clients), the same initial model, the same FedSGD config
 and rounds, every reply weighted once (``weighting="uniform"``: Flower's accounted central DP refuses
 unequal weights, and only then is a client's sensitivity C/n). The server attacks what it holds of
 each attacked client: the raw update (no defense), the clipped un-noised update (central DP, either
@@ -15,13 +15,8 @@ import copy
 
 import torch
 
-from gitutor.chapters.flower_dp.experiments import (
-    attack_deltas,
-    attacked_partitions,
-    averaged_deltas,
-    test_outcomes,
-    utility_partitions,
-)
+from gitutor.chapters.flower_dp.experiments import attack_deltas, averaged_deltas, test_outcomes
+from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partitions
 from gitutor.controls import check_threshold, control_scores
 from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.flower_defenses import defended_round
@@ -72,33 +67,33 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
 
 
 def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
-    """What survives SecAgg+ for an aggregate of k one-face clients, k in ``cfg.secagg_k``:
-    ``cfg.secagg_groups`` disjoint groups of k faces (group g: faces g·k … g·k + k − 1), one SecAgg+
-    FedSGD round each, and Inverting Gradients on the unmasked average read as one batch-k gradient
-    (labels given: all faces). Returns ``{k: summary}``, one row per group (intervals over the
-    groups' aggregates)."""
-    faces, out = data["faces"], {}
+    """What survives SecAgg+ for an aggregate of k one-image clients, k in ``cfg.secagg_k``:
+    ``cfg.secagg_groups`` disjoint groups of k training images (group g: images g·k … g·k + k − 1 of
+    ``train_x``, faces and non-faces alternating), one SecAgg+ FedSGD round each, and Inverting
+    Gradients on the unmasked average read as one batch-k gradient (labels given). Returns
+    ``{k: summary}``, one row per group (intervals over the groups' aggregates)."""
+    images, labels, out = data["train_x"], data["train_y"], {}
     for k in cfg.secagg_k:
-        if k * cfg.secagg_groups > len(faces):
+        if k * cfg.secagg_groups > len(images):
             raise ValueError(f"secagg_k × secagg_groups = {k * cfg.secagg_groups} exceeds the "
-                             f"{len(faces)} faces")
+                             f"{len(images)} training images")
         batches, deltas = [], {}
         for g in range(cfg.secagg_groups):
-            group = [(faces[i:i + 1], torch.ones(1, dtype=torch.long)) for i in range(g * k, g * k + k)]
+            group = [(images[i:i + 1], labels[i:i + 1]) for i in range(g * k, g * k + k)]
             view = defended_round(model, group, {"lr": cfg.defense_lr}, "secagg+", engine=cfg.engine,
                                   client_seeds=client_secrets(k, seed + g), weighting="uniform")
             deltas[g] = [a - s for a, s in zip(view.aggregates[0], view.starts[0])]
-            batches.append((faces[g * k:g * k + k], torch.ones(k, dtype=torch.long)))
+            batches.append((images[g * k:g * k + k], labels[g * k:g * k + k]))
         out[k] = attack_deltas(model, deltas, batches, cfg, lr=cfg.defense_lr, seed=seed)
     return out
 
 
 def face_controls(data: dict, cfg) -> dict:
-    """PSNR (dB) of :func:`gitutor.controls.control_images` on the attacked faces and the highest
+    """PSNR (dB) of :func:`gitutor.controls.control_images` on the attacked images and the highest
     control, checked below :data:`~gitutor.controls.RECOGNISABLE_PSNR` (:func:`check_threshold`
     raises otherwise). Returns ``{"scores": {control: (N,)}, "best": dB, "best_name": str}``."""
-    faces = torch.cat([x for x, _ in attacked_partitions(data, cfg.attacked_clients, 1)])
-    scores = control_scores(faces)
+    images = torch.cat([x for x, _ in attacked_partitions(data, cfg.attacked_clients, 1)])
+    scores = control_scores(images)
     best = check_threshold(scores)
     name = max(scores, key=lambda k: float(scores[k].max()))
     return {"scores": scores, "best": best, "best_name": name}

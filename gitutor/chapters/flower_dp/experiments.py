@@ -1,18 +1,17 @@
 """Chapter 08's experiments: attacks on what a Flower server records, against Opacus DP-SGD.
 
-Data: the 200 LFW images of ``skimage.data.lfw_subset()`` (the first 100 faces, label 1; the rest
-non-faces, label 0), resized; 20 + 20 form the server's test set, faces from the rest are the
-attacked clients' photographs, and the others are spread over the utility clients.
+Data and partitions: :mod:`.faces`.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from gitutor.attacks import inverting_gradients
+from gitutor.attacks.objectives import cosine_gradient_distance
+from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partitions
 from gitutor.controls import RECOGNISABLE_PSNR
-from gitutor.data.bundled import resize
+from gitutor.federated.client import client_gradients
 from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.defenses import add_gaussian_noise
 from gitutor.federated.dp import epsilon
@@ -20,29 +19,6 @@ from gitutor.federated.flower import federated_round, update_as_gradient
 from gitutor.metrics import match_batch, psnr, score_batch
 from gitutor.models import LeNet
 from gitutor.stats import BOUNDS, interval, success_interval
-
-TEST_PER_CLASS = 20
-
-
-def face_data(size: int, seed: int = 0) -> dict[str, torch.Tensor]:
-    """LFW faces / non-faces at ``size`` px: ``faces`` (the attacked clients' pool, train),
-    ``train_x``/``train_y`` (the other training images), ``test_x``/``test_y`` (20 + 20).
-
-    Raises:
-        ValueError: for a ``size`` below 8.
-    """
-    import skimage.data
-
-    if isinstance(size, bool) or not isinstance(size, int) or size < 8:
-        raise ValueError(f"size must be an int ≥ 8 (pixels), got {size!r}")
-    images = torch.as_tensor(np.asarray(skimage.data.lfw_subset(), dtype=np.float32))
-    images = resize(images[:, None], size).clamp(0, 1)
-    order = torch.randperm(100, generator=torch.Generator().manual_seed(seed))
-    faces, others = images[:100][order], images[100:][order]
-    test_x = torch.cat([faces[:TEST_PER_CLASS], others[:TEST_PER_CLASS]])
-    test_y = torch.cat([torch.ones(TEST_PER_CLASS), torch.zeros(TEST_PER_CLASS)]).long()
-    return {"faces": faces[TEST_PER_CLASS:], "others": others[TEST_PER_CLASS:],
-            "test_x": test_x, "test_y": test_y}
 
 
 def chapter_model(size: int, seed: int = 0) -> LeNet:
@@ -65,24 +41,6 @@ def test_outcomes(model, images: torch.Tensor, labels: torch.Tensor) -> list[boo
         return (model(images).argmax(1) == labels).tolist()
 
 
-def attacked_partitions(data: dict, clients: int, batch: int) -> list:
-    """``clients`` partitions of ``batch`` distinct faces each (label 1)."""
-    faces = data["faces"]
-    if clients * batch > len(faces):
-        raise ValueError(f"clients × batch = {clients * batch} exceeds the {len(faces)} faces")
-    return [(faces[k * batch:(k + 1) * batch], torch.ones(batch, dtype=torch.long))
-            for k in range(clients)]
-
-
-def utility_partitions(data: dict, clients: int, skip: int) -> list:
-    """The training images left after the first ``skip`` faces, dealt to ``clients`` clients."""
-    images = torch.cat([data["faces"][skip:], data["others"]])
-    labels = torch.cat([torch.ones(len(data["faces"]) - skip), torch.zeros(len(data["others"]))])
-    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(1))
-    images, labels = images[order], labels[order].long()
-    return [(images[k::clients], labels[k::clients]) for k in range(clients)]
-
-
 def bias_label(gradient: list[torch.Tensor]) -> int:
     """The label of a one-image update: the class whose last-layer bias gradient p_c − y_c
     is negative (iDLG's rule read off the bias, which holds whatever the features' sign)."""
@@ -92,28 +50,53 @@ def bias_label(gradient: list[torch.Tensor]) -> int:
 def attack(model, update, truth, labels, *, lr: float, steps: int, iterations: int,
            tv_weight: float, seed: int, record_every: int = 50, progress: bool = False,
            noise_std: float = 0.0) -> dict:
-    """Inverting Gradients on −Δ/(η·steps); one client's scores, label and reconstruction.
+    """Inverting Gradients on −Δ/(η·steps); one client's row of :func:`attack_gradient`.
 
     ``noise_std`` > 0 first adds chapter 01's hand-written defense, N(0, noise_std²) on every
     entry of the gradient (no clipping), as if the client had sent that instead."""
     gradient = update_as_gradient(update, lr, steps)
     if noise_std:
         gradient = add_gaussian_noise(gradient, noise_std, torch.Generator().manual_seed(seed))
+    return attack_gradient(model, gradient, truth, labels, iterations=iterations,
+                           tv_weight=tv_weight, seed=seed, record_every=record_every,
+                           progress=progress)
+
+
+def attack_gradient(model, gradient, truth, labels, *, iterations: int, tv_weight: float,
+                    seed: int, record_every: int = 50, progress: bool = False) -> dict:
+    """Inverting Gradients from the start drawn with ``seed``; one client's scores, label and
+    reconstruction. B = 1: the label is read off the bias (:func:`bias_label`); B > 1: the labels
+    are given. The row keeps ``gradient``, the ``used`` labels and ``matching``, the cosine
+    gradient distance of the reconstruction (what the attacker can compute; no truth in it)."""
     label = bias_label(gradient)
     used = torch.tensor([label]) if len(labels) == 1 else labels  # B > 1: labels known
     result = inverting_gradients(model, gradient, used, truth.shape, iterations=iterations,
                                  tv_weight=tv_weight, seed=seed, record_every=record_every,
                                  progress=progress)
-    images = match_batch(result.images.clamp(0, 1), truth)
+    images = result.images.clamp(0, 1)
+    return score_row(images, truth) | {
+        "label_ok": len(labels) > 1 or label == int(labels[0]), "result": result,
+        "gradient": gradient, "used": used, "matching": matching_loss(model, gradient, images, used)}
+
+
+def score_row(images: torch.Tensor, truth: torch.Tensor) -> dict:
+    """PSNR/SSIM/MSE/LPIPS of ``images`` matched to ``truth`` (both (B, C, H, W) in [0, 1])."""
+    images = match_batch(images, truth)
     scores = score_batch(images, truth, match=False, lpips=True)
     return {"psnr": scores["psnr"], "ssim": scores["ssim"], "mse": scores["mse"],
-            "lpips": scores["lpips"], "psnrs": psnr(images, truth).tolist(), "images": images,
-            "label_ok": len(labels) > 1 or label == int(labels[0]), "result": result}
+            "lpips": scores["lpips"], "psnrs": psnr(images, truth).tolist(), "images": images}
+
+
+def matching_loss(model, gradient, images: torch.Tensor, labels: torch.Tensor) -> float:
+    """1 − cos between the gradient of ``images`` with ``labels`` and the observed ``gradient``
+    (Geiping et al. 2020, Eq. 4 without TV): the criterion by which the attacker, who never sees
+    the truth, ranks candidate reconstructions."""
+    return float(cosine_gradient_distance(client_gradients(model, images, labels), gradient))
 
 
 def regime(model, data: dict, *, clients: int, batch: int, epochs: int, cfg, seed: int = 0,
            batch_size: int | None = None, noise_std: float = 0.0) -> dict:
-    """One Flower round with ``clients`` clients of ``batch`` faces, then the attack on each.
+    """One Flower round with ``clients`` clients of ``batch`` images, then the attack on each.
 
     FedSGD: ``epochs = 1`` and one batch; FedAvg: ``epochs`` passes in mini-batches of
     ``batch_size``. Returns the per-client rows and PSNR/SSIM intervals.
@@ -146,7 +129,7 @@ def attack_deltas(model, deltas: dict, partitions: list, cfg, *, lr: float, step
                      steps=(steps or {}).get(partition, 1), iterations=cfg.attack_iterations,
                      tv_weight=cfg.tv_weight, seed=seed + partition,
                      record_every=cfg.record_every, progress=cfg.progress, noise_std=noise_std)
-        rows.append(row | {"partition": partition, "truth": truth})
+        rows.append(row | {"partition": partition, "truth": truth, "truth_labels": labels})
     return summarise(rows)
 
 
@@ -174,15 +157,26 @@ def averaged_deltas(updates, starts, partitions: int) -> dict:
 
 def summarise(rows: list[dict]) -> dict:
     """Rows plus PSNR/SSIM/LPIPS intervals over them (:func:`gitutor.stats.interval`; LPIPS None
-    without its backbone), label accuracy, and ``recognised`` of ``images``: images at PSNR ≥
-    :data:`~gitutor.controls.RECOGNISABLE_PSNR`."""
+    without its backbone), label accuracy, ``label_chance`` (the majority-class guess's accuracy over
+    the rows, from each row's ``truth_labels``; None without them), and ``recognised`` of
+    ``images``: images at PSNR ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR`."""
     lpips = [r["lpips"] for r in rows]
     psnrs = [v for r in rows for v in r["psnrs"]]
     return {"rows": rows, "psnr": interval([r["psnr"] for r in rows], bounds=BOUNDS["PSNR"]),
             "ssim": interval([r["ssim"] for r in rows], bounds=BOUNDS["SSIM"]),
             "lpips": None if None in lpips else interval(lpips, bounds=(0.0, float("inf"))),
             "label_rate": sum(r["label_ok"] for r in rows) / len(rows),
+            "label_chance": majority_rate([r.get("truth_labels") for r in rows]),
             "recognised": sum(v >= RECOGNISABLE_PSNR for v in psnrs), "images": len(psnrs)}
+
+
+def majority_rate(labels: list) -> float | None:
+    """The accuracy of always guessing the commonest of ``labels`` (one label tensor per row, each
+    row counted once when it holds one image); None when any is missing or a row holds more."""
+    if any(y is None or len(y) != 1 for y in labels):
+        return None
+    values = [int(y[0]) for y in labels]
+    return max(values.count(v) for v in set(values)) / len(values)
 
 
 def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
@@ -239,7 +233,7 @@ def dlg_lenet(size: int, seed: int = 0) -> LeNet:
 
 def budget_curve(candidates: dict, data: dict, cfg, *, clients: int = 3) -> dict:
     """PSNR (dB) along the attack for each candidate network: one Flower FedSGD round with
-    ``clients`` one-face clients, one attack of ``cfg.attack_iterations`` steps each, scored at
+    ``clients`` one-image clients, one attack of ``cfg.attack_iterations`` steps each, scored at
     every snapshot. Returns ``{name: {step: Interval}}``."""
     curves = {}
     for name, net in candidates.items():
