@@ -15,8 +15,8 @@ fixed plain-gradient step cannot follow. After S steps the DDPM denoises from t*
 
 λ (``matching_weight``) is ours: Eq. 14 adds the two terms unweighted, and Algorithm 1's clip only
 *caps* g_gm at ζ ||g_p||. A cosine distance near 0 has a gradient orders of magnitude smaller than the
-prior's (measured in ``history["grad_ratio"]``), so unweighted the prior alone moves x̂ and every user
-gets the same image. A large λ makes the clip bind at every step: g_gm then has norm ζ_i ||g_p|| —
+prior's (measured in ``history["grad_ratio"]``), so unweighted the prior alone moves x̂ and each user
+gets an image that does not depend on the user's gradient (only on the seed). A large λ makes the clip bind at every step: g_gm then has norm ζ_i ||g_p|| —
 matching and prior get a fixed share of the step, as Algorithm 1's ζ intends.
 
 x̂ lives in the DDPM's scale [−1, 1] at the prior's resolution; the classifier sees
