@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gitutor.attacks import FeatureHasher, InversionMLP, defended_inverting_gradients, make_gradient_dataset
+from gitutor.attacks import FeatureHasher, InversionMLP, dlg, make_gradient_dataset
 from gitutor.attacks.lti import aggregate_batches, gradient_features, reconstruct, train_inversion_model
+from gitutor.chapters.learning_to_invert.tuning import run_ig
 from gitutor.data import digits, torchvision_images
 from gitutor.federated import Defense, gradient_dimension
 from gitutor.federated.case import defended_clients_case
@@ -117,11 +118,24 @@ class Setup:
     def ig(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
            defense_name: str) -> torch.Tensor:
         """Defense-aware Inverting Gradients on one observed gradient of the batch ``x`` ``(B, C, H, W)``
-        with known labels ``y``; returns ``(1, B, C, H, W)``."""
-        result = defended_inverting_gradients(model, observed, y.to(self.device), tuple(x.shape), defense_name,
-                                              iterations=self.cfg.ig_iterations, tv_weight=self.cfg.ig_tv_weight,
-                                              lr=self.cfg.ig_lr, seed=self.seed, progress=self.progress)
-        return result.images[None]
+        with known labels ``y``, at ``cfg.ig_iterations`` and the settings ``cfg.ig_settings[defense_name]``
+        (:func:`~gitutor.chapters.learning_to_invert.tuning.run_ig`); returns ``(1, B, C, H, W)``.
+
+        Raises:
+            KeyError: for a defense without settings in the profile.
+        """
+        return run_ig(model, observed, x, y, defense_name, self.cfg.ig_iterations,
+                      self.cfg.ig_settings[defense_name], self.seed, self.progress)
+
+    def dlg(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """DLG (Zhu et al. 2019, Alg. 1) with the labels known (the iDLG setting, as IG is given them): L-BFGS
+        on the L2 distance to the observed (defended) gradient for ``cfg.dlg_iterations`` steps, stopped once
+        it is below ``cfg.dlg_stop_loss``; the image clamped to the pixel box [0, 1] for scoring (DLG itself
+        does not clamp). Returns ``(1, B, C, H, W)``."""
+        result = dlg(model, observed, tuple(x.shape), self.cfg.num_classes, labels=y.to(observed[0].device),
+                     iterations=self.cfg.dlg_iterations, stop_loss=self.cfg.dlg_stop_loss, seed=self.seed,
+                     progress=self.progress)
+        return result.images.clamp(0, 1)[None]
 
 
 def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | None, images: torch.Tensor,
