@@ -8,12 +8,13 @@
    fresh run per budget: IG's step schedule is set by its budget). The observed gradients are the chapter's
    own for the deterministic defenses (none, sign, prune); the Gaussian defense draws fresh noise.
 
-Writes both, with provenance, to ``book/studies/06_ig_budget.json``, which the chapter reads
+One process per defense (one thread each). Writes both, with provenance, to ``book/studies/06_ig_budget.json``, which the chapter reads
 (:mod:`gitutor.chapters.learning_to_invert.budget`).
 
-    OMP_NUM_THREADS=1 python benchmarks/ig_budget_06.py --tune-images 4 --targets 6 --budgets 100 300 1000
+    OMP_NUM_THREADS=1 python benchmarks/ig_budget_06.py --tune-images 3 --targets 4 --budgets 100 300 1000
 """
 import argparse
+import multiprocessing
 import platform
 import subprocess
 import sys
@@ -32,39 +33,48 @@ from gitutor.files import write_json
 OUT = Path(__file__).resolve().parents[1] / "book" / "studies" / "06_ig_budget.json"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tune-images", type=int, default=4)
-    parser.add_argument("--targets", type=int, default=6)
-    parser.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000])
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def one_defense(args, name: str) -> tuple[dict, dict]:
+    """Tuning and budget study under one defense (one process each)."""
     torch.set_num_threads(1)
     cfg = gitutor.get_profile("06_learning_to_invert", "quick")
     aux_x, aux_y, target_x, target_y = study.load_split(cfg, args.seed)
     model = study.build_model(cfg.models[0], cfg)
     hasher = study.build_hasher(cfg.models[0], model, cfg, args.seed)
-    defenses = paper_defenses(prune_rate=cfg.prune_rate, sigma=cfg.sigma, seed=args.seed)
-    start = time.perf_counter()
+    defense = paper_defenses(prune_rate=cfg.prune_rate, sigma=cfg.sigma, seed=args.seed)[name]
     tx, ty = aux_x[:args.tune_images], aux_y[:args.tune_images]
-    tune_observed = {name: study.observe(model, hasher, d, tx, ty, 1)[1] for name, d in defenses.items()}
-    tuning = tune_ig(model, tune_observed, tx, ty, cfg.ig_iterations, args.seed)
-    print("chosen", tuning["chosen"], flush=True)
-    tuning_seconds = time.perf_counter() - start
+    tuning = tune_ig(model, {name: study.observe(model, hasher, defense, tx, ty, 1)[1]}, tx, ty,
+                     cfg.ig_iterations, args.seed)
     x, y = target_x[:args.targets], target_y[:args.targets]
-    observed = {name: study.observe(model, hasher, defense, x, y, 1)[1] for name, defense in defenses.items()}
+    observed = {name: study.observe(model, hasher, defense, x, y, 1)[1]}
     setup = study.Setup(cfg.replace(ig_settings=tuning["chosen"]), args.seed, "cpu", False, tuple(x.shape[1:]))
-    errors = ig_budget_errors(setup, model, observed, x, y, args.budgets)
+    return tuning, ig_budget_errors(setup, model, observed, x, y, args.budgets)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tune-images", type=int, default=3)
+    parser.add_argument("--targets", type=int, default=4)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[100, 300, 1000])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    cfg = gitutor.get_profile("06_learning_to_invert", "quick")
+    names = list(paper_defenses())
+    start = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(len(names)) as pool:  # one process (one thread) per defense
+        found = pool.starmap(one_defense, [(args, name) for name in names])
     seconds = time.perf_counter() - start
+    tuning = {key: {name: part[key][name] for name, (part, _) in zip(names, found)}
+              for key in ("grid", "stage2", "chosen")}
+    errors = {name: by_budget[name] for name, (_, by_budget) in zip(names, found)}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=OUT.parent).stdout.strip()
     record = {"command": "OMP_NUM_THREADS=1 python benchmarks/ig_budget_06.py " + " ".join(sys.argv[1:]),
               "commit": commit, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-              "threads": 1, "wall_seconds": round(seconds, 1), "profile": "quick", "seed": args.seed,
-              "tuning": {**tuning, "images": args.tune_images, "iterations": cfg.ig_iterations,
-                         "wall_seconds": round(tuning_seconds, 1)},
+              "threads": 1, "processes": len(names), "wall_seconds": round(seconds, 1), "profile": "quick",
+              "seed": args.seed, "tuning": {**tuning, "images": args.tune_images, "iterations": cfg.ig_iterations},
               "targets": args.targets, "budgets": args.budgets, "table_budget": cfg.ig_iterations, "errors": errors}
     write_json(OUT, record)
+    print("chosen", tuning["chosen"])
     for defense, by_budget in errors.items():
         print(defense, {b: round(sum(v) / len(v), 4) for b, v in by_budget.items()}, flush=True)
     print(f"{seconds:.0f} s -> {OUT}")

@@ -72,12 +72,14 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
             ``iterations < 1``, ``record_every < 1``,
             a NaN/inf/negative ``tv_weight``, a NaN/inf/non-positive ``lr``, or gradients that do
             not match the model or are not finite.
-        TypeError: for non-float gradients or non-numeric hyper-parameters.
+        TypeError: for non-float gradients, non-numeric hyper-parameters or a non-bool ``keep_best``.
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape, model)
     tv_weight = check_hyperparameter(tv_weight, "tv_weight")
     check_count(iterations, "iterations")
+    if not isinstance(keep_best, bool):
+        raise TypeError(f"keep_best must be a bool, got {type(keep_best).__name__}")
     if matching_distance is None and labels.shape[0] != shape[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {shape[0]}")
     if matching_distance is None:

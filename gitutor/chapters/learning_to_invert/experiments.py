@@ -163,13 +163,14 @@ def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | N
 
 @dataclass(frozen=True)
 class Comparison:
-    """One cell of Table 1: IG and LTI reconstructions of the same targets.
+    """One cell of Table 1: IG, DLG (B = 1) and LTI reconstructions of the same targets.
 
     Attributes:
-        scores: ``{"IG", "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim", "lpips"}}``
+        scores: ``{"IG", "DLG" (B = 1 only), "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim", "lpips"}}``
             (:func:`~gitutor.metrics.score_batch`; LPIPS with its AlexNet backbone, None when not installed).
         history: g_θ's loss curves; ``ig_images`` ``(n_ig, B, C, H, W)``; ``lti_images`` ``(n, B, C, H, W)``;
-        truth: ``(n, B, C, H, W)`` the targets; ``features``: the targets' observed features ``(n, m or k)``.
+        truth: ``(n, B, C, H, W)`` the targets; ``features``: the targets' observed features ``(n, m or k)``;
+        dlg_images: ``(n_ig, B, C, H, W)`` for B = 1, else None.
     """
 
     scores: dict[str, dict[str, float]]
@@ -178,14 +179,15 @@ class Comparison:
     lti_images: torch.Tensor
     truth: torch.Tensor
     features: torch.Tensor
+    dlg_images: torch.Tensor | None = None
 
     def per_batch_mse(self, method: str) -> list[float]:
-        """MSE of every target batch attacked by both methods (``"IG"`` or ``"LTI"``): one value per
+        """MSE of every target batch attacked by both methods (``"IG"``, ``"DLG"`` or ``"LTI"``): one value per
         batch, its images put in their best order first (:func:`~gitutor.metrics.match_batch`); for
         B = 1 one value per target.
 
         Raises:
-            ValueError: for another method.
+            ValueError: for another method, or DLG in a cell it did not attack.
         """
         return [float(mse(r, x).mean()) for r, x in self.matched(method)]
 
@@ -194,11 +196,11 @@ class Comparison:
         reconstruction put in its best order (:func:`~gitutor.metrics.match_batch`).
 
         Raises:
-            ValueError: for a method other than ``"IG"`` or ``"LTI"``.
+            ValueError: for a method other than ``"IG"``, ``"DLG"`` or ``"LTI"``, or DLG in a cell without it.
         """
-        if method not in ("IG", "LTI"):
-            raise ValueError(f"method must be 'IG' or 'LTI', got {method!r}")
-        images = self.ig_images if method == "IG" else self.lti_images[:len(self.ig_images)]
+        if method not in ("IG", "DLG", "LTI") or (method == "DLG" and self.dlg_images is None):
+            raise ValueError(f"method must be 'IG', 'LTI' or (B = 1) 'DLG', got {method!r}")
+        images = {"IG": self.ig_images, "DLG": self.dlg_images}.get(method, self.lti_images[:len(self.ig_images)])
         return [(match_batch(r, x), x) for r, x in zip(images, self.truth[:len(images)])]
 
 
@@ -208,7 +210,8 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
     """Table 1, one model × defense × B: train g_θ on the aggregated auxiliary ``(features, batches)``
     (B = 1 pairs from :func:`~gitutor.attacks.make_gradient_dataset`; ``cfg.b4_batches`` random
     B-batches for B > 1), observe the targets ``(images, labels)`` (:func:`observe`), reconstruct all
-    of them with LTI and the first ``cfg.n_ig_targets`` (B = 1) or ``cfg.n_ig_batches`` with IG.
+    of them with LTI and the first ``cfg.n_ig_targets`` (B = 1) or ``cfg.n_ig_batches`` with IG; for B = 1
+    the same targets also with DLG (:meth:`Setup.dlg`), on the same observed gradients.
 
     Raises:
         ValueError: as :func:`observe`, :func:`~gitutor.attacks.lti.aggregate_batches` and the attacks.
@@ -222,11 +225,14 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
     n_ig = cfg.n_ig_targets if batch_size == 1 else cfg.n_ig_batches
     ig_images = torch.cat([setup.ig(model, observed[i], target_x[groups[i]], target_y[groups[i]], defense.name)
                            for i in range(n_ig)])
+    dlg_images = None if batch_size > 1 else torch.cat(
+        [setup.dlg(model, observed[i], target_x[groups[i]], target_y[groups[i]]) for i in range(n_ig)]).cpu()
     truth = target_x[groups]
     scores = {"IG": score_batch(ig_images, truth[:n_ig], lpips=True),
+              **({} if dlg_images is None else {"DLG": score_batch(dlg_images, truth[:n_ig], lpips=True)}),
               "LTI": score_batch(lti_images[:n_ig], truth[:n_ig], lpips=True),
               "LTI (all held-out)": score_batch(lti_images, truth, lpips=True)}
-    return Comparison(scores, history, ig_images, lti_images, truth, features)
+    return Comparison(scores, history, ig_images, lti_images, truth, features, dlg_images)
 
 
 def aux_size_errors(setup: Setup, features: torch.Tensor, aux_x: torch.Tensor, sizes: list[int],

@@ -26,7 +26,7 @@ PAPER_MSE = {
 }
 #: Wu et al. 2022, Table 2: LTI-OOD MSE (LeNet, B = 1) per defense.
 PAPER_OOD = [0.015, 0.036, 0.045, 0.029]
-METHODS = ("IG", "LTI", "LTI (all held-out)")
+METHODS = ("IG", "DLG", "LTI", "LTI (all held-out)")  # DLG: B = 1 only
 #: The defended settings of Table 1 (the comparisons the paper's claim is about).
 DEFENDED = ("sign", "prune", "gauss")
 #: The paper's data set; MSE rows are comparable with the paper only on it.
@@ -39,7 +39,8 @@ CLAIM = ("LTI outperforms both baselines significantly and consistently across a
 
 
 def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], found: Mapping[str, int | None],
-                    table_budget: int, names: Mapping[str, str], n: int, tuned: bool | None = None) -> dict:
+                    table_budget: int, names: Mapping[str, str], n: int, tuned: bool | None = None,
+                    dlg_verdicts: Mapping[str, str] | None = None) -> dict:
     """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
     this book runs) from the paired comparisons.
 
@@ -50,6 +51,8 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
         tuned: False when IG's error *grows* with its budget in the recorded study (a sign of a mis-set
             baseline: more optimisation should not hurt); a *consistent* reading then becomes *not resolved*.
+        dlg_verdicts: LTI against DLG on the same targets (the book's further baseline, not the paper's):
+            reported in the reason, not used for the outcome.
 
     *refuted* when IG beats LTI under a defense (at Table 1's budget or the larger one); *consistent* when LTI
     is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
@@ -67,8 +70,11 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
     read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
     flat = ", ".join("still falling" if found.get(d) is None else f"{found[d]}" for d in DEFENDED)
-    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
+    reason = f"{n} targets, tuned IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
         "; IG's MSE grows with its budget, so the baseline is not at its best" if tuned is False else "")
+    if dlg_verdicts:
+        reason += "; against DLG (not a baseline of the paper): " + "; ".join(
+            f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED)
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
@@ -84,9 +90,11 @@ def table1_markdown(table1: Mapping, model: str, batch_size: int, names: Mapping
     def lpips(c):
         return LPIPS_NA if c.get("lpips") is None else f"{c['lpips']:.3f}"
 
+    methods = [m for m in METHODS if m in table1[model, batch_size, next(iter(names))]]
     rows = [[method] + [f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f} / {lpips(c)}"
-                        for c in (table1[model, batch_size, d][method] for d in names)] for method in METHODS]
-    return (f"**{model}, B = {batch_size}** (IG and LTI on the same {n_ig} target batch(es); LTI also on all "
+                        for c in (table1[model, batch_size, d][method] for d in names)] for method in methods]
+    attacked = " and ".join([", ".join(methods[:-2]), "LTI"]) if len(methods) > 3 else "IG and LTI"
+    return (f"**{model}, B = {batch_size}** ({attacked} on the same {n_ig} target batch(es); LTI also on all "
             f"{n_targets // batch_size})\n\n"
             + markdown_table(["method"] + [f"{name}: MSE / PSNR / SSIM / LPIPS" for name in names.values()], rows))
 

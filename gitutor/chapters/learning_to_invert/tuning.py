@@ -23,7 +23,7 @@ from gitutor.attacks import defended_inverting_gradients
 from gitutor.metrics import mse
 
 #: Stage 1's grid: α_TV × learning rate.
-GRID = {"tv_weight": (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1), "lr": (0.3, 0.1, 0.03)}
+GRID = {"tv_weight": (0.0, 1e-4, 1e-3, 1e-2, 1e-1), "lr": (0.3, 0.1)}
 #: Restarts tried in stage 2.
 RESTARTS = 3
 #: Restarts are adopted only if they lower the tuning images' mean MSE by more than this fraction.
@@ -97,3 +97,39 @@ def tune_ig(model: nn.Module, observed: Mapping[str, Sequence[list[torch.Tensor]
             settings["restarts"] = RESTARTS
         stage2[defense], chosen[defense] = variants, settings
     return {"grid": grid, "stage2": stage2, "chosen": chosen}
+
+
+def tuning_tables(tuning: Mapping, names: Mapping[str, str], settings: Mapping[str, Mapping]) -> dict:
+    """The recorded tuning (:func:`tune_ig`'s result in ``book/studies/06_ig_budget.json``) for the page.
+
+    Args:
+        tuning: ``{"grid", "stage2", "chosen", "images", "iterations"}``.
+        names: display names of the defenses (the tuning's keys).
+        settings: this run's ``cfg.ig_settings``.
+
+    Returns:
+        ``grid`` (Markdown: mean tuning MSE per α_TV × lr and defense, the chosen pair in bold), ``stage2``
+        (Markdown: the variants at the chosen pair), ``chosen`` (text, per defense) and ``matches`` (whether
+        this run's settings are the recorded choice).
+    """
+    from gitutor.tables import markdown_table
+
+    def setting(s):
+        return (f"α_TV = {s['tv_weight']:g}, lr = {s['lr']:g} ({'steps' if s['lr_steps'] else 'constant'}), "
+                f"{'best' if s['keep_best'] else 'last'} iterate, {s['restarts']} start(s)")
+
+    chosen = tuning["chosen"]
+    pairs = [(tv, lr) for tv, lr, _ in tuning["grid"][next(iter(names))]]
+    cells = {d: {(tv, lr): m for tv, lr, m in tuning["grid"][d]} for d in names}
+
+    def cell(d, pair):
+        text = f"{cells[d][pair]:.4f}"
+        return f"**{text}**" if pair == (chosen[d]["tv_weight"], chosen[d]["lr"]) else text
+
+    grid = markdown_table(["α_TV", "lr", *names.values()], [[f"{tv:g}", f"{lr:g}", *(cell(d, (tv, lr)) for d in names)]
+                                                          for tv, lr in pairs])
+    variants = list(tuning["stage2"][next(iter(names))])
+    stage2 = markdown_table(["variant at the chosen α_TV, lr", *names.values()],
+                            [[v, *(f"{tuning['stage2'][d][v]:.4f}" for d in names)] for v in variants])
+    return {"grid": grid, "stage2": stage2, "chosen": "; ".join(f"{names[d]}: {setting(chosen[d])}" for d in names),
+            "matches": all(dict(settings[d]) == dict(chosen[d]) for d in names)}
