@@ -62,12 +62,6 @@ def flattened(errors: Mapping[str, Mapping[int, Sequence[float]]], tolerance: fl
     return found
 
 
-def grows(errors: Mapping[str, Mapping[int, Sequence[float]]]) -> bool:
-    """Whether IG's mean MSE at the largest budget is above its mean at the smallest under some defense (more
-    optimisation making the baseline worse: a sign that it is not at its best)."""
-    return any(np.mean(e[max(e)]) > np.mean(e[min(e)]) for e in errors.values())
-
-
 def budget_sentence(found: Mapping[str, int | None], names: Mapping[str, str], table_budget: int,
                     budgets: Sequence[int], errors: Mapping[str, Mapping[int, Sequence[float]]] | None = None) -> str:
     """Where the curves flatten, and whether Table 1's budget ``table_budget`` lies at or beyond that, in words;

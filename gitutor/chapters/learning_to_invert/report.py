@@ -49,8 +49,9 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
             ``table_budget`` iterations.
         at_budget: the same comparison against IG at the recorded study's largest budget (may be empty).
         found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
-        tuned: False when IG's error *grows* with its budget in the recorded study (a sign of a mis-set
-            baseline: more optimisation should not hurt); a *consistent* reading then becomes *not resolved*.
+        tuned: False when Table 1's IG does not run the settings the recorded tuning chose on auxiliary
+            images (:func:`~gitutor.chapters.learning_to_invert.tuning.tuning_tables`): a baseline not at its
+            best; a *consistent* reading then becomes *not resolved*. True: it does (the reason says so).
         dlg_verdicts: LTI against DLG on the same targets (the book's further baseline, not the paper's):
             reported in the reason, not used for the outcome.
 
@@ -70,8 +71,9 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
     read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
     flat = ", ".join("still falling" if found.get(d) is None else f"{found[d]}" for d in DEFENDED)
-    reason = f"{n} targets, tuned IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
-        "; IG's MSE grows with its budget, so the baseline is not at its best" if tuned is False else "")
+    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
+        "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
+        if tuned is False else "; IG's settings tuned per defense on auxiliary images" if tuned else "")
     if dlg_verdicts:
         reason += "; against DLG (not a baseline of the paper): " + "; ".join(
             f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED)

@@ -79,7 +79,7 @@ def tune_ig(model: nn.Module, observed: Mapping[str, Sequence[list[torch.Tensor]
         raise ValueError(f"observed must hold one gradient per tuning image ({len(images)}) for every defense")
     grid, stage2, chosen = {}, {}, {}
     for defense, grads in observed.items():
-        def mean_error(**changes):
+        def mean_error(grads=grads, defense=defense, **changes):
             return float(np.mean(_errors(model, grads, images, labels, defense, iterations,
                                          {**DEFAULTS, **changes}, seed)))
 
