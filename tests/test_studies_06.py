@@ -208,6 +208,10 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     assert found == {"none": 100, "sign": None}
     sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
     assert "Under sign comp. IG's curve is still falling" in sentence and "beyond 1000" in sentence
+    rising = {**errors, "none": {100: [0.02], 300: [0.019], 1000: [0.03]}}
+    assert "Under none IG's mean MSE at 1000 iterations is above" in budget.budget_sentence(
+        budget.flattened(rising), names, 100, [100, 300, 1000], rising)
+    assert "is above" not in budget.budget_sentence(found, names, 100, [100, 300, 1000], errors)
     assert budget.budget_sentence({"none": 100}, names, 100, [100, 300]).startswith("Every curve has flattened")
     cells = {("lenet", 1, "none"): _comparison([0.02 ** 0.5] * 2, [0.01, 0.01]),
              ("lenet", 1, "sign"): _comparison([0.2 ** 0.5] * 2, [0.01, 0.012])}

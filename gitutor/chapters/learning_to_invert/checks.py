@@ -2,7 +2,7 @@
 
 - :func:`paired_comparison`: LTI against Inverting Gradients on the *same* target batches, judged by
   the 95 % interval of the per-batch differences LTI − IG (:mod:`gitutor.paired`: the targets' own
-  difficulty cancels), per defense. The intervals vary the targets only: one trained g_θ, one IG seed.
+  difficulty cancels), per defense. The intervals vary the targets only: one trained g_θ, IG's and DLG's starts fixed.
 - :func:`input_scale_check`: why an undefended g_θ can come out *worse* than one under sign
   compression — the size of its input coordinates — measured by training g_θ on raw features.
 - :func:`ood_reference`: Table 2 read against the reference that ignores the gradient, the mean

@@ -119,13 +119,16 @@ class Setup:
            defense_name: str) -> torch.Tensor:
         """Defense-aware Inverting Gradients on one observed gradient of the batch ``x`` ``(B, C, H, W)``
         with known labels ``y``, at ``cfg.ig_iterations`` and the settings ``cfg.ig_settings[defense_name]``
-        (:func:`~gitutor.chapters.learning_to_invert.tuning.run_ig`); returns ``(1, B, C, H, W)``.
+        (:func:`~gitutor.chapters.learning_to_invert.tuning.run_ig`), tuned for B = 1: a batch (B > 1) runs
+        them with one start (restarts would multiply B = 4's larger cost); returns ``(1, B, C, H, W)``.
 
         Raises:
             KeyError: for a defense without settings in the profile.
         """
-        return run_ig(model, observed, x, y, defense_name, self.cfg.ig_iterations,
-                      self.cfg.ig_settings[defense_name], self.seed, self.progress)
+        settings = self.cfg.ig_settings[defense_name]
+        settings = settings if len(x) == 1 else {**settings, "restarts": 1}
+        return run_ig(model, observed, x, y, defense_name, self.cfg.ig_iterations, settings, self.seed,
+                      self.progress)
 
     def dlg(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """DLG (Zhu et al. 2019, Alg. 1) with the labels known (the iDLG setting, as IG is given them): L-BFGS

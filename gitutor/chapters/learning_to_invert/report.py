@@ -70,8 +70,9 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
     if outcome == "consistent" and tuned is False:
         outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
     read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
-    flat = ", ".join("still falling" if found.get(d) is None else f"{found[d]}" for d in DEFENDED)
-    reason = f"{n} targets, IG {table_budget} its: {read}; IG flat by (its) {flat}" + (
+    flat = ", ".join(f"{names[d]} " + ("still falling" if found.get(d) is None else f"by {found[d]}")
+                     for d in DEFENDED)
+    reason = f"{n} targets, IG {table_budget} its: {read}; IG's curve flat (iterations): {flat}" + (
         "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
         if tuned is False else "; IG's settings tuned per defense on auxiliary images" if tuned else "")
     if dlg_verdicts:
@@ -153,7 +154,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
              for defense in order]
     rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
                     "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
-                               "(one trained g_θ, one IG seed: the targets vary)",
+                               "(one trained g_θ, IG's starts fixed: the targets vary)",
                     "paper": len(DEFENDED), "this_run": wins, "unit": f"of {len(DEFENDED)} defenses",
                     "better": "higher", "headline": True, "n": 1,  # one count of comparisons, each judged by its interval
                     "differences": f"{scale}; paper: means over 1 000 targets", **(claim or {})})
@@ -239,6 +240,6 @@ def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
     with ``size`` of them (the paper: all three, both times)."""
     count = len(DEFENDED)
     return (f"LTI's MSE lies below Inverting Gradients' beyond target-to-target variation (paired over "
-            f"{comparison['n']} targets, one trained g_θ, one IG seed) under {comparison['wins']} of the {count} "
+            f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
             f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
             f"images; the paper finds LTI ahead under all {count}.")
