@@ -9,7 +9,7 @@ papermill = pytest.importorskip("papermill")
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"n_aux": 240, "n_heldout": 24, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 40, "epochs": 2,
-        "ig_iterations": 4, "aux_sizes": [60], "grid_targets": 2}
+        "ig_iterations": 4, "dlg_iterations": 2, "aux_sizes": [60], "grid_targets": 2}
 
 
 def _run(tmp_path: Path, name: str) -> dict:

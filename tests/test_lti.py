@@ -248,3 +248,22 @@ def test_standardised_input_makes_training_blind_to_the_features_scale():
     assert torch.equal(model.scale, torch.ones(12))
     with pytest.raises(ValueError, match="features"):
         model.standardise_from(torch.ones(1, 12))
+
+
+def test_defended_ig_keeps_the_best_iterate_and_runs_a_constant_rate_on_request(lenet, small_digits):
+    x, y = small_digits[0][:1], small_digits[1][:1]
+    grads = observed_gradient(lenet, x, y)
+    common = dict(iterations=12, tv_weight=0.0, lr=0.3, seed=0)
+    last = defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", **common)
+    best = defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", keep_best=True, **common)
+    assert last.history["loss"] == best.history["loss"]  # the same run, another image returned
+    assert best.info["best_iteration"] == 1 + min(range(12), key=best.history["loss"].__getitem__)
+    assert "best_iteration" not in last.info
+    stepped = {round(lr, 6) for lr in last.history["lr"]}
+    assert stepped == {0.3, 0.03, 0.003, 0.0003}  # Geiping et al.'s steps at 3/8, 5/8, 7/8
+    flat = defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", lr_steps=(), **common)
+    assert set(flat.history["lr"]) == {0.3}
+    with pytest.raises(ValueError, match="fractions"):
+        defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", lr_steps=(1.5,), **common)
+    with pytest.raises(TypeError, match="keep_best"):
+        defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", keep_best=1, **common)

@@ -12,7 +12,7 @@ from gitutor.chapters.learning_to_invert import report as lti_report
 from gitutor.chapters.learning_to_invert.report import PAPER_MSE, defense_names, results_rows, table1_markdown
 
 TINY = dict(n_aux=60, n_heldout=8, n_ig_targets=2, n_ig_batches=1, b4_batches=12, epochs=2, ig_iterations=2,
-            hidden={1: 16, 4: 16}, image_size=8, train_batch=16)
+            hidden={1: 16, 4: 16}, image_size=8, train_batch=16, dlg_iterations=2)
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +70,12 @@ def test_lti_beats_the_mean_image_without_defense_and_reports_both_attacks(cfg):
     mean_mse = float(((aux_x.mean(0) - target_x) ** 2).mean())
     assert cell.scores["LTI (all held-out)"]["mse"] < 0.8 * mean_mse   # g_θ learned something from the gradient
     assert len(cell.per_batch_mse("IG")) == 2 and cell.history["val_loss"][-1] < cell.history["val_loss"][0]
+    assert cell.dlg_images.shape == (2, 1, 1, 8, 8) and 0 <= cell.dlg_images.min() and cell.dlg_images.max() <= 1
+    assert len(cell.per_batch_mse("DLG")) == 2 and "DLG" in cell.scores
     with pytest.raises(ValueError, match="method"):
-        cell.per_batch_mse("DLG")
+        cell.per_batch_mse("GI-GIP")
+    with pytest.raises(ValueError, match="method"):
+        _comparison([0.1], [0.1]).per_batch_mse("DLG")  # a cell DLG did not attack (B = 4)
     errors = study.aux_size_errors(setup, aux[0], aux_x, [20, 400], cell.features, target_x)
     assert len(errors) == 2 and len(errors[0]) == 8
     assert sum(errors[1]) < sum(errors[0])   # more auxiliary data, a better inverse
@@ -108,11 +112,12 @@ def test_report_rows_and_table_carry_the_papers_numbers():
     assert "| IG | 0.0123 / 19.1 / 0.50" in table1_markdown(table1, "lenet", 1, names, 5, 200)
 
 
-def _comparison(ig, lti):
-    """A Table 1 cell whose IG and LTI reconstructions are off the truth by the given offsets."""
+def _comparison(ig, lti, dlg=None):
+    """A Table 1 cell whose IG, LTI (and DLG) reconstructions are off the truth by the given offsets."""
     truth = torch.full((len(ig), 1, 1, 4, 4), 0.5)
     offsets = lambda values: torch.tensor(values).view(-1, 1, 1, 1, 1)  # noqa: E731
-    return study.Comparison({}, {}, truth + offsets(ig), truth + offsets(lti), truth, torch.zeros(len(ig), 2))
+    return study.Comparison({}, {}, truth + offsets(ig), truth + offsets(lti), truth, torch.zeros(len(ig), 2),
+                            None if dlg is None else truth + offsets(dlg))
 
 
 def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
@@ -139,6 +144,11 @@ def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
     assert "under 2 of the 3 defenses" in sentence and "1 of 3 with 100 auxiliary images" in sentence
     one = {key: _comparison([0.3], [0.01]) for key in cells}  # one batch: nothing resolved
     assert lti_checks.paired_comparison(one, "lenet", names)["wins"] == 0
+    with_dlg = {key: _comparison([0.30, 0.31, 0.29, 0.30], [0.10, 0.11, 0.10, 0.11], [0.0, 0.0, 0.0, 0.001])
+                for key in cells}
+    both = lti_checks.paired_comparison(with_dlg, "lenet", names)
+    assert both["dlg_verdicts"]["sign"] == "LTI > DLG" and both["verdicts"]["sign"] == "LTI < IG"
+    assert "LTI vs DLG" in both["table"] and result["dlg_verdicts"] == {}
 
 
 def test_ood_reference_reads_table_2_against_the_mean_image():
@@ -179,6 +189,8 @@ def test_the_claim_is_judged_from_the_paired_comparisons_and_the_baselines_budge
     judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16)
     assert judged["claim_outcome"] == "consistent" and "§4.1.1" in judged["claim"]
     assert judged["claim_reason"].startswith("16 targets, IG 100 its: sign comp. LTI < IG")
+    with_dlg = lti_report.claim_judgement(wins, {}, flat, 100, names, 16, dlg_verdicts={d: "LTI > DLG" for d in names})
+    assert with_dlg["claim_outcome"] == "consistent" and "against DLG (not a baseline of the paper): sign comp. LTI > DLG" in with_dlg["claim_reason"]
     late = {**flat, "prune": None}  # IG still falling at the largest budget: Table 1 may understate it
     assert lti_report.claim_judgement(wins, {}, late, 100, names, 16)["claim_outcome"] == "not resolved"
     assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "consistent"
@@ -196,6 +208,10 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     assert found == {"none": 100, "sign": None}
     sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
     assert "Under sign comp. IG's curve is still falling" in sentence and "beyond 1000" in sentence
+    rising = {**errors, "none": {100: [0.02], 300: [0.019], 1000: [0.03]}}
+    assert "Under none IG's mean MSE at 1000 iterations is above" in budget.budget_sentence(
+        budget.flattened(rising), names, 100, [100, 300, 1000], rising)
+    assert "is above" not in budget.budget_sentence(found, names, 100, [100, 300, 1000], errors)
     assert budget.budget_sentence({"none": 100}, names, 100, [100, 300]).startswith("Every curve has flattened")
     cells = {("lenet", 1, "none"): _comparison([0.02 ** 0.5] * 2, [0.01, 0.01]),
              ("lenet", 1, "sign"): _comparison([0.2 ** 0.5] * 2, [0.01, 0.012])}
@@ -211,10 +227,14 @@ def test_recognisable_uses_the_books_threshold_after_its_controls():
     from gitutor.chapters.learning_to_invert import checks as lti_checks
     names = {"none": "none"}
     targets = torch.rand(6, 1, 8, 8, generator=torch.Generator().manual_seed(0))
-    exact = study.Comparison({}, {}, targets[:2, None], targets[:2, None] + 0.1, targets[:2, None], torch.zeros(2, 1))
+    truth = targets[:2, None]
+    exact = study.Comparison({}, {}, truth, (truth + 0.1).clamp(0, 1), truth, torch.zeros(2, 1), truth.mean() + 0 * truth)
     found = lti_checks.recognisable({("lenet", 1, "none"): exact}, "lenet", names, targets)
-    assert found["counts"] == {("none", "IG"): 2, ("none", "LTI"): 0} and found["best_control"] < 30
-    assert "| IG | 2 / 2 |" in found["table"]
+    assert found["counts"] == {("none", "IG"): 2, ("none", "DLG"): 0, ("none", "LTI"): 0} and found["best_control"] < 30
+    # LTI (every pixel 0.1 off) beats each target's controls on random pixels; DLG (a flat grey) does not
+    assert found["above_controls"] == {("none", "IG"): 2, ("none", "DLG"): 0, ("none", "LTI"): 2}
+    assert "| IG | 2 / 2 · 2 / 2 |" in found["table"] and "4×4 thumbnail" in found["controls_table"]
+    assert found["controls"]["mean colour"]["max"] <= found["best_control"]
 
 
 def test_budget_sentence_says_when_longer_runs_do_not_help():
@@ -224,8 +244,7 @@ def test_budget_sentence_says_when_longer_runs_do_not_help():
     assert "no lower than at 100 under any defense" in sentence
 
 
-def test_a_baseline_that_gets_worse_with_its_budget_does_not_settle_the_claim():
-    from gitutor.chapters.learning_to_invert import budget
+def test_a_baseline_not_at_its_tuned_settings_does_not_settle_the_claim():
     from gitutor.chapters.learning_to_invert import report as lti_report
 
     names = {d: d for d in ("none", "sign", "prune", "gauss")}
@@ -233,6 +252,46 @@ def test_a_baseline_that_gets_worse_with_its_budget_does_not_settle_the_claim():
     flat = {d: 100 for d in names}
     assert lti_report.claim_judgement(wins, {}, flat, 100, names, 16)["claim_outcome"] == "consistent"
     judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16, tuned=False)
-    assert judged["claim_outcome"] == "not resolved" and "grows with its budget" in judged["claim_reason"]
-    assert budget.grows({"none": {100: [0.01], 3000: [0.02]}})
-    assert not budget.grows({"none": {100: [0.02], 3000: [0.01]}})
+    assert judged["claim_outcome"] == "not resolved" and "not the ones tuned" in judged["claim_reason"]
+    assert "tuned per defense on auxiliary images" in lti_report.claim_judgement(wins, {}, flat, 100, names, 16,
+                                                                                 tuned=True)["claim_reason"]
+
+
+def test_ig_tuning_chooses_on_the_tuning_images_and_the_profile_runs_the_recorded_choice(monkeypatch):
+    import json
+    from pathlib import Path
+
+    from gitutor.chapters.learning_to_invert import tuning
+
+    cfg = get_profile("06_learning_to_invert", "quick").replace(image_size=8)
+    aux_x, aux_y = study.load_split(cfg, 0)[:2]
+    model = study.build_model("lenet", cfg)
+    defenses = paper_defenses()
+    x, y = aux_x[:2], aux_y[:2]
+    observed = {d: study.observe(model, None, defenses[d], x, y, 1)[1] for d in ("none", "sign")}
+    monkeypatch.setattr(tuning, "GRID", {"tv_weight": (0.0, 10.0), "lr": (0.1,)})
+    tuned = tuning.tune_ig(model, observed, x, y, 30, 0)
+    assert [row[:2] for row in tuned["grid"]["none"]] == [[0.0, 0.1], [10.0, 0.1]]
+    best = min(tuned["grid"]["none"], key=lambda row: row[2])
+    assert (tuned["chosen"]["none"]["tv_weight"], tuned["chosen"]["none"]["lr"]) == tuple(best[:2])
+    assert tuned["chosen"]["none"]["tv_weight"] == 0.0   # a TV weight of 10 flattens the digit
+    assert set(tuned["stage2"]["sign"]) == {"chosen (steps, best iterate, 1 start)", "constant learning rate",
+                                            "last iterate", f"{tuning.RESTARTS} restarts"}
+    # restarts keep the start of lowest matching loss: never a higher loss than the first start alone
+    one = {**tuned["chosen"]["none"], "restarts": 1}
+    first = tuning.run_ig(model, observed["none"][0], x[:1], y[:1], "none", 30, one, 0)
+    three = tuning.run_ig(model, observed["none"][0], x[:1], y[:1], "none", 30, {**one, "restarts": 3}, 0)
+    assert first.shape == three.shape == (1, 1, 1, 8, 8)
+    with pytest.raises(ValueError, match="restarts"):
+        tuning.run_ig(model, observed["none"][0], x[:1], y[:1], "none", 30, {**one, "restarts": 0}, 0)
+    with pytest.raises(ValueError, match="observed"):
+        tuning.tune_ig(model, {"none": observed["none"][:1]}, x, y, 30, 0)
+    names = {"none": "none", "sign": "sign comp."}
+    tables = tuning.tuning_tables(tuned, names, tuned["chosen"])
+    assert tables["matches"] and "**" in tables["grid"] and "α_TV = 0" in tables["chosen"]
+    other = {**tuned["chosen"], "sign": {**tuned["chosen"]["sign"], "restarts": 7}}
+    assert not tuning.tuning_tables(tuned, names, other)["matches"]
+    # the book's record: the quick profile runs the settings its tuning chose
+    record = json.loads((Path(__file__).parents[1] / "book" / "studies" / "06_ig_budget.json").read_text())
+    quick = get_profile("06_learning_to_invert", "quick")
+    assert record["tuning"]["chosen"] == quick.ig_settings and record["tuning"]["iterations"] == quick.ig_iterations

@@ -51,7 +51,8 @@ def _matching_term(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, obse
 def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torch.Tensor], labels: torch.Tensor,
                                  input_shape: Sequence[int], defense: str, *, iterations: int, tv_weight: float,
                                  lr: float = 0.1, seed: int = 0, record_every: int = 50,
-                                 progress: bool = False) -> AttackResult:
+                                 progress: bool = False, lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8),
+                                 keep_best: bool = False) -> AttackResult:
     """Inverting Gradients with the defense-aware matching term of Wu et al. Appendix A.
 
     Args:
@@ -61,7 +62,7 @@ def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torc
         labels: ``(B,)`` int64 labels of the private batch (known to the attacker, as in IG).
         input_shape: ``(B, C, H, W)``.
         defense: one of :data:`ADAPTED_DEFENSES`.
-        iterations, tv_weight, lr, seed, record_every, progress: as
+        iterations, tv_weight, lr, seed, record_every, progress, lr_steps, keep_best: as
             :func:`gitutor.attacks.inverting_gradients`.
 
     Returns:
@@ -86,4 +87,4 @@ def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torc
 
     return inverting_gradients(model, observed, labels, input_shape, iterations=iterations, tv_weight=tv_weight,
                                lr=lr, seed=seed, record_every=record_every, progress=progress,
-                               matching_distance=defended_distance)
+                               matching_distance=defended_distance, lr_steps=lr_steps, keep_best=keep_best)

@@ -34,7 +34,8 @@ def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8,
 def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
                         input_shape: Sequence[int], *, iterations: int, tv_weight: float, lr: float = 0.1,
                         signed: bool = True, seed: int = 0, record_every: int = 50, progress: bool = False,
-                        matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None) -> AttackResult:
+                        matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                        lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8), keep_best: bool = False) -> AttackResult:
     """Geiping et al.'s attack: cosine gradient distance + TV, signed Adam, clamp to [0, 1].
 
     Args:
@@ -54,6 +55,11 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
             cosine gradient distance between ``client_gradients(model, x, labels)`` and
             ``target_grads``). Defense-aware matching (Learning To Invert, App. A) and the
             user-level objective (Li et al. 2023, Eq. 6) plug in here.
+        lr_steps: fractions of ``iterations`` at which the learning rate drops ×0.1 (the paper's 3/8,
+            5/8, 7/8); ``()`` keeps it constant.
+        keep_best: return the iterate of the lowest objective over the run (what the attacker can
+            compute), not the last (:func:`gitutor.attacks.loop.optimise_images` with ``best_resets``
+            never resetting; ``info["best_iteration"]`` says when). Not in the paper: a tuning option.
 
     Returns:
         :class:`AttackResult` with images in [0, 1], the given labels, ``history`` per iteration
@@ -66,12 +72,14 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
             ``iterations < 1``, ``record_every < 1``,
             a NaN/inf/negative ``tv_weight``, a NaN/inf/non-positive ``lr``, or gradients that do
             not match the model or are not finite.
-        TypeError: for non-float gradients or non-numeric hyper-parameters.
+        TypeError: for non-float gradients, non-numeric hyper-parameters or a non-bool ``keep_best``.
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape, model)
     tv_weight = check_hyperparameter(tv_weight, "tv_weight")
     check_count(iterations, "iterations")
+    if not isinstance(keep_best, bool):
+        raise TypeError(f"keep_best must be a bool, got {type(keep_best).__name__}")
     if matching_distance is None and labels.shape[0] != shape[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {shape[0]}")
     if matching_distance is None:
@@ -86,5 +94,6 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
 
     x0, _ = seeded_start(shape, seed, target_grads[0].device)
     return optimise_images(objective, x0, iterations=iterations, lr=lr, signed=signed, labels=labels,
-                           lr_schedule=step_schedule(step_milestones(iterations), 0.1),
-                           record_every=record_every, progress=progress, desc="Inverting Gradients")
+                           lr_schedule=step_schedule(step_milestones(iterations, lr_steps), 0.1),
+                           record_every=record_every, progress=progress, desc="Inverting Gradients",
+                           best_resets=(lambda t: False) if keep_best else None)

@@ -2,13 +2,13 @@
 
 - :func:`paired_comparison`: LTI against Inverting Gradients on the *same* target batches, judged by
   the 95 % interval of the per-batch differences LTI − IG (:mod:`gitutor.paired`: the targets' own
-  difficulty cancels), per defense. The intervals vary the targets only: one trained g_θ, one IG seed.
+  difficulty cancels), per defense. The intervals vary the targets only: one trained g_θ, IG's and DLG's starts fixed.
 - :func:`input_scale_check`: why an undefended g_θ can come out *worse* than one under sign
   compression — the size of its input coordinates — measured by training g_θ on raw features.
 - :func:`ood_reference`: Table 2 read against the reference that ignores the gradient, the mean
   auxiliary image, per target.
 - :func:`recognisable`: the book's one "recognisable" (PSNR ≥ 30 dB) counted per method and defense,
-  after its controls on the chapter's own targets.
+  after its controls on the chapter's own targets, beside the count above each target's own controls.
 
 Intervals of MSE lie in [0, 1] (:func:`gitutor.stats.interval` with ``bounds``); paired differences
 come from :func:`gitutor.paired.paired_difference`.
@@ -31,31 +31,38 @@ DEFENDED = ("sign", "prune", "gauss")
 
 
 def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batch_size: int = 1) -> dict:
-    """LTI against Inverting Gradients per defense on the target batches both attacked
+    """LTI against Inverting Gradients (and, where it ran, DLG) per defense on the target batches all attacked
     (:meth:`~gitutor.chapters.learning_to_invert.experiments.Comparison.per_batch_mse`), paired.
 
     Returns:
-        ``intervals`` ``{(defense, method): Interval}`` of the per-batch MSE (method ``"IG"``,
-        ``"LTI"``, ``"LTI − IG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not resolved}``
-        (:func:`gitutor.paired.compare_paired`),
-        ``wins`` (how many of :data:`DEFENDED` read "LTI < IG"), ``n`` (batches), ``table``
+        ``intervals`` ``{(defense, method): Interval}`` of the per-batch MSE (method ``"IG"``, ``"DLG"``,
+        ``"LTI"``, ``"LTI − IG"``, ``"LTI − DLG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not
+        resolved}`` (:func:`gitutor.paired.compare_paired`), ``dlg_verdicts`` (the same against DLG; empty
+        without DLG), ``wins`` (how many of :data:`DEFENDED` read "LTI < IG"), ``n`` (batches), ``table``
         (Markdown) and ``defended`` (text: ``"sign comp.: LTI < IG; …"``).
 
     With one batch the intervals span the whole range and nothing is resolved.
     """
-    intervals, verdicts = {}, {}
+    first = cells[model, batch_size, next(iter(names))]
+    methods = ("IG", "DLG", "LTI") if first.dlg_images is not None else ("IG", "LTI")
+    baselines = methods[:-1]
+    intervals, verdicts = {}, {b: {} for b in baselines}
     for d in names:
-        ig, lti = (cells[model, batch_size, d].per_batch_mse(m) for m in ("IG", "LTI"))
-        intervals[d, "IG"], intervals[d, "LTI"] = (interval(v, bounds=(0.0, 1.0)) for v in (ig, lti))
-        intervals[d, "LTI − IG"] = paired_difference(lti, ig)
-        verdicts[d] = compare_paired(lti, ig, ("LTI", "IG"))
+        errors = {m: cells[model, batch_size, d].per_batch_mse(m) for m in methods}
+        for m in methods:
+            intervals[d, m] = interval(errors[m], bounds=(0.0, 1.0))
+        for b in baselines:
+            intervals[d, f"LTI − {b}"] = paired_difference(errors["LTI"], errors[b])
+            verdicts[b][d] = compare_paired(errors["LTI"], errors[b], ("LTI", b))
     n = intervals[next(iter(names)), "IG"].n
-    table = markdown_table(["defense", "IG", "LTI", "LTI − IG (paired)", "comparison"],
-                           [[names[d], *(format_interval(intervals[d, m], 4, count=False)
-                                         for m in ("IG", "LTI", "LTI − IG")), verdicts[d]] for d in names])
-    return {"intervals": intervals, "verdicts": verdicts, "n": n, "table": table,
-            "wins": sum(verdicts[d] == "LTI < IG" for d in DEFENDED),
-            "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
+    columns = [*methods, *(f"LTI − {b}" for b in baselines)]
+    table = markdown_table(["defense", *columns[:len(methods)], *(f"{c} (paired)" for c in columns[len(methods):]),
+                            *(f"LTI vs {b}" for b in baselines)],
+                           [[names[d], *(format_interval(intervals[d, c], 4, count=False) for c in columns),
+                             *(verdicts[b][d] for b in baselines)] for d in names])
+    return {"intervals": intervals, "verdicts": verdicts["IG"], "dlg_verdicts": verdicts.get("DLG", {}), "n": n,
+            "table": table, "wins": sum(verdicts["IG"][d] == "LTI < IG" for d in DEFENDED),
+            "defended": "; ".join(f"{names[d]}: {verdicts['IG'][d]}" for d in DEFENDED)}
 
 
 def smallest_aux_paired(errors: Mapping[str, Sequence[Sequence[float]]], cells: Mapping, model: str,
@@ -175,25 +182,37 @@ def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], re
 
 def recognisable(cells: Mapping, model: str, names: Mapping[str, str], targets: torch.Tensor,
                  threshold: float = RECOGNISABLE_PSNR) -> dict:
-    """The book's "recognisable" (PSNR ≥ ``threshold`` dB, :mod:`gitutor.controls`) on the B = 1 targets both
+    """The book's "recognisable" (PSNR ≥ ``threshold`` dB, :mod:`gitutor.controls`) on the B = 1 targets the
     attacks reconstructed, checked first against the controls on the chapter's own ``targets`` ``(N, C, H, W)``
-    (mean colour, 4×4 thumbnail, batch mean, a different digit).
+    (mean colour, 4×4 thumbnail, batch mean, a different digit); beside it the count of reconstructions
+    whose PSNR lies above every control **of the same target** (they carry more of the digit than its
+    thumbnail or its mean grey: a floor from the controls, not a second "recognisable").
 
     Returns:
-        ``controls`` ``{control: highest PSNR}``, ``best_control`` (dB), ``counts`` ``{(defense, method): k}``
-        (method ``"IG"`` / ``"LTI"``), ``n`` (targets) and ``table`` (Markdown: "k / n" per defense and method).
+        ``controls`` ``{control: {"median", "max"}}`` (PSNR over ``targets``), ``best_control`` (dB),
+        ``counts`` and ``above_controls`` ``{(defense, method): k}`` (method ``"IG"``, ``"DLG"`` where it
+        ran, ``"LTI"``), ``n`` (targets) and ``table`` / ``controls_table`` (Markdown).
 
     Raises:
         ValueError: as :func:`gitutor.controls.check_threshold` when a control reaches ``threshold``.
     """
+    import numpy as np
+
     scores = control_scores(targets.detach().cpu())
     best = check_threshold(scores, threshold)
-    counts, n = {}, 0
+    first = cells[model, 1, next(iter(names))]
+    methods = ("IG", "DLG", "LTI") if first.dlg_images is not None else ("IG", "LTI")
+    truth = first.truth[:len(first.ig_images), 0]
+    floor = torch.stack(list(control_scores(truth).values())).max(0).values  # best control per target
+    counts, above, n = {}, {}, len(truth)
     for d in names:
-        for method in ("IG", "LTI"):
-            pairs = cells[model, 1, d].matched(method)
-            counts[d, method], n = sum(float(psnr(r, x).min()) >= threshold for r, x in pairs), len(pairs)
-    table = markdown_table(["method", *names.values()],
-                           [[m, *(f"{counts[d, m]} / {n}" for d in names)] for m in ("IG", "LTI")])
-    return {"controls": {k: float(v.max()) for k, v in scores.items()}, "best_control": best, "counts": counts,
-            "n": n, "table": table}
+        for method in methods:
+            found = torch.tensor([float(psnr(r, x).min()) for r, x in cells[model, 1, d].matched(method)])
+            counts[d, method], above[d, method] = int((found >= threshold).sum()), int((found > floor).sum())
+    table = markdown_table(["method", *(f"{v}: ≥ {threshold:.0f} dB / above its controls" for v in names.values())],
+                           [[m, *(f"{counts[d, m]} / {n} · {above[d, m]} / {n}" for d in names)] for m in methods])
+    controls = {k: {"median": float(np.median(v.numpy())), "max": float(v.max())} for k, v in scores.items()}
+    controls_table = markdown_table([f"control ({len(targets)} held-out digits)", "median PSNR (dB)", "max PSNR (dB)"],
+                                    [[k, f"{c['median']:.1f}", f"{c['max']:.1f}"] for k, c in controls.items()])
+    return {"controls": controls, "best_control": best, "counts": counts, "above_controls": above, "n": n,
+            "table": table, "controls_table": controls_table}

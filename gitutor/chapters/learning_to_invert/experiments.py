@@ -17,8 +17,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gitutor.attacks import FeatureHasher, InversionMLP, defended_inverting_gradients, make_gradient_dataset
+from gitutor.attacks import FeatureHasher, InversionMLP, dlg, make_gradient_dataset
 from gitutor.attacks.lti import aggregate_batches, gradient_features, reconstruct, train_inversion_model
+from gitutor.chapters.learning_to_invert.tuning import run_ig
 from gitutor.data import digits, torchvision_images
 from gitutor.federated import Defense, gradient_dimension
 from gitutor.federated.case import defended_clients_case
@@ -117,11 +118,27 @@ class Setup:
     def ig(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
            defense_name: str) -> torch.Tensor:
         """Defense-aware Inverting Gradients on one observed gradient of the batch ``x`` ``(B, C, H, W)``
-        with known labels ``y``; returns ``(1, B, C, H, W)``."""
-        result = defended_inverting_gradients(model, observed, y.to(self.device), tuple(x.shape), defense_name,
-                                              iterations=self.cfg.ig_iterations, tv_weight=self.cfg.ig_tv_weight,
-                                              lr=self.cfg.ig_lr, seed=self.seed, progress=self.progress)
-        return result.images[None]
+        with known labels ``y``, at ``cfg.ig_iterations`` and the settings ``cfg.ig_settings[defense_name]``
+        (:func:`~gitutor.chapters.learning_to_invert.tuning.run_ig`), tuned for B = 1: a batch (B > 1) runs
+        them with one start (restarts would multiply B = 4's larger cost); returns ``(1, B, C, H, W)``.
+
+        Raises:
+            KeyError: for a defense without settings in the profile.
+        """
+        settings = self.cfg.ig_settings[defense_name]
+        settings = settings if len(x) == 1 else {**settings, "restarts": 1}
+        return run_ig(model, observed, x, y, defense_name, self.cfg.ig_iterations, settings, self.seed,
+                      self.progress)
+
+    def dlg(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """DLG (Zhu et al. 2019, Alg. 1) with the labels known (the iDLG setting, as IG is given them): L-BFGS
+        on the L2 distance to the observed (defended) gradient for ``cfg.dlg_iterations`` steps, stopped once
+        it is below ``cfg.dlg_stop_loss``; the image clamped to the pixel box [0, 1] for scoring (DLG itself
+        does not clamp). Returns ``(1, B, C, H, W)``."""
+        result = dlg(model, observed, tuple(x.shape), self.cfg.num_classes, labels=y.to(observed[0].device),
+                     iterations=self.cfg.dlg_iterations, stop_loss=self.cfg.dlg_stop_loss, seed=self.seed,
+                     progress=self.progress)
+        return result.images.clamp(0, 1)[None]
 
 
 def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | None, images: torch.Tensor,
@@ -149,13 +166,14 @@ def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | N
 
 @dataclass(frozen=True)
 class Comparison:
-    """One cell of Table 1: IG and LTI reconstructions of the same targets.
+    """One cell of Table 1: IG, DLG (B = 1) and LTI reconstructions of the same targets.
 
     Attributes:
-        scores: ``{"IG", "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim", "lpips"}}``
+        scores: ``{"IG", "DLG" (B = 1 only), "LTI", "LTI (all held-out)": {"mse", "psnr", "ssim", "lpips"}}``
             (:func:`~gitutor.metrics.score_batch`; LPIPS with its AlexNet backbone, None when not installed).
         history: g_θ's loss curves; ``ig_images`` ``(n_ig, B, C, H, W)``; ``lti_images`` ``(n, B, C, H, W)``;
-        truth: ``(n, B, C, H, W)`` the targets; ``features``: the targets' observed features ``(n, m or k)``.
+        truth: ``(n, B, C, H, W)`` the targets; ``features``: the targets' observed features ``(n, m or k)``;
+        dlg_images: ``(n_ig, B, C, H, W)`` for B = 1, else None.
     """
 
     scores: dict[str, dict[str, float]]
@@ -164,14 +182,15 @@ class Comparison:
     lti_images: torch.Tensor
     truth: torch.Tensor
     features: torch.Tensor
+    dlg_images: torch.Tensor | None = None
 
     def per_batch_mse(self, method: str) -> list[float]:
-        """MSE of every target batch attacked by both methods (``"IG"`` or ``"LTI"``): one value per
+        """MSE of every target batch attacked by both methods (``"IG"``, ``"DLG"`` or ``"LTI"``): one value per
         batch, its images put in their best order first (:func:`~gitutor.metrics.match_batch`); for
         B = 1 one value per target.
 
         Raises:
-            ValueError: for another method.
+            ValueError: for another method, or DLG in a cell it did not attack.
         """
         return [float(mse(r, x).mean()) for r, x in self.matched(method)]
 
@@ -180,11 +199,11 @@ class Comparison:
         reconstruction put in its best order (:func:`~gitutor.metrics.match_batch`).
 
         Raises:
-            ValueError: for a method other than ``"IG"`` or ``"LTI"``.
+            ValueError: for a method other than ``"IG"``, ``"DLG"`` or ``"LTI"``, or DLG in a cell without it.
         """
-        if method not in ("IG", "LTI"):
-            raise ValueError(f"method must be 'IG' or 'LTI', got {method!r}")
-        images = self.ig_images if method == "IG" else self.lti_images[:len(self.ig_images)]
+        if method not in ("IG", "DLG", "LTI") or (method == "DLG" and self.dlg_images is None):
+            raise ValueError(f"method must be 'IG', 'LTI' or (B = 1) 'DLG', got {method!r}")
+        images = {"IG": self.ig_images, "DLG": self.dlg_images}.get(method, self.lti_images[:len(self.ig_images)])
         return [(match_batch(r, x), x) for r, x in zip(images, self.truth[:len(images)])]
 
 
@@ -194,7 +213,8 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
     """Table 1, one model × defense × B: train g_θ on the aggregated auxiliary ``(features, batches)``
     (B = 1 pairs from :func:`~gitutor.attacks.make_gradient_dataset`; ``cfg.b4_batches`` random
     B-batches for B > 1), observe the targets ``(images, labels)`` (:func:`observe`), reconstruct all
-    of them with LTI and the first ``cfg.n_ig_targets`` (B = 1) or ``cfg.n_ig_batches`` with IG.
+    of them with LTI and the first ``cfg.n_ig_targets`` (B = 1) or ``cfg.n_ig_batches`` with IG; for B = 1
+    the same targets also with DLG (:meth:`Setup.dlg`), on the same observed gradients.
 
     Raises:
         ValueError: as :func:`observe`, :func:`~gitutor.attacks.lti.aggregate_batches` and the attacks.
@@ -208,11 +228,14 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
     n_ig = cfg.n_ig_targets if batch_size == 1 else cfg.n_ig_batches
     ig_images = torch.cat([setup.ig(model, observed[i], target_x[groups[i]], target_y[groups[i]], defense.name)
                            for i in range(n_ig)])
+    dlg_images = None if batch_size > 1 else torch.cat(
+        [setup.dlg(model, observed[i], target_x[groups[i]], target_y[groups[i]]) for i in range(n_ig)]).cpu()
     truth = target_x[groups]
     scores = {"IG": score_batch(ig_images, truth[:n_ig], lpips=True),
+              **({} if dlg_images is None else {"DLG": score_batch(dlg_images, truth[:n_ig], lpips=True)}),
               "LTI": score_batch(lti_images[:n_ig], truth[:n_ig], lpips=True),
               "LTI (all held-out)": score_batch(lti_images, truth, lpips=True)}
-    return Comparison(scores, history, ig_images, lti_images, truth, features)
+    return Comparison(scores, history, ig_images, lti_images, truth, features, dlg_images)
 
 
 def aux_size_errors(setup: Setup, features: torch.Tensor, aux_x: torch.Tensor, sizes: list[int],

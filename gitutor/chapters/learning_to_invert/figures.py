@@ -90,3 +90,33 @@ def budget_figure(errors: Mapping[str, Mapping[int, Sequence[float]]], names: Ma
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.grid(alpha=0.3)
     return legible(fig)
+
+
+def controls_figure(targets: torch.Tensor, cells: Mapping, model: str, names: Mapping[str, str], shown: int = 4):
+    """The controls beside real reconstructions: the first ``shown`` targets ``(N, C, H, W)``, their flat
+    mean-grey image and 4×4 thumbnail (:func:`gitutor.controls.control_images`), and per defense the B = 1
+    reconstruction with the highest PSNR among IG, DLG and LTI, each titled with its PSNR (dB). Returns the
+    figure."""
+    from gitutor.controls import control_images
+    from gitutor.metrics import psnr
+
+    x = targets[:shown].cpu()
+    controls = control_images(x)
+    rows = {"truth": (x, [""] * shown), **{k: (controls[k], [""] * shown) for k in ("mean colour", "4×4 thumbnail")}}
+    for d, name in names.items():
+        cell = cells[model, 1, d]
+        found = {m: cell.matched(m)[:shown] for m in ("IG", "DLG", "LTI") if m != "DLG" or cell.dlg_images is not None}
+        best = [max(found, key=lambda m: float(psnr(found[m][i][0], found[m][i][1]))) for i in range(shown)]
+        rows[f"best, {name}"] = torch.cat([found[m][i][0] for i, m in enumerate(best)]).cpu(), [f"{m}, " for m in best]
+    titles = [("" if label == "truth" else f"{tag}{float(psnr(r[None], t[None])):.0f} dB")
+              for label, (images, tags) in rows.items() for r, t, tag in zip(images, x, tags)]
+    rows = {label: images for label, (images, _) in rows.items()}
+    fig = show_grid(torch.cat(list(rows.values())), titles, ncols=shown, scale=1.2)
+    for row, label in enumerate(rows):
+        ax = fig.axes[row * shown]
+        ax.axis("on"), ax.set_xticks([]), ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.set_ylabel(label)
+    fig.set_size_inches(1.3 * shown + 2.8, 1.25 * len(rows))
+    return legible(fig, horizontal_labels=True)

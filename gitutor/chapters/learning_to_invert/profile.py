@@ -9,8 +9,9 @@ minutes: scikit-learn's 1 797 digits upscaled to 16×16 (grey), the same LeNet b
 the gradient hashed to 25 % (the paper hashes only ResNet20), g_θ's input standardised (without it the
 undefended g_θ trains far more slowly than the sign-compressed one: chapter 06 measures it), hidden
 192 (B = 1) / 256 (B = 4), 30 epochs at lr 2e-3, Inverting Gradients on 16 targets (B = 1) and 3 batches
-(B = 4) with 100 iterations (measured while choosing them: 200 iterations did not lower IG's MSE under any
-of the four defenses, on six targets each).
+(B = 4) with 100 iterations and its settings per defense tuned on auxiliary images
+(:mod:`gitutor.chapters.learning_to_invert.tuning`, recorded by ``benchmarks/ig_budget_06.py``), and DLG with
+the labels known on the same 16 targets for 10 L-BFGS steps.
 
 :data:`BUDGETS` are applied on top of a profile by the notebook's ``BUDGET`` parameter
 (:func:`gitutor.get_profile` with ``budget=``); ``"smoke"`` runs a profile's code path for one epoch.
@@ -41,9 +42,16 @@ QUICK = {
     "standardise": True,            # g_θ's input standardised with the auxiliary features' statistics
     "prune_rate": 0.99,
     "sigma": 0.1,
-    "ig_iterations": 100,           # 200 did not lower IG's MSE under any defense (6 targets each)
-    "ig_tv_weight": 1e-2,
-    "ig_lr": 0.1,
+    "ig_iterations": 100,           # Table 1's budget; book/studies/06_ig_budget.json reruns IG at larger ones
+    # IG per defense: tuned on 4 auxiliary images (benchmarks/ig_budget_06.py; tests check the record)
+    "ig_settings": {
+        "none": {"tv_weight": 0.0001, "lr": 0.1, "lr_steps": True, "keep_best": False, "restarts": 3},
+        "sign": {"tv_weight": 0.001, "lr": 0.3, "lr_steps": True, "keep_best": True, "restarts": 1},
+        "prune": {"tv_weight": 0.001, "lr": 0.1, "lr_steps": True, "keep_best": False, "restarts": 3},
+        "gauss": {"tv_weight": 0.1, "lr": 0.3, "lr_steps": True, "keep_best": True, "restarts": 1},
+    },
+    "dlg_iterations": 10,           # DLG's own budget: undefended, 81-88 dB on 3 targets outside the table (5: 34-84)
+    "dlg_stop_loss": 1e-10,         # stop once the gradient distance is below this (DLG has found the image)
     "aux_sizes": [100, 400],        # Fig. 3a: smaller auxiliary sets (the full set is added)
     "ood_target_classes": [0, 1, 2, 3, 4],  # Table 2: targets from these classes, auxiliary set from the others
     "grid_targets": 4,              # Fig. 2: images shown per defense
@@ -75,8 +83,11 @@ FULL = {
     "prune_rate": 0.99,
     "sigma": 0.1,
     "ig_iterations": 4800,          # not stated by Wu et al. (our choice)
-    "ig_tv_weight": 1e-4,
-    "ig_lr": 0.1,
+    # not tuned on CIFAR-10 (rerun chapter 06's tuning rule there): Geiping et al.'s α_TV, lr and schedule
+    "ig_settings": {d: {"tv_weight": 1e-4, "lr": 0.1, "lr_steps": True, "keep_best": True, "restarts": 1}
+                    for d in ("none", "sign", "prune", "gauss")},
+    "dlg_iterations": 300,          # the DLG paper's n = 300
+    "dlg_stop_loss": 1e-10,
     "aux_sizes": [500, 5000, 15000, 25000, 35000, 45000],
     "ood_target_classes": [0, 1, 2, 3, 4],
     "grid_targets": 4,
@@ -90,7 +101,7 @@ BUDGETS = {
     # shared 2-core CPU made the per-example ResNet20 gradients 20 times slower.
     "smoke": {
         "n_aux": 48, "n_heldout": 10, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 20, "epochs": 1,
-        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "aux_sizes": [24], "grid_targets": 2,
+        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "dlg_iterations": 2, "aux_sizes": [24], "grid_targets": 2,
         "torch_threads": 1,
     },
 }
