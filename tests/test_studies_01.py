@@ -117,6 +117,14 @@ def test_psnr_curves_follow_the_snapshots_and_find_the_first_success():
     steps, values = curves["run, seed 3"]
     assert steps == (0, 10, 20) and values[0] < 30 < values[1]
     assert reached == {("run", 3): 10}
+    # a fixed point at step 15: the padded copies of the step-10 snapshot are replaced by the final iterate
+    stuck = gitutor.attacks.AttackResult(images=far, labels=torch.zeros(1, dtype=torch.long), info={"converged_at": 15},
+                                         snapshots=[(0, far), (10, near), (20, near), (30, near)])
+    assert [step for step, _ in sweeps.snapshots_to_end(stuck)] == [0, 10, 15, 20, 30]
+    curves, reached = sweeps.psnr_curves({"run": [{"seed": 3, "truth": truth, "result": stuck}]}, 30.0)
+    steps, values = curves["run, seed 3"]
+    assert values[1] > 30 > values[2] == values[3] == values[4] and reached == {("run", 3): 10}
+    assert sweeps.snapshots_to_end(result) == result.snapshots  # no fixed point: unchanged
 
 
 def test_batch_and_source_sweeps_score_matched_reconstructions():
@@ -136,8 +144,10 @@ def test_figures_mark_success_and_refuse_empty_input():
         dlg_figures.seed_grid([], 30.0, 15.0)
 
 
-def _seed_rows(psnrs, labels=None):
-    return [{"seed": i, "psnr": v, "ssim": 0.5, "label_ok": True if labels is None else labels[i], "loss": 1e-5,
+def _seed_rows(psnrs, labels=None, losses=None):
+    """Seed-study rows; by default a run matched the gradient (distance 1e-6) exactly when it is recognisable."""
+    losses = losses or [1e-6 if v >= RECOGNISABLE_PSNR else 1e2 for v in psnrs]
+    return [{"seed": i, "psnr": v, "ssim": 0.5, "label_ok": True if labels is None else labels[i], "loss": losses[i],
              "steps": 100} for i, v in enumerate(psnrs)]
 
 
@@ -161,12 +171,19 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     # the DLG paper's own words: judged on how exact the recovered runs are, the rate beside it
     assert len(headline) == 1 and headline[0]["claim"] == dlg_report.CLAIM and "Abstract" in dlg_report.CLAIM
     assert headline[0]["claim_outcome"] == "consistent" and headline[0]["this_run"] == 1.0
-    assert "end at 38.0–45.0 dB" in headline[0]["claim_reason"]  # the PSNR the recovered runs reached
+    assert "end at 38.0–45.0 dB" in headline[0]["claim_reason"]  # the PSNR the matched runs reached
     assert f"PSNR ≥ {cfg.recognisable_psnr:.0f} dB" in headline[0]["quantity"] and cfg.recognisable_psnr == RECOGNISABLE_PSNR
     assert isinstance(headline[0]["paper"], str) and verdict(headline[0]) == "not comparable"  # no rate stated
     assert ledger_rows([{"notebook": "01_dlg", "rows": rows}])[0]["outcome"] == "consistent"
     judged = lambda psnrs: next(r for r in _rows(cfg, psnrs) if r.get("headline"))  # noqa: E731
-    assert judged([20.0] * 10)["claim_outcome"] == "refuted"  # no seed recovers the image
+    assert judged([20.0] * 10)["claim_outcome"] == "refuted"  # no seed matches the gradient
+    # a run that matches the gradient (distance < stop_loss) with an unrecognisable image refutes the claim
+    fooled = dlg_report.claim_judgement(_seed_rows([45.0, 20.0], losses=[1e-6, 1e-6]), 30.0, cfg.stop_loss)
+    assert fooled[0] == "refuted" and "1 of the 2 runs that match the gradient" in fooled[1]
+    # the rule is not the rate: 1 of 10 matched and recognisable is still consistent (the rate is the row's number)
+    assert dlg_report.claim_judgement(_seed_rows([45.0] + [5.0] * 9), 30.0, cfg.stop_loss)[0] == "consistent"
+    with pytest.raises(ValueError, match="seed_rows"):
+        dlg_report.claim_judgement([], 30.0, cfg.stop_loss)
     half = judged([45.0] * 5 + [5.0] * 5)
     assert half["claim_outcome"] == "consistent" and "depends on the seed" in half["claim_reason"]
     assert "[0.24, 0.76]" in half["claim_reason"]  # the rate, with its Wilson interval
@@ -250,10 +267,17 @@ def test_noise_table_puts_sigma_next_to_the_gradient_scale_and_summaries_read_th
     assert "| 0.01 | 0.1 | 100 | 10 |" in table.splitlines()
     with pytest.raises(ValueError, match="median_abs"):
         dlg_report.noise_scale_table([1e-2], {"rms": 0.0, "median_abs": 0.0})
-    assert dlg_report.stopping_strength(None, "variance") == "none of the strengths tried"
-    assert dlg_report.stopping_strength(0.3, "fraction pruned") == "0.3 (fraction pruned)"
-    assert dlg_report.batch_summary([{"B": 2, "psnr": 14.06}, {"B": 4, "psnr": 9.0}]) == "B = 2: 14.1 dB; B = 4: 9.0 dB"
-    assert dlg_report.source_summary({"digits": (23.44, None, None)}) == "digits: 23.4 dB"
+    assert dlg_report.stopping_strength(None, "variance", [1e-4]) == "none of the strengths tried"
+    assert dlg_report.stopping_strength(0.3, "fraction pruned", [0.1, 0.3]) == "0.3 (fraction pruned)"
+    # at the sweep's edge the strength is a bound: a weaker level, not tried, might stop DLG too
+    assert dlg_report.stopping_strength(1e-4, "variance", [1e-4, 1e-2]) == "≤ 0.0001 (variance, the weakest tried)"
+    truth = torch.full((2, 3, 4, 4), 0.5)
+    pair = torch.cat([truth, truth + torch.tensor([0.001, 0.2]).view(2, 1, 1, 1)])  # 60 dB and 14 dB
+    assert dlg_report.batch_summary([{"B": 2, "psnr": 37.0, "images": pair}], 30.0) == (
+        "B = 2: 37.0 dB, 1 of 2 images ≥ 30 dB")
+    assert dlg_report.source_summary({"digits": (23.44, None, None)}) == "scikit-learn digits: 23.4 dB"
+    assert dlg_report.source_summary({"mnist_samples": (75.0, None, None)}) == "MNIST: 75.0 dB"  # no raw key
+    assert set(sweeps.SOURCE_NAMES) == set(sweeps.SOURCES)
     assert dlg_report.source_summary({}) == "no other source in this profile"
 
 

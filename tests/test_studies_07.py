@@ -6,6 +6,7 @@ import torch
 from gitutor.attacks import AttackResult
 from gitutor.data import digits
 from gitutor.federated import client_gradients
+from gitutor.metrics import psnr
 from gitutor.models import LeNet, init_uniform_
 from gitutor.chapters import get_profile
 from gitutor.chapters.admm_comparison.profile import SMOKE_PARAMETERS
@@ -137,7 +138,12 @@ def test_gaps_are_paired_log_ratios_with_intervals_and_the_headline_row_follows_
     assert judgement.claim_outcome(kept) == "consistent"
     gap = next(r for r in rows if r["quantity"].startswith("log10(MSE of DLG-ADMM"))
     assert gap["paper"].startswith("clear vs noise") and verdict(gap) == "not comparable"  # no number of the report's
-    assert all(0 <= r["low"] <= r["high"] <= 1 for r in rows if r["quantity"].startswith("images recognisable"))
+    recognisable = [r for r in rows if r["quantity"].startswith("images recognisable")]
+    assert all(0 <= r["low"] <= r["high"] <= 1 for r in recognisable)
+    # the table shows "this run" and the unit only: the interval must be in the unit
+    assert all(f"[{r['low']:.2f}, {r['high']:.2f}]" in r["unit"] for r in recognisable)
+    # the headline counts the kinds that refute the claim, not those where most images are recognisable
+    assert "refute" in judged[0]["unit"] and "most images" not in judged[0]["unit"]
     assert rows[-1]["this_run"] == 0.912
     assert "not resolved" in admm_report.gap_sentence(intervals["both"])
     assert "beyond image-to-image variation" in admm_report.gap_sentence(intervals["DLG"])
@@ -185,7 +191,10 @@ def test_the_best_attack_on_the_increment_per_image_and_the_controls_on_the_chap
         judgement.best_on_increment({**table, "cosine on −Δ/η": [(0.0, 1.0)]})
     images = torch.rand(4, 1, 16, 16)
     text, best = judgement.control_table({"digits": (images, None)}, 4, {"digits": "digits"})
-    assert "mean colour" in text and best < 30.0
+    assert "mean colour" in text and judgement.START in text and best < 30.0
+    start = torch.randn(4, 1, 16, 16, generator=torch.Generator().manual_seed(0)).clamp(0, 1)
+    start_psnr = psnr(start, images)  # the attacks' N(0, 1) start, clipped, as DLG Algorithm 1 draws it
+    assert f"| {start_psnr.max():.1f} ({start_psnr.median():.1f}) |" in text
     flat = torch.full((3, 1, 16, 16), 0.5)
     with pytest.raises(ValueError, match="control"):
         judgement.control_table({"digits": (flat, None)}, 3, {"digits": "digits"})
@@ -265,6 +274,7 @@ def test_more_local_steps_are_compared_with_the_main_table_image_by_image(tmp_pa
     assert local_steps.coverage_sentence(1, [3, 10], [1, 3, 10]).endswith("at E = 3, 10 (round 1).")
     rows = local_steps.steps_rows({(0.01, 3): summary}, "digits", differences="quick", budget="20 L-BFGS")
     assert rows[0]["this_run"] == 1.0 and rows[0]["n"] == 3 and 0 <= rows[0]["low"] < 0.5
+    assert f"[{rows[0]['low']:.2f}, 1.00]" in rows[0]["unit"]
     save_results("07_admm_comparison", "quick", rows, tmp_path)
     with pytest.raises(ValueError, match="same images"):
         local_steps.summarise(base, {(1.0, 3): {k: v[:2] for k, v in base.items()}}, 30.0)
@@ -287,3 +297,15 @@ def test_increment_attacks_run_the_two_attacks_at_every_setting_on_the_same_imag
         admm_compare.increment_attacks(model, images, labels, [], **budget)
     with pytest.raises(ValueError, match="images and labels"):
         admm_compare.increment_attacks(model, images, labels[:1], [(0.01, 1)], **budget)
+
+
+def test_true_class_probabilities_are_the_softmax_entries_of_the_true_labels():
+    model = init_uniform_(LeNet(4, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(0))
+    images = torch.rand(3, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    labels = torch.tensor([0, 3, 1])
+    with torch.no_grad():
+        p = torch.softmax(model(images), dim=-1)
+    want = [float(p[0, 0]), float(p[1, 3]), float(p[2, 1])]
+    assert admm_report.true_class_probabilities(model, images, labels) == pytest.approx(want)
+    with pytest.raises(ValueError, match="labels"):
+        admm_report.true_class_probabilities(model, images, labels[:2])

@@ -17,12 +17,15 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_scores
+from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_scores, start_images
+from gitutor.metrics import psnr
 from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
 
 #: The round-1 attacks on the increment that need only what the server knows (ρ, η, E; π = 0).
 ON_INCREMENT = ("DLG on −Δ/(2η)", "cosine on −Δ/η")
+#: The control column of the attacks' N(0, 1) start (:func:`control_table`).
+START = "N(0, 1) start"
 #: The attacks on the SGD gradient, for reference.
 ON_GRADIENT = ("DLG", "iDLG")
 
@@ -91,10 +94,12 @@ def kind_table(judgements: Mapping[str, Mapping], names: Mapping[str, str], thre
 
 
 def control_table(data: Mapping[str, tuple[torch.Tensor, torch.Tensor]], count: int, names: Mapping[str, str],
-                  threshold: float = RECOGNISABLE_PSNR) -> tuple[str, float]:
+                  threshold: float = RECOGNISABLE_PSNR, seed: int = 0) -> tuple[str, float]:
     """The book's controls (:func:`gitutor.controls.control_scores`: mean colour, 4×4 thumbnail, batch mean, a
-    different image) on the first ``count`` images of every kind: a Markdown table of each control's highest
-    and median PSNR (dB) per kind, and the highest control PSNR over all kinds.
+    different image) and the attacks' own start, x' ~ N(0, 1) clipped to [0, 1] (DLG Algorithm 1, line 2;
+    :func:`gitutor.controls.start_images` from ``seed``), on the first ``count`` images of every kind: a
+    Markdown table of each control's highest and median PSNR (dB) per kind (cells "highest (median)"), and
+    the highest control PSNR over all kinds.
 
     Raises:
         ValueError: as :func:`gitutor.controls.check_threshold` when a control reaches ``threshold`` on some kind
@@ -102,10 +107,14 @@ def control_table(data: Mapping[str, tuple[torch.Tensor, torch.Tensor]], count: 
     """
     rows, best = [], -math.inf
     for kind, (images, _) in data.items():
-        scores = control_scores(images[:count].cpu())
+        images = images[:count].cpu()
+        channels = images.shape[1]
+        start = start_images(images, [0.0] * channels, [1.0] * channels, seed=seed)
+        scores = control_scores(images)
+        scores[START] = psnr(start["noise clamp(N(0, 1), 0, 1), pixels"], images)
         best = max(best, check_threshold(scores, threshold))
         rows.append([names[kind], *(f"{float(v.max()):.1f} ({float(v.median()):.1f})" for v in scores.values())])
-    headers = ["data", *(f"{name}: highest (median)" for name in scores)]
+    headers = ["data", *scores]  # each cell: highest (median) over the kind's images, dB
     return markdown_table(headers, rows), best
 
 

@@ -110,7 +110,8 @@ def steps_rows(summaries: Mapping[tuple[float, int], Mapping], kind: str, *, dif
     recognisable (95 % Wilson interval); the report does not vary E (no paper value)."""
     return [{"quantity": f"images recognisable from −Δ/η at E = {steps}, ρ = {rho:g} ({BETTER} attacks on it)",
              "setting": f"{s['n']} images of {kind}, round 1, {budget}; the same images as the E = 1 rows",
-             "paper": "not studied", "this_run": round(s["rate"].mean, 3), "unit": "fraction (95 % Wilson interval)",
+             "paper": "not studied", "this_run": round(s["rate"].mean, 3),
+             "unit": f"fraction; 95 % Wilson interval [{s['rate'].low:.2f}, {s['rate'].high:.2f}]",
              "differences": differences, **interval_fields(s["rate"], 3)} for (rho, steps), s in summaries.items()]
 
 

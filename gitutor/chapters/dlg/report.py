@@ -1,49 +1,30 @@
 """Chapter 01's paper-vs-run rows (Zhu et al. 2019 §4–5; iDLG's label accuracy; the reproduction report §6).
 
-The headline is the DLG paper's central claim in its own words (:data:`CLAIM`: "for images, the recovery
-is pixel-wise accurate", Abstract) judged from the seed study (:func:`claim_judgement`): the fraction of
-seeds whose B = 1 image DLG recovers (PSNR ≥ ``cfg.recognisable_psnr``, the book's
-:data:`gitutor.controls.RECOGNISABLE_PSNR`): *consistent* when the runs that recover the image are
-pixel-accurate (all above the threshold), *refuted* when none does; the reason gives the PSNR the recovered
-runs reach and the rate with its 95 % Wilson interval (how often DLG converges is seed dependent, §6). (A run of the
-study stops once its gradient distance is below ``cfg.stop_loss``, so a count at ``cfg.success_psnr``
-would score where it stopped, not how exact it can get.) The paper states no rate, so the row has no
-paper number. The one rate a paper states for DLG on CIFAR-100 with B = 1, its label accuracy (83.3 % in
-the iDLG paper, Zhao et al. 2020, Table 1), is the next row, judged by the verdict rule; then the main
-run's PSNR, the failures and restarts (report §6), the batch sweep and DLG §5's defense thresholds. The Markdown tables and short strings the
-chapter's prose pastes in (myst-nb ``glue``) are built here too.
+The headline is the DLG paper's central claim in its own words (:data:`~gitutor.chapters.dlg.claim.CLAIM`)
+judged from the seed study (:func:`~gitutor.chapters.dlg.claim.claim_judgement`): are the runs that match the
+client's gradient recognisable? The paper states no rate, so the row has no paper number. The one rate a
+paper states for DLG on CIFAR-100 with B = 1, its label accuracy (83.3 % in the iDLG paper, Zhao et al.
+2020, Table 1), is the next row, judged by the verdict rule; then the main run's PSNR, the failures and
+restarts (report §6), the batch sweep and DLG §5's defense thresholds (a stopping strength at the weakest
+level tried is a bound, "≤"). The Markdown tables and short strings the chapter's prose pastes in (myst-nb
+``glue``) are built here too.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gitutor.metrics import psnr
 from gitutor.results import interval_fields
+from gitutor.chapters.dlg.claim import CLAIM, claim_judgement
+from gitutor.chapters.dlg.sweeps import SOURCE_NAMES
 from gitutor.stats import Interval, success_interval
+
+
+from gitutor.tables import markdown_table
 
 
 def _span(rate: Interval) -> str:
     return f"[{rate.low:.2f}, {rate.high:.2f}]"
-
-
-#: The DLG paper's central claim, in its words (the book's copy of the paper is a Chinese reproduction
-#: report that renders Zhu et al.'s abstract: "对于图像，恢复是像素级精确的").
-CLAIM = "for images, the recovery is pixel-wise accurate (Zhu et al. 2019, Abstract; translated)"
-
-
-def claim_judgement(rate: Interval, recognisable: float, reached: Sequence[float]) -> tuple[str, str]:
-    """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from the seed study: ``rate`` is the fraction of
-    seeds whose B = 1 image DLG recovers (PSNR ≥ ``recognisable`` dB, 95 % Wilson interval) and ``reached``
-    the PSNRs (dB) those runs end at. The claim is about how exact a recovery is, not how often DLG
-    converges (the report, §6, says that depends on the seed): *consistent* when some run recovers the image
-    and every recovered run is above ``recognisable`` (the book's controls stay below it), *refuted* when no
-    seed recovers it; the reason gives both the accuracy and the rate."""
-    k = round(rate.mean * rate.n)
-    if not reached:
-        return "refuted", f"0 of {rate.n} seeds recover the B = 1 image (≥ {recognisable:.0f} dB) at 300 steps"
-    return "consistent", (f"the {k} of {rate.n} seeds that recover the B = 1 image end at "
-                          f"{min(reached):.1f}–{max(reached):.1f} dB (≥ {recognisable:.0f} dB, above every control); "
-                          f"how often it converges, {_span(rate)}, depends on the seed (report §6)")
-from gitutor.tables import markdown_table
 
 #: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
 #: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch and defense sweeps at 16×16
@@ -77,7 +58,7 @@ def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows:
     study = (f"{n} seeds (each: model, image, true label, dummy start), {cfg.image_size}×{cfg.image_size}, "
              f"≤ {cfg.iterations} L-BFGS steps, stop at gradient distance < {cfg.stop_loss:g}")
     recognisable = success_interval([row["psnr"] >= T for row in seed_rows])
-    outcome, reason = claim_judgement(recognisable, T, [row["psnr"] for row in seed_rows if row["psnr"] >= T])
+    outcome, reason = claim_judgement(seed_rows, T, cfg.stop_loss)
     labels = success_interval([row["label_ok"] for row in seed_rows])
     failed = [row["seed"] for row in seed_rows if row["psnr"] < T]
     saved = {name: sum(rows[s]["psnr"] >= T for s in failed if s in rows) for name, rows in rescued.items()}
@@ -121,7 +102,7 @@ def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows:
         if kind == "noise":
             setting += f"; gradient RMS {scale['rms']:.2g}"
         rows.append(row(f"weakest {units[kind]} that stops DLG (unrecognisable)", setting, paper,
-                        "none tried" if value is None else f"{value:g}", units[kind]))
+                        "none tried" if value is None else _bound(value, tried), units[kind]))
     return rows
 
 
@@ -179,10 +160,19 @@ def noise_scale_table(noise_variances: Sequence[float], scale: Mapping[str, floa
                                     f"{v ** 0.5 / scale['rms']:.3g}"] for v in noise_variances])
 
 
-def stopping_strength(value: float | None, unit: str) -> str:
-    """``"0.3 (fraction pruned)"`` for the weakest defense strength from which DLG stays below the criterion
-    (:func:`~gitutor.chapters.dlg.sweeps.stopping_from`), or ``"none of the strengths tried"`` for None."""
-    return "none of the strengths tried" if value is None else f"{value:g} ({unit})"
+def _bound(value: float, tried: Sequence[float]) -> str:
+    """``"0.3"``, or ``"≤ 1e-04 (the weakest tried)"`` when ``value`` is the weakest of ``tried``: the
+    sweep does not say whether a weaker level would also stop DLG."""
+    return f"≤ {value:g} (the weakest tried)" if value <= min(tried) else f"{value:g}"
+
+
+def stopping_strength(value: float | None, unit: str, tried: Sequence[float]) -> str:
+    """``"0.3 (fraction pruned)"`` for the weakest defense strength of ``tried`` from which DLG stays below the
+    criterion (:func:`~gitutor.chapters.dlg.sweeps.stopping_from`), ``"≤ 0.0001 (variance, the weakest
+    tried)"`` at the sweep's edge, or ``"none of the strengths tried"`` for None."""
+    if value is None:
+        return "none of the strengths tried"
+    return f"≤ {value:g} ({unit}, the weakest tried)" if value <= min(tried) else f"{value:g} ({unit})"
 
 
 def defense_table(sweep: Mapping[tuple[str, float], tuple[float, object]], recognisable: float) -> str:
@@ -195,16 +185,26 @@ def defense_table(sweep: Mapping[tuple[str, float], tuple[float, object]], recog
                            for (kind, strength), (value, _) in sweep.items()])
 
 
-def batch_summary(batch_rows: Sequence[Mapping]) -> str:
-    """``"B = 2: 14.1 dB; B = 4: 11.0 dB"``: the mean matched PSNR of each
-    :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` row (DLG Fig. 4)."""
-    return "; ".join(f"B = {row['B']}: {row['psnr']:.1f} dB" for row in batch_rows)
+def batch_summary(batch_rows: Sequence[Mapping], recognisable: float) -> str:
+    """``"B = 2: 14.1 dB, 0 of 2 images ≥ 30 dB; …"``: the mean matched PSNR of each
+    :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` row (DLG Fig. 4) and how many of its images reach
+    ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions)."""
+    def count(row):
+        b = row["B"]
+        return int((psnr(row["images"][b:], row["images"][:b]) >= recognisable).sum())
+    return "; ".join(f"B = {row['B']}: {row['psnr']:.1f} dB, {count(row)} of {row['B']} images ≥ "
+                     f"{recognisable:.0f} dB" for row in batch_rows)
 
 
 def source_summary(extra: Mapping[str, tuple[float, object, object]]) -> str:
-    """``"digits: 23.4 dB"``: the PSNR of each :func:`~gitutor.chapters.dlg.sweeps.source_sweep` source, or
-    ``"no other source in this profile"`` when the sweep is empty."""
-    return "; ".join(f"{name}: {value:.1f} dB" for name, (value, _, _) in extra.items()) or \
+    """``"MNIST: 23.4 dB"``: the PSNR of each :func:`~gitutor.chapters.dlg.sweeps.source_sweep` source under
+    its page name (:data:`~gitutor.chapters.dlg.sweeps.SOURCE_NAMES`), or ``"no other source in this
+    profile"`` when the sweep is empty.
+
+    Raises:
+        KeyError: naming a source that is not in ``SOURCE_NAMES``.
+    """
+    return "; ".join(f"{SOURCE_NAMES[name]}: {value:.1f} dB" for name, (value, _, _) in extra.items()) or \
         "no other source in this profile"
 
 
@@ -249,11 +249,12 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
     tried = {strength: value for (k, strength), (value, _) in sweep.items() if k == kind}
     paper_stop = {"prune": min((s for s in tried if s > 0.2), default=None), "noise": 1e-2}[kind]
     where = ("no strength tried stops it" if stopping is None else
-             f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on")
+             f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on"
+             + (", the weakest level tried" if stopping <= min(tried) else ""))
     if stopping is None or paper_stop is None or stopping == paper_stop:
         compared = "" if stopping is None or paper_stop is None else " — the paper's threshold"
     else:
-        compared = (f" at this budget (the paper: {paper} at 300 steps; a slower run counts as "
+        compared = (f" (the paper: {paper} at 300 steps; a slower run counts as "
                     "stopped here, so this is a lower bound on the strength that stops DLG at 300 steps)"
                     if stopping < paper_stop else " — a stronger defense than the paper needed")
     where += compared

@@ -31,6 +31,9 @@ from gitutor.stats import Interval, success_interval
 
 #: ``dlg_case`` sources: ``"<set>_samples"`` are foolbox's 20 real samples with their true labels (offline).
 SOURCES = ("cifar100_samples", "mnist_samples", "photos", "digits", "cifar100", "mnist")
+#: What the page calls each source (its data set; the prose says whether samples or the test set).
+SOURCE_NAMES = {"cifar100_samples": "CIFAR-100", "mnist_samples": "MNIST", "photos": "photographs",
+                "digits": "scikit-learn digits", "cifar100": "CIFAR-100", "mnist": "MNIST"}
 
 
 def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", batch_size: int = 1, num_classes: int = 100,
@@ -71,10 +74,12 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", bat
 def score_run(seed: int, result: AttackResult, x: torch.Tensor, y: torch.Tensor) -> dict:
     """``{seed, psnr (dB, mean over the batch), ssim, label_ok, loss, steps, truth, result}`` of one DLG run on
     ``(x, y)``. The reconstruction is scored clipped to [0, 1] (it estimates an image in [0, 1]); ``loss`` is
-    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps run."""
+    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps it ran (up to
+    ``stop_loss`` or a fixed point, where the dummy stopped moving)."""
     truth, images = x.cpu(), result.images.clamp(0, 1)
     losses = result.history.get("loss") or [math.nan]
-    steps = result.info.get("stopped_at", len(result.history.get("loss", [])))
+    info = result.info  # the step it stopped at (stop_loss), or reached a fixed point, else every step run
+    steps = info.get("stopped_at", info.get("converged_at", len(result.history.get("loss", []))))
     return {"seed": seed, "psnr": float(psnr(images, truth).mean()), "ssim": float(ssim(images, truth).mean()),
             "label_ok": bool((result.labels == y.cpu()).all()), "loss": float(losses[-1]), "steps": steps,
             "truth": truth, "result": result}
@@ -122,8 +127,24 @@ def attack(case: Case, **options) -> AttackResult:
     return dlg(view["model"], view["update"], tuple(case.inputs.shape), view["model"].fc.out_features, **options)
 
 
+def snapshots_to_end(result: AttackResult) -> list[tuple[int, torch.Tensor]]:
+    """``result.snapshots`` with the iterate the run held from ``info["converged_at"]`` on: after an L-BFGS
+    step that left the dummy unchanged (a fixed point) the attack stops moving and pads its snapshots with
+    copies of the last one *recorded*, which can predate the fixed point by up to ``record_every`` − 1 steps
+    in which the dummy still moved; the final image is the iterate from the fixed point to the end, so it
+    replaces every padded copy (and marks the fixed point's step). Runs without a fixed point are unchanged.
+    """
+    fixed = result.info.get("converged_at")
+    if fixed is None:
+        return list(result.snapshots)
+    moving = [(step, images) for step, images in result.snapshots if step <= fixed]
+    at = [] if moving[-1][0] == fixed else [(fixed, result.images)]
+    return moving + at + [(step, result.images) for step, _ in result.snapshots if step > fixed]
+
+
 def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
-    """PSNR (dB, batch mean, snapshot clipped to [0, 1]) at every recorded snapshot of every :func:`seed_study` run.
+    """PSNR (dB, batch mean, snapshot clipped to [0, 1]) at every snapshot of every :func:`seed_study` run
+    (:func:`snapshots_to_end`: after a fixed point, the iterate it stopped at).
 
     Returns ``(curves, reached)``: ``curves[f"{name}, seed {s}"] = (steps, psnr values)`` and
     ``reached[(name, s)]``, the first recorded step with PSNR ≥ ``threshold`` (None if never).
@@ -132,7 +153,7 @@ def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
     for name, rows in studies.items():
         for row in rows:
             steps, values = zip(*[(step, float(psnr(images.clamp(0, 1), row["truth"]).mean()))
-                                  for step, images in row["result"].snapshots])
+                                  for step, images in snapshots_to_end(row["result"])])
             curves[f"{name}, seed {row['seed']}"] = (steps, values)
             reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
     return curves, reached
