@@ -229,13 +229,52 @@ def test_label_chance_is_the_majority_guess_and_none_when_labels_were_given():
 
 
 def test_accuracy_words_say_whether_the_intervals_resolve():
-    from gitutor.chapters.flower_dp.report import accuracy_words
+    from gitutor.chapters.flower_dp.accuracy import accuracy_words
 
     good, worse = [True] * 95 + [False] * 5, [True] * 50 + [False] * 50
     assert "above chance" in accuracy_words(good) and "resolved loss" in accuracy_words(worse, good)
     assert "not resolved from chance" in accuracy_words(worse)
     assert "not resolved (the interval covers 0)" in accuracy_words(good[1:] + [False], good)
     assert "the same outcome on every test image" in accuracy_words(good, good)
+    assert "below chance (0.5" in accuracy_words([True] * 20 + [False] * 80)
+
+
+def _sweep_point(sigma, epsilon, correct):
+    from gitutor.stats import success_interval
+
+    outcomes = [True] * correct + [False] * (100 - correct)
+    return {"sigma": sigma, "epsilon": epsilon, "outcomes": outcomes,
+            "accuracy_interval": success_interval(outcomes)}
+
+
+def test_smallest_accuracy_row_judges_the_claim_by_the_paired_difference_and_states_chance():
+    """The row carries the smallest ε's accuracy with its interval, says where it lies against chance,
+    and judges "strict DP costs utility" consistent only when the paired loss is resolved."""
+    from gitutor.chapters.flower_dp.accuracy import smallest_accuracy_row
+    from gitutor.results.verdicts import verdict_text
+
+    plain = _sweep_point(0.0, math.inf, 85)
+    row = smallest_accuracy_row([plain, _sweep_point(1.0, 19.1, 84), _sweep_point(12.0, 1.07, 35)])
+    assert row["this_run"] == 0.35 and row["low"] < 0.35 < row["high"] and row["n"] == 100
+    assert row["claim_outcome"] == "consistent" and "below chance" in row["setting"]
+    assert "σ = 12" in row["setting"] and "ε = 1.07 per example" in row["setting"]
+    assert "**consistent**" in verdict_text({"quantity": "q", "differences": "d"} | row)
+    same = smallest_accuracy_row([plain, _sweep_point(12.0, 1.07, 85)])
+    assert same["claim_outcome"] == "not resolved" and "above chance" in same["setting"]
+
+
+def test_decision_words_name_the_defenses_that_leaked_and_those_that_paid_in_accuracy():
+    from gitutor.chapters.flower_dp.decision import decision_words
+
+    good, bad = [True] * 85 + [False] * 15, [True] * 40 + [False] * 60
+    runs = {"none": {"outcomes": good}, "secagg+": {"outcomes": good}, "local-dp": {"outcomes": bad}}
+    best = {"none": {"attacker": {"recognised": 5}}, "secagg+": {"attacker": {"recognised": 0}},
+            "local-dp": {"attacker": {"recognised": 0}}, "dp-sgd": {"attacker": {"recognised": 0}}}
+    point, plain = {"sigma": 1.0, "outcomes": good[1:] + [False]}, {"outcomes": good}
+    words = decision_words(runs, best, point, plain)
+    assert "no photograph was recognisable under SecAgg+; LocalDpMod; Opacus DP-SGD (σ = 1)" in words
+    assert "Of these, LocalDpMod (-0.45" in words and "SecAgg+; Opacus DP-SGD (σ = 1) showed no resolved" in words
+    assert words.endswith("recognisable under none (FedAvg).")
 
 
 def _tiny_attack_setting():
@@ -317,11 +356,12 @@ def test_strongest_words_follow_the_numbers_they_describe():
              "dp-sgd": {"curve": flat, "lti": summary([11, 12, 13])}}
     for f in found.values():
         f.setdefault("lti", summary([10, 10, 10]))
-        f["attacker"], f["oracle"] = summary([6, 7, 8]), summary([10, 11, 12])
+        f["attacker"], f["oracle"], f["wins"] = summary([6, 7, 8]), summary([10, 11, 12]), {"IG, restarts": 3}
     words = strongest_words(found, mean_colour=14.5)
     assert "restarts raise the PSNR of one run" in words
     assert "still moving at its last step under LocalDpMod" in words and "lower bound" in words
     assert "lies below the mean-colour control's 14.5 dB" in words
+    assert "the gradient distance kept IG, restarts 3/3" in words
     found["none"]["restarts"] = summary([29, 32, 32])
     assert "do not resolvably change" in strongest_words(found, mean_colour=12.5)
     assert "lies around the mean-colour control" in strongest_words(found, mean_colour=12.5)

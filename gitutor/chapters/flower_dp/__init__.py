@@ -6,5 +6,6 @@
 - :mod:`.defenses`: Flower's own defenses against the same attack
 - :mod:`.strongest`: the strongest adversary per defense (IG restarts, LTI) and their envelope
 - :mod:`.report`: figures, tables and rows
+- :mod:`.accuracy`: test accuracy in words (chance, paired differences) and its paper row
 - :mod:`.decision`: the defense tables and the decision table
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gitutor.chapters.flower_dp.accuracy import CHANCE
 from gitutor.chapters.flower_dp.report import eps_text, flat_step, label_text
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
@@ -18,18 +19,21 @@ NAMES = {"none": "none (FedAvg)", "secagg+": "SecAgg+", "central-dp-server-clipp
          "central DP, server-side clipping", "central-dp-client-clipping":
          "central DP, client-side clipping", "local-dp": "LocalDpMod"}
 
-#: Who must be trusted not to invert a client's update, by design of each defense.
+#: Who must be trusted not to invert a client's update, by design of each defense (SecAgg+'s conditions:
+#: :data:`SECAGG_TRUST`, stated once under the table).
 TRUSTED = {
-    "none": "the server: it holds every client's update",
-    "secagg+": "a server that does not collude with the reconstruction threshold of clients nor drop or "
-               "fake clients to shrink the aggregate towards one update; it holds the aggregate of the round's "
-               "clients",
-    "central-dp-server-clipping": "the server: it receives every raw update and noises only the average",
-    "central-dp-client-clipping": "the server: it receives every clipped update without noise",
-    "local-dp": "nobody for the update: the client clips and noises it with its own seed",
-    "dp-sgd": "nobody for the update: the client clips each example's gradient and noises each step "
-              "with its own seed",
+    "none": "the server (it holds every update)",
+    "secagg+": "a server that keeps SecAgg+'s conditions (see below)",
+    "central-dp-server-clipping": "the server (it receives every raw update)",
+    "central-dp-client-clipping": "the server (it receives every clipped, un-noised update)",
+    "local-dp": "nobody, for the update (the client's own noise)",
+    "dp-sgd": "nobody, for the update (the client's own noise, every example, every step)",
 }
+
+#: SecAgg+'s conditions on the server, the words under the decision table.
+SECAGG_TRUST = ("it must not collude with as many clients as SecAgg+'s reconstruction threshold, nor drop or "
+                "fake clients to shrink the aggregate towards one update; it then holds only the aggregate of "
+                "the round's clients")
 
 
 def _scores(summary: dict) -> list[str]:
@@ -51,11 +55,10 @@ def guarantee_text(run: dict, rounds: int) -> str:
     if g.epsilon is None:
         return "none (no DP)"
     if g.level == "update":
-        return (f"{g.epsilon:g} per round (client's update), ≤ ({rounds * g.epsilon:g}, {rounds * g.delta:g}) "
-                f"over {rounds} rounds by basic composition (a loose bound: ε and δ both add up); "
-                "Gaussian mechanism")
-    return (f"{eps_text(g.epsilon)} client-level over {rounds} rounds, δ = {g.delta:g} (Opacus RDP); "
-            "for the released model only")
+        return (f"{g.epsilon:g} per round, per client update (Gaussian mechanism); ≤ ({rounds * g.epsilon:g}, "
+                f"{rounds * g.delta:g}) over {rounds} rounds (basic composition)")
+    return (f"{eps_text(g.epsilon)} per client over {rounds} rounds, δ = {g.delta:g} (Opacus RDP); "
+            "released model only")
 
 
 def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
@@ -97,15 +100,15 @@ def _kept(wins: Mapping[str, int]) -> str:
 
 
 def decision_table(runs: Mapping[str, dict], strongest: Mapping[str, dict], point: dict, plain: dict,
-                   rounds: int) -> str:
+                   rounds: int, delta: float) -> str:
     """Defense × who must be trusted × ε (level) × the strongest adversary × accuracy: one line per
     defense (SecAgg+: its smallest aggregate), the DP-SGD line from the sweep ``point``. The attack
     columns are the attacker's envelope of :func:`~gitutor.chapters.flower_dp.strongest.envelope`
     (kept per client by gradient distance, no truth used). The last column: accuracy minus the
     undefended run's on the same test images (paired; DP-SGD against the sweep's σ = 0 point
-    ``plain``)."""
+    ``plain``); ``delta``: the sweep's δ."""
     header = ["defense", "who must be trusted", "ε (level, accountant)", "adversary kept (per client)",
-              "PSNR (dB)", "recognisable", "test accuracy", "minus undefended"]
+              "PSNR (dB)", "recognisable", f"test accuracy (chance {CHANCE:g})", "minus undefended"]
     lines = []
     k = len(strongest["secagg+"]["attacker"]["rows"][0]["truth"])
     for name, run in runs.items():
@@ -115,7 +118,7 @@ def decision_table(runs: Mapping[str, dict], strongest: Mapping[str, dict], poin
                       *_quality(found), format_interval(run["accuracy"], 2, False),
                       "—" if name == "none" else _difference(run["outcomes"], runs["none"]["outcomes"])])
     lines.append([f"Opacus DP-SGD, σ = {point['sigma']:g}", TRUSTED["dp-sgd"],
-                  f"{eps_text(point['epsilon'])} per example over {rounds} rounds (Opacus RDP)",
+                  f"{eps_text(point['epsilon'])} per example over {rounds} rounds, δ = {delta:g} (Opacus RDP)",
                   _kept(strongest["dp-sgd"]["wins"]), *_quality(strongest["dp-sgd"]["attacker"]),
                   format_interval(point["accuracy_interval"], 2, False),
                   _difference(point["outcomes"], plain["outcomes"])])
@@ -211,7 +214,8 @@ def strongest_words(strongest: Mapping[str, dict], mean_colour: float,
     name = max(strongest, key=lambda n: strongest[n]["oracle"]["psnr"].mean - strongest[n]["attacker"]["psnr"].mean)
     gap = strongest[name]["oracle"]["psnr"].mean - strongest[name]["attacker"]["psnr"].mean
     words.append(f"The largest gap between the oracle's and the attacker's envelope is {gap:.1f} dB in mean "
-                 f"PSNR ({NAMES.get(name, 'Opacus DP-SGD')}).")
+                 f"PSNR ({NAMES.get(name, 'Opacus DP-SGD')}; the gradient distance kept "
+                 f"{_kept(strongest[name]['wins'])}).")
     counts = [f"{NAMES.get(n, 'Opacus DP-SGD')}: {strongest[n]['attacker']['recognised']}/"
               f"{strongest[n]['attacker']['images']} (oracle {strongest[n]['oracle']['recognised']})"
               for n in noised if n in strongest]
@@ -223,3 +227,26 @@ def strongest_words(strongest: Mapping[str, dict], mean_colour: float,
                  + f") lies {side} the mean-colour control's {mean_colour:.1f} dB: what a constant image of "
                  "the right brightness scores.")
     return " ".join(words)
+
+
+def decision_words(runs: Mapping[str, dict], strongest: Mapping[str, dict], point: dict, plain: dict) -> str:
+    """The decision table's lesson in words built from it: under which defenses the attacker's envelope
+    recognised no photograph, and which of those paid for it in accuracy (paired difference to the
+    undefended run, resolved or not) — the DP-SGD ``point`` against the sweep's σ = 0 ``plain``."""
+    rows = {name: (strongest[name]["attacker"], run["outcomes"], runs["none"]["outcomes"])
+            for name, run in runs.items()}
+    rows["dp-sgd"] = (strongest["dp-sgd"]["attacker"], point["outcomes"], plain["outcomes"])
+    name = NAMES | {"dp-sgd": f"Opacus DP-SGD (σ = {point['sigma']:g})"}
+    safe = [n for n, (found, _, _) in rows.items() if found["recognised"] == 0]
+    leaked = [n for n, (found, _, _) in rows.items() if found["recognised"] > 0]
+    cost = {n: paired_difference([float(v) for v in rows[n][1]], [float(v) for v in rows[n][2]]) for n in safe}
+    paid = [f"{name[n]} ({format_interval(d, 2, False)})" for n, d in cost.items() if d.high < 0]
+    kept = [name[n] for n, d in cost.items() if d.high >= 0]
+    listed = "; ".join(name[n] for n in safe) or "no defense"  # "; ": the names hold commas
+    words = [f"Against this page's adversaries, no photograph was recognisable under {listed}"]
+    if safe:
+        words.append(f". Of these, {'; '.join(paid) or 'none'} lost accuracy (paired, resolved), and "
+                     f"{'; '.join(kept) or 'none'} showed no resolved loss")
+    if leaked:
+        words.append(f". At least one photograph was recognisable under {'; '.join(name[n] for n in leaked)}")
+    return "".join(words) + "."

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
+from gitutor.chapters.flower_dp.accuracy import smallest_accuracy_row
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.results import interval_fields
 from gitutor.stats import format_interval
@@ -101,31 +102,10 @@ def label_text(summary: dict) -> str:
     return f"{summary['label_rate']:.0%} (chance {summary['label_chance']:.0%})"
 
 
-def accuracy_words(outcomes: Sequence[bool], baseline: Sequence[bool] | None = None,
-                   chance: float = 0.5) -> str:
-    """Test accuracy with its Wilson interval, whether that interval lies above or below ``chance``, and — given
-    the undefended run's ``baseline`` outcomes on the same test images — the paired difference and
-    whether its interval excludes 0."""
-    from gitutor.paired import paired_difference
-    from gitutor.stats import success_interval
-
-    acc = success_interval([bool(v) for v in outcomes])
-    text = (f"{format_interval(acc, 2, False)} over {acc.n} test images, "
-            + ("above chance" if acc.low > chance else "below chance" if acc.high < chance
-               else "not resolved from chance"))
-    if baseline is None:
-        return text
-    diff = paired_difference([float(v) for v in outcomes], [float(v) for v in baseline])
-    verdict = ("a resolved loss" if diff.high < 0 else "a resolved gain" if diff.low > 0
-               else "the same outcome on every test image" if diff.low == diff.high == 0
-               else "not resolved (the interval covers 0)")
-    return text + f"; minus the undefended run, paired: {format_interval(diff, 2, False)}, {verdict}"
-
-
 def sweep_table(points: Sequence[dict], delta: float) -> str:
     """σ, ε, attack PSNR/SSIM on round 1 and PSNR on the mean of all rounds (intervals over
     clients), recognisable images, label accuracy and test accuracy (interval), one line per σ."""
-    header = ["σ", f"ε (δ = {delta:g})", "PSNR, round 1 (dB)", "SSIM, round 1",
+    header = ["σ", f"ε per example, all rounds (δ = {delta:g})", "PSNR, round 1 (dB)", "SSIM, round 1",
               "PSNR, mean of rounds (dB)", "recognisable", "labels", "test accuracy"]
     lines = [[f"{p['sigma']:g}", eps_text(p["epsilon"]), format_interval(p["psnr"], 1, False),
               format_interval(p["ssim"], 2, False), format_interval(p["average"]["psnr"], 1, False),
@@ -192,8 +172,6 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
     mse = [r["mse"] for r in fedsgd["rows"]]
     noisy = [r["mse"] for r in handwritten["rows"]]
     broken = breaking_point(points, RECOGNISABLE_PSNR)
-    smallest = min(points, key=lambda p: p["epsilon"])
-    none = points[0]
 
     def row(quantity, setting, paper, this_run, unit, **extra):
         return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run,
@@ -222,10 +200,7 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
             "noise of variance ≥ 1e-2 stops DLG (Zhu et al. 2019 §5; no ε)",
             "none tried" if broken is None else ("≥ " if at_sweep_edge(points, broken) else "")
             + eps_text(broken["epsilon"]), "ε"),
-        row("test accuracy at the smallest ε", f"ε = {eps_text(smallest['epsilon'])}, "
-            f"no DP: {none['accuracy']:.2f}",
-            "strict DP costs utility significantly (Ye et al. 2024 §2)",
-            round(smallest["accuracy"], 3), "fraction"),
+        row("test accuracy at the smallest ε", **smallest_accuracy_row(points)),
         row(f"SSIM after E = {max(epochs)} local steps", "FedAvg, B = 1, −Δ/(η·E) as gradient",
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
             round(epochs[max(epochs)]["ssim"].mean, 3), "SSIM"),
@@ -270,20 +245,6 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
     lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
               f"{float(values.max()):.1f}"] for name, values in scores.items()]
     return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
-
-
-def paired_sentence(point: dict, plain: dict) -> str:
-    """The accuracy difference of ``point`` minus ``plain`` on the same test images (paired), and
-    whether it is resolved."""
-    from gitutor.paired import paired_difference
-
-    diff = paired_difference([float(v) for v in point["outcomes"]], [float(v) for v in plain["outcomes"]])
-    text = f"paired over the same {diff.n} test images the difference is {format_interval(diff, 2, False)}"
-    if diff.high < 0:
-        return text + ": the noise costs accuracy here."
-    if diff.low > 0:
-        return text + ": the noisy model is more accurate on this test set."
-    return text + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
 
 
 def average_gain_sentence(points: Sequence[dict]) -> str:
