@@ -73,3 +73,16 @@ def test_batched_dlg_refuses_bad_arguments():
         batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], labels=y[:1])
     with pytest.raises(ValueError, match="stop_loss"):
         batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], stop_loss=-1.0)
+
+
+def test_batched_dlg_snapshots_after_a_fixed_point_hold_the_fixed_point():
+    """After an L-BFGS fixed point the padded snapshots are the iterate it stopped at (the final
+    image), with a snapshot at the fixed point's own step — not copies of an older snapshot."""
+    models, targets, x, y = _problems(2)
+    results = batched_dlg(models, targets, (1, 8, 8), 5, seeds=[0, 1], iterations=400, record_every=7)
+    stuck = [r for r in results if "converged_at" in r.info]
+    assert stuck, "no problem reached a fixed point in 400 steps: the test needs one"
+    for result in stuck:
+        fixed = result.info["converged_at"]
+        assert fixed in [step for step, _ in result.snapshots]
+        assert all(torch.equal(images, result.images) for step, images in result.snapshots if step >= fixed)

@@ -92,3 +92,7 @@ def test_dlg_stops_at_an_lbfgs_fixed_point_with_the_full_budget_result(digit_cas
     assert short.info["converged_at"] < 200 and len(short.history["loss"]) == 200 and short.snapshots[-1][0] == 200
     longer = dlg(model, grads, x.shape, 10, iterations=400, seed=0, line_search="strong_wolfe")
     assert torch.equal(short.images, longer.images) and longer.history["loss"][:200] == short.history["loss"]
+    # the snapshots from the fixed point on hold the fixed point (the final image), not an older snapshot
+    fixed = short.info["converged_at"]
+    assert fixed in [step for step, _ in short.snapshots]
+    assert all(torch.equal(images, short.images) for step, images in short.snapshots if step >= fixed)

@@ -67,7 +67,9 @@ def test_lbfgs_rule_optimises_extra_variables_and_stops_at_its_fixed_point():
                             signed=False, box=None, record_every=5, extra_variables=(shift,))
     assert torch.allclose(joint.images, target) and torch.allclose(shift.detach(), torch.ones(3))
     assert 1 <= joint.info["converged_at"] < 30 and len(joint.history["loss"]) == 30
-    assert [t for t, _ in joint.snapshots] == [0, 5, 10, 15, 20, 25, 30]
+    fixed = joint.info["converged_at"]  # a snapshot of the fixed point at its step, then the period's
+    assert [t for t, _ in joint.snapshots] == sorted({0, fixed, 5, 10, 15, 20, 25, 30})
+    assert all(torch.equal(images, joint.images) for t, images in joint.snapshots if t >= fixed)
     assert joint.history["iteration"] == list(range(30))
 
 

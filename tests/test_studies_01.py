@@ -117,14 +117,6 @@ def test_psnr_curves_follow_the_snapshots_and_find_the_first_success():
     steps, values = curves["run, seed 3"]
     assert steps == (0, 10, 20) and values[0] < 30 < values[1]
     assert reached == {("run", 3): 10}
-    # a fixed point at step 15: the padded copies of the step-10 snapshot are replaced by the final iterate
-    stuck = gitutor.attacks.AttackResult(images=far, labels=torch.zeros(1, dtype=torch.long), info={"converged_at": 15},
-                                         snapshots=[(0, far), (10, near), (20, near), (30, near)])
-    assert [step for step, _ in sweeps.snapshots_to_end(stuck)] == [0, 10, 15, 20, 30]
-    curves, reached = sweeps.psnr_curves({"run": [{"seed": 3, "truth": truth, "result": stuck}]}, 30.0)
-    steps, values = curves["run, seed 3"]
-    assert values[1] > 30 > values[2] == values[3] == values[4] and reached == {("run", 3): 10}
-    assert sweeps.snapshots_to_end(result) == result.snapshots  # no fixed point: unchanged
 
 
 def test_batch_and_source_sweeps_score_matched_reconstructions():

@@ -150,10 +150,13 @@ def batched_dlg(models: Sequence, targets: Sequence[Sequence[torch.Tensor]], inp
                 info[p]["stopped_at"], live[p] = t + 1, False
             elif unchanged:
                 info[p]["converged_at"], live[p] = t + 1, False
+                fixed = problems.split(problems.v)[0][p:p + 1].detach().cpu().clone()
+                if not snapshots[p] or snapshots[p][-1][0] != t + 1:
+                    snapshots[p].append((t + 1, fixed))  # the iterate from here to the end
                 for later in range(t + 1, iterations):
                     history[p].append(history[p][-1])
                     if (later + 1) % record_every == 0 or later + 1 == iterations:
-                        snapshots[p].append((later + 1, snapshots[p][-1][1]))
+                        snapshots[p].append((later + 1, fixed))
         if not live.any():
             break
     x, soft = problems.split(problems.v)

@@ -111,8 +111,9 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             once after every step, so iteration t runs with the scheduler's lr after t steps.
         step_rule: a key of :data:`STEP_RULES`. With an L-BFGS rule, a step that leaves every variable
             exactly unchanged is a fixed point (each later step would repeat it), so the loop stops
-            computing there, sets ``info["converged_at"]`` (steps done) and fills history and snapshots as
-            the remaining steps would; the result equals that of the full budget.
+            computing there, sets ``info["converged_at"]`` (steps done), adds a snapshot of the fixed point
+            at that step and fills history and snapshots (with the fixed point) as the remaining steps
+            would; the result equals that of the full budget.
         signed: step on sign(g) (Geiping et al. 2020; Ye et al. 2024 Eq. 12) instead of g (Adam only);
             or a function ``(g, t) -> g'`` applied to the image gradient instead (e.g. the authors'
             quantised sign, :func:`gitutor.attacks.stepwise_options.quantised_sign`).
@@ -202,10 +203,13 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             break
         if step_rule != "adam" and all(torch.equal(v, old) for v, old in zip(variables, before)):
             info["converged_at"] = t + 1
+            fixed = view(x.detach()).cpu().clone()  # the iterate from here to the end
+            if not snapshots or snapshots[-1][0] != t + 1:
+                snapshots.append((t + 1, fixed))
             for later in range(t + 1, iterations):
                 _record(history, later, optimizer.param_groups[0]["lr"], recorded)
                 if (later + 1) % record_every == 0 or (later + 1) in snapshot_times:
-                    snapshots.append((later + 1, snapshots[-1][1]))
+                    snapshots.append((later + 1, fixed))
             break
     history = {key: _plain(values) for key, values in history.items()}
     final = x.detach() if best is None else best

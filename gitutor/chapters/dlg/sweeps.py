@@ -127,24 +127,9 @@ def attack(case: Case, **options) -> AttackResult:
     return dlg(view["model"], view["update"], tuple(case.inputs.shape), view["model"].fc.out_features, **options)
 
 
-def snapshots_to_end(result: AttackResult) -> list[tuple[int, torch.Tensor]]:
-    """``result.snapshots`` with the iterate the run held from ``info["converged_at"]`` on: after an L-BFGS
-    step that left the dummy unchanged (a fixed point) the attack stops moving and pads its snapshots with
-    copies of the last one *recorded*, which can predate the fixed point by up to ``record_every`` − 1 steps
-    in which the dummy still moved; the final image is the iterate from the fixed point to the end, so it
-    replaces every padded copy (and marks the fixed point's step). Runs without a fixed point are unchanged.
-    """
-    fixed = result.info.get("converged_at")
-    if fixed is None:
-        return list(result.snapshots)
-    moving = [(step, images) for step, images in result.snapshots if step <= fixed]
-    at = [] if moving[-1][0] == fixed else [(fixed, result.images)]
-    return moving + at + [(step, result.images) for step, _ in result.snapshots if step > fixed]
-
-
 def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
     """PSNR (dB, batch mean, snapshot clipped to [0, 1]) at every snapshot of every :func:`seed_study` run
-    (:func:`snapshots_to_end`: after a fixed point, the iterate it stopped at).
+    (after an L-BFGS fixed point, the iterate it stopped at: :func:`gitutor.attacks.loop.optimise_images`).
 
     Returns ``(curves, reached)``: ``curves[f"{name}, seed {s}"] = (steps, psnr values)`` and
     ``reached[(name, s)]``, the first recorded step with PSNR ≥ ``threshold`` (None if never).
@@ -153,7 +138,7 @@ def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
     for name, rows in studies.items():
         for row in rows:
             steps, values = zip(*[(step, float(psnr(images.clamp(0, 1), row["truth"]).mean()))
-                                  for step, images in snapshots_to_end(row["result"])])
+                                  for step, images in row["result"].snapshots])
             curves[f"{name}, seed {row['seed']}"] = (steps, values)
             reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
     return curves, reached
