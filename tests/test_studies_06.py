@@ -193,7 +193,14 @@ def test_the_claim_is_judged_from_the_paired_comparisons_and_the_baselines_budge
     assert with_dlg["claim_outcome"] == "consistent" and "against DLG (not a baseline of the paper): sign comp. LTI > DLG" in with_dlg["claim_reason"]
     late = {**flat, "prune": None}  # IG still falling at the largest budget: Table 1 may understate it
     assert lti_report.claim_judgement(wins, {}, late, 100, names, 16)["claim_outcome"] == "not resolved"
-    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "consistent"
+    # still falling at the largest budget: IG's own budget is unknown, a win there does not settle it
+    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "not resolved"
+    later = {**flat, "prune": 300}  # flat by 300: LTI must also beat IG at its best recorded budget
+    assert lti_report.claim_judgement(wins, {}, later, 100, names, 16)["claim_outcome"] == "not resolved"
+    at_best = lti_report.claim_judgement(wins, {d: "LTI < IG" for d in names}, later, 100, names, 16,
+                                         best={d: 300 for d in names}, budget_targets=4)
+    assert at_best["claim_outcome"] == "consistent"
+    assert "best recorded budget (4 targets): sign comp. LTI < IG (IG 300 its)" in at_best["claim_reason"]
     assert lti_report.claim_judgement(wins, {"gauss": "LTI > IG"}, flat, 100, names, 16)["claim_outcome"] == "refuted"
     open_ = {**wins, "sign": stats.NOT_RESOLVED}
     assert lti_report.claim_judgement(open_, {}, flat, 100, names, 16)["claim_outcome"] == "not resolved"
@@ -207,7 +214,7 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     found = budget.flattened(errors)
     assert found == {"none": 100, "sign": None}
     sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
-    assert "Under sign comp. IG's curve is still falling" in sentence and "beyond 1000" in sentence
+    assert "Under sign comp. IG's curve is still falling" in sentence and "still falling at 1000" in sentence
     rising = {**errors, "none": {100: [0.02], 300: [0.019], 1000: [0.03]}}
     assert "Under none IG's mean MSE at 1000 iterations is above" in budget.budget_sentence(
         budget.flattened(rising), names, 100, [100, 300, 1000], rising)
@@ -219,6 +226,7 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     versus = budget.against_recorded(record, cells, "lenet", names)
     assert versus["agreement"] == pytest.approx(0.0, abs=1e-6)  # the record's IG at 100 is this run's IG
     assert versus["lti"]["none"] == pytest.approx(1e-4, rel=1e-3) and "IG, 1000 its" in versus["table"]
+    assert versus["best"] == {"none": 300, "sign": 1000}  # the lowest mean MSE, not the largest budget
     with pytest.raises(ValueError, match="budgets"):
         budget.ig_budget_errors(None, None, {}, torch.zeros(1, 1, 4, 4), torch.zeros(1), [300, 100])
 
