@@ -106,6 +106,9 @@ def test_report_rows_and_table_carry_the_papers_numbers():
     headline = [r for r in rows if r.get("headline")]
     assert headline == [rows[0]] and (rows[0]["paper"], rows[0]["this_run"]) == (3, 2)
     assert rows[-1]["this_run"] == 1 and "100 of 1597" in rows[-1]["setting"] and rows[-1]["better"] == "higher"
+    # the run's setting is stated once, in the first row; the others point to it
+    assert rows[0]["differences"].startswith("tiny;") and all(r["differences"].startswith("as the first row")
+                                                              for r in rows[1:])
     # MSE on other images than the paper's carries no verdict; the counts still do
     other = results_rows(table1, ood, names, comparable=False, **common)
     assert not any("better" in r for r in other[1:-1]) and all(r["better"] == "higher" for r in (other[0], other[-1]))

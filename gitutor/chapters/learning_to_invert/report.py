@@ -144,6 +144,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
     from gitutor.results import interval_fields
 
     order, intervals = list(names), intervals or {}
+    same = "as the first row" if scale != "paper settings" else scale  # the run's setting, stated once
     direction = {"better": "lower"} if comparable else {}
 
     def mse_row(model, batch_size, defense, method, scores):
@@ -152,13 +153,13 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
         return {"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
                 "paper": PAPER_MSE[model, batch_size][method][order.index(defense)], "this_run": round(value, 4),
                 "unit": "MSE", **direction, **interval_fields(summary, 4),
-                "differences": f"{scale}; {n_ig[batch_size]} target batch(es)"}
+                "differences": f"{same}; {n_ig[batch_size]} target batch(es)"}
 
     rows = [mse_row(model, batch_size, defense, method, scores)
             for (model, batch_size, defense), scores in table1.items() for method in ("IG", "LTI")]
     rows += [{"quantity": "MSE LTI-OOD (Table 2)", "setting": f"{ood_model}, B=1, {names[defense]}",
               "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense].mean, 4), "unit": "MSE",
-              **direction, **interval_fields(table2[defense], 4), "differences": f"{scale}; OOD = other digit classes"}
+              **direction, **interval_fields(table2[defense], 4), "differences": f"{same}; OOD = other digit classes"}
              for defense in order]
     rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
                     "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
@@ -170,7 +171,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
     rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
                  "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
                  "paper": len(DEFENDED), "this_run": small_wins, "unit": f"of {len(DEFENDED)} defenses",
-                 "better": "higher", "n": 1, "differences": f"{scale}; 95 % intervals of the paired differences over "
+                 "better": "higher", "n": 1, "differences": f"{same}; 95 % intervals of the paired differences over "
                                                     f"{n_ig[1]} targets"})
     return rows
 
