@@ -246,6 +246,9 @@ def test_recognisable_uses_the_books_threshold_after_its_controls():
     assert found["above_controls"] == {("none", "IG"): 2, ("none", "DLG"): 0, ("none", "LTI"): 2}
     assert "| IG | 2 / 2 · 2 / 2 |" in found["table"] and "4×4 thumbnail" in found["controls_table"]
     assert found["controls"]["mean colour"]["max"] <= found["best_control"]
+    found["above_controls"] |= {(d, m): k for d in ("sign", "prune", "gauss") for m, k in (("IG", 1), ("LTI", 2))}
+    lesson = lti_report.figure2_lesson(found, {**names, "sign": "sign", "prune": "prune", "gauss": "gauss"})
+    assert "of the 2 targets" in lesson and "sign: IG 1, LTI 2; prune: IG 1, LTI 2" in lesson
 
 
 def test_budget_sentence_says_when_longer_runs_do_not_help():

@@ -253,3 +253,14 @@ def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
             f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
             f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
             f"images; the paper finds LTI ahead under all {count}.")
+
+
+def figure2_lesson(found: Mapping, names: Mapping[str, str]) -> str:
+    """Fig. 2's lesson in one sentence from :func:`~gitutor.chapters.learning_to_invert.checks.recognisable`
+    (``found["above_controls"]`` ``{(defense, method): k}`` of ``found["n"]`` targets): per defense of
+    :data:`DEFENDED`, how many reconstructions of IG and of LTI lie above every control of their target."""
+    n, above = found["n"], found["above_controls"]
+    counts = "; ".join(f"{names[d]}: IG {above[d, 'IG']}, LTI {above[d, 'LTI']}" for d in DEFENDED)
+    return (f"Under the defenses, of the {n} targets both attacked (the figure shows the first few), the "
+            f"reconstructions that lie above every control of their own target (more of the digit than its "
+            f"thumbnail or mean grey): {counts}.")
