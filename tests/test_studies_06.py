@@ -106,6 +106,9 @@ def test_report_rows_and_table_carry_the_papers_numbers():
     headline = [r for r in rows if r.get("headline")]
     assert headline == [rows[0]] and (rows[0]["paper"], rows[0]["this_run"]) == (3, 2)
     assert rows[-1]["this_run"] == 1 and "100 of 1597" in rows[-1]["setting"] and rows[-1]["better"] == "higher"
+    # the run's setting is stated once, in the first row; the others point to it
+    assert rows[0]["differences"].startswith("tiny;") and all(r["differences"].startswith("as the first row")
+                                                              for r in rows[1:])
     # MSE on other images than the paper's carries no verdict; the counts still do
     other = results_rows(table1, ood, names, comparable=False, **common)
     assert not any("better" in r for r in other[1:-1]) and all(r["better"] == "higher" for r in (other[0], other[-1]))
@@ -193,7 +196,14 @@ def test_the_claim_is_judged_from_the_paired_comparisons_and_the_baselines_budge
     assert with_dlg["claim_outcome"] == "consistent" and "against DLG (not a baseline of the paper): sign comp. LTI > DLG" in with_dlg["claim_reason"]
     late = {**flat, "prune": None}  # IG still falling at the largest budget: Table 1 may understate it
     assert lti_report.claim_judgement(wins, {}, late, 100, names, 16)["claim_outcome"] == "not resolved"
-    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "consistent"
+    # still falling at the largest budget: IG's own budget is unknown, a win there does not settle it
+    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "not resolved"
+    later = {**flat, "prune": 300}  # flat by 300: LTI must also beat IG at its best recorded budget
+    assert lti_report.claim_judgement(wins, {}, later, 100, names, 16)["claim_outcome"] == "not resolved"
+    at_best = lti_report.claim_judgement(wins, {d: "LTI < IG" for d in names}, later, 100, names, 16,
+                                         best={d: 300 for d in names}, budget_targets=4)
+    assert at_best["claim_outcome"] == "consistent"
+    assert "best recorded budget (4 targets): sign comp. LTI < IG (IG 300 its)" in at_best["claim_reason"]
     assert lti_report.claim_judgement(wins, {"gauss": "LTI > IG"}, flat, 100, names, 16)["claim_outcome"] == "refuted"
     open_ = {**wins, "sign": stats.NOT_RESOLVED}
     assert lti_report.claim_judgement(open_, {}, flat, 100, names, 16)["claim_outcome"] == "not resolved"
@@ -207,7 +217,7 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     found = budget.flattened(errors)
     assert found == {"none": 100, "sign": None}
     sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
-    assert "Under sign comp. IG's curve is still falling" in sentence and "beyond 1000" in sentence
+    assert "Under sign comp. IG's curve is still falling" in sentence and "still falling at 1000" in sentence
     rising = {**errors, "none": {100: [0.02], 300: [0.019], 1000: [0.03]}}
     assert "Under none IG's mean MSE at 1000 iterations is above" in budget.budget_sentence(
         budget.flattened(rising), names, 100, [100, 300, 1000], rising)
@@ -219,6 +229,7 @@ def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_sam
     versus = budget.against_recorded(record, cells, "lenet", names)
     assert versus["agreement"] == pytest.approx(0.0, abs=1e-6)  # the record's IG at 100 is this run's IG
     assert versus["lti"]["none"] == pytest.approx(1e-4, rel=1e-3) and "IG, 1000 its" in versus["table"]
+    assert versus["best"] == {"none": 300, "sign": 1000}  # the lowest mean MSE, not the largest budget
     with pytest.raises(ValueError, match="budgets"):
         budget.ig_budget_errors(None, None, {}, torch.zeros(1, 1, 4, 4), torch.zeros(1), [300, 100])
 
@@ -235,6 +246,9 @@ def test_recognisable_uses_the_books_threshold_after_its_controls():
     assert found["above_controls"] == {("none", "IG"): 2, ("none", "DLG"): 0, ("none", "LTI"): 2}
     assert "| IG | 2 / 2 · 2 / 2 |" in found["table"] and "4×4 thumbnail" in found["controls_table"]
     assert found["controls"]["mean colour"]["max"] <= found["best_control"]
+    found["above_controls"] |= {(d, m): k for d in ("sign", "prune", "gauss") for m, k in (("IG", 1), ("LTI", 2))}
+    lesson = lti_report.figure2_lesson(found, {**names, "sign": "sign", "prune": "prune", "gauss": "gauss"})
+    assert "of the 2 targets" in lesson and "sign: IG 1, LTI 2; prune: IG 1, LTI 2" in lesson
 
 
 def test_budget_sentence_says_when_longer_runs_do_not_help():

@@ -130,8 +130,9 @@ def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: to
     rows.append([f"paired {first} − {second}", "", *(verdicts[k] for k in errors)])
     anomaly, a, b = f"{first} > {second}", f"“{names[first]}”", f"“{names[second]}”"
     if verdicts["raw"] == anomaly and verdicts["longer"] != anomaly:
-        sentence = (f"The inverse for {a} is the slower one to train: with enough training the gap closes, so a "
-                    f"lower MSE under {b} says how far training has got, not that the defense helps the attacker.")
+        sentence = (f"The inverse for {a} is the slower one to train: with twice the epochs the gap is no longer "
+                    f"resolved, so here a lower MSE under {b} says how far training has got, not that the defense "
+                    "helps the attacker.")
     elif verdicts["longer"] == anomaly:
         sentence = (f"Even with twice the epochs the inverse for {a} stays behind the one for {b}: in this run "
                     f"{b} does not hurt LTI, and the rest of the gap is not explained by the input's size or "

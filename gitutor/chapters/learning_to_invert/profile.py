@@ -43,7 +43,7 @@ QUICK = {
     "prune_rate": 0.99,
     "sigma": 0.1,
     "ig_iterations": 100,           # Table 1's budget; book/studies/06_ig_budget.json reruns IG at larger ones
-    # IG per defense: tuned on 4 auxiliary images (benchmarks/ig_budget_06.py; tests check the record)
+    # IG per defense: tuned on 3 auxiliary images (benchmarks/ig_budget_06.py; tests check the record)
     "ig_settings": {
         "none": {"tv_weight": 0.0001, "lr": 0.1, "lr_steps": True, "keep_best": False, "restarts": 3},
         "sign": {"tv_weight": 0.001, "lr": 0.3, "lr_steps": True, "keep_best": True, "restarts": 1},

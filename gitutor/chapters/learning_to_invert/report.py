@@ -40,14 +40,17 @@ CLAIM = ("LTI outperforms both baselines significantly and consistently across a
 
 def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], found: Mapping[str, int | None],
                     table_budget: int, names: Mapping[str, str], n: int, tuned: bool | None = None,
-                    dlg_verdicts: Mapping[str, str] | None = None) -> dict:
+                    dlg_verdicts: Mapping[str, str] | None = None, best: Mapping[str, int] | None = None,
+                    budget_targets: int | None = None) -> dict:
     """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
     this book runs) from the paired comparisons.
 
     Args:
         verdicts: Table 1's ``{defense: "LTI < IG" | "LTI > IG" | not resolved}`` over ``n`` targets at IG's
             ``table_budget`` iterations.
-        at_budget: the same comparison against IG at the recorded study's largest budget (may be empty).
+        at_budget: the same comparison against IG at its best recorded budget (may be empty; ``best`` names
+            the budget per defense, :func:`~gitutor.chapters.learning_to_invert.budget.against_recorded`, paired over
+            its ``budget_targets`` targets).
         found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
         tuned: False when Table 1's IG does not run the settings the recorded tuning chose on auxiliary
             images (:func:`~gitutor.chapters.learning_to_invert.tuning.tuning_tables`): a baseline not at its
@@ -55,13 +58,15 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         dlg_verdicts: LTI against DLG on the same targets (the book's further baseline, not the paper's):
             reported in the reason, not used for the outcome.
 
-    *refuted* when IG beats LTI under a defense (at Table 1's budget or the larger one); *consistent* when LTI
-    is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
-    also against the larger budget; else *not resolved*.
+    *refuted* when IG beats LTI under a defense (at Table 1's budget or its best recorded one); *consistent* when
+    LTI is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
+    its curve flattens within the recorded budgets and LTI is also below IG at its best recorded budget; else
+    *not resolved* (a curve still falling at the largest budget leaves IG's own budget unknown).
     """
     def settled(d):
         flat = found.get(d) is not None and found[d] <= table_budget
-        return verdicts[d] == "LTI < IG" and (flat or at_budget.get(d) == "LTI < IG")
+        later = found.get(d) is not None and at_budget.get(d) == "LTI < IG"
+        return verdicts[d] == "LTI < IG" and (flat or later)
 
     if any("LTI > IG" in (verdicts[d], at_budget.get(d)) for d in DEFENDED):
         outcome = "refuted"
@@ -75,6 +80,9 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
     reason = f"{n} targets, IG {table_budget} its: {read}; IG's curve flat (iterations): {flat}" + (
         "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
         if tuned is False else "; IG's settings tuned per defense on auxiliary images" if tuned else "")
+    if at_budget and best:
+        reason += f"; against IG at its best recorded budget ({budget_targets} targets): " + "; ".join(
+            f"{names[d]} {at_budget[d]} (IG {best[d]} its)" for d in DEFENDED)
     if dlg_verdicts:
         reason += "; against DLG (not a baseline of the paper): " + "; ".join(
             f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED)
@@ -136,6 +144,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
     from gitutor.results import interval_fields
 
     order, intervals = list(names), intervals or {}
+    same = "as the first row" if scale != "paper settings" else scale  # the run's setting, stated once
     direction = {"better": "lower"} if comparable else {}
 
     def mse_row(model, batch_size, defense, method, scores):
@@ -144,13 +153,13 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
         return {"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
                 "paper": PAPER_MSE[model, batch_size][method][order.index(defense)], "this_run": round(value, 4),
                 "unit": "MSE", **direction, **interval_fields(summary, 4),
-                "differences": f"{scale}; {n_ig[batch_size]} target batch(es)"}
+                "differences": f"{same}; {n_ig[batch_size]} target batch(es)"}
 
     rows = [mse_row(model, batch_size, defense, method, scores)
             for (model, batch_size, defense), scores in table1.items() for method in ("IG", "LTI")]
     rows += [{"quantity": "MSE LTI-OOD (Table 2)", "setting": f"{ood_model}, B=1, {names[defense]}",
               "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense].mean, 4), "unit": "MSE",
-              **direction, **interval_fields(table2[defense], 4), "differences": f"{scale}; OOD = other digit classes"}
+              **direction, **interval_fields(table2[defense], 4), "differences": f"{same}; OOD = other digit classes"}
              for defense in order]
     rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
                     "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
@@ -162,7 +171,7 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
     rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
                  "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
                  "paper": len(DEFENDED), "this_run": small_wins, "unit": f"of {len(DEFENDED)} defenses",
-                 "better": "higher", "n": 1, "differences": f"{scale}; 95 % intervals of the paired differences over "
+                 "better": "higher", "n": 1, "differences": f"{same}; 95 % intervals of the paired differences over "
                                                     f"{n_ig[1]} targets"})
     return rows
 
@@ -239,7 +248,19 @@ def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
     many of the three defenses LTI beats IG beyond target-to-target variation, with every auxiliary image and
     with ``size`` of them (the paper: all three, both times)."""
     count = len(DEFENDED)
-    return (f"LTI's MSE lies below Inverting Gradients' beyond target-to-target variation (paired over "
+    return (f"On these digits with the untrained LeNet and B = 1, LTI's MSE lies below Inverting Gradients' beyond "
+            f"target-to-target variation (paired over "
             f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
             f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
             f"images; the paper finds LTI ahead under all {count}.")
+
+
+def figure2_lesson(found: Mapping, names: Mapping[str, str]) -> str:
+    """Fig. 2's lesson in one sentence from :func:`~gitutor.chapters.learning_to_invert.checks.recognisable`
+    (``found["above_controls"]`` ``{(defense, method): k}`` of ``found["n"]`` targets): per defense of
+    :data:`DEFENDED`, how many reconstructions of IG and of LTI lie above every control of their target."""
+    n, above = found["n"], found["above_controls"]
+    counts = "; ".join(f"{names[d]}: IG {above[d, 'IG']}, LTI {above[d, 'LTI']}" for d in DEFENDED)
+    return (f"Under the defenses, of the {n} targets both attacked (the figure shows the first few), the "
+            f"reconstructions that lie above every control of their own target (more of the digit than its "
+            f"thumbnail or mean grey): {counts}.")
