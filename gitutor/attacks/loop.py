@@ -191,11 +191,10 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         if box is not None:
             with torch.no_grad():
                 x.clamp_(*box)
-        if best_resets is not None:
-            loss = float(recorded["loss"].detach() if isinstance(recorded["loss"], torch.Tensor) else recorded["loss"])
-            if loss < best_loss or best_resets(t):
-                best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
-        stop = stop_loss is not None and float(torch.as_tensor(recorded["loss"]).detach()) < stop_loss
+        loss = float(torch.as_tensor(recorded["loss"]).detach())  # the step's objective, once
+        if best_resets is not None and (loss < best_loss or best_resets(t)):
+            best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
+        stop = stop_loss is not None and loss < stop_loss
         if (t + 1) % record_every == 0 or (t + 1) in snapshot_times or stop:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
         if stop:

@@ -21,7 +21,13 @@ from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
 from gitutor.attacks.batched_dlg import batched_dlg
-from gitutor.data import REAL_PHOTOGRAPHS, digits, sample_set, torchvision_images, whole_photographs
+from gitutor.data import (
+    REAL_PHOTOGRAPHS,
+    digits,
+    sample_set,
+    torchvision_images,
+    whole_photographs,
+)
 from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
 from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim

@@ -9,14 +9,17 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
+from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
+from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
+    TrainedSetting,
+    decode_images,
+    trained_batch,
+)
+from gitutor.chapters.stepwise_gradinversion.trained_rows import MARGINS
 from gitutor.controls import batch_controls, control_images, start_images
 from gitutor.files import read_json
 from gitutor.paired import compare_paired, oriented, paired_difference
 from gitutor.stats import BOUNDS, format_interval, interval
-from gitutor.chapters.stepwise_gradinversion.trained_rows import MARGINS
-from gitutor.chapters.stepwise_gradinversion.setting_study.summary import curves
-from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
-    TrainedSetting, decode_images, trained_batch)
 
 #: Metrics of a final reconstruction; LPIPS is lower-is-better.
 METRICS = ("PSNR", "SSIM", "LPIPS")
@@ -135,7 +138,9 @@ def rbn_controls(setting: TrainedSetting) -> list[dict]:
         "4×4 thumbnail": …, "mid-grey": …, "noise (paper's start)": …}`` (B = 1: one photograph each).
     """
     from gitutor.attacks.bn_prior import BatchNormPrior
-    from gitutor.chapters.stepwise_gradinversion.setting_study.trained import trained_model
+    from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
+        trained_model,
+    )
     from gitutor.models.pretrained import LITE_MEAN, LITE_STD
 
     model = trained_model()
