@@ -66,6 +66,32 @@ def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
         assert row["true photograph"] < min(others)
 
 
+def test_study_controls_score_another_photograph_of_the_set():
+    from gitutor.metrics import psnr
+
+    setting = TrainedSetting(image_size=64)
+    scores = ts.control_scores(setting)
+    rows = {r["control"]: r for r in ts.control_rows(scores)}
+    assert "another photograph of the set" in rows and "batch mean" not in rows  # B = 1
+    photos = [trained_batch(setting, i)[0] for i in range(setting.batches())]
+    best = max(float(psnr(photos[(i + 1) % len(photos)], x)) for i, x in enumerate(photos))
+    assert rows["another photograph of the set"]["highest batch PSNR (dB)"] == round(best, 1)
+    table = ts.control_scores(TrainedSetting(split="table", image_size=64))
+    assert "another photograph of the set" not in table and "different photograph" in table
+
+
+def test_natural_counts_compare_each_batch_with_another_photograph():
+    a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
+    natural = {"different photograph": {"LPIPS": [0.5, 0.6, 0.7]}}
+    trials = [{"setting": s, "method": "Stepwise", "batch": i, "LPIPS": v}
+              for s, values in ((a, [0.4, 0.7, 0.6]), (b, [0.9, 0.9, 0.9])) for i, v in enumerate(values)]
+    assert ts.natural_counts(trials, natural) == "Stepwise 2 of 3, Stepwise (R_BN off) 0 of 3"
+    with pytest.raises(ValueError, match="scores must hold"):
+        ts.natural_counts(trials, {"mean colour": {"LPIPS": [0.1, 0.1, 0.1]}})
+    with pytest.raises(ValueError, match="batches"):
+        ts.natural_counts(trials, {"different photograph": {"LPIPS": [0.5]}})
+
+
 def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering():
     from gitutor.chapters.stepwise_gradinversion.trained_rows import trained_table_rows
     from gitutor.results import verdict_text

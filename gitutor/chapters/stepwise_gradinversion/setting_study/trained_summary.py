@@ -113,17 +113,58 @@ def _name(setting: TrainedSetting, method: str) -> str:
     return method if label == "paper" else f"{method} ({label})"
 
 
-def control_rows(setting: TrainedSetting) -> list[dict]:
-    """What trivial reconstructions score on the batches of ``setting`` (same metrics as the trials,
-    means [95 % interval] over the batches, :func:`gitutor.controls.batch_controls` with LPIPS), with
-    each control's best PSNR over the batches."""
+def control_scores(setting: TrainedSetting) -> dict[str, dict[str, list[float]]]:
+    """What trivial reconstructions score on each batch of ``setting``: ``{control: {"PSNR", "SSIM",
+    "LPIPS": [one batch mean per batch]}}`` (:func:`gitutor.controls.batch_controls` with LPIPS). With
+    one photograph per batch (the study set) a control "another photograph of the set" scores
+    photograph i + 1 (cyclically) in place of photograph i: what a natural image that is not the
+    client's scores."""
+    from gitutor.metrics import lpips_distance, psnr, ssim
     from gitutor.models.pretrained import LITE_MEAN, LITE_STD
 
     batches = [trained_batch(setting, i)[0] for i in range(setting.batches())]
     scores = batch_controls(batches, LITE_MEAN, LITE_STD, lpips=True)
+    if len(batches) >= 2 and all(len(x) == 1 for x in batches):
+        scores["another photograph of the set"] = {
+            m: [f(batches[(i + 1) % len(batches)], x).mean().item() for i, x in enumerate(batches)]
+            for m, f in {"PSNR": psnr, "SSIM": ssim, "LPIPS": lpips_distance}.items()}
+    return scores
+
+
+def control_rows(scores: Mapping[str, Mapping[str, Sequence[float]]]) -> list[dict]:
+    """:func:`control_scores` as table rows: means [95 % interval] over the batches and each
+    control's best PSNR over the batches."""
     return [{"control": name, **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False)
                                  for m in METRICS}, "highest batch PSNR (dB)": round(max(v["PSNR"]), 1)}
             for name, v in scores.items()]
+
+
+#: The control that is a natural photograph but not the client's, per batch size (B = 1, B > 1).
+NATURAL_CONTROL = ("another photograph of the set", "different photograph")
+
+
+def natural_counts(trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+    """Per arm of ``trials``, on how many batches its LPIPS is lower than that of a natural photograph
+    that is not the client's (:data:`NATURAL_CONTROL` in ``scores``, from :func:`control_scores` of
+    the same batches): does LPIPS say the reconstruction is closer to the photograph than any other
+    photograph would be? A Markdown phrase.
+
+    Raises:
+        ValueError: if ``scores`` holds neither control, or fewer batches than a trial's index.
+    """
+    name = next((n for n in NATURAL_CONTROL if n in scores), None)
+    if name is None:
+        raise ValueError(f"scores must hold one of {NATURAL_CONTROL}, got {sorted(scores)}")
+    natural = scores[name]["LPIPS"]
+    parts = []
+    for setting, method in arms(trials):
+        runs = arm(trials, setting, method)
+        if max(r["batch"] for r in runs) >= len(natural):
+            raise ValueError(f"scores hold {len(natural)} batches; {_name(setting, method)} has batch "
+                             f"{max(r['batch'] for r in runs)}")
+        below = sum(r["LPIPS"] < natural[r["batch"]] for r in runs)
+        parts.append(f"{_name(setting, method)} {below} of {len(runs)}")
+    return ", ".join(parts)
 
 
 def rbn_controls(setting: TrainedSetting) -> list[dict]:
@@ -204,6 +245,6 @@ def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, thresh
         runs = arm(trials, arm_setting, method)
         found = torch.cat([psnr(r["images"], truths[r["batch"]]) for r in runs])
         floor = torch.cat([psnr(thumbs[r["batch"]], truths[r["batch"]]) for r in runs])
-        parts.append(f"{method} {int((found >= threshold).sum())} of {len(found)} "
+        parts.append(f"{_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
                      f"(above its own thumbnail: {int((found > floor).sum())})")
     return ", ".join(parts)
