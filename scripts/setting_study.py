@@ -22,6 +22,13 @@ trials run (``resumed_trials`` in the phase's provenance says how many came from
 ``wall_seconds`` are those of the last run). The device is checked before any trial starts, and the
 trained ResNet-20 substitute (it ships with gitutor) must exist. The book page
 book/setting_study.ipynb renders the record.
+
+Phases run in different checkouts (one core each) write different records; ``--merge OTHER`` adds
+every phase recorded in OTHER — its trials and its provenance, as recorded — to the record (a phase
+present in both is taken from OTHER), without running anything:
+
+    python scripts/setting_study.py --merge ../run-04/book/studies/04_trained_network.json \
+        --record book/studies/04_trained_network.json
 """
 from __future__ import annotations
 
@@ -104,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", choices=sorted(PHASES) + sorted(TRAINED_PHASES), required=True)
+    parser.add_argument("--phase", choices=sorted(PHASES) + sorted(TRAINED_PHASES))
+    parser.add_argument("--merge", type=Path, metavar="OTHER",
+                        help="add the phases recorded in OTHER to --record instead of running a phase")
     parser.add_argument("--cpus", type=cli.positive_int, default=2, help="workers (one CPU each)")
     parser.add_argument("--engine", choices=ENGINES, default="ray",
                         help="gitutor.sweeps engine: Ray, worker processes where Ray is missing, or local")
@@ -116,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="the record to add the phase to (default: "
                         f"{RECORD.name}, {TRAINED_RECORD.name} for the trained network's phases)")
     args = parser.parse_args(argv)
+    if (args.phase is None) == (args.merge is None):
+        parser.error("give either --phase (run a phase) or --merge OTHER (add OTHER's phases)")
+    if args.merge is not None:
+        return merge(parser, args.merge, args.record or RECORD)
     is_trained = args.phase in TRAINED_PHASES
     trial_function, encode = (trained.trial, _trained_plain) if is_trained else (study.trial, _plain)
     args.record = args.record or (TRAINED_RECORD if is_trained else RECORD)
@@ -181,6 +194,31 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.record, record)
     journal.unlink()
     print(f"{args.phase}: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}")
+    return 0
+
+
+def merge(parser: argparse.ArgumentParser, other: Path, target: Path) -> int:
+    """Add every phase recorded in ``other`` (trials and provenance, unchanged) to the record at
+    ``target`` (a new one if absent); a phase present in both is replaced by ``other``'s. Both records
+    are checked before anything is written; the target is replaced atomically."""
+    if other.resolve() == target.resolve():
+        parser.error(f"argument --merge: {other} is the record itself")
+    try:
+        incoming = read_json(other, "setting-study record")
+        record = read_json(target, "setting-study record") if target.is_file() else {"trials": [], "phases": {}}
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(str(error))
+    for path, found in ((other, incoming), (target, record)):
+        problem = record_problem(path, found)
+        if problem:
+            parser.error(f"argument {'--merge' if path is other else '--record'}: {problem}")
+    phases = sorted(incoming["phases"])
+    if not phases or {t.get("phase") for t in incoming["trials"]} != set(phases):
+        parser.error(f"argument --merge: {other} holds no recorded phase, or trials of a phase without provenance")
+    record["trials"] = [t for t in record["trials"] if t["phase"] not in phases] + incoming["trials"]
+    record["phases"].update({p: incoming["phases"][p] for p in phases})
+    write_json(target, record)
+    print(f"merged phase(s) {', '.join(phases)} of {other} into {target}")
     return 0
 
 

@@ -216,6 +216,36 @@ def test_a_truncated_study_record_is_named_and_not_overwritten(tmp_path, monkeyp
 
 
 
+def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(tmp_path, monkeypatch, capsys,
+                                                                               book_untouched):
+    study = script("setting_study", monkeypatch)
+    monkeypatch.setattr(study.study, "trial", lambda *a, **k: pytest.fail("merging runs no trial"))
+    ours = {"trials": [{"phase": "trained", "trial": {"batch": 0}, "value": {"lpips": [0.5]}, "error": None}],
+            "phases": {"trained": {"commit": "a" * 40, "wall_seconds": 7}}}
+    theirs = {"trials": [{"phase": "trained_table", "trial": {"batch": b}, "value": {"lpips": [0.4]}, "error": None}
+                         for b in range(2)], "phases": {"trained_table": {"commit": "b" * 40, "wall_seconds": 9}}}
+    target, other = tmp_path / "ours.json", tmp_path / "theirs.json"
+    target.write_text(json.dumps(ours))
+    other.write_text(json.dumps(theirs))
+    assert study.main(["--merge", str(other), "--record", str(target)]) == 0
+    merged = json.loads(target.read_text())
+    assert merged["trials"] == ours["trials"] + theirs["trials"]
+    assert merged["phases"] == {**ours["phases"], **theirs["phases"]}
+    assert study.main(["--merge", str(other), "--record", str(target)]) == 0  # again: replaced, not doubled
+    assert json.loads(target.read_text()) == merged
+    before = target.read_bytes()
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"trials": theirs["trials"], "phases": {}}))  # trials without provenance
+    for argv, message in ([["--merge", str(broken)], "without provenance"],
+                          [["--merge", str(target)], "the record itself"],
+                          [["--merge", str(tmp_path / "none.json")], "none.json"],
+                          [["--phase", "trained", "--merge", str(other)], "either --phase"], [[], "either --phase"]):
+        with pytest.raises(SystemExit) as stop:
+            study.main([*argv, "--record", str(target)])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert target.read_bytes() == before
+
+
 # --- the other command lines ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, arguments, message", [
