@@ -92,6 +92,24 @@ def test_natural_counts_compare_each_batch_with_another_photograph():
         ts.natural_counts(trials, {"different photograph": {"LPIPS": [0.5]}})
 
 
+def test_effect_phrase_late_change_and_cost_read_the_trials():
+    row = {"A": "GradInversion", "B": "GradInversion (R_BN off)", "PSNR: better": "not resolved",
+           "SSIM: better": "B", "LPIPS: better": "A"}
+    assert ts.effect_phrase(row) == ("GradInversion against GradInversion (R_BN off): PSNR not resolved, "
+                                     "SSIM favours GradInversion (R_BN off), LPIPS favours GradInversion")
+    a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
+    trials = [{"setting": a, "method": "Stepwise", "batch": 0, "iterations": 100, "seconds": 50.0,
+               "curve": [[0, 5.0], [70, 9.0], [100, 10.0]]},
+              {"setting": b, "method": "Stepwise", "batch": 0, "iterations": 100, "seconds": 70.0,
+               "curve": [[0, 5.0], [70, 9.0], [100, 6.5]]},
+              {"setting": b, "method": "Stepwise", "batch": 1, "iterations": 100, "seconds": 900.0,
+               "curve": [[0, 5.0], [70, 9.0], [100, 8.5]]}]
+    assert ts.largest_late_change(trials) == pytest.approx(1.5)  # arm b: mean of −2.5 and −0.5
+    assert ts.seconds_per_iteration(trials) == pytest.approx(0.7)  # the median, not the mean
+    with pytest.raises(ValueError, match="wall time"):
+        ts.seconds_per_iteration([{**t, "seconds": None} for t in trials])
+
+
 def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering():
     from gitutor.chapters.stepwise_gradinversion.trained_rows import trained_table_rows
     from gitutor.results import verdict_text

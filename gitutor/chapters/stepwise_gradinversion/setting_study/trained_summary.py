@@ -5,6 +5,7 @@ against trivial images — for the page ``book/trained_network``.
 """
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -45,7 +46,8 @@ def load_trained(path) -> tuple[dict[str, list[dict]], dict]:
         phases.setdefault(stored["phase"], []).append({
             **trial, "setting": TrainedSetting(**trial["setting"]), "curve": value["curve"],
             "images": decode_images(value["images"]), "PSNR": value["curve"][-1][1],
-            "SSIM": value["curve"][-1][2], "LPIPS": sum(value["lpips"]) / len(value["lpips"])})
+            "SSIM": value["curve"][-1][2], "LPIPS": sum(value["lpips"]) / len(value["lpips"]),
+            "seconds": value.get("seconds")})
     return phases, record["phases"]
 
 
@@ -106,6 +108,30 @@ def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]])
             row[f"{m}: better"] = {"A > B": "A", "A < B": "B"}.get(found, "not resolved")
         rows.append(row)
     return rows
+
+
+def effect_phrase(row: Mapping) -> str:
+    """One row of :func:`paired_rows` in words: which arm each metric favours, e.g. "GradInversion
+    against GradInversion (R_BN off): PSNR not resolved, SSIM not resolved, LPIPS favours
+    GradInversion"."""
+    words = {"A": f"favours {row['A']}", "B": f"favours {row['B']}", "not resolved": "not resolved"}
+    return f"{row['A']} against {row['B']}: " + ", ".join(f"{m} {words[row[f'{m}: better']]}" for m in METRICS)
+
+
+def largest_late_change(trials: Sequence[Mapping]) -> float:
+    """The largest |mean PSNR change over the last 30 % of the run| (dB) over the arms of ``trials``:
+    how far from flat the flattest-looking curves still are."""
+    return max(abs(sum(_late_change(r["curve"]) for r in runs) / len(runs))
+               for runs in (arm(trials, *a) for a in arms(trials)))
+
+
+def seconds_per_iteration(trials: Sequence[Mapping]) -> float:
+    """The median over ``trials`` of a trial's wall time per iteration (s; one core each, as the
+    record's trials ran)."""
+    found = [t["seconds"] / t["iterations"] for t in trials if t.get("seconds")]
+    if not found:
+        raise ValueError("no trial records its wall time")
+    return statistics.median(found)
 
 
 def _name(setting: TrainedSetting, method: str) -> str:
