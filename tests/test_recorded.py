@@ -21,6 +21,8 @@ from gitutor.results import results_table
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "book" / "recorded").glob("*.ipynb"))
 PROVENANCE = ("commit", "device", "torch", "wall_seconds", "command")
+#: Setting-study records (scripts/setting_study.py): trials and a provenance per phase.
+STUDIES = [p for p in sorted((ROOT / "book" / "studies").glob("*.json")) if "phases" in json.loads(p.read_text())]
 
 
 def _record(page: Path) -> dict:
@@ -77,9 +79,7 @@ def test_recorded_profile_and_budget_are_defined(page):
     assert budget is None or budget in getattr(module, "BUDGETS", {}), f"budget {budget!r} is not defined"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
-def test_recorded_commit_is_in_history(page):
-    commit = _record(page)["provenance"]["commit"]
+def _check_in_history(commit: str) -> None:
     git = (lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True))
     inside = git("rev-parse", "--is-inside-work-tree")
     if inside.returncode != 0 or inside.stdout.strip() != "true":
@@ -88,3 +88,22 @@ def test_recorded_commit_is_in_history(page):
         pytest.skip("shallow clone: older commits are missing (fetch with full history to check)")
     assert git("cat-file", "-e", f"{commit}^{{commit}}").returncode == 0, f"commit {commit} is not in this history"
     assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, f"{commit} is not an ancestor of HEAD"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
+def test_recorded_commit_is_in_history(page):
+    _check_in_history(_record(page)["provenance"]["commit"])
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
+def test_every_phase_of_a_study_record_has_its_provenance_and_trials(path):
+    record = json.loads(path.read_text())
+    counts = {}
+    for trial in record["trials"]:
+        counts[trial["phase"]] = counts.get(trial["phase"], 0) + 1
+        assert trial["error"] is None, (trial["phase"], trial["trial"])
+    assert set(counts) == set(record["phases"]), "trials of a phase without provenance, or the reverse"
+    for phase, provenance in record["phases"].items():
+        assert all(key in provenance for key in PROVENANCE), (phase, provenance.keys())
+        assert provenance["trials"] == counts[phase] and provenance["failed"] == 0, phase
+        _check_in_history(provenance["commit"])
