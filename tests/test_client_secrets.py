@@ -62,26 +62,6 @@ def test_secrets_are_checked_and_each_draw_is_fresh():
         client_secrets(2, seed=-1)
 
 
-def test_a_threshold_at_the_sweeps_edge_is_written_as_a_bound():
-    """08: a break found at the smallest σ > 0 tried is a bound (ε ≥ …), not a value; the stronger of
-    the two attacks (round 1, mean of rounds) decides."""
-    from gitutor.chapters.flower_dp import report
-    from gitutor.stats import interval
-
-    def point(sigma, eps, psnr, mean_psnr=None):
-        def summary(v):
-            return {"psnr": interval([v - 0.5, v, v + 0.5], bounds=(0, float("inf")))}
-        return {"sigma": sigma, "epsilon": eps, **summary(psnr), "average": summary(mean_psnr or psnr - 2)}
-
-    edge = [point(0.0, float("inf"), 37), point(0.01, 5.5e4, 13), point(1.0, 3.0, 7)]
-    inside = [point(0.0, float("inf"), 37), point(0.01, 5.5e4, 13, 33), point(1.0, 3.0, 7)]
-    assert "ε ≥ 5.5e+04" in report.break_sentence(edge, 30, "IG") and "does not locate it" in report.break_sentence(
-        edge, 30, "IG")
-    assert "**ε = 3**" in report.break_sentence(inside, 30, "IG")  # the mean of rounds still recovers at 0.01
-    assert report.break_sentence(edge[:1], 30, "IG").startswith("No σ tried stops IG")
-    assert "says nothing about ε" in report.break_sentence([point(0.0, float("inf"), 20)], 30, "IG")
-
-
 def test_the_draw_count_is_the_clients_own_so_a_replayed_round_gets_fresh_noise():
     """The DP-SGD seed follows the client's own count of its draws (in its Context state), not the server's
     round number: the same message answered twice is noised twice, differently."""

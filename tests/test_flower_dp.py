@@ -365,3 +365,179 @@ def test_strongest_words_follow_the_numbers_they_describe():
     found["none"]["restarts"] = summary([29, 32, 32])
     assert "do not resolvably change" in strongest_words(found, mean_colour=12.5)
     assert "lies around the mean-colour control" in strongest_words(found, mean_colour=12.5)
+
+
+def _dp_setting(sigma=0.5, clip=2.0):
+    """A DP-SGD sweep point built from the tiny attack (its own runs as the mean of rounds) and the
+    profile fields :func:`dp_sgd_strongest` reads."""
+    from types import SimpleNamespace
+
+    model, _, single, cfg = _tiny_attack_setting()
+    cfg = SimpleNamespace(**vars(cfg), max_grad_norm=clip)
+    aux = torch.rand(6, 1, 12, 12, generator=torch.Generator().manual_seed(5))
+    data = {"test_x": aux, "test_y": torch.tensor([0, 1] * 3)}
+    return model, data, single | {"sigma": sigma, "average": single}, cfg
+
+
+def test_each_sigmas_lti_is_trained_through_that_sigmas_dp_sgd_step_and_the_oracle_covers_one_start(
+        monkeypatch):
+    """One σ of the sweep: LTI learns from gradients clipped to C with noise σ·C (the server's units),
+    the attacker's pick never drops below the restarts' gradient distance, and the oracle is the best
+    PSNR of all four adversaries — the one-start run included."""
+    from gitutor.chapters.flower_dp import strongest
+
+    seen, train = [], strongest.train_lti
+    monkeypatch.setattr(strongest, "train_lti", lambda *a, **k: seen.append(k) or train(*a, **k))
+    for sigma in (0.5, 3.0):
+        model, data, point, cfg = _dp_setting(sigma, clip=2.0)
+        found = strongest.dp_sgd_strongest(model, data, point, cfg)
+        assert seen[-1]["clip"] == 2.0 and seen[-1]["noise_std"] == pytest.approx(2.0 * sigma)
+    assert found["single"] is point and found["average"] is point["average"]
+    for i, row in enumerate(found["oracle"]["rows"]):
+        tries = [found[k]["rows"][i]["psnr"] for k in ("single", "restarts", "average", "lti")]
+        assert row["psnr"] == max(tries)
+        assert found["attacker"]["rows"][i]["matching"] <= found["restarts"]["rows"][i]["matching"]
+    # the one-start run is a candidate of its own: with restarts that scored worse, the oracle keeps it,
+    # while the attacker still takes the restarts (restart 0 ties with it)
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    def worse(by):
+        return lambda *a, **k: summarise([r | {"psnr": r["psnr"] * by} for r in point["rows"]])
+    monkeypatch.setattr(strongest, "restarted", worse(0.9))
+    monkeypatch.setattr(strongest, "learned_inversion", worse(0.8))
+    found = strongest.adversaries(model, point, worse(0.7)(), None, cfg)
+    assert [r["psnr"] for r in found["oracle"]["rows"]] == [r["psnr"] for r in point["rows"]]
+    assert found["wins"] == {"IG, restarts": 3, "IG, one start": 0, "IG, mean of rounds": 0, "LTI": 0}
+    two = point | {"rows": [r | {"truth": r["truth"].repeat(2, 1, 1, 1)} for r in point["rows"]]}
+    with pytest.raises(ValueError, match="point"):
+        strongest.dp_sgd_strongest(model, data, two, cfg)
+
+
+def _psnr_point(sigma, psnrs):
+    return {"sigma": sigma, "rows": [{"partition": k, "psnrs": [v]} for k, v in enumerate(psnrs)]}
+
+
+def test_the_sweep_skips_only_the_sigmas_where_one_start_recovers_every_client_above_its_controls(
+        monkeypatch):
+    from gitutor.chapters.flower_dp import strongest
+
+    monkeypatch.setattr(strongest, "dp_sgd_strongest", lambda model, data, p, cfg, seed=0: {"ran": p["sigma"]})
+    controls = {"mean colour": torch.tensor([12.0, 14.0, 11.0]), "thumbnail": torch.tensor([20.0, 36.0, 18.0])}
+    points = [_psnr_point(0.0, [40, 41, 42]),        # every client recovered, above its controls: skipped
+              _psnr_point(0.01, [40, 29.9, 42]),     # one client below 30 dB: run
+              _psnr_point(0.1, [40, 35, 42]),        # client 1 under its own thumbnail control (36 dB): run
+              _psnr_point(1.0, [45, 45, 45])]        # recovered, but the decision table's σ: run
+    along = strongest.sweep_strongest(None, None, points, controls, None, keep=1.0)
+    assert along == [None, {"ran": 0.01}, {"ran": 0.1}, {"ran": 1.0}]
+    assert strongest.sweep_strongest(None, None, points[:1], controls, None) == [None]
+    with pytest.raises(ValueError, match="keep"):
+        strongest.sweep_strongest(None, None, points, controls, None, keep=2.0)
+    with pytest.raises(ValueError, match="controls"):
+        strongest.recovers_every_client(_psnr_point(0.0, [40, 40, 40, 40]), controls)
+
+
+def _curve_point(sigma, eps, one_start, attacker=None, oracle=None, n=5):
+    """A sweep point whose one-start IG recognises ``one_start`` photographs, and its envelope run
+    (None: not run) recognising ``attacker`` / ``oracle``."""
+    point = {"sigma": sigma, "epsilon": eps, "recognised": one_start, "images": n}
+    found = None if attacker is None else {"attacker": {"recognised": attacker}, "oracle": {"recognised": oracle}}
+    return point, found
+
+
+def _curve(*pairs):
+    return [p for p, _ in pairs], [f for _, f in pairs]
+
+
+def test_the_threshold_comes_from_the_envelope_and_is_a_bound_at_the_sweeps_edge():
+    """The σ from which no photograph is recognisable: a bound (0, b] when b is the smallest σ > 0 run,
+    a bracket (a, b] inside, σ > the largest when that still recognises one; a σ skipped because one
+    start recovered everything counts as recognising; a recovery above the bracket moves it."""
+    from gitutor.chapters.flower_dp import curve
+
+    inf = float("inf")
+    points, along = _curve(_curve_point(0.0, inf, 5), _curve_point(0.01, 5.5e4, 0, 0, 2),
+                           _curve_point(1.0, 3.0, 0, 0, 0), _curve_point(12.0, 1.07, 0, 0, 0))
+    words = curve.threshold_sentence(points, along, "attacker")
+    assert "σ ∈ (0, 0.01]" in words and "**ε ≥ 5.5e+04**" in words and "does not locate" in words
+    assert curve.threshold_text(points, along) == "≥ 5.5e+04"
+    oracle = curve.threshold_sentence(points, along, "oracle")
+    assert "**σ ∈ (0.01, 1]**" in oracle and "it recognises 2:" in oracle and "upper bound" in oracle
+    assert curve.threshold_text(points, along, "oracle") == "[3, 5.5e+04)"
+    assert curve.threshold_words(points, along) == words + " " + oracle
+    same = [f and {"attacker": f["attacker"], "oracle": f["attacker"]} for f in along]
+    assert curve.threshold_words(points, same).endswith("brackets it the same way.")
+    along[2] = {"attacker": {"recognised": 1}, "oracle": {"recognised": 1}}  # σ = 1 still leaks
+    assert "**σ ∈ (1, 12]**" in curve.threshold_sentence(points, along, "attacker")
+    along[3] = {"attacker": {"recognised": 0}, "oracle": {"recognised": 4}}
+    assert "**σ > 12, ε < 1.07**" in curve.threshold_sentence(points, along, "oracle")
+    assert curve.threshold_text(points, along, "oracle") == "< 1.07"
+    skipped, _ = _curve(_curve_point(0.0, inf, 5), _curve_point(0.1, 655, 5), _curve_point(1.0, 3.0, 0, 0, 0))
+    words = curve.threshold_sentence(skipped, [None, None, along[1]], "attacker")
+    assert "σ ∈ (0.1, 1]" in words and "one start alone recovers every client there" in words
+    quiet, found = _curve(_curve_point(0.0, inf, 0, 0, 0), _curve_point(1.0, 3.0, 0, 0, 0))
+    assert "even without noise" in curve.threshold_sentence(quiet, found, "attacker")
+    with pytest.raises(ValueError, match="along"):
+        curve.threshold_sentence(points, along[:2], "attacker")
+    with pytest.raises(ValueError, match="which"):
+        curve.threshold(points, along, "best")
+
+
+def test_the_sweep_table_and_figure_show_both_envelopes_where_run_and_say_where_not():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gitutor.chapters.flower_dp import curve
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.stats import interval, success_interval
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.0, "lpips": None, "psnrs": [p], "label_ok": True}
+                          for p in psnrs])
+
+    def point(sigma, psnrs):
+        return summary(psnrs) | {"sigma": sigma, "epsilon": 10.0 / (sigma + 1e-3), "average": summary(psnrs),
+                                 "accuracy_interval": success_interval([True] * 8 + [False] * 2)}
+
+    points = [point(0.0, [40, 41, 42]), point(1.0, [6, 7, 8])]
+    run = {"attacker": summary([9, 10, 11]), "oracle": summary([12, 13, 31]),
+           "curve": {50: interval([5.0, 6.0]), 100: interval([5.5, 6.0])}}
+    table = curve.sweep_table(points, [None, run], 1e-5)
+    skipped, ran = table.splitlines()[2:]
+    assert "not run | not run" in skipped and "3 / — / — of 3" in skipped
+    assert "10.0 [" in ran and "18.7 [" in ran and "0 / 0 / 1 of 3" in ran and "50 of 100" in ran
+    assert curve.run_sigmas(points, [None, run]) == "1"
+    fig = curve.epsilon_figure(points, [None, run], 30.0, 20.0, 0.5)
+    assert any(t.get_text() == "envelope\nnot run\n(one start\nrecovers all)" for t in fig.axes[0].texts)
+    assert "oracle envelope (upper bound)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_defenses_leaving_the_same_updates_share_one_run_and_dp_sgd_is_the_sweeps(monkeypatch):
+    """Both central-DP clippings hand the server bitwise the same clipped updates: their adversaries run
+    once; a defense whose updates differ in one entry runs its own; DP-SGD's entry is the run passed in."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import strongest
+
+    _, _, single, cfg = _tiny_attack_setting()
+    cfg = SimpleNamespace(**vars(cfg), defense_lr=0.1, local_clip=0.01, central_clip=0.1)
+    calls = []
+    monkeypatch.setattr(strongest, "train_lti", lambda *a, **k: "g")
+    monkeypatch.setattr(strongest, "adversaries", lambda model, s, *a, **k: calls.append(s) or {"of": s})
+
+    def copy(summary, bump=0.0):
+        rows = [r | {"gradient": [g.clone() for g in r["gradient"]]} for r in summary["rows"]]
+        rows[-1]["gradient"][0][0] += bump
+        return summary | {"rows": rows}
+
+    runs = {"none": {"round1": single}, "local-dp": {"round1": copy(single), "average": copy(single),
+                                                     "view": SimpleNamespace(sigma=0.5)},
+            "central-dp-server-clipping": {"round1": copy(single)},
+            "central-dp-client-clipping": {"round1": copy(single)}}
+    data, aggregates = {"test_x": None, "test_y": None}, {2: copy(single, bump=1e-3)}
+    best = strongest.strongest_by_defense(None, data, runs, aggregates, {"dp": 1}, cfg)
+    assert len(calls) == 4 and best["dp-sgd"] == {"dp": 1}
+    assert best["central-dp-client-clipping"] is best["central-dp-server-clipping"]
+    runs["central-dp-client-clipping"]["round1"] = copy(single, bump=1e-6)
+    calls.clear()
+    best = strongest.strongest_by_defense(None, data, runs, aggregates, {"dp": 1}, cfg)
+    assert len(calls) == 5 and best["central-dp-client-clipping"]["of"] is runs["central-dp-client-clipping"]["round1"]

@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gitutor.chapters.flower_dp.accuracy import CHANCE
-from gitutor.chapters.flower_dp.report import eps_text, flat_step, label_text
+from gitutor.chapters.flower_dp.report import (
+    eps_text,
+    flat_step,
+    flat_words,
+    label_text,
+)
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
 from gitutor.tables import markdown_table
@@ -139,13 +144,8 @@ def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
         cells = [found[key] for key in ("restarts", "average", "lti", "attacker")]
         lines.append([names[name], *["—" if c is None else format_interval(c["psnr"], 1, False) for c in cells],
                       f"{found['attacker']['recognised']}/{found['attacker']['images']}",
-                      format_interval(found["oracle"]["psnr"], 1, False), _flat_words(found["curve"])])
+                      format_interval(found["oracle"]["psnr"], 1, False), flat_words(found["curve"])])
     return markdown_table(header, lines)
-
-
-def _flat_words(curve) -> str:
-    step, last = flat_step(curve), max(curve)
-    return f"{step} of {last}" if step < last else f"not flat by {last}"
 
 
 def defense_rows(runs: Mapping[str, dict], aggregates: Mapping[int, dict], k: int) -> dict:

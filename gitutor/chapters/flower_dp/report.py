@@ -68,51 +68,12 @@ def degradation_figure(epochs: Mapping[int, dict], batches: Mapping[int, dict], 
     return legible(fig)
 
 
-def epsilon_figure(points: Sequence[dict], success: float, control: float, chance: float):
-    """Attack PSNR (round-1 update and the mean over all rounds; 95 % intervals over clients) and test
-    accuracy (Wilson interval over the test images) against the sweep's σ, on a categorical axis
-    (evenly spaced, ε under each σ); lines: ``success`` and the best ``control`` (dB), ``chance``."""
-    xs = list(range(len(points)))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.6), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 2]})
-    interval_errorbars(top, [x - 0.08 for x in xs], [p["psnr"] for p in points],
-                       label="IG on round 1's update", color="C3")
-    interval_errorbars(top, [x + 0.08 for x in xs], [p["average"]["psnr"] for p in points],
-                       label="IG on the mean of all rounds' updates", color="C1")
-    top.axhline(success, color="k", ls="--", lw=1, label=f"recognisable ({success:g} dB)")
-    top.axhline(control, color="grey", ls=":", lw=1, label="best control")
-    top.set_ylabel("attack PSNR (dB)")
-    top.legend(fontsize=8, loc="upper right")
-    interval_errorbars(bottom, xs, [p["accuracy_interval"] for p in points], color="C0")
-    bottom.axhline(chance, color="C0", ls=":", lw=1)
-    bottom.set_ylabel("test accuracy")
-    bottom.set_ylim(0, 1.05)
-    bottom.set_xticks(xs, [f"σ = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points],
-                      fontsize=8)
-    bottom.set_xlabel("noise multiplier σ (categorical axis; ε: Opacus RDP, all rounds, per example)")
-    fig.tight_layout()
-    return legible(fig)
-
-
 def label_text(summary: dict) -> str:
     """Label recovery for a table cell: the sign rule's rate beside chance (the majority-class guess
     over the same clients), or "given" where the attack was told the labels (B > 1)."""
     if summary["label_chance"] is None:
         return "given"
     return f"{summary['label_rate']:.0%} (chance {summary['label_chance']:.0%})"
-
-
-def sweep_table(points: Sequence[dict], delta: float) -> str:
-    """σ, ε, attack PSNR/SSIM on round 1 and PSNR on the mean of all rounds (intervals over
-    clients), recognisable images, label accuracy and test accuracy (interval), one line per σ."""
-    header = ["σ", f"ε per example, all rounds (δ = {delta:g})", "PSNR, round 1 (dB)", "SSIM, round 1",
-              "PSNR, mean of rounds (dB)", "recognisable", "labels", "test accuracy"]
-    lines = [[f"{p['sigma']:g}", eps_text(p["epsilon"]), format_interval(p["psnr"], 1, False),
-              format_interval(p["ssim"], 2, False), format_interval(p["average"]["psnr"], 1, False),
-              f"{max(p['recognised'], p['average']['recognised'])}/{p['images']}",
-              label_text(p), format_interval(p["accuracy_interval"], 2, False)]
-             for p in points]
-    return markdown_table(header, lines)
 
 
 def regime_table(studies: Mapping[str, dict]) -> str:
@@ -124,46 +85,10 @@ def regime_table(studies: Mapping[str, dict]) -> str:
     return markdown_table(header, lines)
 
 
-def envelope(point: dict) -> dict:
-    """The stronger of a sweep point's two attacks (round 1, mean of rounds) by mean PSNR: an oracle's choice."""
-    return max((point, point["average"]), key=lambda s: s["psnr"].mean)
-
-
-def breaking_point(points: Sequence[dict], success: float) -> dict | None:
-    """The point of largest ε where the whole PSNR interval of the stronger attack
-    (:func:`envelope`) lies below ``success`` dB (None if none)."""
-    broken = [p for p in points if envelope(p)["psnr"].high < success]
-    return max(broken, key=lambda p: p["epsilon"]) if broken else None
-
-
-def at_sweep_edge(points: Sequence[dict], point: dict) -> bool:
-    """Whether ``point`` is the smallest σ > 0 of the sweep (a threshold found there is a bound)."""
-    noisy = [p for p in points if p["sigma"] > 0]
-    return bool(noisy) and point is min(noisy, key=lambda p: p["sigma"])
-
-
-def break_sentence(points: Sequence[dict], success: float, attack: str) -> str:
-    """Where ``attack`` stops being able to recover the photographs, in words that say whether the sweep
-    resolves it: the largest ε whose whole PSNR interval lies below ``success`` dB, written as a bound
-    (ε ≥ …) when that point is the smallest σ > 0 tried — the threshold then lies between σ = 0 and it,
-    outside the sweep — or "no ε tried" when none lies below."""
-    broken = breaking_point(points, success)
-    if broken is None:
-        return f"No σ tried stops {attack}: every PSNR interval reaches {success:g} dB or above."
-    if broken["sigma"] == 0:
-        return f"{attack} stays below {success:g} dB even without noise: the sweep says nothing about ε."
-    if at_sweep_edge(points, broken):
-        return (f"{attack} is stopped (whole PSNR interval below {success:g} dB) already at the smallest σ tried, "
-                f"σ = {broken['sigma']:g} (ε = {eps_text(broken['epsilon'])}): the threshold lies between σ = 0 "
-                f"and {broken['sigma']:g}, so this sweep bounds it — **ε ≥ {eps_text(broken['epsilon'])}** for "
-                "this attack — and does not locate it.")
-    return (f"The largest ε whose whole PSNR interval lies below {success:g} dB is **ε = "
-            f"{eps_text(broken['epsilon'])}** (σ = {broken['sigma']:g}) for {attack}.")
-
-
-def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict],
+def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict], threshold: str,
                  epochs: Mapping[int, dict]) -> list[dict]:
-    """The paper-vs-run rows of chapter 08 (see :mod:`gitutor.results`)."""
+    """The paper-vs-run rows of chapter 08 (see :mod:`gitutor.results`); ``threshold``: the DP row's ε,
+    :func:`~gitutor.chapters.flower_dp.curve.threshold_text` of the attacker's envelope along the sweep."""
     differences = (f"{cfg.profile} profile: LFW subset faces and non-faces at "
                    f"{cfg.image_size}×{cfg.image_size} "
                    "grey, LeNet (tanh, default init), "
@@ -171,7 +96,6 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
                    f"{cfg.attacked_clients} attacked Flower clients")
     mse = [r["mse"] for r in fedsgd["rows"]]
     noisy = [r["mse"] for r in handwritten["rows"]]
-    broken = breaking_point(points, RECOGNISABLE_PSNR)
 
     def row(quantity, setting, paper, this_run, unit, **extra):
         return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run,
@@ -194,12 +118,12 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
             f"guess of the commoner class gets {handwritten['label_chance']:.0%} of these clients",
             1.0, round(handwritten["label_rate"], 3), "fraction (Wang et al. 2024, Tab. 5)",
             better="higher"),
-        row(f"largest ε whose attack PSNR stays below {RECOGNISABLE_PSNR:g} dB (round 1 or mean of "
-            "rounds)", f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
+        row(f"ε at which the strongest adversary stops recognising any photograph (PSNR ≥ "
+            f"{RECOGNISABLE_PSNR:g} dB; attacker's envelope of IG one start, restarts, mean of rounds, LTI)",
+            f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
             f"δ = {cfg.delta:g}, {cfg.rounds} rounds, q = 1",
             "noise of variance ≥ 1e-2 stops DLG (Zhu et al. 2019 §5; no ε)",
-            "none tried" if broken is None else ("≥ " if at_sweep_edge(points, broken) else "")
-            + eps_text(broken["epsilon"]), "ε"),
+            threshold, "ε"),
         row("test accuracy at the smallest ε", **smallest_accuracy_row(points)),
         row(f"SSIM after E = {max(epochs)} local steps", "FedAvg, B = 1, −Δ/(η·E) as gradient",
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
@@ -228,6 +152,12 @@ def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
     return markdown_table(["network"] + [f"{s} steps" for s in steps], lines)
 
 
+def flat_words(curve: Mapping[int, object]) -> str:
+    """Where ``curve`` flattens (:func:`flat_step`) for a table cell: "150 of 200", or "not flat by 200"."""
+    step, last = flat_step(curve), max(curve)
+    return f"{step} of {last}" if step < last else f"not flat by {last}"
+
+
 def flat_step(curve: Mapping[int, object], tolerance: float = 1.0) -> int:
     """The first step from which every later mean of ``curve`` ({step: Interval}) lies within
     ``tolerance`` (dB) of the last one: where the budget curve flattens."""
@@ -245,16 +175,3 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
     lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
               f"{float(values.max()):.1f}"] for name, values in scores.items()]
     return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
-
-
-def average_gain_sentence(points: Sequence[dict]) -> str:
-    """At the smallest σ > 0, the PSNR of the multi-round mean minus that of round 1, paired over the
-    attacked clients, in words that say whether it is resolved."""
-    from gitutor.paired import paired_difference
-
-    point = min((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
-    diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
-                             [r["psnr"] for r in point["rows"]])
-    what = ("raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change")
-    return (f"At the smallest noise, σ = {point['sigma']:g}, attacking the mean of the rounds {what} the "
-            f"PSNR: {format_interval(diff, 1, False)} dB, paired over the {diff.n} clients.")

@@ -10,11 +10,15 @@ and Learning To Invert trained through the same defense; their envelope per clie
 - The envelope: per client, the candidate with the lowest gradient distance to the update the server
   holds of round 1 (``"attacker"``), and the oracle upper bound that picks the highest PSNR
   (``"oracle"``: needs the truth, which no attacker has).
+
+They run for every defense of the decision table (:func:`strongest_by_defense`) and along the DP-SGD
+σ sweep (:func:`sweep_strongest`), where one σ's run is :func:`dp_sgd_strongest`.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -30,6 +34,7 @@ from gitutor.chapters.flower_dp.experiments import (
     score_row,
     summarise,
 )
+from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.federated.client import gradient_dimension
 from gitutor.federated.flower_defenses import clip_update
 from gitutor.metrics import match_batch, psnr
@@ -147,30 +152,112 @@ def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict
     return {"attacker": summarise(attacker), "oracle": summarise(oracle), "wins": wins}
 
 
-def strongest_by_defense(model, data: dict, runs: dict, aggregates: dict, point: dict, cfg, *,
+def adversaries(model, summary: dict, average: dict | None, g: InversionMLP, cfg, *, seed: int = 0) -> dict:
+    """The adversaries on what the server holds of each client and their envelope: ``summary`` (the
+    one-start IG on round 1's update, :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`),
+    :func:`restarted` on the same gradients, ``average`` (IG on the mean of the rounds; None where the
+    noise is not the client's) and :func:`learned_inversion` with ``g``. The one-start run is restart
+    0, so it never changes the attacker's pick (ties go to the restarts); the oracle's it can.
+    Returns ``{"single", "restarts", "average", "lti", "curve"`` (:func:`psnr_curve` of the
+    restarts), ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
+    found = {"single": summary, "restarts": restarted(model, summary, cfg, seed=seed), "average": average,
+             "lti": learned_inversion(model, summary, g)}
+    candidates = {"IG, restarts": found["restarts"], "IG, one start": summary, "IG, mean of rounds": average,
+                  "LTI": found["lti"]}
+    return found | {"curve": psnr_curve(found["restarts"])} | envelope(model, candidates, summary)
+
+
+def dp_sgd_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> dict:
+    """:func:`adversaries` at one σ of the DP-SGD sweep (``point``:
+    :func:`~gitutor.chapters.flower_dp.experiments.dp_point`), LTI trained through that σ's DP-SGD
+    step as the server reads it (−Δ/η of one full-batch step, q = 1): the example's gradient clipped
+    to C = ``cfg.max_grad_norm`` plus N(0, (σ·C)²) per entry (Abadi et al. 2016, Alg. 1, for a client
+    of one example), on the server's test set (``data["test_x"]``, ``data["test_y"]``).
+
+    Raises:
+        ValueError: for a point whose clients hold more than one image (DP-SGD clips each example,
+            this transform the whole gradient: the same only for one).
+    """
+    batch = len(point["rows"][0]["truth"])
+    if batch != 1:
+        raise ValueError(f"point: DP-SGD's transform here is for one-image clients, got {batch} images")
+    clip = cfg.max_grad_norm
+    g = train_lti(model, (data["test_x"], data["test_y"]), batch, cfg, clip=clip,
+                  noise_std=point["sigma"] * clip, seed=seed)
+    return adversaries(model, point, point["average"], g, cfg, seed=seed)
+
+
+def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -> bool:
+    """Whether the one-start IG of ``summary`` (one image per client) already recovers every client:
+    each PSNR ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR` and above every control's PSNR on the same
+    photograph (``controls``: ``{control: (N,)}`` dB, indexed by partition, as
+    :func:`~gitutor.chapters.flower_dp.defenses.face_controls`' ``"scores"``).
+
+    Raises:
+        ValueError: for a row of more than one image, or a partition the controls do not cover.
+    """
+    for row in summary["rows"]:
+        k = row["partition"]
+        if len(row["psnrs"]) != 1 or any(k >= len(scores) for scores in controls.values()):
+            raise ValueError(f"controls must score partition {k}'s one image; got {len(row['psnrs'])} "
+                             f"images and {min(len(s) for s in controls.values())} control scores")
+        floor = max(float(scores[k]) for scores in controls.values())
+        if not (row["psnrs"][0] >= RECOGNISABLE_PSNR and row["psnrs"][0] > floor):
+            return False
+    return True
+
+
+def sweep_strongest(model, data: dict, points: Sequence[dict], controls: Mapping[str, torch.Tensor], cfg, *,
+                    keep: float | None = None, seed: int = 0) -> list[dict | None]:
+    """:func:`dp_sgd_strongest` at every σ of the DP-SGD sweep where the one-start IG does not already
+    recover every attacked client (:func:`recovers_every_client` with ``controls``), and at σ = ``keep``
+    whatever it does (the decision table's, which reuses the run); None at the others: there the
+    defense has failed whatever a stronger adversary adds, so it is not run. Aligned with ``points``.
+
+    Raises:
+        ValueError: for a ``keep`` that is no σ of ``points``.
+    """
+    if keep is not None and all(p["sigma"] != keep for p in points):
+        raise ValueError(f"keep must be a σ of the sweep, got {keep!r}")
+    return [dp_sgd_strongest(model, data, p, cfg, seed=seed)
+            if p["sigma"] == keep or not recovers_every_client(p, controls) else None for p in points]
+
+
+def same_updates(a: dict, b: dict) -> bool:
+    """Whether two attack summaries hold bitwise the same gradients, client by client (the two
+    central-DP clippings leave the server the same clipped updates): the adversaries' runs on them
+    are then one run."""
+    return len(a["rows"]) == len(b["rows"]) and all(
+        len(r["gradient"]) == len(q["gradient"])
+        and all(torch.equal(x, y) for x, y in zip(r["gradient"], q["gradient"]))
+        for r, q in zip(a["rows"], b["rows"]))
+
+
+def strongest_by_defense(model, data: dict, runs: dict, aggregates: dict, dp_sgd: dict, cfg, *,
                          seed: int = 0) -> dict:
-    """The three adversaries and their envelope for every defense of the decision table: the runs of
+    """:func:`adversaries` for every defense of the decision table: the runs of
     :func:`~gitutor.chapters.flower_dp.defenses.defense_run` (SecAgg+: its smallest aggregate of
-    :func:`~gitutor.chapters.flower_dp.defenses.secagg_aggregates`) and the DP-SGD sweep ``point``
-    (key ``"dp-sgd"``). LTI's auxiliary set is the server's test set (``data["test_x"]``, the images
-    it honestly holds). Each value: ``{"restarts", "average" (None where no noise is the
-    client's), "lti", "single"`` (the one-start IG run), ``"curve"`` (:func:`psnr_curve` of the restarts),
-    ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
+    :func:`~gitutor.chapters.flower_dp.defenses.secagg_aggregates`); ``dp_sgd`` (key ``"dp-sgd"``) is
+    :func:`dp_sgd_strongest` at the table's σ, run once for the sweep and passed in. LTI's auxiliary
+    set is the server's test set (``data["test_x"]``, the images it honestly holds), one g_θ per
+    (clip, noise, B); a defense whose updates are :func:`same_updates` as an earlier one's under the
+    same transform (both central-DP clippings) shares its run."""
     aux, eta = (data["test_x"], data["test_y"]), cfg.defense_lr
     settings = {"none": (runs["none"]["round1"], None, 0.0, None),
                 "secagg+": (aggregates[min(aggregates)], None, 0.0, None),
                 "local-dp": (runs["local-dp"]["round1"], cfg.local_clip / eta,
-                             runs["local-dp"]["view"].sigma / eta, runs["local-dp"]["average"]),
-                "dp-sgd": (point, cfg.max_grad_norm, point["sigma"] * cfg.max_grad_norm, point["average"])}
+                             runs["local-dp"]["view"].sigma / eta, runs["local-dp"]["average"])}
     for name in ("central-dp-server-clipping", "central-dp-client-clipping"):
         settings[name] = (runs[name]["round1"], cfg.central_clip / eta, 0.0, None)
-    out, trained = {}, {}  # one g_θ per (clip, noise, B): both central-DP clippings share theirs
+    out, trained = {}, {}
     for name, (summary, clip, noise, average) in settings.items():
         batch = len(summary["rows"][0]["truth"])
+        twin = next((n for n in out if average is None and settings[n][3] is None
+                     and settings[n][1:3] == (clip, noise) and same_updates(settings[n][0], summary)), None)
+        if twin is not None:
+            out[name] = out[twin]
+            continue
         if (clip, noise, batch) not in trained:
             trained[clip, noise, batch] = train_lti(model, aux, batch, cfg, clip=clip, noise_std=noise, seed=seed)
-        found = {"single": summary, "restarts": restarted(model, summary, cfg, seed=seed), "average": average,
-                 "lti": learned_inversion(model, summary, trained[clip, noise, batch])}
-        candidates = {"IG, restarts": found["restarts"], "IG, mean of rounds": average, "LTI": found["lti"]}
-        out[name] = found | {"curve": psnr_curve(found["restarts"])} | envelope(model, candidates, summary)
-    return out
+        out[name] = adversaries(model, summary, average, trained[clip, noise, batch], cfg, seed=seed)
+    return out | {"dp-sgd": dp_sgd}

@@ -1,0 +1,186 @@
+"""Chapter 08's DP-SGD curve: attack PSNR along the σ sweep, the one-start Inverting Gradients beside the
+envelope of the strongest adversary (:func:`~gitutor.chapters.flower_dp.strongest.sweep_strongest`: the
+attacker's, and the oracle's upper bound); its figure, its table, and the σ / ε from which no photograph
+is recognisable, written as a bound where the sweep does not locate it.
+
+``along`` is aligned with the sweep's ``points``: the envelope run at that σ, or None where the one-start
+IG already recovered every attacked client (there the envelope was not run: the defense failed anyway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+
+from gitutor.chapters.flower_dp.report import eps_text, flat_words, label_text
+from gitutor.paired import paired_difference
+from gitutor.stats import format_interval
+from gitutor.tables import markdown_table
+from gitutor.viz import interval_errorbars, legible
+
+#: The two envelopes of :func:`~gitutor.chapters.flower_dp.strongest.envelope`, as the page names them.
+ENVELOPES = {"attacker": "the attacker's envelope",
+             "oracle": "the oracle envelope (an upper bound on these adversaries)"}
+
+
+def _check(points: Sequence[dict], along: Sequence[dict | None], which: str | None = None) -> None:
+    if len(along) != len(points):
+        raise ValueError(f"along must hold one entry per point: {len(along)} for {len(points)}")
+    if which is not None and which not in ENVELOPES:
+        raise ValueError(f"which must be one of {sorted(ENVELOPES)}, got {which!r}")
+
+
+def recognised(point: dict, found: dict | None, which: str) -> int:
+    """Photographs recognisable at one σ under the ``which`` envelope; where it was not run (``found``
+    None) the one-start IG's count, which recovered every client there."""
+    return point["recognised"] if found is None else found[which]["recognised"]
+
+
+def threshold(points: Sequence[dict], along: Sequence[dict | None], which: str) -> tuple[int | None, int | None]:
+    """The sweep's bracket of the σ from which the ``which`` envelope recognises no photograph, as
+    indices into ``points``: ``(below, at)``, ``at`` the smallest σ run from which no larger σ run
+    recognises one (None if the largest still does), ``below`` the σ run just under it (None if ``at``
+    is the smallest σ run).
+
+    Raises:
+        ValueError: for ``along`` not aligned with ``points`` or an unknown ``which``.
+    """
+    _check(points, along, which)
+    order = sorted(range(len(points)), key=lambda i: points[i]["sigma"])
+    at = None
+    for i in reversed(order):
+        if recognised(points[i], along[i], which):
+            break
+        at = i
+    if at is None:
+        return order[-1], None
+    place = order.index(at)
+    return (order[place - 1] if place else None), at
+
+
+def _sigma(p: dict) -> str:
+    return f"σ = {p['sigma']:g} (ε = {eps_text(p['epsilon'])})"
+
+
+def threshold_sentence(points: Sequence[dict], along: Sequence[dict | None], which: str) -> str:
+    """Where the ``which`` envelope stops recognising any photograph, in words that say how far the sweep
+    locates it (:func:`threshold`): inside (a, b] between two σ run; a bound at the sweep's edge — in
+    (0, b] when b is the smallest σ > 0 run (ε ≥ b's), above the largest σ when that still recognises
+    one; nothing when even σ = 0 recognises none."""
+    i, j = threshold(points, along, which)
+    who, n = ENVELOPES[which], points[0]["images"]
+    if j is None:
+        return (f"No σ tried stops {who}: at the largest, {_sigma(points[i])}, it still recognises "
+                f"{recognised(points[i], along[i], which)} of {n} photographs, so the threshold lies above the "
+                f"sweep — a bound: **σ > {points[i]['sigma']:g}, ε < {eps_text(points[i]['epsilon'])}**.")
+    at = points[j]
+    if at["sigma"] == 0:
+        return (f"{who[0].upper() + who[1:]} recognises no photograph even without noise (σ = 0): the sweep "
+                "says nothing about ε.")
+    if i is None or points[i]["sigma"] == 0:
+        return (f"From {_sigma(at)} on, the smallest σ > 0 run, {who} recognises none of the {n} photographs: "
+                f"the threshold lies somewhere in σ ∈ (0, {at['sigma']:g}], which this sweep bounds and does "
+                f"not locate — **ε ≥ {eps_text(at['epsilon'])}** at the threshold.")
+    below = points[i]
+    skipped = " (one start alone recovers every client there)" if along[i] is None else ""
+    return (f"From {_sigma(at)} on, {who} recognises none of the {n} photographs at any σ run; at "
+            f"{_sigma(below)} it recognises {recognised(below, along[i], which)}{skipped}: the threshold lies "
+            f"somewhere in **σ ∈ ({below['sigma']:g}, {at['sigma']:g}]**, ε between {eps_text(at['epsilon'])} "
+            f"and {eps_text(below['epsilon'])}.")
+
+
+def threshold_words(points: Sequence[dict], along: Sequence[dict | None]) -> str:
+    """:func:`threshold_sentence` of the attacker's envelope, then the oracle's — or, where the oracle
+    brackets the threshold between the same σ, that it does."""
+    words = threshold_sentence(points, along, "attacker")
+    if threshold(points, along, "oracle") == threshold(points, along, "attacker"):
+        return words + " The oracle envelope, an upper bound on these adversaries, brackets it the same way."
+    return words + " " + threshold_sentence(points, along, "oracle")
+
+
+def threshold_text(points: Sequence[dict], along: Sequence[dict | None], which: str = "attacker") -> str:
+    """The ε at the threshold of :func:`threshold` for a table cell: ``"≥ e"`` at the sweep's small-σ
+    edge, ``"< e"`` beyond its large-σ edge, ``"[e_at, e_below)"`` inside, or "not located"."""
+    i, j = threshold(points, along, which)
+    if j is None:
+        return f"< {eps_text(points[i]['epsilon'])}"
+    if points[j]["sigma"] == 0:
+        return "not located (none recognisable at σ = 0)"
+    if i is None or points[i]["sigma"] == 0:
+        return f"≥ {eps_text(points[j]['epsilon'])}"
+    return f"[{eps_text(points[j]['epsilon'])}, {eps_text(points[i]['epsilon'])})"
+
+
+def run_sigmas(points: Sequence[dict], along: Sequence[dict | None]) -> str:
+    """The σ at which the envelope ran, for the page: "0.01, 0.1, 1, 12" (or "none")."""
+    _check(points, along)
+    return ", ".join(f"{p['sigma']:g}" for p, found in zip(points, along) if found is not None) or "none"
+
+
+def epsilon_figure(points: Sequence[dict], along: Sequence[dict | None], success: float, control: float,
+                   chance: float):
+    """Attack PSNR (95 % intervals over clients) against the sweep's σ on a categorical axis (ε under
+    each σ): the one-start IG on round 1's update, the attacker's envelope and the oracle envelope
+    (where run; "not run" where the one-start IG recovered every client); lines ``success`` and the best
+    ``control`` (dB). Below: test accuracy (Wilson interval over the test images), ``chance``."""
+    _check(points, along)
+    xs = list(range(len(points)))
+    ran = [x for x in xs if along[x] is not None]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.2), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    interval_errorbars(top, [x - 0.12 for x in xs], [p["psnr"] for p in points], color="C3",
+                       label="IG, one start, round 1's update")
+    if ran:
+        interval_errorbars(top, ran, [along[x]["attacker"]["psnr"] for x in ran], color="C2",
+                           label="attacker's envelope")
+        interval_errorbars(top, [x + 0.12 for x in ran], [along[x]["oracle"]["psnr"] for x in ran], color="grey",
+                           mfc="white", label="oracle envelope (upper bound)")
+    for x in set(xs) - set(ran):
+        top.text(x + 0.3, 0.4 * success, "envelope\nnot run\n(one start\nrecovers all)", ha="center",
+                 va="center", fontsize=8)
+    top.axhline(success, color="k", ls="--", lw=1, label=f"recognisable ({success:g} dB)")
+    top.axhline(control, color="grey", ls=":", lw=1, label="best control")
+    top.set_ylabel("attack PSNR (dB)")
+    top.legend(fontsize=8, loc="upper right")
+    interval_errorbars(bottom, xs, [p["accuracy_interval"] for p in points], color="C0")
+    bottom.axhline(chance, color="C0", ls=":", lw=1)
+    bottom.set_ylabel("test accuracy")
+    bottom.set_ylim(0, 1.05)
+    bottom.set_xticks(xs, [f"σ = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points], fontsize=8)
+    bottom.set_xlabel("noise multiplier σ (categorical axis; ε: Opacus RDP, all rounds, per example)")
+    fig.tight_layout()
+    return legible(fig)
+
+
+def sweep_table(points: Sequence[dict], along: Sequence[dict | None], delta: float) -> str:
+    """One line per σ: ε, PSNR (intervals over clients) of the one-start IG on round 1 and on the mean of
+    all rounds, of the attacker's and the oracle envelope ("not run" where the one-start IG recovered every
+    client), recognisable images under each, where the restarted IG's curve flattens, labels (the
+    one-start sign rule) and test accuracy (interval over the test images)."""
+    _check(points, along)
+    header = ["σ", f"ε per example, all rounds (δ = {delta:g})", "IG one start, round 1 (dB)",
+              "IG, mean of rounds (dB)", "attacker's envelope (dB)", "oracle envelope, upper bound (dB)",
+              "recognisable: one start / attacker / oracle", "IG flat from step", "labels", "test accuracy"]
+    lines = []
+    for p, found in zip(points, along):
+        envelope = (["not run"] * 2 if found is None else
+                    [format_interval(found[w]["psnr"], 1, False) for w in ("attacker", "oracle")])
+        counts = [p["recognised"]] + (["—"] * 2 if found is None else [found[w]["recognised"]
+                                                                        for w in ("attacker", "oracle")])
+        lines.append([f"{p['sigma']:g}", eps_text(p["epsilon"]), format_interval(p["psnr"], 1, False),
+                      format_interval(p["average"]["psnr"], 1, False), *envelope,
+                      " / ".join(map(str, counts)) + f" of {p['images']}",
+                      "—" if found is None else flat_words(found["curve"]), label_text(p),
+                      format_interval(p["accuracy_interval"], 2, False)])
+    return markdown_table(header, lines)
+
+
+def average_gain_sentence(points: Sequence[dict]) -> str:
+    """At the smallest σ > 0, the PSNR of the multi-round mean minus that of round 1, paired over the
+    attacked clients, in words that say whether it is resolved."""
+    point = min((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
+    diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
+                             [r["psnr"] for r in point["rows"]])
+    what = ("raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change")
+    return (f"At the smallest noise, σ = {point['sigma']:g}, attacking the mean of the rounds {what} the "
+            f"PSNR: {format_interval(diff, 1, False)} dB, paired over the {diff.n} clients.")
