@@ -79,6 +79,9 @@ FULL = {
 }
 
 BUDGETS = {
+    # the quick profile's sizes on Flower's simulation engine (flwr.simulation.run_simulation, a local
+    # Ray cluster started per federation): a recorded page (`make record`), too slow for the book build
+    "simulation": {"engine": "simulation"},
     # `make smoke`: the profile's code path for a few attack steps and rounds
     "smoke": {"attacked_clients": 2, "batch_sizes": [1, 2], "local_epochs": [1, 2],
               "attack_iterations": 5, "record_every": 5, "utility_clients": 2, "rounds": 2,
