@@ -78,13 +78,23 @@ def device_description(device: str, threads: int | None) -> str:
     return f"CPU: {name}" + (f", {threads} torch thread{'s' * (threads != 1)}" if threads else "")
 
 
-def retitle(notebook: dict, date: str, device: str) -> None:
-    """Add "— at a larger budget, recorded on <date>, <device>" to the first Markdown title."""
+def recording_title(name: str, budget: str | None) -> str:
+    """What a recording of chapter ``name`` at ``budget`` is, for its title: the chapter profile's
+    ``RECORDING_TITLES[budget]`` (e.g. chapter 08's "on Flower's simulation engine"), else "at a
+    larger budget"."""
+    from gitutor.chapters import NOTEBOOK_MODULES
+
+    module = importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[name]}.profile")
+    return getattr(module, "RECORDING_TITLES", {}).get(budget, "at a larger budget")
+
+
+def retitle(notebook: dict, date: str, device: str, what: str = "at a larger budget") -> None:
+    """Add "— <what>, recorded on <date>, <device>" to the first Markdown title."""
     for cell in notebook["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and source.startswith("# "):
             title, _, rest = source.partition("\n")
-            cell["source"] = f"{title} — at a larger budget, recorded on {date}, {device}\n{rest}".splitlines(True)
+            cell["source"] = f"{title} — {what}, recorded on {date}, {device}\n{rest}".splitlines(True)
             return
     raise ValueError("the notebook has no Markdown cell starting with a '# ' title")
 
@@ -152,7 +162,7 @@ def record(notebook: str, profile: str, device: str, parameters: dict, command: 
         executed = json.loads(output.read_text())
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         described = device_description(str(resolve_device(device)), _threads_of(executed))  # "auto" resolved
-        retitle(executed, date, described)
+        retitle(executed, date, described, recording_title(name, parameters.get("BUDGET")))
         drop_chapter_cells(executed)
         output.write_text(json.dumps(executed, indent=1, ensure_ascii=False) + "\n")
         hide_injected_parameters(output)

@@ -7,6 +7,7 @@ this repository's history; its profile (and budget) are defined in its chapter p
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import subprocess
@@ -45,7 +46,10 @@ def test_recorded_notebook_is_valid_complete_and_titled(page):
     errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert not errors, f"the recorded run raised {errors[0].ename}: {errors[0].evalue}"
     title = next(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
-    assert "at a larger budget, recorded on" in title.splitlines()[0]
+    titles = getattr(importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[page.stem]}.profile"),
+                     "RECORDING_TITLES", {})
+    assert any(f" — {what}, recorded on" in title.splitlines()[0]
+               for what in ("at a larger budget", *titles.values())), title.splitlines()[0]
     assert f"book/recorded/{page.stem}" in (ROOT / "_toc.yml").read_text(), "the page is not in _toc.yml"
     assert not any("exercise" in cell.metadata.get("tags", []) for cell in notebook.cells), \
         "the chapter's exercise block is on the recorded page (its labels would clash with the chapter's)"
@@ -107,3 +111,15 @@ def test_every_phase_of_a_study_record_has_its_provenance_and_trials(path):
         assert all(key in provenance for key in PROVENANCE), (phase, provenance.keys())
         assert provenance["trials"] == counts[phase] and provenance["failed"] == 0, phase
         _check_in_history(provenance["commit"])
+
+
+def test_a_recording_says_in_its_title_what_it_is():
+    spec = importlib.util.spec_from_file_location("record_titles", ROOT / "scripts" / "record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.recording_title("04_stepwise_gradinversion", "cpu_recording") == "at a larger budget"
+    assert module.recording_title("08_flower_dp", "simulation").startswith("on Flower's simulation engine")
+    notebook = {"cells": [{"cell_type": "markdown", "source": ["# Title\n", "text"]}]}
+    module.retitle(notebook, "2026-11-28", "CPU", "on Flower's simulation engine")
+    assert "".join(notebook["cells"][0]["source"]).startswith(
+        "# Title — on Flower's simulation engine, recorded on 2026-11-28, CPU\ntext")

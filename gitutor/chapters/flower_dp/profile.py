@@ -89,5 +89,8 @@ BUDGETS = {
               "torch_threads": 1, "restarts": 2, "lti_hidden": 16, "lti_epochs": 2, "lti_copies": 2},
 }
 
+#: What a recording at a budget is, in its page's title (scripts/record.py).
+RECORDING_TITLES = {"simulation": "on Flower's simulation engine, at the quick profile's sizes"}
+
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py).
 SMOKE_PARAMETERS = {"BUDGET": "smoke"}
