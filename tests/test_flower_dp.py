@@ -541,3 +541,185 @@ def test_defenses_leaving_the_same_updates_share_one_run_and_dp_sgd_is_the_sweep
     calls.clear()
     best = strongest.strongest_by_defense(None, data, runs, aggregates, {"dp": 1}, cfg)
     assert len(calls) == 5 and best["central-dp-client-clipping"]["of"] is runs["central-dp-client-clipping"]["round1"]
+
+
+def test_the_noise_scale_at_the_threshold_is_sigma_root_m_in_units_of_c():
+    """The attacker's threshold in the units that explain it, σ·√m times C, at both ends of a bracket,
+    at the one end of a bound, and nothing when even σ = 0 recognises no photograph."""
+    from gitutor.chapters.flower_dp import curve
+
+    inf = float("inf")
+    points, along = _curve(_curve_point(0.0, inf, 5), _curve_point(0.001, 5.5e6, 5),
+                           _curve_point(0.003, 6.1e5, 0, 0, 1), _curve_point(0.01, 5.5e4, 0, 0, 0))
+    words = curve.noise_scale_words(points, along, 10_000)  # √m = 100
+    assert "from about 0.1 C to 0.3 C" in words and "well before the noise outweighs" in words
+    points[2]["sigma"] = 0.02  # the bracket's top end now has noise of norm 2 C
+    assert "about where the noise outweighs" in curve.noise_scale_words(points, along, 10_000)
+    edge, found = _curve(_curve_point(0.0, inf, 5), _curve_point(0.01, 5.5e4, 0, 0, 0))
+    assert "at σ = 0.01 is about 1 C" in curve.noise_scale_words(edge, found, 10_000)
+    leaks, found = _curve(_curve_point(0.0, inf, 5), _curve_point(0.01, 5.5e4, 0, 2, 2))
+    assert curve.noise_scale_words(leaks, found, 10_000).startswith("Even at σ = 0.01, noise of norm about 1 C")
+    quiet, found = _curve(_curve_point(0.0, inf, 0, 0, 0), _curve_point(1.0, 3.0, 0, 0, 0))
+    assert curve.noise_scale_words(quiet, found, 10_000) == ""
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="m must"):
+            curve.noise_scale_words(edge, [None, None], bad)
+
+
+def test_local_noise_ratio_is_the_norm_of_the_noise_localdpmod_adds_over_its_clip():
+    """The page's LocalDpMod ratio: Flower's per-coordinate std times √m over C, whatever C, and the norm
+    of what a client really sends minus the global model is that ratio times C (the clipped part ≤ C)."""
+    from gitutor.chapters.flower_dp.defenses import local_noise_ratio
+    from gitutor.federated.client import gradient_dimension
+    from gitutor.federated.flower_defenses import defended_round
+
+    model, partitions = _setting(clients=2)
+    m = gradient_dimension(model)
+    for clip in (0.01, 0.1):
+        view = defended_round(model, partitions, {"lr": LR}, "local-dp", clip=clip, epsilon=0.5, delta=1e-5,
+                              client_seeds=[3, 4])
+        ratio = local_noise_ratio(0.5, 1e-5, m)
+        assert view.sigma * math.sqrt(m) / clip == pytest.approx(ratio)
+        for update in view.updates:
+            norm = math.sqrt(sum(float(t.pow(2).sum()) for t in view.update(update)))
+            assert abs(norm / clip - ratio) <= 1 + 5 * ratio / math.sqrt(2 * m)  # clipped part + χ spread
+    assert local_noise_ratio(1.0, 1e-5, m) == pytest.approx(local_noise_ratio(0.5, 1e-5, m) / 2)
+    for kwargs in ({"epsilon": 0.0}, {"delta": 1.0}, {"m": 0}, {"sensitivity_per_clip": 0.0}):
+        with pytest.raises(ValueError):
+            local_noise_ratio(**({"epsilon": 0.5, "delta": 1e-5, "m": 10} | kwargs))
+
+
+def test_clients_to_resolve_is_the_first_all_correct_count_whose_wilson_interval_clears_the_level():
+    from gitutor.chapters.flower_dp.report import clients_to_resolve
+    from gitutor.stats import success_interval
+
+    n = clients_to_resolve(0.95)
+    assert success_interval([True] * n).low >= 0.95 > success_interval([True] * (n - 1)).low
+    assert clients_to_resolve(0.5) < n
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match="level"):
+            clients_to_resolve(bad)
+
+
+def test_the_label_row_carries_its_interval_and_the_n_that_would_resolve_it():
+    """5 of 5 labels right under chapter 01's noise: not resolved against the paper's 100 %, and the
+    setting says how many clients would resolve it."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp.report import chapter_rows, clients_to_resolve
+    from gitutor.results.verdicts import verdict
+    from gitutor.stats import interval
+
+    cfg = SimpleNamespace(profile="quick", image_size=32, attack_iterations=200, attacked_clients=5,
+                          handwritten_variance=1e-2, max_grad_norm=1.0, delta=1e-5, rounds=10)
+    rows = [{"mse": 0.01, "label_ok": True} for _ in range(5)]
+    points = [_sweep_point(0.0, math.inf, 85), _sweep_point(12.0, 1.07, 35)]
+    epochs = {1: {"ssim": interval([0.9, 0.95])}, 5: {"ssim": interval([0.1, 0.2])}}
+    found = chapter_rows(cfg, fedsgd={"rows": rows}, handwritten={"rows": rows, "label_chance": 0.6},
+                         points=points, threshold="≥ 5.5e+04", epochs=epochs)
+    label = next(r for r in found if r["quantity"].startswith("label accuracy"))
+    assert label["n"] == 5 and label["low"] < 0.95 and label["high"] == 1.0 and label["this_run"] == 1.0
+    assert f"n = {clients_to_resolve(0.95)} clients" in label["setting"]
+    assert verdict(label) == "not resolved"
+    rows[0] = {"mse": 0.01, "label_ok": False}
+    label = next(r for r in chapter_rows(cfg, fedsgd={"rows": rows}, handwritten={"rows": rows, "label_chance": 0.6},
+                                         points=points, threshold="x", epochs=epochs)
+                 if r["quantity"].startswith("label accuracy"))
+    assert label["this_run"] == 0.8 and verdict(label) == "not resolved"
+
+
+def test_the_defense_table_shows_dp_sgd_round_1_and_the_mean_of_the_rounds():
+    from gitutor.chapters.flower_dp.decision import defense_table
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.stats import success_interval
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.1, "lpips": 0.5, "psnrs": [p], "label_ok": True,
+                           "truth_labels": torch.tensor([k % 2])} for k, p in enumerate(psnrs)])
+
+    acc = success_interval([True] * 8 + [False] * 2)
+    runs = {"none": {"round1": summary([40, 41]), "average": None, "accuracy": acc}}
+    point = summary([6, 7]) | {"sigma": 1.0, "average": summary([8, 9]), "accuracy_interval": acc}
+    lines = defense_table(runs, 10, point).splitlines()
+    assert len(lines) == 5 and defense_table(runs, 10).count("\n") == 2
+    assert lines[3].startswith("| Opacus DP-SGD, σ = 1 | round 1's update as received | 6.5 [")
+    assert lines[4].startswith("| Opacus DP-SGD, σ = 1 | mean of the 10 rounds' updates | 8.5 [")
+    assert "| 0.500 [" in lines[3] and "| 100% (chance 50%) | 0.80 [" in lines[3]
+
+
+def test_trained_outcomes_are_the_federations_last_round_on_the_test_set():
+    """One outcome per test image after cfg.rounds undefended rounds; the sweep's federation is the same
+    code, so its accuracy history ends on the share of those outcomes."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import experiments as study
+    from gitutor.chapters.flower_dp import faces
+
+    data, model = faces.face_data(12, test_per_class=10), study.chapter_model(12)
+    cfg = SimpleNamespace(attacked_clients=2, utility_clients=2, rounds=2, lr=0.05, engine="in-process")
+    outcomes = study.trained_outcomes(model, data, cfg)
+    assert len(outcomes) == 20 and all(isinstance(v, bool) for v in outcomes)
+    updates, history, again = study.federation(model, data, cfg, {"lr": 0.05})
+    assert again == outcomes and history[-1][1] == sum(outcomes) / 20 and len(updates) == 4 * 2
+
+
+def test_the_longer_attack_starts_where_the_one_start_run_did_and_runs_more_steps():
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import attack_gradient
+
+    model, _, single, cfg = _tiny_attack_setting()
+    longer = strongest.longer_attack(model, single, cfg, factor=3)
+    for row, first in zip(longer["rows"], single["rows"]):
+        assert max(s for s, _ in row["result"].snapshots) == 12 and row["partition"] == first["partition"]
+        again = attack_gradient(model, first["gradient"], first["truth"], first["truth_labels"], iterations=12,
+                                tv_weight=1e-2, seed=first["partition"], record_every=2)
+        assert torch.equal(row["images"], again["images"])  # the one-start run's seed: the same start
+    for bad in (1, 2.0, True):
+        with pytest.raises(ValueError, match="factor"):
+            strongest.longer_attack(model, single, cfg, factor=bad)
+
+
+def test_the_budget_check_runs_at_the_attackers_threshold_and_says_whether_it_holds():
+    from gitutor.chapters.flower_dp import curve
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.0, "lpips": None, "psnrs": [p], "label_ok": True}
+                          for p in psnrs])
+
+    inf = float("inf")
+    points, along = _curve(_curve_point(0.0, inf, 5), _curve_point(0.001, 5.5e6, 5),
+                           _curve_point(0.003, 6.1e5, 0, 0, 1), _curve_point(0.01, 5.5e4, 0, 0, 0))
+    assert curve.budget_point(points, along) is points[2]
+    points[2] |= summary([20.0, 22.0, 24.0])
+    held = curve.budget_words(points[2], summary([21.0, 23.5, 25.0]), 400)
+    assert "σ = 0.003" in held and "400 steps" in held and "raises the PSNR" in held
+    assert "recognises 0 of 3, so the threshold holds" in held
+    moved = curve.budget_words(points[2], summary([21.0, 23.5, 31.0]), 400)
+    assert "recognises 1 of 3" in moved and "lower bound" in moved
+    quiet, found = _curve(_curve_point(0.0, inf, 0, 0, 0), _curve_point(1.0, 3.0, 0, 0, 0))
+    assert curve.budget_point(quiet, found) is None and curve.budget_words(None, None, 400) == ""
+    leaks, found = _curve(_curve_point(0.0, inf, 5), _curve_point(0.01, 5.5e4, 0, 2, 2))
+    assert curve.budget_point(leaks, found) is None
+
+
+def test_the_mean_of_the_rounds_is_judged_at_every_noisy_sigma_by_its_paired_difference():
+    from gitutor.chapters.flower_dp import curve
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.0, "lpips": None, "psnrs": [p], "label_ok": True}
+                          for p in psnrs])
+
+    def point(sigma, first, mean):
+        return summary(first) | {"sigma": sigma, "average": summary(mean)}
+
+    points = [point(0.0, [40, 41, 42], [20, 22, 21]), point(0.001, [35, 36, 34], [22, 23, 21]),
+              point(0.01, [13, 14, 12], [19, 20, 18.5]), point(1.0, [6, 7, 6.5], [6.5, 6.6, 6.4])]
+    words = curve.average_gain_sentence(points)
+    assert words.startswith("Attacking the mean of the rounds instead of round 1's update, paired over the 3")
+    assert "raises the PSNR at σ = 0.01 (6.2 [" in words and "lowers it at σ = 0.001 (-13.0 [" in words
+    assert "and does not resolvably change it at σ = 1 (" in words and "σ = 0 " not in words
+    assert curve.average_gain_sentence(points[:2]).count("σ =") == 1
+    with pytest.raises(ValueError, match="σ > 0"):
+        curve.average_gain_sentence(points[:1])

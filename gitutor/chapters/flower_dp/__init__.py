@@ -7,6 +7,7 @@
 - :mod:`.strongest`: the strongest adversary per defense and per σ of the DP sweep (IG restarts, LTI) and
   their envelope
 - :mod:`.curve`: the DP-SGD curve along σ (one-start IG beside the envelopes), its threshold as a bound
+  or a bracket, the noise's scale there and the longer attack that checks the budget there
 - :mod:`.report`: figures, tables and rows
 - :mod:`.accuracy`: test accuracy in words (chance, paired differences) and its paper row
 - :mod:`.decision`: the defense tables and the decision table

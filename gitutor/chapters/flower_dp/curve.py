@@ -1,7 +1,8 @@
 """Chapter 08's DP-SGD curve: attack PSNR along the σ sweep, the one-start Inverting Gradients beside the
 envelope of the strongest adversary (:func:`~gitutor.chapters.flower_dp.strongest.sweep_strongest`: the
 attacker's, and the oracle's upper bound); its figure, its table, and the σ / ε from which no photograph
-is recognisable, written as a bound where the sweep does not locate it.
+is recognisable, written as a bound where the sweep does not locate it; the noise's norm there in units of
+the clipping norm, and the budget check at it (:func:`budget_point`, :func:`budget_words`).
 
 ``along`` is aligned with the sweep's ``points``: the envelope run at that σ, or None where the one-start
 IG already recovered every attacked client (there the envelope was not run: the defense failed anyway).
@@ -112,6 +113,61 @@ def threshold_text(points: Sequence[dict], along: Sequence[dict | None], which: 
     return f"[{eps_text(points[j]['epsilon'])}, {eps_text(points[i]['epsilon'])})"
 
 
+def noise_scale_words(points: Sequence[dict], along: Sequence[dict | None], m: int) -> str:
+    """The attacker's threshold of :func:`threshold` in the units that explain it: the noise's norm
+    σ·C·√m (``m`` parameters) as a multiple of C, the largest norm of the clipped gradient it is added to
+    — at both ends of the bracket when the sweep locates it, at its one end when it bounds it, "" when
+    even σ = 0 recognises nothing.
+
+    Raises:
+        ValueError: for ``m`` < 1, or as :func:`threshold`.
+    """
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"m must be the number of parameters, an int ≥ 1, got {m!r}")
+    i, j = threshold(points, along, "attacker")
+
+    def scale(p):
+        return f"{p['sigma'] * m ** 0.5:.2g} C"
+
+    if j is None:
+        return (f"Even at σ = {points[i]['sigma']:g}, noise of norm about {scale(points[i])}, a photograph "
+                "was recognisable.")
+    if points[j]["sigma"] == 0:
+        return ""
+    if i is None or points[i]["sigma"] == 0:
+        return (f"The noise's norm at σ = {points[j]['sigma']:g} is about {scale(points[j])}, against a clipped "
+                "gradient of norm ≤ C: the attack had stopped by then.")
+    low, high = scale(points[i]), scale(points[j])
+    stopped = ("well before the noise outweighs the gradient" if points[j]["sigma"] * m ** 0.5 < 1
+               else "about where the noise outweighs the gradient")
+    return (f"Across the attacker's bracket the noise's norm σC√m grows from about {low} to {high}, against a clipped "
+            f"gradient of norm ≤ C: the attack stops {stopped}.")
+
+
+def budget_point(points: Sequence[dict], along: Sequence[dict | None]) -> dict | None:
+    """The point at which a longer attack tests the budget: the smallest σ > 0 from which the attacker's
+    envelope recognises no photograph (:func:`threshold`), where more steps could move the threshold;
+    None when the sweep has no such σ."""
+    _, j = threshold(points, along, "attacker")
+    return None if j is None or points[j]["sigma"] == 0 else points[j]
+
+
+def budget_words(point: dict | None, longer: dict | None, steps: int) -> str:
+    """What the one-start IG with ``steps`` steps (``longer``: its summary on ``point``'s round-1 updates,
+    from the same starts) changes at :func:`budget_point`: the paired PSNR difference over the clients and
+    its recognisable count, and so whether the threshold holds at that budget ("" without a point)."""
+    if point is None or longer is None:
+        return ""
+    diff = paired_difference([r["psnr"] for r in longer["rows"]], [r["psnr"] for r in point["rows"]])
+    what = "raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change"
+    held = ("so the threshold holds at that budget" if longer["recognised"] == 0 else
+            "so at that budget the threshold moves to a larger σ: the bracket above is a lower bound on it")
+    return (f"The budget check: at σ = {point['sigma']:g}, the smallest σ from which the attacker's envelope "
+            f"recognises none, the one-start IG run for {steps} steps from the same starts {what} the PSNR "
+            f"({format_interval(diff, 2, False)} dB, paired over the {diff.n} clients) and recognises "
+            f"{longer['recognised']} of {longer['images']}, {held}.")
+
+
 def run_sigmas(points: Sequence[dict], along: Sequence[dict | None]) -> str:
     """The σ at which the envelope ran, for the page: "0.01, 0.1, 1, 12" (or "none")."""
     _check(points, along)
@@ -176,11 +232,29 @@ def sweep_table(points: Sequence[dict], along: Sequence[dict | None], delta: flo
 
 
 def average_gain_sentence(points: Sequence[dict]) -> str:
-    """At the smallest σ > 0, the PSNR of the multi-round mean minus that of round 1, paired over the
-    attacked clients, in words that say whether it is resolved."""
-    point = min((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
-    diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
-                             [r["psnr"] for r in point["rows"]])
-    what = ("raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change")
-    return (f"At the smallest noise, σ = {point['sigma']:g}, attacking the mean of the rounds {what} the "
-            f"PSNR: {format_interval(diff, 1, False)} dB, paired over the {diff.n} clients.")
+    """At every σ > 0 of the sweep, the PSNR of IG on the mean of the rounds minus that on round 1's
+    update, paired over the attacked clients, grouped by whether it is a resolved gain, a resolved loss
+    (the model's drift between rounds costs more than the averaged-down noise gains) or not resolved.
+
+    Raises:
+        ValueError: for a sweep without a σ > 0.
+    """
+    noisy = sorted((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
+    if not noisy:
+        raise ValueError("points must hold a σ > 0")
+    groups = {"raises": [], "lowers": [], "does not resolvably change": []}
+    n = 0
+    for point in noisy:
+        diff = paired_difference([r["psnr"] for r in point["average"]["rows"]],
+                                 [r["psnr"] for r in point["rows"]])
+        n = diff.n
+        what = "raises" if diff.low > 0 else "lowers" if diff.high < 0 else "does not resolvably change"
+        groups[what].append((point["sigma"], format_interval(diff, 1, False)))
+    parts = []
+    for what, found in groups.items():
+        if found:
+            sigmas = ", ".join(f"{s:g}" for s, _ in found)
+            diffs = "; ".join(d for _, d in found)
+            parts.append(f"{what} {'it' if parts else 'the PSNR'} at σ = {sigmas} ({diffs} dB)")
+    return ("Attacking the mean of the rounds instead of round 1's update, paired over the "
+            f"{n} clients, " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] + ".")

@@ -60,19 +60,26 @@ def guarantee_text(run: dict, rounds: int) -> str:
     if g.epsilon is None:
         return "none (no DP)"
     if g.level == "update":
-        return (f"{g.epsilon:g} per round, per client update (Gaussian mechanism); ≤ ({rounds * g.epsilon:g}, "
-                f"{rounds * g.delta:g}) over {rounds} rounds (basic composition)")
+        return (f"{g.epsilon:g} per round, client level (the whole update; Flower's Gaussian-mechanism "
+                f"formula); ≤ ({rounds * g.epsilon:g}, {rounds * g.delta:g}) over {rounds} rounds (basic "
+                "composition)")
     return (f"{eps_text(g.epsilon)} per client over {rounds} rounds, δ = {g.delta:g} (Opacus RDP); "
             "released model only")
 
 
-def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
+def defense_table(runs: Mapping[str, dict], rounds: int, dp_sgd: dict | None = None) -> str:
     """One line per attack on a defense run: what the server attacked, PSNR / SSIM / LPIPS (intervals
     over the attacked clients), recognisable, labels, test accuracy (Wilson interval); ε is in
-    :func:`decision_table`."""
+    :func:`decision_table`. ``dp_sgd``: a point of the DP-SGD sweep
+    (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`), added as the last lines."""
     header = ["defense", "the server attacks", "PSNR (dB)", "SSIM", "LPIPS", "recognisable",
               "labels", "test accuracy"]
     lines = []
+    runs = dict(runs)
+    if dp_sgd is not None:
+        runs["dp-sgd"] = {"round1": dp_sgd, "average": dp_sgd["average"],
+                          "accuracy": dp_sgd["accuracy_interval"]}
+    names = NAMES | {"dp-sgd": "Opacus DP-SGD, σ = " + (f"{dp_sgd['sigma']:g}" if dp_sgd else "")}
     for name, run in runs.items():
         attacks = {"round 1's update as received" if name != "central-dp-server-clipping"
                    else "round 1's update after its own clipping": run["round1"],
@@ -80,7 +87,7 @@ def defense_table(runs: Mapping[str, dict], rounds: int) -> str:
         for what, summary in attacks.items():
             if summary is None:
                 continue
-            lines.append([NAMES[name], what, *_scores(summary), label_text(summary),
+            lines.append([names[name], what, *_scores(summary), label_text(summary),
                           format_interval(run["accuracy"], 2, False)])
     return markdown_table(header, lines)
 

@@ -12,6 +12,7 @@ clients (SecAgg+, :func:`secagg_aggregates`).
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 
@@ -64,6 +65,23 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
         mean = averaged_deltas(view.updates, view.starts, len(attacked))
         out["average"] = attack_deltas(model, mean, attacked, cfg, lr=cfg.defense_lr, seed=seed)
     return out
+
+
+def local_noise_ratio(epsilon: float, delta: float, m: int, sensitivity_per_clip: float = 2.0) -> float:
+    """The norm of LocalDpMod's noise over ``m`` parameters as a multiple of its clipping norm C: per
+    coordinate it adds std s·√(2 ln(1.25/δ))/ε with s = ``sensitivity_per_clip``·C (the chapter's 2C),
+    so the ratio (s/C)·√(2 ln(1.25/δ))·√m/ε does not depend on C. Against an update of norm ≤ C it is the
+    noise-to-signal ratio of what the server receives.
+
+    Raises:
+        ValueError: for ε ≤ 0, δ outside (0, 1), m < 1 or a sensitivity factor ≤ 0.
+    """
+    if not epsilon > 0 or not 0 < delta < 1 or not sensitivity_per_clip > 0:
+        raise ValueError(f"epsilon must be > 0, delta in (0, 1), sensitivity_per_clip > 0; got {epsilon!r}, "
+                         f"{delta!r}, {sensitivity_per_clip!r}")
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"m must be the number of parameters, an int ≥ 1, got {m!r}")
+    return sensitivity_per_clip * math.sqrt(2 * math.log(1.25 / delta)) * math.sqrt(m) / epsilon
 
 
 def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:

@@ -41,6 +41,30 @@ def test_outcomes(model, images: torch.Tensor, labels: torch.Tensor) -> list[boo
         return (model(images).argmax(1) == labels).tolist()
 
 
+def federation(model, data: dict, cfg, config: dict, *, client_seeds=None):
+    """``cfg.rounds`` Flower rounds of the attacked one-image clients and the utility clients from
+    ``model`` with the training ``config``; returns ``(updates, history, outcomes)``: the server's
+    recorded replies, its accuracy after every round, and whether each test image is classified right
+    after the last (:func:`test_outcomes`)."""
+    attacked = attacked_partitions(data, cfg.attacked_clients, 1)
+    partitions = attacked + utility_partitions(data, cfg.utility_clients, cfg.attacked_clients)
+    final = {}
+
+    def evaluate(m):
+        final["outcomes"] = test_outcomes(m, data["test_x"], data["test_y"])
+        return sum(final["outcomes"]) / len(final["outcomes"])
+
+    updates, history = federated_round(model, partitions, config, num_rounds=cfg.rounds, engine=cfg.engine,
+                                       evaluate_fn=evaluate, client_seeds=client_seeds)
+    return updates, history, final["outcomes"]
+
+
+def trained_outcomes(model, data: dict, cfg) -> list[bool]:
+    """Test outcomes after ``cfg.rounds`` undefended FedSGD rounds (η = ``cfg.lr``, weighted by examples)
+    from ``model`` (:func:`federation`): how well a candidate network learns the chapter's task."""
+    return federation(model, data, cfg, {"lr": cfg.lr})[2]
+
+
 def bias_label(gradient: list[torch.Tensor]) -> int:
     """The label of a one-image update: the class whose last-layer bias gradient p_c − y_c
     is negative (iDLG's rule read off the bias, which holds whatever the features' sign)."""
@@ -192,19 +216,11 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     client side) and the attacker's starts; the server never receives it.
     """
     attacked = attacked_partitions(data, cfg.attacked_clients, 1)
-    partitions = attacked + utility_partitions(data, cfg.utility_clients, cfg.attacked_clients)
     config = {"lr": cfg.lr, "noise-multiplier": float(sigma), "max-grad-norm": float(cfg.max_grad_norm)}
     # Each client's noise comes from its own secret; the page draws the secrets on the clients' side from
     # its seed so that it repeats (the server's config carries no seed: client_secrets).
-    final = {}
-
-    def evaluate(m):
-        final["outcomes"] = test_outcomes(m, data["test_x"], data["test_y"])
-        return sum(final["outcomes"]) / len(final["outcomes"])
-
-    updates, history = federated_round(
-        model, partitions, config, num_rounds=cfg.rounds, engine=cfg.engine,
-        evaluate_fn=evaluate, client_seeds=client_secrets(len(partitions), seed))
+    secrets = client_secrets(cfg.attacked_clients + cfg.utility_clients, seed)
+    updates, history, outcomes = federation(model, data, cfg, config, client_seeds=secrets)
     steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
     rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
     eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
@@ -212,8 +228,8 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     mean = averaged_deltas(updates, fedavg_starts(model, updates), len(attacked))
     average = attack_deltas(model, mean, attacked, cfg, lr=cfg.lr, seed=seed)
     return summary | {"sigma": float(sigma), "epsilon": eps, "steps": steps, "average": average,
-                      "accuracy": history[-1][1], "outcomes": final["outcomes"],
-                      "accuracy_interval": success_interval(final["outcomes"]), "history": history}
+                      "accuracy": history[-1][1], "outcomes": outcomes,
+                      "accuracy_interval": success_interval(outcomes), "history": history}
 
 
 def equivalent_noise_multiplier(variance: float, batch: int, example_norm: float) -> float:

@@ -19,7 +19,7 @@ import torch
 from gitutor.chapters.flower_dp.accuracy import smallest_accuracy_row
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.results import interval_fields
-from gitutor.stats import format_interval
+from gitutor.stats import format_interval, success_interval
 from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 
@@ -104,6 +104,7 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
     from gitutor.stats import BOUNDS, interval
 
     fed, hand = interval(mse, bounds=BOUNDS["MSE"]), interval(noisy, bounds=BOUNDS["MSE"])
+    labels = success_interval([r["label_ok"] for r in handwritten["rows"]])
     other_data = (f"Wu et al.'s MSE is on colour CIFAR-10; this run attacks {cfg.image_size} px grey LFW "
                   "faces and non-faces, and an MSE depends on the images")
     return [
@@ -115,9 +116,10 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
             0.150, round(hand.mean, 4), "MSE (Wu et al. 2023, Tab. 1)", better="lower",
             not_comparable=other_data, **interval_fields(hand, 4)),
         row("label accuracy under noise of variance 1e-2", "bias-gradient sign rule, B = 1; a constant "
-            f"guess of the commoner class gets {handwritten['label_chance']:.0%} of these clients",
-            1.0, round(handwritten["label_rate"], 3), "fraction (Wang et al. 2024, Tab. 5)",
-            better="higher"),
+            f"guess of the commoner class gets {handwritten['label_chance']:.0%} of these clients; "
+            f"{labels.n} clients (Wilson interval): every label right resolves ≥ 95 % from "
+            f"n = {clients_to_resolve(0.95)} clients", 1.0, round(labels.mean, 3),
+            "fraction (Wang et al. 2024, Tab. 5)", better="higher", **interval_fields(labels, 3)),
         row(f"ε at which the strongest adversary stops recognising any photograph (PSNR ≥ "
             f"{RECOGNISABLE_PSNR:g} dB; attacker's envelope of IG one start, restarts, mean of rounds, LTI)",
             f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
@@ -129,6 +131,22 @@ def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict]
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
             round(epochs[max(epochs)]["ssim"].mean, 3), "SSIM"),
     ]
+
+
+def clients_to_resolve(level: float, limit: int = 10_000) -> int:
+    """The fewest trials n for which n successes out of n have a Wilson interval
+    (:func:`gitutor.stats.success_interval`) whose lower end reaches ``level``: how many clients an
+    all-correct label count needs before it shows a rate ≥ ``level``.
+
+    Raises:
+        ValueError: for ``level`` outside (0, 1), or if no n ≤ ``limit`` reaches it.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    n = next((n for n in range(2, limit + 1) if success_interval([True] * n).low >= level), None)
+    if n is None:
+        raise ValueError(f"no n ≤ {limit} resolves {level}")
+    return n
 
 
 def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):

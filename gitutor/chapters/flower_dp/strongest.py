@@ -67,6 +67,25 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     return summarise(rows)
 
 
+def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) -> dict:
+    """The one-start IG of ``summary`` rerun with ``factor`` × ``cfg.attack_iterations`` steps from the
+    same starts (seed ``seed + partition``) on the same gradients: the budget check. Within one run the
+    step size falls at 3/8, 5/8 and 7/8 of the steps (Geiping et al. 2020), so a flat end of the run's
+    curve is partly that schedule; a run with more steps tests the budget itself. Returns
+    :func:`summarise` of the rows.
+
+    Raises:
+        ValueError: for a ``factor`` that is not an int ≥ 2.
+    """
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+        raise ValueError(f"factor must be an int ≥ 2, got {factor!r}")
+    rows = [attack_gradient(model, row["gradient"], row["truth"], row["truth_labels"],
+                            iterations=factor * cfg.attack_iterations, tv_weight=cfg.tv_weight,
+                            seed=seed + row["partition"], record_every=cfg.record_every)
+            | {k: row[k] for k in ("partition", "truth", "truth_labels")} for row in summary["rows"]]
+    return summarise(rows)
+
+
 def psnr_curve(summary: dict) -> dict:
     """PSNR (dB; interval over the rows) of each row's kept run at every recorded step:
     ``{step: Interval}``, for :func:`~gitutor.chapters.flower_dp.report.flat_step`."""
