@@ -84,8 +84,10 @@ def recording_title(name: str, budget: str | None) -> str:
     larger budget"."""
     from gitutor.chapters import NOTEBOOK_MODULES
 
-    module = importlib.import_module(f"gitutor.chapters.{NOTEBOOK_MODULES[name]}.profile")
-    return getattr(module, "RECORDING_TITLES", {}).get(budget, "at a larger budget")
+    package = NOTEBOOK_MODULES.get(name)  # None: a test's stand-in chapter
+    titles = getattr(importlib.import_module(f"gitutor.chapters.{package}.profile"), "RECORDING_TITLES", {}) \
+        if package else {}
+    return titles.get(budget, "at a larger budget")
 
 
 def retitle(notebook: dict, date: str, device: str, what: str = "at a larger budget") -> None:
