@@ -723,3 +723,20 @@ def test_the_mean_of_the_rounds_is_judged_at_every_noisy_sigma_by_its_paired_dif
     assert curve.average_gain_sentence(points[:2]).count("σ =") == 1
     with pytest.raises(ValueError, match="σ > 0"):
         curve.average_gain_sentence(points[:1])
+
+
+def test_engine_sentence_compares_the_simulation_recording_row_by_row():
+    from gitutor.chapters.flower_dp.report import engine_sentence
+
+    rows = [{"quantity": "MSE", "setting": "no defense", "this_run": 0.0002, "low": 0.0, "high": 0.0005, "n": 5,
+             "paper": 0.022}, {"quantity": "ε", "setting": "DP-SGD", "this_run": "≥ 5e4"}]
+    recording = {"provenance": {"commit": "8fe089065d23df1b"}, "rows": [dict(r, paper="other") for r in rows]}
+    same = engine_sentence(rows, recording, "quick", None)
+    assert "same 2 result rows" in same and "8fe089065d" in same  # the paper column is not a measurement
+    changed = [rows[0], dict(rows[1], this_run="≥ 6e5")]
+    assert "differs from this run in 1 result row(s) (ε)" in engine_sentence(changed, recording, "quick", None)
+    assert "in 1 result row(s) (ε)" in engine_sentence(rows[:1], recording, "quick", None)  # a row missing
+    assert "not compared" in engine_sentence(rows, recording, "full", None)
+    assert "not compared" in engine_sentence(rows, recording, "quick", "smoke")
+    assert "No recording" in engine_sentence(rows, None, "quick", None)
+    assert "This page is that recording" in engine_sentence(rows, None, "quick", "simulation")

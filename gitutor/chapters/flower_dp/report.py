@@ -193,3 +193,31 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
     lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
               f"{float(values.max()):.1f}"] for name, values in scores.items()]
     return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
+
+
+#: The fields of a results row that carry a measurement (compared between engines).
+MEASURED = ("quantity", "setting", "this_run", "low", "high", "n")
+
+
+def engine_sentence(rows: Sequence[Mapping], recording: Mapping | None, profile: str, budget: str | None) -> str:
+    """Whether this run's results ``rows`` equal those of the chapter's recording on Flower's
+    simulation engine (``recording``: its results record, ``book/recorded/08_flower_dp.json``, or
+    None when absent), field by field (:data:`MEASURED`), as a Markdown sentence. Only a quick run
+    without a budget has the recording's sizes; any other run says it is not compared, and the
+    recording itself (budget ``"simulation"``) says what it is."""
+    if budget == "simulation":
+        return "This page is that recording: every federation on it ran on Flower's simulation engine."
+    if recording is None:
+        return "No recording on the simulation engine is in this checkout."
+    commit = recording["provenance"]["commit"][:10]
+    if profile != "quick" or budget is not None:
+        return f"This run's sizes are not the recording's (commit {commit}), so the two are not compared."
+    mine = [{k: r.get(k) for k in MEASURED} for r in rows]
+    theirs = [{k: r.get(k) for k in MEASURED} for r in recording["rows"]]
+    if mine == theirs:
+        return (f"The recording (commit {commit}) holds the same {len(mine)} result rows as this run, "
+                "number for number: the engine does not change a result.")
+    differ = [m["quantity"] for m, t in zip(mine, theirs) if m != t] + \
+        [r["quantity"] for r in (mine[len(theirs):] or theirs[len(mine):])]
+    return (f"The recording (commit {commit}) differs from this run in {len(differ)} result row(s) "
+            f"({'; '.join(differ)}): it ran older code, or the engines disagree — record it again to tell.")
