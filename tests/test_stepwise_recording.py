@@ -63,6 +63,9 @@ def test_recorded_table1_puts_noise_first_and_scores_each_final_reconstruction(t
     assert table["DLG"]["PSNR"].mean > 20  # a shift of 0.05 from the truth
     assert table["Stepwise"]["PSNR"].mean < table["Inverting Gradients"]["PSNR"].mean  # larger shift
     assert table["Stepwise"]["SSIM"].n == 3
+    assert table["Noise N(0, I)"]["LPIPS"] is None  # the start's images are not kept
+    lpips = [score(r["images"], t)["LPIPS"] for r, t in zip(runs["Stepwise"], truths)]
+    assert table["Stepwise"]["LPIPS"].mean == pytest.approx(sum(lpips) / len(lpips))
 
 
 def test_recognisable_sentence_counts_photographs_at_the_books_threshold(tmp_path):
@@ -88,6 +91,7 @@ def test_along_run_draws_each_method_and_refuses_mismatched_snapshots(tmp_path):
     curves = load_reconstructions(path)["curves"]
     fig = along_run({m: curves[m] for m in ("Inverting Gradients", "Stepwise")})
     assert len(fig.axes) == 2 and len(fig.axes[0].get_lines()) == 2
+    assert fig.axes[0].get_ylabel() == "PSNR (dB)" and fig.get_size_inches()[0] <= 8.0  # legible at page width
     assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_lines()[0].get_xdata()[0] == 50
     with pytest.raises(ValueError, match="different iterations"):
         along_run({"IG": [curves["Stepwise"][0], curves["Stepwise"][1][:2]]})

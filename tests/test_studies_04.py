@@ -92,7 +92,46 @@ def test_the_ordering_is_judged_by_paired_differences():
     noisy = {**PSNR, "DLG": [16.0, 9.0, 12.0]}
     unresolved = ordering_row({"PSNR": noisy}, "s", "d")
     assert unresolved["this_run"] == "not resolved" and "claim_outcome" not in unresolved
+    assert "Inverting Gradients vs DLG: not resolved" in unresolved["setting"]  # each verdict names its pair
     assert "**consistent**" in order_sentence(PSNR)
+    gated_sentence = order_sentence(PSNR, "below the controls")
+    assert "**not a test** of the paper's ordering in PSNR: below the controls" in gated_sentence
+    assert "Stepwise > GradInversion" in gated_sentence and "consistent" not in gated_sentence
+    untested = ordering_row({"PSNR": PSNR, "SSIM": swapped}, "s", "d", untested=["SSIM"])
+    assert untested["claim_outcome"] == "consistent" and "SSIM (not a test" in untested["setting"]
+    with pytest.raises(ValueError, match="untested"):
+        ordering_row({"PSNR": PSNR}, "s", "d", untested=["LPIPS"])
+
+
+def test_a_method_is_above_the_controls_only_when_it_clears_every_one_paired():
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import (
+        GATE_CONTROLS, above_controls, gate_reason, gate_sentence, pair_phrase)
+
+    scores = {"PSNR": {"A": [20.0, 21.0, 22.0], "B": [15.0, 15.5, 16.0]},
+              "LPIPS": {"A": [0.2, 0.21, 0.22], "B": [0.5, 0.5, 0.5]}}
+    controls = {c: {"PSNR": [16.0, 16.2, 16.1], "LPIPS": [0.4, 0.41, 0.42]} for c in GATE_CONTROLS}
+    above = above_controls(scores, controls)
+    assert above == {"PSNR": ["A"], "LPIPS": ["A"]}  # B is below the controls in PSNR, above them in LPIPS
+    controls["different photograph"]["LPIPS"] = [0.1, 0.1, 0.1]  # a natural photograph beats A in LPIPS
+    above = above_controls(scores, controls)
+    assert above["LPIPS"] == [] and gate_reason(above) is None
+    assert gate_reason(above, "LPIPS") == ("no method's LPIPS is above the mean colour, the 4×4 thumbnail and "
+                                          "the different photograph (paired over the batches)")
+    assert gate_sentence(above).endswith("in PSNR: A; in LPIPS: none")
+    with pytest.raises(ValueError, match="controls lack"):
+        above_controls(scores, {"mean colour": controls["mean colour"]})
+    assert pair_phrase("A > B", "A > B") == "A > B" and pair_phrase("A > B", "A < B") == "A < B"
+    assert pair_phrase("A > B", "not resolved at this budget") == "A vs B: not resolved"
+
+
+def test_control_summary_and_a_gated_ordering_row_in_the_chapter_rows():
+    summary = study.control_summary({"mean colour": {"PSNR": [10.0, 12.0], "SSIM": [0.1, 0.3]}})
+    assert summary["mean colour"]["PSNR"].mean == 11.0 and summary["mean colour"]["SSIM"].high <= 1.0
+    cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
+    table1 = {m: {"PSNR": interval([20.0, 20.5, 21.0]), "SSIM": interval([0.6, 0.7]), "LPIPS": None}
+              for m in study.PAPER_TABLE1}
+    row = study.chapter_rows(cfg, table1, None, PSNR, "below the controls")[-1]
+    assert row["this_run"] == "not resolved" and "below the controls" in row["setting"]
 
 
 def test_trial_settings_and_the_model_setup():
@@ -129,3 +168,18 @@ def test_shared_figures_check_their_inputs():
         interval_errorbars(ax, [1, 2], [interval([1.0, 2.0])])
     bars = interval_errorbars(ax, [1], [interval([1.0, 3.0])])
     assert not math.isnan(bars.lines[0].get_ydata()[0])
+
+
+def test_chapter_figures_are_legible_at_page_width():
+    from gitutor.attacks import StepwiseSchedule
+    from gitutor.chapters.stepwise_gradinversion.figures import loss_curves, schedule_figure
+    from gitutor.viz import BODY_PT, PAGE_WIDTH
+
+    blocks = {"layer1": 3, "layer2": 15}
+    schedules = {"a": StepwiseSchedule.paper(100, 62, floor=18), "b": StepwiseSchedule.paper(15_000, 110)}
+    for fig in (schedule_figure(schedules, blocks), loss_curves({"DLG": [2.0, 1.0], "Stepwise": [1.0] * 40}, 20)):
+        fig.canvas.draw()
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+        assert fig.get_size_inches()[0] <= PAGE_WIDTH and min(t.get_fontsize() for t in texts) >= BODY_PT
+    with pytest.raises(ValueError, match="schedules"):
+        schedule_figure({}, blocks)

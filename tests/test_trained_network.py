@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from gitutor.chapters.stepwise_gradinversion.setting_study import trained_reading as tr
 from gitutor.chapters.stepwise_gradinversion.setting_study import trained_summary as ts
 from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
     STUDY_PHOTOGRAPHS, TABLE_BATCHES, TrainedSetting, decode_images, encode_images, trained_batch, trial)
@@ -62,8 +63,70 @@ def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
     rows = ts.rbn_controls(TrainedSetting(image_size=64))
     assert len(rows) == len(STUDY_PHOTOGRAPHS)
     for row in rows:
-        others = [v for k, v in row.items() if k not in ("batch", "true photograph", "another photograph")]
-        assert row["true photograph"] < min(others)
+        others = [v for k, v in row.items() if k not in ("batch", "true photograph")]
+        assert row["true photograph"] < min(others) and len(others) == 4
+    said = tr.rbn_sentence(rows)
+    assert said.startswith(f"On {len(rows)} of {len(rows)} study photographs") and "every photograph scores below" in said
+    overlap = [{"batch": 0, "true photograph": 5, "mean colour": 9}, {"batch": 1, "true photograph": 12, "mean colour": 20}]
+    said = tr.rbn_sentence(overlap)
+    assert said.startswith("On 2 of 2") and "ranges overlap" in said  # 12 > 9: not every photograph below
+    with pytest.raises(ValueError, match="stand-ins"):
+        tr.rbn_sentence([{"batch": 0, "true photograph": 5}])
+
+
+def test_specificity_asks_whether_a_reconstruction_is_closer_to_its_own_photograph():
+    setting = TrainedSetting(image_size=64)
+    truths = [trained_batch(setting, i)[0] for i in range(setting.batches())]
+    noise = torch.Generator().manual_seed(0)
+    near = [(x + 0.05 * torch.randn(x.shape, generator=noise)).clamp(0, 1) for x in truths]
+    flat = [torch.full_like(x, 0.5) for x in truths]
+    trials = [{"setting": setting, "method": m, "batch": i, "images": images[i]}
+              for m, images in (("Stepwise", near), ("GradInversion", flat)) for i in range(len(truths))]
+    rows = {r["arm"]: r for r in tr.specificity_rows(trials, setting)}
+    assert all(rows["Stepwise"][f"{m}: closer to its own"] == "yes" for m in ("PSNR", "SSIM", "LPIPS", tr.LAYOUT))
+    assert rows["GradInversion"]["PSNR: closer to its own"] == "not resolved"  # a flat grey knows no photograph
+    said = tr.specificity_sentence(list(rows.values()))
+    assert "in PSNR, Stepwise" in said and "other 3" in said
+    assert tr.specificity_sentence([rows["GradInversion"]]).startswith("In no arm and no score")
+    with pytest.raises(ValueError, match="every batch"):
+        tr.specificity_rows(trials[:3], setting)
+
+
+def test_layout_correlation_ignores_contrast_and_refuses_odd_shapes():
+    x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    faint = 0.5 + 0.05 * (x - 0.5)  # the same layout at a twentieth of the contrast
+    assert torch.allclose(tr.layout_correlation(faint, x), torch.ones(2, dtype=torch.float64))
+    assert float(tr.layout_correlation(1 - x, x)[0]) == pytest.approx(-1.0)
+    assert float(tr.layout_correlation(torch.full_like(x, 0.5), x)[0]) == 0.0  # flat: no layout
+    with pytest.raises(ValueError, match="multiples of block"):
+        tr.layout_correlation(x[..., :30, :30], x[..., :30, :30])
+    with pytest.raises(ValueError, match="equal"):
+        tr.layout_correlation(x, x[:1])
+
+
+def test_the_rbn_answer_and_the_lesson_read_the_paired_rows():
+    def row(a, b, psnr, ssim, lpips):
+        return {"A": a, "B": b, "PSNR: better": psnr, "SSIM: better": ssim, "LPIPS: better": lpips}
+
+    rows = [row("GradInversion", "GradInversion (R_BN off)", "not resolved", "not resolved", "A"),
+            row("Stepwise", "Stepwise (R_BN off)", "not resolved", "B", "A"),
+            row("GradInversion", "Inverting Gradients", "A", "A", "A"),
+            row("Stepwise", "Inverting Gradients", "A", "not resolved", "A"),
+            row("GradInversion (R_BN off)", "Inverting Gradients", "A", "A", "A"),
+            row("Stepwise (R_BN off)", "Inverting Gradients", "not resolved", "not resolved", "A")]
+    said = tr.rbn_answer(rows)
+    assert "GradInversion beats Inverting Gradients in PSNR, SSIM, LPIPS with R_BN and in PSNR, SSIM, LPIPS " \
+           "without it (that gap does not need R_BN)" in said
+    assert "Stepwise beats Inverting Gradients in PSNR, LPIPS with R_BN and in LPIPS without it;" in said
+    assert "SSIM favours R_BN off" in said
+    with pytest.raises(ValueError, match="R_BN off"):
+        tr.rbn_answer(rows[2:])
+    specific = [{"arm": "Stepwise", **{f"{m}: closer to its own": "not resolved" for m in ("PSNR", "SSIM", "LPIPS", tr.LAYOUT)}}]
+    lesson = tr.study_lesson(specific, rows)
+    assert lesson.startswith("no arm's reconstructions are resolved closer")
+    assert "favours R_BN on in LPIPS" in lesson and "is not resolved in PSNR, SSIM" in lesson  # SSIM: A and B differ
+    with pytest.raises(ValueError, match="R_BN on/off"):
+        tr.study_lesson(specific, rows[2:])
 
 
 def test_study_controls_score_another_photograph_of_the_set():
@@ -99,33 +162,74 @@ def test_effect_phrase_late_change_and_cost_read_the_trials():
                                      "SSIM favours GradInversion (R_BN off), LPIPS favours GradInversion")
     a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
     trials = [{"setting": a, "method": "Stepwise", "batch": 0, "iterations": 100, "seconds": 50.0,
-               "curve": [[0, 5.0], [70, 9.0], [100, 10.0]]},
+               "curve": [[0, 5.0, 0.1], [70, 9.0, 0.2], [100, 10.0, 0.3]]},
               {"setting": b, "method": "Stepwise", "batch": 0, "iterations": 100, "seconds": 70.0,
-               "curve": [[0, 5.0], [70, 9.0], [100, 6.5]]},
+               "curve": [[0, 5.0, 0.1], [70, 9.0, 0.2], [100, 6.5, 0.25]]},
               {"setting": b, "method": "Stepwise", "batch": 1, "iterations": 100, "seconds": 900.0,
-               "curve": [[0, 5.0], [70, 9.0], [100, 8.5]]}]
-    assert ts.largest_late_change(trials) == pytest.approx(1.5)  # arm b: mean of −2.5 and −0.5
+               "curve": [[0, 5.0, 0.1], [70, 9.0, 0.2], [100, 8.5, 0.252]]}]
+    assert ts.late_change(trials[1]["curve"]) == pytest.approx(-2.5)  # PSNR: 6.5 − 9.0
+    assert ts.late_change(trials[1]["curve"], column=2) == pytest.approx(0.05)  # SSIM
+    said = tr.late_change_sentence(trials)
+    assert "PSNR moved by at most 1.50 dB" in said  # arm b: mean of −2.5 and −0.5
+    assert "SSIM moved by at most 0.100" in said and "PSNR" in said and "still rising (interval above 0): Stepwise (R_BN off)" in said
+    with pytest.raises(ValueError, match="at least one"):
+        tr.late_change_sentence([])
     assert ts.seconds_per_iteration(trials) == pytest.approx(0.7)  # the median, not the mean
     with pytest.raises(ValueError, match="wall time"):
         ts.seconds_per_iteration([{**t, "seconds": None} for t in trials])
 
 
 def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering():
-    from gitutor.chapters.stepwise_gradinversion.trained_rows import trained_table_rows
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import ordering_verdict, trained_table_rows
     from gitutor.results import verdict_text
 
     setting = TrainedSetting(split="table")
     base = {"Stepwise": 14.0, "GradInversion": 12.0, "Inverting Gradients": 10.0, "DLG": 7.0}
     trials = [{"setting": setting, "method": m, "batch": b, "PSNR": p + 0.3 * b + 0.1 * (b % 2),
                "SSIM": 0.01 * p, "LPIPS": 1 - 0.01 * p} for m, p in base.items() for b in range(4)]
-    thumb = {"mean colour": [8.0, 8.2, 8.4, 8.6], "4×4 thumbnail": [9.0, 9.5, 9.2, 9.9]}
+    low = {"mean colour": [8.0, 8.2, 8.4, 8.6], "4×4 thumbnail": [9.0, 9.5, 9.2, 9.9],
+           "different photograph": [7.0, 7.1, 7.3, 7.0]}
+    thumb = {c: {"PSNR": v, "SSIM": [0.5] * 4, "LPIPS": [0.1] * 4} for c, v in low.items()}  # only PSNR clears
     rows = trained_table_rows(trials, {"iterations": 1000}, thumb)
     assert len(rows) == 4 * 3 + 1 and all("not_comparable" in r for r in rows[:-1])
     order = rows[-1]
     assert order["headline"] and order["this_run"] == "yes" and order["claim_outcome"] == "consistent"
     assert "consistent" in verdict_text(order) and "Ye et al." in order["claim"]
-    high = {k: [v + 20 for v in vs] for k, vs in thumb.items()}  # every method below a thumbnail
+    assert "SSIM (not a test: no method above the controls)" in order["setting"]  # judged in PSNR only
+    said = ordering_verdict(trials, thumb)
+    assert said.startswith("**yes** — judged in") and "in PSNR: Stepwise, GradInversion" in said
+    high = {c: {**v, "PSNR": [p + 20 for p in v["PSNR"]]} for c, v in thumb.items()}  # every method below
     gated = trained_table_rows(trials, {"iterations": 1000}, high)[-1]
     assert gated["this_run"] == "not resolved" and "claim_outcome" not in gated and "thumbnail" in gated["setting"]
+    assert ordering_verdict(trials, high).startswith("**not resolved** — in no metric")
+    with pytest.raises(ValueError, match="controls lack"):
+        trained_table_rows(trials, {"iterations": 1000}, {c: v for c, v in thumb.items() if c != "mean colour"})
     with pytest.raises(ValueError, match="same batches"):
         trained_table_rows(trials[:-1], {"iterations": 1000}, thumb)
+
+
+def test_control_rows_under_table1_and_the_run_curves_are_legible():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gitutor.chapters.stepwise_gradinversion.setting_study.figures import run_curves
+    from gitutor.viz import BODY_PT
+
+    scores = {"mean colour": {"PSNR": [10.0, 12.0], "SSIM": [0.1, 0.2], "LPIPS": [0.8, 0.9]}}
+    like = {"method": "Stepwise", "setting": "paper", "batches": 2, "PSNR": "", "SSIM": "", "LPIPS": "",
+            "PSNR change, last 30 %": "0.1"}
+    row = ts.control_table_rows(scores, like)[0]
+    assert list(row) == list(like) and row["method"] == "control: mean colour" and row["batches"] == 2
+    assert row["PSNR change, last 30 %"] == "—" and row["PSNR"].startswith("11.00 [")
+    assert ts.PAPER_ROW["control: noise N(0, 1), normalised units"] == "Noise N(0, I)"
+    a = TrainedSetting()
+    trials = [{"setting": a, "method": "Stepwise", "batch": i, "iterations": 10,
+               "curve": [[0, 5.0, 0.1], [10, 6.0 + i, 0.2]]}
+              for i in range(2)]
+    summary = ts.curve_summary(trials)
+    fig = run_curves(summary, {k: "Stepwise" for k in summary}, "t")
+    assert fig.get_size_inches()[0] <= 8.0 and len(fig.legends) == 1
+    assert all(t.get_fontsize() >= BODY_PT for t in fig.legends[0].get_texts())
+    assert fig.axes[0].get_ylabel() == "PSNR (dB)"
+    with pytest.raises(ValueError, match="labels"):
+        run_curves(summary, {}, "t")

@@ -134,9 +134,16 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
             for k in keys}
 
 
+def control_summary(controls: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, dict[str, Interval]]:
+    """``{control: {metric: Interval}}``: mean and 95 % interval over the batches of each control's
+    per-batch scores (:func:`gitutor.controls.batch_controls`), for :func:`gitutor.stats.interval_table`."""
+    return {name: {m: interval(values, bounds=BOUNDS.get(m, UNBOUNDED)) for m, values in scores.items()}
+            for name, scores in controls.items()}
+
+
 def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
                  table2: Mapping[str, Mapping[str, Interval]] | None,
-                 psnr: Mapping[str, Sequence[float]]) -> list[dict]:
+                 psnr: Mapping[str, Sequence[float]], unjudged: str | None = None) -> list[dict]:
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
     run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
     GradInversion's Table 1 SSIM is the chapter's headline row.
@@ -152,6 +159,8 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
         table2: :func:`summarise` of every Table 2 row (``ABLATION`` names) with keys LPIPS, PSNR, SSIM (those
             present are reported), or None when the run has no ablation (``cfg.ablation_iterations`` None).
         psnr: per-batch PSNR (dB) of each Table 1 method (``PAPER_TABLE1`` names), batch i the same for all.
+        unjudged: why the PSNR ordering is no test of the claim (e.g. no method above the controls in
+            PSNR, :func:`.trained_rows.above_controls`); the ordering row then reads "not resolved".
 
     Raises:
         KeyError: naming a method or row missing from ``table1``/``table2``.
@@ -183,7 +192,7 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     from gitutor.chapters.stepwise_gradinversion.trained_rows import PAPER_RANKING, ordering_row
 
     rows.append(ordering_row({"PSNR": {m: psnr[m] for m in PAPER_RANKING}}, f"this run, {n} batches",
-                             differences, network.get("not_comparable")))
+                             differences, network.get("not_comparable"), unjudged))
     return rows
 
 

@@ -1,5 +1,6 @@
 """Chapter 04's figures: which parameter tensors the stepwise attack matches when, each method's loss,
-and its quality along a recorded run (Ye et al. Stage II)."""
+and its quality along a recorded run (Ye et al. Stage II), each readable at page width
+(:func:`gitutor.viz.legible`: text at least the body's size)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -9,6 +10,7 @@ import torch
 
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.stats import BOUNDS, interval
+from gitutor.viz import legible
 
 
 def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapping[str, int]):
@@ -20,21 +22,22 @@ def schedule_figure(schedules: Mapping[str, StepwiseSchedule], block_start: Mapp
     """
     if not schedules:
         raise ValueError("schedules must map at least one title to a StepwiseSchedule")
-    fig, axes = plt.subplots(1, len(schedules), figsize=(5.5 * len(schedules), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(schedules), figsize=(4 * len(schedules), 3.6), squeeze=False)
     for ax, (title, sched) in zip(axes[0], schedules.items()):
         ts = range(sched.iterations)
         ax.step(ts, [sched.start_index(t) for t in ts], where="post", label="start index s(t)")
         for block, index in block_start.items():
             ax.axhline(index, color="grey", lw=0.6, ls=":")
-            ax.text(sched.iterations, index, f" {block}", fontsize=7, va="bottom", ha="right")
+            ax.text(sched.iterations, index, f" {block}", va="bottom", ha="right")
         ax.axvline(sched.t1, color="tab:green", ls="--", label="T1: TV on")
         ax.axvline(sched.t2, color="tab:red", ls="--", label="T2: R_BN on")
         for m in sched.lr_milestones:
             ax.axvline(m, color="tab:purple", lw=0.8, alpha=0.6)
         ax.set(title=title, xlabel="iteration t", ylabel="first matched tensor", ylim=(0, sched.start + 12))
-    axes[0][0].legend(fontsize=7, loc="lower left")
-    fig.suptitle("tensors ≥ s(t) are matched; purple lines: lr × 0.33", fontsize=9)
-    fig.tight_layout()
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False)
+    fig.suptitle("tensors ≥ s(t) are matched; purple lines: lr × 0.33")
+    legible(fig)
+    fig.subplots_adjust(bottom=0.3)
     return fig
 
 
@@ -53,8 +56,8 @@ def loss_curves(losses: Mapping[str, list[float]], dlg_inner_steps: int):
         ax.plot([step * (t + 1) for t in range(len(loss))], loss, label=method, lw=1)
     ax.set(xlabel="iteration (image updates / gradient evaluations)", ylabel="objective", yscale="log",
            title="loss curves, batch 0")
-    ax.legend(fontsize=7, ncol=2)
-    return fig
+    ax.legend(ncol=2)
+    return legible(fig)
 
 
 def along_run(curves: Mapping[str, Sequence[torch.Tensor]]):
@@ -79,8 +82,7 @@ def along_run(curves: Mapping[str, Sequence[torch.Tensor]]):
             line, = ax.plot(ts, [s.mean for s in spans], label=method)
             ax.fill_between(ts, [s.low for s in spans], [s.high for s in spans], color=line.get_color(),
                             alpha=0.2)
-            ax.set(xscale="log", xlabel="iteration (log)", ylabel=metric)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"along the run: mean and 95 % interval over {len(per_batch)} batches", fontsize=9)
-    fig.tight_layout()
-    return fig
+            ax.set(xscale="log", xlabel="iteration (log)", ylabel=metric + (" (dB)" if metric == "PSNR" else ""))
+    axes[0].legend()
+    fig.suptitle(f"along the run: mean and 95 % interval over {len(per_batch)} batches")
+    return legible(fig)

@@ -103,19 +103,21 @@ def load_reconstructions(path: str | Path) -> dict:
 
 
 def recorded_table1(recording: Mapping) -> dict[str, dict]:
-    """Table 1 from a :func:`load_reconstructions` recording: ``{method: {"PSNR", "SSIM": Interval}}``
-    over its batches in the paper's row order: the noise baseline (every method's common start x_0,
-    the first snapshot of Inverting Gradients), then each method's final reconstruction, scored
-    against the truth.
+    """Table 1 from a :func:`load_reconstructions` recording: ``{method: {"PSNR", "SSIM", "LPIPS":
+    Interval or None}}`` over its batches in the paper's row order: the noise baseline (every method's
+    common start x_0, the first snapshot of Inverting Gradients; its images are not kept, so its LPIPS
+    is None), then each method's final reconstruction, scored against the truth (LPIPS None without
+    AlexNet's weights).
     """
     truths, images = recording["truth"], recording["images"]
     noise = [
-        {"PSNR": float(curve[0, 1]), "SSIM": float(curve[0, 2])}
+        {"PSNR": float(curve[0, 1]), "SSIM": float(curve[0, 2]), "LPIPS": None}
         for curve in recording["curves"]["Inverting Gradients"]
     ]
-    table = {"Noise N(0, I)": summarise(noise)}
+    keys = ("PSNR", "SSIM", "LPIPS")
+    table = {"Noise N(0, I)": summarise(noise, keys)}
     table |= {
-        m: summarise([score(x, truth) for x, truth in zip(images[m], truths)])
+        m: summarise([score(x, truth) for x, truth in zip(images[m], truths)], keys)
         for m in PAPER_TABLE1
         if m in images
     }

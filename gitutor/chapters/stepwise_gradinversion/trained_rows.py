@@ -15,21 +15,35 @@ from collections.abc import Mapping, Sequence
 from gitutor.chapters.stepwise_gradinversion.experiments import PAPER_TABLE1
 from gitutor.paired import compare_paired, oriented, paired_ordering
 from gitutor.results import interval_fields
-from gitutor.stats import BOUNDS, interval
+from gitutor.stats import BOUNDS, NOT_RESOLVED, interval
 
 #: The paper's words (Ye et al., AAAI 2024, §Experiments, the paragraph on Table 1 and Fig. 5).
 ORDER_CLAIM = ('"And our stepwise attack method shows the best performance, both qualitatively and '
                'quantitatively" — Ye et al., §Experiments (Table 1, Fig. 5)')
 #: The smallest paired difference that counts as an ordering, per metric (PSNR in dB; LPIPS negated).
 MARGINS = {"PSNR": 0.5, "SSIM": 0.01, "LPIPS": 0.01}
-#: The controls a method must beat (paired PSNR, with the margin) before an ordering is read as a test.
-GATE_CONTROLS = ("mean colour", "4×4 thumbnail")
+#: The controls a method must beat (paired, with the metric's margin) before an ordering in that metric is
+#: read as a test: a flat image, a thumbnail, and a natural photograph that is not the client's.
+GATE_CONTROLS = ("mean colour", "4×4 thumbnail", "different photograph")
 #: Table 1's methods, best first, as the paper orders them.
 PAPER_RANKING = ("Stepwise", "GradInversion", "Inverting Gradients", "DLG")
 
 
+def pair_phrase(claim: str, verdict: str) -> str:
+    """One neighbouring pair of an ordering in words: the claim when the paired difference bears it out
+    ("Stepwise > GradInversion"), the resolved opposite as found, else "Stepwise vs GradInversion: not
+    resolved" — so that every verdict names its pair."""
+    return verdict if verdict != NOT_RESOLVED else claim.replace(" > ", " vs ") + ": not resolved"
+
+
+def _pairs_text(found: Mapping[str, Mapping], untested: Sequence[str]) -> str:
+    return " | ".join(f"{k}{' (not a test: no method above the controls)' if k in untested else ''}: "
+                      + "; ".join(pair_phrase(c, v) for c, v in f["pairs"].items()) for k, f in found.items())
+
+
 def ordering_row(scores: Mapping[str, Mapping[str, Sequence[float]]], setting: str, differences: str,
-                 not_comparable: str | None = None, unjudged: str | None = None) -> dict:
+                 not_comparable: str | None = None, unjudged: str | None = None,
+                 untested: Sequence[str] = ()) -> dict:
     """The results row of the paper's Table 1 ordering, paired over batches, in every metric given.
 
     Args:
@@ -39,25 +53,30 @@ def ordering_row(scores: Mapping[str, Mapping[str, Sequence[float]]], setting: s
         setting, differences: the row's ``setting`` and ``differences`` (what this run changes).
         not_comparable: why this run's setting cannot test the paper's claim (None: it can).
         unjudged: why the evidence cannot judge the claim although the setting could (e.g. no method
-            above the controls); the row then reads "not resolved" and carries no judgement.
+            above the controls in any metric); the row then reads "not resolved" and carries no judgement.
+        untested: metrics in which no method is above the controls (:func:`above_controls`): their
+            pairs are listed, marked, and left out of the judgement.
 
     Returns:
-        A row with ``paper`` "yes", ``this_run`` "yes" (consistent in every metric) / "no" (refuted in
-        one) / "not resolved", the pairs' verdicts in ``setting``, ``claim``, and — when the run can
-        judge it and the orderings are resolved — ``claim_outcome`` (consistent / refuted) and
-        ``claim_reason``.
+        A row with ``paper`` "yes", ``this_run`` "yes" (consistent in every judged metric) / "no"
+        (refuted in one) / "not resolved", the pairs' verdicts in ``setting``, ``claim``, and — when
+        the run can judge it and the orderings are resolved — ``claim_outcome`` (consistent /
+        refuted) and ``claim_reason``.
 
     Raises:
-        ValueError: as :func:`gitutor.paired.paired_ordering`.
+        ValueError: as :func:`gitutor.paired.paired_ordering`, or if ``untested`` names a metric not
+            in ``scores``.
     """
+    if set(untested) - set(scores):
+        raise ValueError(f"untested must name metrics of scores {sorted(scores)}, got {list(untested)}")
     found = {k: paired_ordering(v, PAPER_RANKING, MARGINS.get(k, 0.0)) for k, v in scores.items()}
-    outcomes = [f["outcome"] for f in found.values()]
+    outcomes = [f["outcome"] for k, f in found.items() if k not in untested]
     outcome = ("refuted" if "refuted" in outcomes else
-               "consistent" if set(outcomes) == {"consistent"} else "not resolved")
+               "consistent" if outcomes and set(outcomes) == {"consistent"} else "not resolved")
     if unjudged:
         outcome = "not resolved"
     said = {"consistent": "yes", "refuted": "no"}.get(outcome, "not resolved")
-    pairs = " | ".join(f"{k}: " + "; ".join(f["pairs"].values()) for k, f in found.items())
+    pairs = _pairs_text(found, untested)
     row = {"quantity": "Table 1 ordering " + " > ".join(PAPER_RANKING) + " (paired over batches)",
            "setting": f"{setting}; {unjudged + '; ' if unjudged else ''}{pairs}", "paper": "yes",
            "this_run": said, "unit": "", "differences": differences, "claim": ORDER_CLAIM}
@@ -72,17 +91,107 @@ def ordering_row(scores: Mapping[str, Mapping[str, Sequence[float]]], setting: s
     return row
 
 
-def order_sentence(psnr: Mapping[str, Sequence[float]]) -> str:
+def order_sentence(psnr: Mapping[str, Sequence[float]], gate: str | None = None) -> str:
     """The paper's Table 1 ordering judged by paired PSNR differences (margin :data:`MARGINS`), as a
-    Markdown phrase: each neighbouring pair's verdict, then **consistent**, **refuted** or **not resolved**."""
+    Markdown phrase: each neighbouring pair's verdict, then **consistent**, **refuted** or **not
+    resolved**. ``gate``: why the PSNR ordering is no test of the claim (e.g. no method above the
+    controls in PSNR); the phrase then lists the pairs but reads **not a test**."""
     found = paired_ordering({m: psnr[m] for m in PAPER_RANKING}, PAPER_RANKING, MARGINS["PSNR"])
     n = len(psnr[PAPER_RANKING[0]])
-    return (f"paired over the same {n} batches — {'; '.join(found['pairs'].values())} — the paper's "
-            f"ordering {' > '.join(PAPER_RANKING)} is **{found['outcome']}**")
+    pairs = "; ".join(pair_phrase(c, v) for c, v in found["pairs"].items())
+    if gate:
+        return f"paired over the same {n} batches — {pairs} — **not a test** of the paper's ordering in PSNR: {gate}"
+    return (f"paired over the same {n} batches — {pairs} — the paper's ordering "
+            f"{' > '.join(PAPER_RANKING)} is **{found['outcome']}**")
+
+
+def above_controls(scores: Mapping[str, Mapping[str, Sequence[float]]],
+                   controls: Mapping[str, Mapping[str, Sequence[float]]],
+                   names: Sequence[str] = GATE_CONTROLS) -> dict[str, list[str]]:
+    """Per metric, the methods whose paired difference against *every* control in ``names`` clears the
+    metric's margin in the better direction (:data:`MARGINS`; LPIPS lower is better): the methods that
+    know more of the photographs than a reconstruction that knows nothing of them.
+
+    Args:
+        scores: ``{metric: {method: per-batch values}}``, as measured (not oriented).
+        controls: ``{control: {metric: per-batch values}}`` on the same batches
+            (:func:`gitutor.controls.batch_controls`).
+        names: the controls to clear.
+
+    Returns:
+        ``{metric: [method, …]}`` for each metric of ``scores`` (an empty list: none above).
+
+    Raises:
+        ValueError: naming a control of ``names`` or a metric that ``controls`` lacks.
+    """
+    missing = [(c, k) for c in names for k in scores if k not in controls.get(c, {})]
+    if missing:
+        raise ValueError(f"controls lack {missing[:3]} (have {sorted(controls)})")
+    return {k: [m for m, values in by_method.items() if all(
+        compare_paired(oriented(k, values), oriented(k, controls[c][k]), margin=MARGINS[k]) == "A > B"
+        for c in names)] for k, by_method in scores.items()}
+
+
+def gate_sentence(above: Mapping[str, Sequence[str]], names: Sequence[str] = GATE_CONTROLS) -> str:
+    """:func:`above_controls` in words: per metric, which methods are above every control of ``names``
+    (paired over the batches), or that none is."""
+    parts = [f"in {k}: {', '.join(found) if found else 'none'}" for k, found in above.items()]
+    return (f"above the {_and(names)} (paired over the batches, beyond the margin) — " + "; ".join(parts))
+
+
+def gate_reason(above: Mapping[str, Sequence[str]], metric: str = "PSNR",
+                names: Sequence[str] = GATE_CONTROLS) -> str | None:
+    """Why the ordering in ``metric`` is no test of the paper's claim — no method above the controls
+    ``names`` in it (``above`` from :func:`above_controls` with the same ``names``) — or None if some is."""
+    if above.get(metric):
+        return None
+    return f"no method's {metric} is above the {_and(names)} (paired over the batches)"
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", the ".join(names[:-1]) + " and the " + names[-1]
+
+
+def _by_method(trials: Sequence[Mapping]) -> dict[str, list[Mapping]]:
+    by_method = {m: sorted((t for t in trials if t["method"] == m), key=lambda t: t["batch"])
+                 for m in PAPER_RANKING}
+    batches = {m: [t["batch"] for t in runs] for m, runs in by_method.items()}
+    if any(not b or b != batches["Stepwise"] for b in batches.values()):
+        raise ValueError(f"every method needs the same batches, got {batches}")
+    return by_method
+
+
+def _gated(by_method: Mapping[str, Sequence[Mapping]], controls: Mapping) -> tuple[dict, list[str], str | None]:
+    """The measured per-batch scores, the metrics in which no method clears the gate controls, and why
+    the claim is not judged at all (None if some metric is a test)."""
+    measured = {k: {m: [t[k] for t in runs] for m, runs in by_method.items()} for k in ("PSNR", "SSIM", "LPIPS")}
+    untested = [k for k, found in above_controls(measured, controls).items() if not found]
+    unjudged = None if len(untested) < len(measured) else (
+        f"in no metric is any method above the {_and(GATE_CONTROLS)} (paired over batches): an ordering "
+        "among reconstructions that know less of a photograph than these controls does not test the claim")
+    return measured, untested, unjudged
+
+
+def ordering_verdict(trials: Sequence[Mapping], controls: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+    """The headline of the recorded Table 1 as a Markdown phrase: the verdict of :func:`trained_table_rows`'
+    ordering row in bold, why, which methods clear the controls per metric, and each metric's pairs
+    (named, :func:`pair_phrase`).
+
+    Raises:
+        ValueError: as :func:`trained_table_rows`.
+    """
+    measured, untested, unjudged = _gated(_by_method(trials), controls)
+    scores = {k: {m: oriented(k, v) for m, v in values.items()} for k, values in measured.items()}
+    row = ordering_row(scores, "", "", unjudged=unjudged, untested=untested)
+    found = {k: paired_ordering(v, PAPER_RANKING, MARGINS[k]) for k, v in scores.items()}
+    if unjudged:
+        return f"**{row['this_run']}** — {unjudged}. The pairs, for the record: {_pairs_text(found, ())}."
+    return (f"**{row['this_run']}** — judged in the metrics in which some method is "
+            f"{gate_sentence(above_controls(measured, controls))}. Pair by pair: {_pairs_text(found, untested)}.")
 
 
 def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
-                       control_psnr: Mapping[str, Sequence[float]]) -> list[dict]:
+                       controls: Mapping[str, Mapping[str, Sequence[float]]]) -> list[dict]:
     """The rows of the recorded Table 1 on the trained network: each method's LPIPS / PSNR / SSIM
     (mean and 95 % interval over the batches, marked not comparable: another network, resolution,
     batch size and budget) and the paired ordering row, which is the chapter's headline.
@@ -90,17 +199,16 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
     Args:
         trials: the ``trained_table`` phase of :func:`...setting_study.trained_summary.load_trained`.
         provenance: that phase's provenance (``iterations``, ``commit``).
-        control_psnr: per-batch PSNR of the controls (:func:`gitutor.controls.batch_controls`) on the
-            same batches; the claim is judged only if some method is above each of :data:`GATE_CONTROLS`.
+        controls: ``{control: {"PSNR", "SSIM", "LPIPS": per-batch values}}`` on the same batches
+            (:func:`gitutor.controls.batch_controls`); the ordering in a metric is judged only if some
+            method is above each of :data:`GATE_CONTROLS` in it (:func:`above_controls`).
 
     Raises:
-        ValueError: if a method of :data:`PAPER_RANKING` is missing or the methods' batches differ.
+        ValueError: if a method of :data:`PAPER_RANKING` is missing or the methods' batches differ, or
+            ``controls`` lack a gate control or metric.
     """
-    by_method = {m: sorted((t for t in trials if t["method"] == m), key=lambda t: t["batch"])
-                 for m in PAPER_RANKING}
+    by_method = _by_method(trials)
     batches = {m: [t["batch"] for t in runs] for m, runs in by_method.items()}
-    if any(not b or b != batches["Stepwise"] for b in batches.values()):
-        raise ValueError(f"every method needs the same batches, got {batches}")
     first = by_method["Stepwise"][0]["setting"]
     n, iterations = len(batches["Stepwise"]), provenance["iterations"]
     setting = (f"recorded: ImageNet-trained EfficientNet-Lite0 (ImageNet BatchNorm statistics), {n} batches "
@@ -117,26 +225,8 @@ def trained_table_rows(trials: Sequence[Mapping], provenance: Mapping,
                          "unit": "dB" if k == "PSNR" else "", "differences": differences,
                          "better": "lower" if k == "LPIPS" else "higher", **interval_fields(summary, 3),
                          "not_comparable": f"{reason}: not the paper's setting, its numbers not on the paper's scale"})
-    scores = {k: {m: oriented(k, [t[k] for t in runs]) for m, runs in by_method.items()}
-              for k in ("PSNR", "SSIM", "LPIPS")}
-    above = [m for m in PAPER_RANKING if all(
-        compare_paired(scores["PSNR"][m], control_psnr[c], margin=MARGINS["PSNR"]) == "A > B"
-        for c in GATE_CONTROLS)]
-    unjudged = None if above else ("no method's PSNR is above the mean-colour and 4×4-thumbnail controls "
-                                   "(paired over batches): an ordering among reconstructions that know less "
-                                   "than a thumbnail does not test the claim")
-    rows.append({**ordering_row(scores, setting, differences, unjudged=unjudged), "headline": True})
+    measured, untested, unjudged = _gated(by_method, controls)
+    scores = {k: {m: oriented(k, v) for m, v in values.items()} for k, values in measured.items()}
+    rows.append({**ordering_row(scores, setting, differences, unjudged=unjudged, untested=untested),
+                 "headline": True})
     return rows
-
-
-def verdict_phrase(row: Mapping) -> str:
-    """A results row's reading as a Markdown phrase: its ``this_run`` in bold, then its ``setting``."""
-    return f"**{row['this_run']}** ({row['setting']})"
-
-
-def above_sentence(names: Sequence[str], control: str) -> str:
-    """Which methods are above ``control`` by paired PSNR, as a Markdown phrase (or that none is)."""
-    if names:
-        return f"above the {control} by paired PSNR: {', '.join(names)}"
-    return (f"no method is above the {control} by paired PSNR over the batches: at this budget no attack on "
-            "this network knows more of a photograph than that control")

@@ -68,3 +68,33 @@ def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
+
+
+def run_curves(summary: Mapping[tuple, Mapping], labels: Mapping[tuple, str], title: str):
+    """PSNR (dB) and SSIM along the runs side by side (:func:`curve_figure` on each, one shared legend
+    below both panels, clear of their axis labels), readable at page width (:func:`gitutor.viz.legible`).
+    ``labels``: each key of ``summary`` → its legend entry, in drawing order. Returns the figure.
+
+    Raises:
+        ValueError: if ``labels`` is empty (and as :func:`curve_figure`).
+    """
+    import matplotlib.pyplot as plt
+
+    from gitutor.viz import BODY_PT, legible
+
+    if not labels:
+        raise ValueError("labels must name at least one curve")
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    for ax, metric in zip(axes, ("PSNR", "SSIM")):
+        curve_figure(summary, list(labels), metric, labels=labels, ax=ax)
+        ax.get_legend().remove()
+    fig.suptitle(title)
+    legible(fig)
+    rows = -(-len(labels) // 2)  # legend rows, two entries each
+    width, height = fig.get_size_inches()
+    extra = 0.24 * rows + 0.05  # inches for the legend under the x labels
+    fig.set_size_inches(width, height + extra)
+    fig.subplots_adjust(bottom=(extra + 0.6) / (height + extra), top=1 - 0.45 / (height + extra))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
+               fontsize=BODY_PT, borderaxespad=0.1)
+    return fig

@@ -70,18 +70,20 @@ def score_rows(trials: Sequence[Mapping]) -> list[dict]:
         row = {"method": method, "setting": setting.label(), "batches": len(runs)}
         for m in METRICS:
             row[m] = format_interval(interval([r[m] for r in runs], bounds=BOUNDS[m]), DIGITS[m], count=False)
-        row["PSNR change, last 30 % (dB)"] = format_interval(interval([_late_change(r["curve"]) for r in runs]),
-                                                            count=False)
+        for column, metric in ((1, "PSNR"), (2, "SSIM")):
+            row[f"{metric} change, last 30 %"] = format_interval(
+                interval([late_change(r["curve"], column) for r in runs]), DIGITS[metric], count=False)
         rows.append(row)
     return rows
 
 
-def _late_change(curve: Sequence[Sequence[float]]) -> float:
-    """PSNR at the end minus PSNR at the last checkpoint at or before 70 % of the run: whether the
-    curve has flattened (near 0) or still climbs."""
+def late_change(curve: Sequence[Sequence[float]], column: int = 1) -> float:
+    """A curve's value at the end minus its value at the last checkpoint at or before 70 % of the run
+    (``column`` 1: PSNR in dB, 2: SSIM, of ``[iteration, PSNR, SSIM]`` rows): whether it has flattened
+    (near 0) or still climbs."""
     end = curve[-1][0]
     before = [row for row in curve if row[0] <= 0.7 * end]
-    return curve[-1][1] - (before[-1][1] if before else curve[0][1])
+    return curve[-1][column] - (before[-1][column] if before else curve[0][column])
 
 
 def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]]) -> list[dict]:
@@ -98,7 +100,7 @@ def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]])
         runs_a, runs_b = arm(trials, *a), arm(trials, *b)
         if [r["batch"] for r in runs_a] != [r["batch"] for r in runs_b] or not runs_a:
             raise ValueError(f"arms {a} and {b} do not hold the same batches")
-        names = (_name(*a), _name(*b))
+        names = (arm_name(*a), arm_name(*b))
         row = {"A": names[0], "B": names[1], "pairs": len(runs_a)}
         for m in METRICS:
             va, vb = oriented(m, [r[m] for r in runs_a]), oriented(m, [r[m] for r in runs_b])
@@ -118,13 +120,6 @@ def effect_phrase(row: Mapping) -> str:
     return f"{row['A']} against {row['B']}: " + ", ".join(f"{m} {words[row[f'{m}: better']]}" for m in METRICS)
 
 
-def largest_late_change(trials: Sequence[Mapping]) -> float:
-    """The largest |mean PSNR change over the last 30 % of the run| (dB) over the arms of ``trials``:
-    how far from flat the flattest-looking curves still are."""
-    return max(abs(sum(_late_change(r["curve"]) for r in runs) / len(runs))
-               for runs in (arm(trials, *a) for a in arms(trials)))
-
-
 def seconds_per_iteration(trials: Sequence[Mapping]) -> float:
     """The median over ``trials`` of a trial's wall time per iteration (s; one core each, as the
     record's trials ran)."""
@@ -134,7 +129,8 @@ def seconds_per_iteration(trials: Sequence[Mapping]) -> float:
     return statistics.median(found)
 
 
-def _name(setting: TrainedSetting, method: str) -> str:
+def arm_name(setting: TrainedSetting, method: str) -> str:
+    """An arm's name on the page: the method, with its setting's difference from the paper's in brackets."""
     label = setting.label()
     return method if label == "paper" else f"{method} ({label})"
 
@@ -165,6 +161,19 @@ def control_rows(scores: Mapping[str, Mapping[str, Sequence[float]]]) -> list[di
             for name, v in scores.items()]
 
 
+#: Table 1's row that a control stands for: the paper's noise row is N(0, I) in normalised units.
+PAPER_ROW = {"control: noise N(0, 1), normalised units": "Noise N(0, I)"}
+
+
+def control_table_rows(scores: Mapping[str, Mapping[str, Sequence[float]]], like: Mapping) -> list[dict]:
+    """:func:`control_scores` as rows under :func:`score_rows`' (``like``: one of its rows, for the
+    columns): method "control: <name>", the batches, PSNR / SSIM / LPIPS mean [95 % interval] over
+    them, and "—" in the columns a control has no value for (setting, changes along a run)."""
+    return [{**{k: "—" for k in like}, "method": f"control: {name}", "batches": len(v["PSNR"]),
+             **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False) for m in METRICS}}
+            for name, v in scores.items()]
+
+
 #: The control that is a natural photograph but not the client's, per batch size (B = 1, B > 1).
 NATURAL_CONTROL = ("another photograph of the set", "different photograph")
 
@@ -186,22 +195,22 @@ def natural_counts(trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, 
     for setting, method in arms(trials):
         runs = arm(trials, setting, method)
         if max(r["batch"] for r in runs) >= len(natural):
-            raise ValueError(f"scores hold {len(natural)} batches; {_name(setting, method)} has batch "
+            raise ValueError(f"scores hold {len(natural)} batches; {arm_name(setting, method)} has batch "
                              f"{max(r['batch'] for r in runs)}")
         below = sum(r["LPIPS"] < natural[r["batch"]] for r in runs)
-        parts.append(f"{_name(setting, method)} {below} of {len(runs)}")
+        parts.append(f"{arm_name(setting, method)} {below} of {len(runs)}")
     return ", ".join(parts)
 
 
 def rbn_controls(setting: TrainedSetting) -> list[dict]:
-    """R_BN (Eq. 11, the network's ImageNet statistics) of each study photograph and of trivial images
-    in its place: the photograph itself, the next study photograph, its mean colour, its 4×4 thumbnail,
-    mid-grey and the paper's noise start — does the prior prefer natural photographs to images that carry
-    nothing of one, and does it tell this photograph from another?
+    """R_BN (Eq. 11, the network's ImageNet statistics) of each study photograph and of stand-ins that
+    carry nothing of a photograph: its mean colour, its 4×4 thumbnail, mid-grey and the paper's noise
+    start — does the prior prefer photographs to images that are not photographs? (R_BN sees the
+    candidate alone: another photograph in its place scores what it scores in its own row, so the
+    prior cannot prefer the client's photograph to another one.)
 
     Returns:
-        One row per batch of ``setting``: ``{"batch": index, "true photograph": R_BN, "another photograph": …,
-        "mean colour": …,
+        One row per batch of ``setting``: ``{"batch": index, "true photograph": R_BN, "mean colour": …,
         "4×4 thumbnail": …, "mid-grey": …, "noise (paper's start)": …}`` (B = 1: one photograph each).
     """
     from gitutor.attacks.bn_prior import BatchNormPrior
@@ -217,8 +226,7 @@ def rbn_controls(setting: TrainedSetting) -> list[dict]:
             x, _ = trained_batch(setting, index)
             noise = start_images(x, LITE_MEAN, LITE_STD, seed=index)["noise N(0, 1), normalised units"]
             controls = control_images(x)
-            other, _ = trained_batch(setting, (index + 1) % setting.batches())
-            candidates = {"true photograph": x, "another photograph": other, "mean colour": controls["mean colour"],
+            candidates = {"true photograph": x, "mean colour": controls["mean colour"],
                           "4×4 thumbnail": controls["4×4 thumbnail"], "mid-grey": torch.full_like(x, 0.5),
                           "noise (paper's start)": noise}
             row = {"batch": index}
@@ -271,6 +279,6 @@ def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, thresh
         runs = arm(trials, arm_setting, method)
         found = torch.cat([psnr(r["images"], truths[r["batch"]]) for r in runs])
         floor = torch.cat([psnr(thumbs[r["batch"]], truths[r["batch"]]) for r in runs])
-        parts.append(f"{_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
+        parts.append(f"{arm_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
                      f"(above its own thumbnail: {int((found > floor).sum())})")
     return ", ".join(parts)
