@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.phase is None) == (args.merge is None):
         parser.error("give either --phase (run a phase) or --merge OTHER (add OTHER's phases)")
     if args.merge is not None:
+        if args.iterations is not None or args.commit is not None:
+            parser.error("--iterations and --commit belong to a run; --merge runs nothing")
         return merge(parser, args.merge, args.record or RECORD)
     is_trained = args.phase in TRAINED_PHASES
     trial_function, encode = (trained.trial, _trained_plain) if is_trained else (study.trial, _plain)

@@ -239,7 +239,8 @@ def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(t
     for argv, message in ([["--merge", str(broken)], "without provenance"],
                           [["--merge", str(target)], "the record itself"],
                           [["--merge", str(tmp_path / "none.json")], "none.json"],
-                          [["--phase", "trained", "--merge", str(other)], "either --phase"], [[], "either --phase"]):
+                          [["--phase", "trained", "--merge", str(other)], "either --phase"], [[], "either --phase"],
+                          [["--merge", str(other), "--iterations", "3"], "--merge runs nothing"]):
         with pytest.raises(SystemExit) as stop:
             study.main([*argv, "--record", str(target)])
         assert stop.value.code == 2 and message in capsys.readouterr().err

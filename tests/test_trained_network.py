@@ -233,3 +233,11 @@ def test_control_rows_under_table1_and_the_run_curves_are_legible():
     assert fig.axes[0].get_ylabel() == "PSNR (dB)"
     with pytest.raises(ValueError, match="labels"):
         run_curves(summary, {}, "t")
+
+
+def test_command_list_keeps_each_command_verbatim_in_code():
+    provenance = {"trained": {"command": "python3 scripts/setting_study.py --phase trained --cpus 1"},
+                  "trained_table": {"command": "python3 scripts/setting_study.py --phase trained_table"}}
+    assert ts.command_list(provenance) == (
+        "- `trained`: `python3 scripts/setting_study.py --phase trained --cpus 1`\n"
+        "- `trained_table`: `python3 scripts/setting_study.py --phase trained_table`")

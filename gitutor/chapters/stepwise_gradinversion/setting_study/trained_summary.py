@@ -282,3 +282,9 @@ def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, thresh
         parts.append(f"{arm_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
                      f"(above its own thumbnail: {int((found > floor).sum())})")
     return ", ".join(parts)
+
+
+def command_list(provenance: Mapping[str, Mapping]) -> str:
+    """The command that recorded each phase, as a Markdown list of code spans (a table cell would
+    typeset ``--`` as a dash and widen the table past the column)."""
+    return "\n".join(f"- `{phase}`: `{p['command']}`" for phase, p in provenance.items())
