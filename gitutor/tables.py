@@ -33,3 +33,16 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
             raise ValueError(f"rows[{index}] has {len(row)} cells, the header {len(header)}")
         lines.append("| " + " | ".join(map(_cell, row)) + " |")
     return "\n".join(lines)
+
+
+def code(text: str) -> str:
+    """``text`` as a Markdown inline code span, typeset verbatim (MyST would turn a command's ``--``
+    into a dash in plain text).
+
+    Raises:
+        ValueError: if ``text`` holds a backtick or a line break (a span cannot hold them as given).
+    """
+    text = str(text)
+    if "`" in text or "\n" in text:
+        raise ValueError(f"text must hold no backtick or line break, got {text!r}")
+    return f"`{text}`"

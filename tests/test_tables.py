@@ -13,3 +13,12 @@ def test_markdown_table_rejects_ragged_rows_and_no_header():
         markdown_table(["a", "b"], [[1, 2], [3]])
     with pytest.raises(ValueError, match="header"):
         markdown_table([], [])
+
+
+def test_code_keeps_a_command_verbatim_and_refuses_what_a_span_cannot_hold():
+    from gitutor.tables import code
+
+    assert code("python3 x.py --phase base") == "`python3 x.py --phase base`"
+    for bad in ("a `b`", "two\nlines"):
+        with pytest.raises(ValueError, match="backtick or line break"):
+            code(bad)

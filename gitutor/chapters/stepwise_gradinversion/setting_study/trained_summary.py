@@ -287,4 +287,6 @@ def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, thresh
 def command_list(provenance: Mapping[str, Mapping]) -> str:
     """The command that recorded each phase, as a Markdown list of code spans (a table cell would
     typeset ``--`` as a dash and widen the table past the column)."""
-    return "\n".join(f"- `{phase}`: `{p['command']}`" for phase, p in provenance.items())
+    from gitutor.tables import code
+
+    return "\n".join(f"- {code(phase)}: {code(p['command'])}" for phase, p in provenance.items())
