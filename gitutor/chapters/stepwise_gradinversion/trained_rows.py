@@ -18,8 +18,8 @@ from gitutor.results import interval_fields
 from gitutor.stats import BOUNDS, NOT_RESOLVED, interval
 
 #: The paper's words (Ye et al., AAAI 2024, §Experiments, the paragraph on Table 1 and Fig. 5).
-ORDER_CLAIM = ('"And our stepwise attack method shows the best performance, both qualitatively and '
-               'quantitatively" — Ye et al., §Experiments (Table 1, Fig. 5)')
+ORDER_CLAIM = ("And our stepwise attack method shows the best performance, both qualitatively and "
+               "quantitatively (§Experiments, on Table 1 and Fig. 5)")  # quoted where shown (the ledger)
 #: The smallest paired difference that counts as an ordering, per metric (PSNR in dB; LPIPS negated).
 MARGINS = {"PSNR": 0.5, "SSIM": 0.01, "LPIPS": 0.01}
 #: The controls a method must beat (paired, with the metric's margin) before an ordering in that metric is
