@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import inspect
 import json
 import math
 import multiprocessing
@@ -51,6 +52,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from gitutor.checkpoints import Checkpoint
 from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 
@@ -73,11 +75,11 @@ class TrialOutcome:
         return self.error is None
 
 
-def _call(function: Callable, context: Any, trial: Mapping) -> TrialOutcome:
+def _call(function: Callable, context: Any, trial: Mapping, checkpoint: Checkpoint | None = None) -> TrialOutcome:
     gc.collect()  # what the previous trial left in reference cycles (counted in objects, not bytes)
     start = time.perf_counter()
     try:
-        value = function(context, **trial)
+        value = function(context, **trial) if checkpoint is None else function(context, **trial, checkpoint=checkpoint)
     except Exception as error:  # noqa: BLE001 - a failing trial is reported, not fatal
         last = traceback.format_exception_only(type(error), error)[-1].strip()
         return TrialOutcome(dict(trial), None, last, time.perf_counter() - start)
@@ -88,7 +90,7 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
                engine: str = "local", num_cpus: int | None = None, cpus_per_trial: float = 1,
                gpus_per_trial: float = 0, progress: bool = False, journal: str | os.PathLike | None = None,
                encode: Callable[[Any], Any] | None = None,
-               decode: Callable[[Any], Any] | None = None) -> list[TrialOutcome]:
+               decode: Callable[[Any], Any] | None = None, checkpoint_every: int = 100) -> list[TrialOutcome]:
     """Run ``function(context, **trial)`` for every trial; see the module docstring.
 
     Args:
@@ -105,6 +107,11 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
             None: none (unless ``GITUTOR_JOURNALS`` is set).
         encode, decode: turn a value into JSON for the journal and back (default:
             :func:`gitutor.journal.to_json` and :func:`~gitutor.journal.from_json`).
+        checkpoint_every: with a journal, a ``function`` that takes a ``checkpoint`` keyword gets a
+            :class:`~gitutor.checkpoints.Checkpoint` per trial, saved every ``checkpoint_every``
+            iterations in ``<journal>.checkpoints/`` and keyed by the trial and its run, so that a trial
+            killed midway resumes from its last checkpoint on a rerun; it is removed once the trial is
+            journaled.
 
     Returns:
         One :class:`TrialOutcome` per trial, in the order of ``trials`` (with a journal, the
@@ -129,13 +136,17 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
         raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive int or None, got {num_cpus!r}")
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be an int ≥ 1, got {checkpoint_every!r}")
     run = functools.partial(_run, function, context=context, engine=engine, num_cpus=num_cpus,
                             cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial, progress=progress)
     if journal is None and os.environ.get(JOURNALS_ENV):
         journal = _journal_in(Path(os.environ[JOURNALS_ENV]), function, trials, context)
     if journal is None:
         return run(trials, keep=lambda outcome: outcome)
-    return _journaled(run, trials, Journal(journal, encode, decode, run=run_identity(function, context)))
+    book = Journal(journal, encode, decode, run=run_identity(function, context))
+    takes = "checkpoint" in inspect.signature(function).parameters
+    return _journaled(run, trials, book, checkpoint_every if takes else None)
 
 
 def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], context: Any) -> Path | None:
@@ -156,8 +167,9 @@ def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], con
     return folder / f"{name}-{digest}.jsonl"
 
 
-def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal) -> list[TrialOutcome]:
-    """Run the trials ``book`` does not hold, journal each success, read every outcome back."""
+def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal, every: int | None) -> list[TrialOutcome]:
+    """Run the trials ``book`` does not hold, journal each success, read every outcome back; with
+    ``every``, give each trial its checkpoint (removed once the trial is journaled)."""
     keys = [trial_key(trial) for trial in trials]
     first: dict[str, int] = {}
     for index, key in enumerate(keys):
@@ -166,6 +178,12 @@ def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal) -> list[
                              "a journal keeps one outcome per parameter set")
     finished = book.read()
     todo = [index for index, key in enumerate(keys) if key not in finished]
+    checkpoints = {}
+    if every is not None:
+        folder, run_key = book.path.with_name(book.path.name + ".checkpoints"), json.dumps(book.run, sort_keys=True)
+        for index in todo:
+            name = hashlib.sha256(keys[index].encode()).hexdigest()[:16]
+            checkpoints[keys[index]] = Checkpoint(folder / f"{name}.pt", every, key=f"{keys[index]} {run_key}")
 
     def keep(outcome: TrialOutcome) -> TrialOutcome:
         if outcome.ok:
@@ -174,31 +192,42 @@ def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal) -> list[
             except (TypeError, ValueError) as error:  # the trial's work is not lost: it stays in memory
                 warnings.warn(f"trial {outcome.trial} finished but cannot be journaled ({error}); "
                               "a rerun will run it again", stacklevel=2)
+            else:
+                checkpoint = checkpoints.get(trial_key(outcome.trial))
+                if checkpoint is not None:
+                    checkpoint.remove()
         return outcome
 
-    ran = dict(zip(todo, run([trials[index] for index in todo], keep=keep)))
+    ran = dict(zip(todo, run([trials[index] for index in todo], keep=keep,
+                             checkpoints=[checkpoints.get(keys[index]) for index in todo])))
     finished = book.read()
     return [TrialOutcome(dict(trial), *finished[key]) if key in finished else ran[index]
             for index, (trial, key) in enumerate(zip(trials, keys))]
 
 
-def _run(function, trials, *, context, engine, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
-    """The outcomes of ``trials`` by ``engine``, each passed through ``keep`` as soon as it finishes."""
+def _run(function, trials, *, context, engine, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep,
+         checkpoints=None):
+    """The outcomes of ``trials`` by ``engine``, each passed through ``keep`` as soon as it finishes;
+    ``checkpoints[i]`` (None: none) is trial i's checkpoint."""
     if not trials:
         return []
+    checkpoints = checkpoints or [None] * len(trials)
     if engine == "local":
-        return [keep(_call(function, context, trial)) for trial in tqdm(trials, desc="trials", disable=not progress)]
+        return [keep(_call(function, context, trial, checkpoint))
+                for trial, checkpoint in tqdm(list(zip(trials, checkpoints)), desc="trials", disable=not progress)]
     if engine == "processes":
-        return _run_in_processes(function, trials, context, num_cpus, cpus_per_trial, progress, keep)
-    return _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep)
+        return _run_in_processes(function, trials, checkpoints, context, num_cpus, cpus_per_trial, progress, keep)
+    return _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial, gpus_per_trial,
+                       progress, keep)
 
 
-def _run_in_processes(function, trials, context, workers, threads, progress, keep):
+def _run_in_processes(function, trials, checkpoints, context, workers, threads, progress, keep):
     before = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = str(max(1, int(threads)))  # each spawned worker's torch reads it
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_call, function, context, dict(trial)): index for index, trial in enumerate(trials)}
+            futures = {pool.submit(_call, function, context, dict(trial), checkpoint): index
+                       for index, (trial, checkpoint) in enumerate(zip(trials, checkpoints))}
             outcomes: list[TrialOutcome | None] = [None] * len(trials)
             for future in tqdm(as_completed(futures), total=len(futures), desc="trials (processes)",
                                disable=not progress):
@@ -217,11 +246,11 @@ class _Runner:
     def __init__(self, function: Callable, context: Any) -> None:
         self.function, self.context = function, context
 
-    def run(self, trial: Mapping) -> TrialOutcome:
-        return _call(self.function, self.context, trial)
+    def run(self, trial: Mapping, checkpoint: Checkpoint | None = None) -> TrialOutcome:
+        return _call(self.function, self.context, trial, checkpoint)
 
 
-def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
+def _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
     try:
         import ray
     except ImportError as error:
@@ -241,7 +270,7 @@ def _run_on_ray(function, trials, context, num_cpus, cpus_per_trial, gpus_per_tr
                 while queue and idle:
                     index, trial = queue.pop(0)
                     actor = idle.pop()
-                    pending[actor.run.remote(dict(trial))] = (index, actor)
+                    pending[actor.run.remote(dict(trial), checkpoints[index])] = (index, actor)
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index, actor = pending.pop(done[0])
                 try:

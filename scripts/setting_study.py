@@ -10,7 +10,15 @@
     python scripts/setting_study.py --phase trained_table --engine processes  # its Table 1, B = 4, 1 000
 
 The last two attack ImageNet-trained EfficientNet-Lite0 with the ImageNet samples and their true labels at
-96 px (``setting_study.trained``) and go to book/studies/04_trained_network.json.
+96 px (``setting_study.trained``) and go to book/studies/04_trained_network.json. The native recording attacks
+it at its training resolution, 224 px, each method as its authors configure it (``setting_study.native``), and
+goes to book/studies/04_native.json:
+
+    python scripts/setting_study.py --phase native_sanity --engine processes --cpus 2  # truth + noise start
+    python scripts/setting_study.py --phase native --engine processes --cpus 2         # 10 000 iterations
+
+Its trials save their whole state every 100 iterations (``gitutor.checkpoints``) beside the journal
+(``<journal>.checkpoints/``): a killed run loses at most 100 iterations of each running trial.
 
 Each phase adds its trials to book/studies/04_setting_study.json with provenance: commit, device,
 torch version, command, wall time per phase. The record is replaced (atomically) only when every
@@ -52,7 +60,7 @@ from record import device_description
 
 from gitutor import cli
 from gitutor.chapters.stepwise_gradinversion import setting_study as study
-from gitutor.chapters.stepwise_gradinversion.setting_study import trained
+from gitutor.chapters.stepwise_gradinversion.setting_study import native, trained
 from gitutor.files import read_json, write_json
 from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
@@ -63,6 +71,8 @@ from gitutor.sweeps import ENGINES, run_trials
 RECORD = ROOT / "book" / "studies" / "04_setting_study.json"
 #: The trained network's phases (gitutor.chapters.stepwise_gradinversion.setting_study.trained) go here.
 TRAINED_RECORD = ROOT / "book" / "studies" / "04_trained_network.json"
+#: The native recording (gitutor.chapters.stepwise_gradinversion.setting_study.native) goes here.
+NATIVE_RECORD = ROOT / "book" / "studies" / "04_native.json"
 _F = study.FACTORS
 #: phase → (iterations, [(settings, methods), …]), one factor (or a costly part of one) each.
 PHASES = {
@@ -91,6 +101,15 @@ TRAINED_PHASES = {
 }
 
 
+_N = native.NativeSetting
+#: The native recording: EfficientNet-Lite0 at 224 px, B = 1, three study photographs, each method as its
+#: authors configure it; first the sanity arm (the truth plus σ = 0.01 noise as the start), then the attack.
+NATIVE_PHASES = {
+    "native_sanity": (500, [([_N(start_noise=native.SANITY_SIGMA)], native.METHODS)]),
+    "native": (10_000, [([_N()], native.METHODS)]),
+}
+
+
 def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -103,7 +122,7 @@ def _plain(value: dict) -> dict:
 
 
 def _trained_plain(value: dict) -> dict:
-    """A trained-network trial's output as JSON: images as base64 PNGs (trained.encode_images)."""
+    """A trained-network (or native) trial's output as JSON: images as base64 PNGs (trained.encode_images)."""
     return {**value, "images": trained.encode_images(value["images"])}
 
 
@@ -111,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", choices=sorted(PHASES) + sorted(TRAINED_PHASES))
+    parser.add_argument("--phase", choices=sorted(PHASES) + sorted(TRAINED_PHASES) + sorted(NATIVE_PHASES))
     parser.add_argument("--merge", type=Path, metavar="OTHER",
                         help="add the phases recorded in OTHER to --record instead of running a phase")
     parser.add_argument("--cpus", type=cli.positive_int, default=2, help="workers (one CPU each)")
@@ -131,13 +150,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.iterations is not None or args.commit is not None:
             parser.error("--iterations and --commit belong to a run; --merge runs nothing")
         return merge(parser, args.merge, args.record or RECORD)
-    is_trained = args.phase in TRAINED_PHASES
-    trial_function, encode = (trained.trial, _trained_plain) if is_trained else (study.trial, _plain)
-    args.record = args.record or (TRAINED_RECORD if is_trained else RECORD)
-    iterations, groups = (TRAINED_PHASES if is_trained else PHASES)[args.phase]
+    is_trained, is_native = args.phase in TRAINED_PHASES, args.phase in NATIVE_PHASES
+    trial_function, encode = ((native.trial, _trained_plain) if is_native else (trained.trial, _trained_plain)
+                              if is_trained else (study.trial, _plain))
+    args.record = args.record or (NATIVE_RECORD if is_native else TRAINED_RECORD if is_trained else RECORD)
+    iterations, groups = (NATIVE_PHASES if is_native else TRAINED_PHASES if is_trained else PHASES)[args.phase]
     iterations = args.iterations if args.iterations is not None else iterations
-    trials = [t for settings, methods in groups for t in study.study_trials(
-        settings, iterations, methods=methods, batches=settings[0].batches() if is_trained else 3)]
+    if is_native:
+        trials = [t for settings, methods in groups for t in native.study_trials(settings, iterations, methods)]
+    else:
+        trials = [t for settings, methods in groups for t in study.study_trials(
+            settings, iterations, methods=methods, batches=settings[0].batches() if is_trained else 3)]
     paths = {"resnet20": str(substitute_path("resnet20"))}  # the trained substitute (ships)
     missing = sorted({paths["resnet20"] for t in trials if getattr(t["setting"], "weights", "") == "trained"
                       and not Path(paths["resnet20"]).is_file()})
@@ -195,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                         for name, p in paths.items() if Path(p).is_file()}}
     write_json(args.record, record)
     journal.unlink()
+    checkpoints = journal.with_name(journal.name + ".checkpoints")  # emptied as each trial was journaled
+    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
+        checkpoints.rmdir()
     print(f"{args.phase}: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}")
     return 0
 

@@ -24,6 +24,7 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
+from gitutor.checkpoints import Checkpoint
 from gitutor.data import ATTACKED_PHOTOGRAPHS, BUNDLED_PHOTOGRAPHS, attacked_photographs, image_folder
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
@@ -36,14 +37,16 @@ METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad"
 
 
 def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations: int, seed: int,
-               first_tensor: int | None = None, floor: int | None = None) -> AttackResult:
+               first_tensor: int | None = None, floor: int | None = None,
+               checkpoint: Checkpoint | None = None) -> AttackResult:
     """Run ``method`` on ``context["batches"][batch]`` for ``iterations`` image updates.
 
     DLG gets ``iterations // dlg_inner_steps`` L-BFGS steps (the same number of gradient
     evaluations). ``first_tensor`` (Stepwise only, Fig. 8) matches tensors ``first_tensor …`` at
     every step instead of the schedule. ``floor`` (the Stepwise variants): the schedule's deepest start
     index instead of the depth-scaled one (:func:`~gitutor.attacks.stepwise_schedule.stage_floor` on a
-    network other than ResNet34).
+    network other than ResNet34). ``checkpoint``: save and resume the run there
+    (:class:`gitutor.checkpoints.Checkpoint`).
 
     Raises:
         ValueError: for an unknown method or batch, or ``first_tensor`` with another method.
@@ -56,10 +59,11 @@ def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations
         raise ValueError(f"batch {batch!r} is not in the context; batches: {sorted(context['batches'])}")
     model, s = context["model"], context["settings"]
     x, y, grads = context["batches"][batch]
-    shape, common = tuple(x.shape), dict(lr=s["lr"], seed=seed, record_every=s["record_every"])
+    shape = tuple(x.shape)
+    common = dict(lr=s["lr"], seed=seed, record_every=s["record_every"], checkpoint=checkpoint)
     if method == "DLG":
         return dlg(model, grads, shape, s["num_classes"], labels=y, seed=seed, record_every=1,
-                   iterations=max(1, iterations // s["dlg_inner_steps"]))
+                   iterations=max(1, iterations // s["dlg_inner_steps"]), checkpoint=checkpoint)
     if method == "Inverting Gradients":
         return inverting_gradients(model, grads, y, shape, iterations=iterations, tv_weight=s["ig_tv_weight"], **common)
     if method == "GradInversion":

@@ -21,6 +21,7 @@ from torch import nn
 
 from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients, gradient_l2_distance
+from gitutor.checkpoints import Checkpoint
 from gitutor.attacks.result import AttackResult
 from gitutor.checks import check_num_classes
 from gitutor.federated.client import check_labels, client_gradients
@@ -35,7 +36,8 @@ LINE_SEARCHES = {None: "lbfgs", "strong_wolfe": "lbfgs_strong_wolfe"}
 def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Sequence[int],
         num_classes: int, *, labels: torch.Tensor | None = None, iterations: int = 300, seed: int = 0,
         record_every: int = 10, lr: float = 1.0, line_search: str | None = None, stop_loss: float | None = None,
-        progress: bool = False, dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None) -> AttackResult:
+        progress: bool = False, dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None,
+        checkpoint: Checkpoint | None = None) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
     Args:
@@ -56,6 +58,7 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
         stop_loss: stop once the gradient distance is below this value (None, the DLG code: run every
             step); :func:`gitutor.attacks.loop.optimise_images` sets ``info["stopped_at"]``.
         progress: show a tqdm progress bar.
+        checkpoint: save and resume the run there (:class:`gitutor.checkpoints.Checkpoint`).
         dummy_gradients: ``f(dummy_x, dummy_label) -> list of tensors`` (differentiable) that the
             client would send for that data; default the gradient ``client_gradients(...,
             create_graph=True)``. The ADMM attacks pass a simulated client update here (the
@@ -103,7 +106,7 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
 
     result = optimise_images(objective, dummy_x, iterations=iterations, lr=lr, step_rule=LINE_SEARCHES[line_search],
                              signed=False, box=None, record_every=record_every, stop_loss=stop_loss,
-                             progress=progress, desc="DLG",
+                             progress=progress, desc="DLG", checkpoint=checkpoint,
                              extra_variables=() if labels is not None else (dummy_y,))
     result.labels = (labels if labels is not None else dummy_y.detach().argmax(dim=-1)).cpu()
     return result

@@ -5,6 +5,11 @@ Minimise the cosine gradient distance over all layers plus a TV prior,
 with Adam on the sign of the image gradient, learning rate ×0.1 at 3/8, 5/8 and 7/8 of the
 iterations, and the image clamped to the pixel box [0, 1] after every step (the loop of
 :mod:`gitutor.attacks.loop`). Labels are known.
+
+Geiping et al.'s own ImageNet configuration (their ``inversefed`` README: ``lr=0.1``,
+``total_variation=1e-1``, ``restarts=8``, ``max_iterations=24_000``, ``init="randn"``,
+``boxed=True``, ``lr_decay=True``, ``scoring_choice="loss"``, all on the normalised image) is
+:data:`GEIPING_IMAGENET`; pass ``normalisation`` to optimise in their units.
 """
 from __future__ import annotations
 
@@ -13,10 +18,18 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images, seeded_start, step_schedule
+from gitutor.attacks.loop import (check_count, check_hyperparameter, check_start, initial_images, optimise_images,
+                                 step_schedule)
+from gitutor.attacks.stepwise_options import StepwiseOptions
 from gitutor.attacks.objectives import CosineToTarget, check_input_shape, check_target_gradients, total_variation
 from gitutor.attacks.result import AttackResult
+from gitutor.checkpoints import Checkpoint
 from gitutor.federated.client import client_gradients
+from gitutor.seeding import make_generator
+
+#: Geiping et al.'s ImageNet configuration (see the module docstring): α_TV on the mean TV of the
+#: normalised image, lr in normalised units, restarts and iterations.
+GEIPING_IMAGENET = {"tv_weight": 0.1, "lr": 0.1, "restarts": 8, "iterations": 24_000}
 
 
 def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8, 7 / 8)) -> list[int]:
@@ -35,7 +48,10 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
                         input_shape: Sequence[int], *, iterations: int, tv_weight: float, lr: float = 0.1,
                         signed: bool = True, seed: int = 0, record_every: int = 50, progress: bool = False,
                         matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                        lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8), keep_best: bool = False) -> AttackResult:
+                        lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8), keep_best: bool = False,
+                        normalisation: tuple[Sequence[float], Sequence[float]] | None = None, restarts: int = 1,
+                        start: torch.Tensor | None = None,
+                        diagnose_at: Sequence[int] = (), checkpoint: Checkpoint | None = None) -> AttackResult:
     """Geiping et al.'s attack: cosine gradient distance + TV, signed Adam, clamp to [0, 1].
 
     Args:
@@ -60,6 +76,21 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         keep_best: return the iterate of the lowest objective over the run (what the attacker can
             compute), not the last (:func:`gitutor.attacks.loop.optimise_images` with ``best_resets``
             never resetting; ``info["best_iteration"]`` says when). Not in the paper: a tuning option.
+        normalisation: ``(mean, std)`` per channel: optimise the *normalised* image z = (x − mean)/std
+            as Geiping et al.'s code does (``inversefed``: start N(0, 1) unclamped in z, box
+            [−mean/std, (1 − mean)/std], TV on z, ``lr`` in z's units); None: the image in [0, 1]
+            (start clamp(N(0, 1), 0, 1), TV on x). The model always sees x = z·std + mean.
+        restarts: independent starts (the paper's ImageNet setting: 8), drawn one after another from
+            the seed's generator; the result is the restart whose final image has the lowest
+            gradient-matching distance — what the attacker can compute (``scoring_choice="loss"`` of
+            their code). ``info["restart_distances"]`` lists each restart's, ``info["restart"]`` the
+            chosen one (0-based).
+        start: ``(B, C, H, W)`` images in [0, 1] to start from instead of the seeded noise (the sanity
+            arm: the truth plus small noise); one restart only.
+        diagnose_at: iterations at which TV's image gradient is weighed against the matching term's
+            (``info["prior_gradients"]``, :func:`gitutor.attacks.loop.optimise_images`).
+        checkpoint: save and resume the run there (one file per restart,
+            :meth:`gitutor.checkpoints.Checkpoint.part`).
 
     Returns:
         :class:`AttackResult` with images in [0, 1], the given labels, ``history`` per iteration
@@ -70,7 +101,9 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         ValueError: for bad shapes (``input_shape`` not ``(B, C, H, W)`` with the model's input channels,
             e.g. channels-last), a label/batch mismatch, soft labels whose rows do not sum to 1,
             ``iterations < 1``, ``record_every < 1``,
-            a NaN/inf/negative ``tv_weight``, a NaN/inf/non-positive ``lr``, or gradients that do
+            a NaN/inf/negative ``tv_weight``, a NaN/inf/non-positive ``lr``, ``restarts < 1``,
+            a ``normalisation`` without one positive std per input channel, a ``start`` that is not
+            finite images in [0, 1] of ``input_shape`` or comes with ``restarts > 1``, or gradients that do
             not match the model or are not finite.
         TypeError: for non-float gradients, non-numeric hyper-parameters or a non-bool ``keep_best``.
     """
@@ -88,12 +121,45 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         def matching_distance(images: torch.Tensor) -> torch.Tensor:
             return cosine(client_gradients(model, images, labels, create_graph=True))
 
-    def objective(x: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
-        distance, tv = matching_distance(x), total_variation(x)
-        return {"loss": distance + tv_weight * tv, "gradient_distance": distance, "tv": tv}
+    restarts = check_count(restarts, "restarts")
+    device = target_grads[0].device
+    units = StepwiseOptions()
+    if normalisation is not None:
+        mean, std = (tuple(float(v) for v in part) for part in normalisation)
+        if len(mean) != shape[1]:
+            raise ValueError(f"normalisation has {len(mean)} channels, the images {shape[1]}")
+        units = StepwiseOptions(units="normalised", mean=mean, std=std)
 
-    x0, _ = seeded_start(shape, seed, target_grads[0].device)
-    return optimise_images(objective, x0, iterations=iterations, lr=lr, signed=signed, labels=labels,
-                           lr_schedule=step_schedule(step_milestones(iterations, lr_steps), 0.1),
-                           record_every=record_every, progress=progress, desc="Inverting Gradients",
-                           best_resets=(lambda t: False) if keep_best else None)
+    def objective(z: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
+        distance, tv = matching_distance(units.to_pixels(z)), total_variation(z)
+        return {"loss": distance + tv_weight * tv, "gradient_distance": distance, "tv": tv,
+                "parts": {"matching": distance, "TV": tv_weight * tv}}
+
+    if start is not None:
+        start = check_start(start, shape)
+        if restarts > 1:
+            raise ValueError(f"start gives one start; restarts must be 1 with it, got {restarts}")
+    generator = make_generator(seed, device)
+    results, distances = [], []
+    for restart in range(restarts):
+        if start is not None:
+            z0 = units.from_pixels(start.to(device=device, dtype=target_grads[0].dtype))
+        elif normalisation is None:
+            z0 = initial_images(shape, generator)
+        else:  # inversefed's init="randn": N(0, 1) in normalised units, no clamp
+            z0 = torch.randn(shape, generator=generator, device=device, dtype=target_grads[0].dtype)
+        part = checkpoint if checkpoint is None or restarts == 1 else checkpoint.part(f"restart{restart}")
+        result = optimise_images(objective, z0, iterations=iterations, lr=lr, signed=signed, labels=labels,
+                                 lr_schedule=step_schedule(step_milestones(iterations, lr_steps), 0.1),
+                                 box=units.box(device, z0.dtype), view=units.to_pixels,
+                                 record_every=record_every, progress=progress, desc="Inverting Gradients",
+                                 best_resets=(lambda t: False) if keep_best else None,
+                                 diagnose_at=diagnose_at, checkpoint=part)
+        results.append(result)
+        distances.append(float(matching_distance(result.images.to(device)).detach()) if restarts > 1 else None)
+    if restarts == 1:
+        return results[0]
+    chosen = min(range(restarts), key=distances.__getitem__)
+    best = results[chosen]
+    return AttackResult(images=best.images, labels=best.labels, history=best.history, snapshots=best.snapshots,
+                        info={**best.info, "restart": chosen, "restart_distances": distances})

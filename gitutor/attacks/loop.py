@@ -28,6 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from gitutor.attacks.result import AttackResult
+from gitutor.checkpoints import Checkpoint, tensor_digest
 from gitutor.seeding import make_generator
 
 Objective = Callable[[torch.Tensor, int], Mapping[str, torch.Tensor | float | int]]
@@ -72,6 +73,22 @@ def check_count(value, name: str) -> int:
     return int(value)
 
 
+def check_start(start, shape: Sequence[int]) -> torch.Tensor:
+    """``start`` after checking that it is a float tensor of ``shape`` with finite values in [0, 1].
+
+    Raises:
+        TypeError: if ``start`` is not a float tensor.
+        ValueError: naming ``start`` for another shape, a NaN/inf value or a value outside [0, 1].
+    """
+    if not isinstance(start, torch.Tensor) or not start.is_floating_point():
+        raise TypeError(f"start must be a float tensor of images, got {type(start).__name__}")
+    if tuple(start.shape) != tuple(shape):
+        raise ValueError(f"start must have the batch's shape {tuple(shape)}, got {tuple(start.shape)}")
+    if not torch.isfinite(start).all() or start.min() < 0 or start.max() > 1:
+        raise ValueError("start must hold finite images in [0, 1]")
+    return start.detach()
+
+
 def initial_images(shape: Sequence[int], generator: torch.Generator) -> torch.Tensor:
     """The common start x_0 = clamp(N(0, I), 0, 1) of shape ``(B, C, H, W)`` drawn from ``generator``."""
     return torch.randn(tuple(shape), generator=generator, device=generator.device).clamp(0, 1)
@@ -97,6 +114,7 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                     snapshot_at: Iterable[int] = (), view: Callable[[torch.Tensor], torch.Tensor] | None = None,
                     labels: torch.Tensor | None = None, extra_variables: Sequence[torch.Tensor] = (),
                     stop_loss: float | None = None, best_resets: Callable[[int], bool] | None = None,
+                    diagnose_at: Iterable[int] = (), checkpoint: Checkpoint | None = None,
                     progress: bool = False, desc: str = "attack") -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
@@ -133,6 +151,21 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             ``best_resets(t)`` true is taken whatever its loss (the authors' code keeps this
             "best" iterate and resets it every 500 iterations, optimization_based_attack.py:228–232);
             ``info["best_iteration"]`` holds the steps done when it was taken.
+        diagnose_at: iterations t at which the loop weighs the objective's parts against each other:
+            an objective that returns ``"parts"`` (a dict of scalar tensors: ``"matching"``, the
+            gradient-matching term, and each prior *times its weight*, whether or not it is on at t)
+            gets, in ``info["prior_gradients"][str(t)]``, the L2 norm of each part's image gradient,
+            each prior's norm over the matching term's (``"<prior>/matching"``) and the fraction of
+            pixels where the sign of the whole objective's image gradient equals the matching term's
+            (``"sign_agreement"``) — the check that a prior is not what sets the update (DESIGN.md,
+            "Attack strength"). ``"parts"`` never enters the history.
+        checkpoint: a :class:`~gitutor.checkpoints.Checkpoint`: the loop saves its whole state there
+            every ``checkpoint.every`` iterations and after the last, and, when the file exists,
+            resumes from it (a finished run's checkpoint returns its result at once). The resumed
+            result equals the uninterrupted one bit for bit, provided that an objective which draws
+            random numbers exposes ``state_dict()``/``load_state_dict(state)`` for its generator (as
+            :class:`~gitutor.attacks.stepwise.StepwiseObjective` does). A checkpoint of another run
+            (other arguments, start or key) is refused with a ValueError naming the file.
         progress: show a tqdm bar labelled ``desc``.
 
     Returns:
@@ -162,6 +195,11 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
     for v in extra_variables:
         if not (isinstance(v, torch.Tensor) and v.is_leaf and v.requires_grad and torch.isfinite(v).all()):
             raise ValueError("extra_variables must be finite float leaf tensors with requires_grad=True")
+    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+        raise TypeError(f"checkpoint must be a gitutor.checkpoints.Checkpoint or None, got {type(checkpoint).__name__}")
+    diagnose_at = set(diagnose_at)
+    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0 for t in diagnose_at):
+        raise ValueError(f"diagnose_at must hold iterations (ints ≥ 0), got {sorted(map(repr, diagnose_at))}")
     view = view or (lambda images: images)
     x = x0.detach().clone().requires_grad_(True)
     variables = [x, *extra_variables]
@@ -171,11 +209,42 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
     history: dict[str, list] = {}
     snapshots, info = [(0, view(x.detach()).cpu().clone())], {}
     best, best_loss = None, math.inf
-    for t in tqdm(range(iterations), desc=desc, disable=not progress):
+    fingerprint = _fingerprint(x0, extra_variables, iterations=iterations, lr=lr, step_rule=step_rule,
+                               signed=signed, box=box, record_every=record_every, snapshots=snapshot_times,
+                               stop_loss=stop_loss, best=best_resets is not None, diagnose=diagnose_at)
+    state = checkpoint.load(fingerprint) if checkpoint is not None else None
+    first, done = 0, False
+    if state is not None:
+        with torch.no_grad():
+            for v, saved in zip(variables, state["variables"]):
+                v.copy_(saved)
+        optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(state["scheduler"])
+        if state["objective"] is not None:
+            objective.load_state_dict(state["objective"])
+        history, info = state["history"], state["info"]
+        snapshots = [(int(t), images) for t, images in state["snapshots"]]
+        best, best_loss, first, done = state["best"], state["best_loss"], state["t"], state["done"]
+        best = None if best is None else best.to(x.device)
+
+    def save(steps: int, finished: bool) -> None:
+        for key, values in history.items():
+            history[key] = _plain(values)
+        checkpoint.save(fingerprint, {
+            "t": steps, "done": finished, "variables": [v.detach().cpu() for v in variables],
+            "optimizer": optimizer.state_dict(), "scheduler": None if scheduler is None else scheduler.state_dict(),
+            "objective": objective.state_dict() if hasattr(objective, "state_dict") else None,
+            "history": history, "info": info, "snapshots": [[t, images] for t, images in snapshots],
+            "best": best, "best_loss": best_loss})
+
+    for t in tqdm(range(first, first if done else iterations), desc=desc, disable=not progress,
+                  initial=first, total=iterations):
         before = [v.detach().clone() for v in variables]
         recorded: dict = {}
         try:
-            optimizer.step(_closure(objective, x, t, variables, signed, recorded))
+            optimizer.step(_closure(objective, x, t, variables, signed, recorded,
+                                    info.setdefault("prior_gradients", {}) if t in diagnose_at else None))
         except _NonFiniteLoss:
             info["stopped_early"] = f"non-finite loss at iteration {t}"
         if "stopped_early" not in info and not all(torch.isfinite(v).all() for v in variables):
@@ -210,6 +279,10 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                 if (later + 1) % record_every == 0 or (later + 1) in snapshot_times:
                     snapshots.append((later + 1, fixed))
             break
+        if checkpoint is not None and (t + 1) % checkpoint.every == 0 and t + 1 < iterations:
+            save(t + 1, False)
+    if checkpoint is not None and not done:  # done: a finished run's checkpoint, nothing ran
+        save(iterations, True)
     history = {key: _plain(values) for key, values in history.items()}
     final = x.detach() if best is None else best
     return AttackResult(images=view(final).cpu(), labels=None if labels is None else labels.detach().cpu(),
@@ -217,11 +290,12 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
 
 
 def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torch.Tensor], signed: bool,
-             recorded: dict) -> Callable[[], torch.Tensor]:
+             recorded: dict, diagnostics: dict | None) -> Callable[[], torch.Tensor]:
     """The step's closure: evaluate the objective, set each variable's ``.grad``, return the loss.
 
-    The first evaluation's terms (without ``"grad"``) go into ``recorded``; a NaN/inf loss raises
-    :class:`_NonFiniteLoss` before any gradient is set.
+    The first evaluation's terms (without ``"grad"`` and ``"parts"``) go into ``recorded``; a NaN/inf
+    loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
+    first evaluation's parts are weighed (:func:`prior_gradients`) into ``diagnostics[str(t)]``.
     """
     def closure() -> torch.Tensor:
         terms = dict(objective(x, t))
@@ -229,9 +303,13 @@ def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torc
             raise ValueError(f"objective must return a dict with a 'loss' entry, got keys {sorted(terms)}")
         if not torch.isfinite(terms["loss"]):
             raise _NonFiniteLoss
-        grad = terms.pop("grad", None)
+        grad, parts = terms.pop("grad", None), terms.pop("parts", None)
         if grad is not None and len(variables) > 1:
             raise ValueError("an objective's 'grad' term cannot be combined with extra_variables")
+        if diagnostics is not None and str(t) not in diagnostics:
+            if parts is None:
+                raise ValueError("diagnose_at needs an objective that returns 'parts' (see optimise_images)")
+            diagnostics[str(t)] = prior_gradients(x, terms["loss"], parts)
         grads = [grad.detach()] if grad is not None else torch.autograd.grad(terms["loss"], variables)
         for v, g in zip(variables, grads):
             v.grad = (signed(g, t) if callable(signed) and v is x else torch.sign(g) if signed else g.clone())
@@ -241,6 +319,59 @@ def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torc
     return closure
 
 
+def prior_gradients(x: torch.Tensor, loss: torch.Tensor, parts: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    """How each part of an objective pulls on the image ``x`` (DESIGN.md, "Attack strength", item 3).
+
+    Args:
+        x: the optimised image ``(B, C, H, W)`` (a leaf requiring grad).
+        loss: the whole objective (its graph is kept for the step).
+        parts: ``{"matching": the gradient-matching term, prior name: prior × its weight, …}``,
+            scalar tensors on the graph of ``x`` (a part without a graph counts 0).
+
+    Returns:
+        ``{"<part>": ‖∇_x part‖₂, "<prior>/matching": ‖∇_x prior‖₂ / ‖∇_x matching‖₂,
+        "sign_agreement": fraction of entries where sign ∇_x loss = sign ∇_x matching}``.
+
+    Raises:
+        ValueError: if ``parts`` has no ``"matching"`` entry.
+    """
+    if "matching" not in parts:
+        raise ValueError(f"parts must hold a 'matching' entry, got {sorted(parts)}")
+
+    def gradient(value: torch.Tensor) -> torch.Tensor:
+        if not value.requires_grad:
+            return torch.zeros_like(x)
+        g = torch.autograd.grad(value, x, retain_graph=True, allow_unused=True)[0]
+        return torch.zeros_like(x) if g is None else g
+
+    grads = {name: gradient(value) for name, value in parts.items()}
+    norms = {name: float(g.norm()) for name, g in grads.items()}
+    out = dict(norms)
+    for name in parts:
+        if name != "matching":
+            out[f"{name}/matching"] = norms[name] / norms["matching"] if norms["matching"] > 0 else math.inf
+    total = gradient(loss)
+    out["sign_agreement"] = float((torch.sign(total) == torch.sign(grads["matching"])).float().mean())
+    return out
+
+
+def _fingerprint(x0: torch.Tensor, extra_variables: Sequence[torch.Tensor], **arguments) -> dict:
+    """What a checkpoint of this call must match: the loop's arguments and digests of its start."""
+    def plain(value):
+        if isinstance(value, torch.Tensor):
+            return tensor_digest(value)
+        if isinstance(value, (set, frozenset)):
+            return sorted(value)
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if callable(value):
+            return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__name__)}"
+        return value
+
+    return {"start": tensor_digest(x0), "extra": [tensor_digest(v) for v in extra_variables],
+            **{name: plain(value) for name, value in arguments.items()}}
+
+
 def _record(history: dict[str, list], t: int, lr: float, terms: Mapping) -> None:
     """Append iteration ``t``'s values (tensors kept detached; turned into floats once, at the end)."""
     for key, value in (("iteration", t), ("lr", lr), *terms.items()):
@@ -248,9 +379,10 @@ def _record(history: dict[str, list], t: int, lr: float, terms: Mapping) -> None
 
 
 def _plain(values: list) -> list:
-    if values and isinstance(values[0], torch.Tensor):
+    """Floats (ints kept) from a history list whose entries may be detached scalar tensors."""
+    if values and all(isinstance(v, torch.Tensor) for v in values):
         return [float(v) for v in torch.stack(values).cpu().tolist()]
-    return [v if isinstance(v, int) else float(v) for v in values]
+    return [float(v) if isinstance(v, torch.Tensor) else v if isinstance(v, int) else float(v) for v in values]
 
 
 def seeded_start(shape: Sequence[int], seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Generator]:

@@ -22,12 +22,13 @@ import torch
 from torch import nn
 
 from gitutor.attacks.bn_prior import BatchNormPrior
-from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images, seeded_start
+from gitutor.attacks.loop import check_count, check_hyperparameter, check_start, optimise_images, seeded_start
 from gitutor.attacks.objectives import (CosineToTarget, breaching_total_variation, check_input_shape,
                                         check_target_gradients, gradient_l2_distance, total_variation)
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
+from gitutor.checkpoints import Checkpoint
 from gitutor.federated.client import client_gradients, cross_entropy
 from gitutor.seeding import make_generator
 
@@ -59,7 +60,8 @@ class StepwiseObjective:
     ``objective(z, t)`` takes the optimised variable z ``(B, C, H, W)`` — the image in [0, 1], or
     with ``options.units == "normalised"`` the normalised image, of which the model sees
     ``options.to_pixels(z)`` — and returns ``{"loss", "gradient_distance", "tv", "r_bn",
-    "start_index"}`` at iteration ``t`` (``r_bn`` is 0 when ``bn_weight == 0``). TV is computed on
+    "start_index", "parts"}`` at iteration ``t`` (``r_bn`` is 0 when ``bn_weight == 0``; ``parts``:
+    the matching term and each prior times its weight, for the loop's ``diagnose_at``). TV is computed on
     z in the form ``options.tv``; R_BN weights its first layers by ``options.bn_layer_weights``.
     Only the tensors ``start_index(t) …`` get a gradient with a graph; priors that are off at ``t``
     are reported but not differentiated; dropout masks reuse their buffers (same random stream as
@@ -113,7 +115,19 @@ class StepwiseObjective:
             loss = loss + self.tv_weight * tv
         if self.schedule.bn_active(t) and self.prior is not None:
             loss = loss + self.bn_weight * r_bn
-        return {"loss": loss, "gradient_distance": grad_term, "tv": tv, "r_bn": r_bn, "start_index": start}
+        parts = {"matching": grad_term, "TV": self.tv_weight * tv}
+        if self.prior is not None:
+            parts["R_BN"] = self.bn_weight * r_bn
+        return {"loss": loss, "gradient_distance": grad_term, "tv": tv, "r_bn": r_bn, "start_index": start,
+                "parts": parts}
+
+    def state_dict(self) -> dict:
+        """What a resumed run needs (:mod:`gitutor.checkpoints`): the dropout generator's state."""
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s generator state."""
+        self.generator.set_state(state["generator"])
 
     def close(self) -> None:
         """Remove the R_BN forward hooks (the model behaves as before)."""
@@ -126,7 +140,9 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
                        schedule: StepwiseSchedule | None = None, dropout: float = 0.3,
                        tv_weight: float = 0.01, bn_weight: float = 1e-4, lr: float = 0.1,
                        distance: str = "cosine", seed: int = 0, record_every: int = 50,
-                       options: StepwiseOptions | None = None, progress: bool = False) -> AttackResult:
+                       options: StepwiseOptions | None = None, start: torch.Tensor | None = None,
+                       diagnose_at: tuple[int, ...] = (),
+                       checkpoint: Checkpoint | None = None, progress: bool = False) -> AttackResult:
     """Stepwise gradient inversion (Ye et al., AAAI 2024, Stage II, Eq. 10–12).
 
     Minimises, over a candidate batch x' in [0, 1],
@@ -167,6 +183,13 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
             default the paper as written (TV of Eq. 11, Sign, pixels, plain R_BN, last iterate);
             ``StepwiseOptions.authors()`` the authors' code (then ``lr`` is in normalised units,
             and ``tv_weight`` should be their 5e-3 on their TV).
+        start: ``(B, C, H, W)`` images in [0, 1] to start from instead of the seeded noise (the
+            sanity arm: the truth plus small noise), converted to the optimised units; the seed
+            still draws the dropout masks.
+        diagnose_at: iterations at which each prior's image gradient is weighed against the matching
+            term's (``info["prior_gradients"]``, :func:`gitutor.attacks.loop.optimise_images`), e.g.
+            ``(schedule.t1, schedule.t2, iterations - 1)``.
+        checkpoint: save and resume the run there (:class:`gitutor.checkpoints.Checkpoint`).
         progress: show a tqdm progress bar.
 
     Returns:
@@ -177,7 +200,8 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
 
     Raises:
         TypeError: for non-float gradients or non-numeric hyper-parameters.
-        ValueError: on mismatched gradient shapes or counts, NaN gradients, an ``input_shape`` that
+        ValueError: on mismatched gradient shapes or counts, NaN gradients, a ``start`` that is not
+            finite images in [0, 1] of ``input_shape``, an ``input_shape`` that
             is not ``(B, C, H, W)`` with the model's input channels (e.g. channels-last), labels that do not
             match the batch size, a schedule for another budget or deeper than the model, an
             unknown distance, a dropout rate outside [0, 1), ``iterations < 1``, ``record_every < 1``,
@@ -216,6 +240,8 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
         x0 = torch.randn(input_shape, generator=generator, device=device, dtype=parameters[0].dtype)
     else:
         x0, generator = seeded_start(input_shape, seed, device)
+    if start is not None:
+        x0 = options.from_pixels(check_start(start, input_shape).to(device=device, dtype=x0.dtype))
     labels = labels.to(device)
     objective = StepwiseObjective(model, [g.to(device) for g in targets], labels, schedule, distance=distance,
                                   dropout=dropout, tv_weight=tv_weight, bn_weight=bn_weight, generator=generator,
@@ -230,6 +256,7 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
                                signed=quantised_sign if options.step == "quantised" else True,
                                box=options.box(device, x0.dtype), view=options.to_pixels, best_resets=resets,
                                record_every=record_every, snapshot_at=(schedule.t1, schedule.t2),
-                               progress=progress, desc="stepwise inversion")
+                               diagnose_at=diagnose_at, checkpoint=checkpoint, progress=progress,
+                               desc="stepwise inversion")
     finally:
         objective.close()

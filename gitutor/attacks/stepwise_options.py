@@ -138,6 +138,13 @@ class StepwiseOptions:
         mean, std = self._stats(z.device, z.dtype)
         return z * std + mean
 
+    def from_pixels(self, x: torch.Tensor) -> torch.Tensor:
+        """The optimised variable for images ``x`` ``(B, C, H, W)`` in [0, 1] (the inverse of :meth:`to_pixels`)."""
+        if self.units == "pixels":
+            return x
+        mean, std = self._stats(x.device, x.dtype)
+        return (x - mean) / std
+
     def _stats(self, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (1, len(self.mean), 1, 1)
         return (torch.tensor(self.mean, device=device, dtype=dtype).view(shape),
