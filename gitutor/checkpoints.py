@@ -15,6 +15,7 @@ numbers, strings, lists and dicts only; nothing is unpickled that could run code
 checkpoint holds a *fingerprint* of the run that wrote it (the loop's arguments, a digest of the
 start and the caller's ``key``); a checkpoint of another run is refused by path, never resumed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import torch
 
+from gitutor.checks import check_int
 from gitutor.files import atomic_path, target_problem
 
 #: The first entry of every checkpoint file: what wrote it and in which layout.
@@ -53,11 +55,10 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or path, got {type(self.path).__name__}")
-        if isinstance(self.every, bool) or not isinstance(self.every, int):
-            raise TypeError(f"every must be an int, got {type(self.every).__name__}")
-        if self.every < 1:
-            raise ValueError(f"every must be ≥ 1 iteration, got {self.every}")
+            raise TypeError(
+                f"path must be a str or path, got {type(self.path).__name__}"
+            )
+        object.__setattr__(self, "every", check_int(self.every, "every", low=1))
         if not isinstance(self.key, str):
             raise TypeError(f"key must be a str, got {type(self.key).__name__}")
         object.__setattr__(self, "path", Path(self.path))
@@ -68,14 +69,25 @@ class Checkpoint:
     def part(self, name: str) -> "Checkpoint":
         """The checkpoint of one part of a run (e.g. one restart): ``<stem>.<name><suffix>``, same period
         and key plus ``name``."""
-        if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
-            raise ValueError(f"name must be a non-empty str of letters, digits, '_' or '-', got {name!r}")
+        if (
+            not isinstance(name, str)
+            or not name
+            or not all(c.isalnum() or c in "_-" for c in name)
+        ):
+            raise ValueError(
+                f"name must be a non-empty str of letters, digits, '_' or '-', got {name!r}"
+            )
         path = self.path.with_name(f"{self.path.stem}.{name}{self.path.suffix}")
         return Checkpoint(path, self.every, f"{self.key}/{name}")
 
     def save(self, fingerprint: dict, state: dict) -> None:
         """Write ``state`` with ``fingerprint`` and this checkpoint's key, atomically."""
-        payload = {"format": FORMAT, "key": self.key, "fingerprint": fingerprint, "state": state}
+        payload = {
+            "format": FORMAT,
+            "key": self.key,
+            "fingerprint": fingerprint,
+            "state": state,
+        }
         with atomic_path(self.path) as temporary:
             torch.save(payload, temporary)
 
@@ -90,27 +102,50 @@ class Checkpoint:
         if not self.path.is_file():
             return None
         try:
-            with torch.serialization.safe_globals([Counter]):  # MultiStepLR keeps its milestones in one
+            with torch.serialization.safe_globals(
+                [Counter]
+            ):  # MultiStepLR keeps its milestones in one
                 payload = torch.load(self.path, map_location="cpu", weights_only=True)
-        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as error:
-            raise ValueError(f"checkpoint {self.path} is not a gitutor checkpoint ({type(error).__name__}: "
-                             f"{error}); move it away to start the run afresh") from None
+        except (
+            pickle.UnpicklingError,
+            RuntimeError,
+            EOFError,
+            ValueError,
+            OSError,
+        ) as error:
+            raise ValueError(
+                f"checkpoint {self.path} is not a gitutor checkpoint ({type(error).__name__}: "
+                f"{error}); move it away to start the run afresh"
+            ) from None
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-            raise ValueError(f"checkpoint {self.path} is not a {FORMAT} file; move it away to start afresh")
+            raise ValueError(
+                f"checkpoint {self.path} is not a {FORMAT} file; move it away to start afresh"
+            )
         if payload.get("key") != self.key:
-            raise ValueError(f"checkpoint {self.path} belongs to another run (key {payload.get('key')!r}, "
-                             f"this run's {self.key!r}); move it away to start afresh")
+            raise ValueError(
+                f"checkpoint {self.path} belongs to another run (key {payload.get('key')!r}, "
+                f"this run's {self.key!r}); move it away to start afresh"
+            )
         saved = payload.get("fingerprint", {})
-        differs = sorted(k for k in set(saved) | set(fingerprint) if saved.get(k) != fingerprint.get(k))
+        differs = sorted(
+            k
+            for k in set(saved) | set(fingerprint)
+            if saved.get(k) != fingerprint.get(k)
+        )
         if differs:
-            raise ValueError(f"checkpoint {self.path} belongs to another run (its {', '.join(differs)} "
-                             "differ); move it away to start afresh")
+            raise ValueError(
+                f"checkpoint {self.path} belongs to another run (its {', '.join(differs)} "
+                "differ); move it away to start afresh"
+            )
         return payload["state"]
 
     def remove(self) -> None:
         """Delete the file and those of its parts (once the run's result is kept elsewhere, e.g. in a
         sweep's journal)."""
-        for path in [self.path, *self.path.parent.glob(f"{self.path.stem}.*{self.path.suffix}")]:
+        for path in [
+            self.path,
+            *self.path.parent.glob(f"{self.path.stem}.*{self.path.suffix}"),
+        ]:
             path.unlink(missing_ok=True)
 
 
@@ -120,4 +155,3 @@ def tensor_digest(tensor: torch.Tensor) -> str:
     hasher = hashlib.sha256(f"{data.dtype}{tuple(data.shape)}".encode())
     hasher.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
     return hasher.hexdigest()[:16]
-

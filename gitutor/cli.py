@@ -3,6 +3,7 @@
 Each is an ``argparse`` ``type=``: a bad value is refused before anything runs, with argparse's
 one-line ``error: argument --x: …`` and exit status 2, never a traceback or a silent default.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,10 +95,14 @@ def chapter(root: str | Path) -> Callable[[str], str]:
     def checked(text: str) -> str:
         path = _located(text, Path(root))
         if path.parent != folder or not _CHAPTER.match(path.stem):
-            raise argparse.ArgumentTypeError(f"{text} is not a chapter of this repository (a notebook "
-                                             f"{folder}/NN_name.ipynb)")
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a chapter of this repository (a notebook "
+                f"{folder}/NN_name.ipynb)"
+            )
         if not path.is_file():
-            raise argparse.ArgumentTypeError(f"no notebook notebooks/{path.stem}.ipynb in {Path(root).resolve()}")
+            raise argparse.ArgumentTypeError(
+                f"no notebook notebooks/{path.stem}.ipynb in {Path(root).resolve()}"
+            )
         return f"notebooks/{path.stem}"
 
     return checked
@@ -106,10 +111,13 @@ def chapter(root: str | Path) -> Callable[[str], str]:
 def repository_notebook(root: str | Path) -> Callable[[str], str]:
     """The type of a notebook of this repository (any folder below ``root``): its path relative to
     ``root``, without ``.ipynb``."""
+
     def checked(text: str) -> str:
         path = _located(text, Path(root))
         if not path.is_relative_to(Path(root).resolve()):
-            raise argparse.ArgumentTypeError(f"{text} is not a notebook of this repository ({Path(root).resolve()})")
+            raise argparse.ArgumentTypeError(
+                f"{text} is not a notebook of this repository ({Path(root).resolve()})"
+            )
         if not path.is_file():
             raise argparse.ArgumentTypeError(f"no notebook {path}")
         return str(path.relative_to(Path(root).resolve()).with_suffix(""))
@@ -125,14 +133,22 @@ def output_folder(root: str | Path) -> Callable[[str], Path]:
 
     def checked(text: str) -> Path:
         if not text.strip():
-            raise argparse.ArgumentTypeError("empty folder name (an unset shell variable?)")
+            raise argparse.ArgumentTypeError(
+                "empty folder name (an unset shell variable?)"
+            )
         path = Path(text).resolve()
         if path.exists() and not path.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-        hit = [source for source in sources if source.exists() and source.is_relative_to(path)]
+        hit = [
+            source
+            for source in sources
+            if source.exists() and source.is_relative_to(path)
+        ]
         if hit:
-            raise argparse.ArgumentTypeError(f"{text} ({path}) is or contains the sources {hit[0]}: "
-                                             "write the outputs to a folder of their own (e.g. build/…)")
+            raise argparse.ArgumentTypeError(
+                f"{text} ({path}) is or contains the sources {hit[0]}: "
+                "write the outputs to a folder of their own (e.g. build/…)"
+            )
         return path
 
     return checked
@@ -147,8 +163,12 @@ def existing_file(text: str) -> Path:
 
 def commit(text: str) -> str:
     """A git commit id: 7 to 40 hexadecimal digits."""
-    if not 7 <= len(text) <= 40 or any(c not in "0123456789abcdef" for c in text.lower()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a commit id (7–40 hex digits)")
+    if not 7 <= len(text) <= 40 or any(
+        c not in "0123456789abcdef" for c in text.lower()
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a commit id (7–40 hex digits)"
+        )
     return text
 
 
@@ -156,22 +176,39 @@ def existing_commit(root: str | Path) -> Callable[[str], str]:
     """The type of a commit of the git repository at ``root``: checked with ``git cat-file -e
     <c>^{commit}`` and returned as its full id. Outside a git checkout (a copied tree) it cannot be
     checked, so the full 40-digit id is required."""
+
     def checked(text: str) -> str:
         text = commit(text)
         try:
-            found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"], cwd=root,
-                                   capture_output=True, text=True, timeout=60)
-            inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True,
-                                    timeout=60).returncode == 0
+            found = subprocess.run(
+                ["git", "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            inside = (
+                subprocess.run(
+                    ["git", "rev-parse", "--git-dir"],
+                    cwd=root,
+                    capture_output=True,
+                    timeout=60,
+                ).returncode
+                == 0
+            )
         except OSError:  # no git at all: a copied tree
             found, inside = None, False
         if inside:
             if found.returncode != 0:
-                raise argparse.ArgumentTypeError(f"no commit {text} in the repository at {root}")
+                raise argparse.ArgumentTypeError(
+                    f"no commit {text} in the repository at {root}"
+                )
             return found.stdout.strip()
         if len(text) != 40:
-            raise argparse.ArgumentTypeError(f"{text}: outside a git checkout the commit cannot be checked; "
-                                             "give its full 40-digit id")
+            raise argparse.ArgumentTypeError(
+                f"{text}: outside a git checkout the commit cannot be checked; "
+                "give its full 40-digit id"
+            )
         return text.lower()
 
     return checked

@@ -6,6 +6,7 @@ scikit-image's LBP frontal-face cascade (``skimage.feature.Cascade`` with
 of 32 px. Calibration on the bundled LFW subset at 32×32 with the defaults below: 96 of the 100
 faces and 0 of the 100 non-face crops are detected.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -27,8 +28,13 @@ def _cascade():
     return Cascade(skimage.data.lbp_frontal_face_cascade_filename())
 
 
-def detect_faces(image: torch.Tensor, *, scale_factor: float = 1.1, min_size: int = 16,
-                 min_neighbor_number: int = 1) -> list[dict]:
+def detect_faces(
+    image: torch.Tensor,
+    *,
+    scale_factor: float = 1.1,
+    min_size: int = 16,
+    min_neighbor_number: int = 1,
+) -> list[dict]:
     """Faces found in one image by the LBP cascade.
 
     Args:
@@ -47,12 +53,26 @@ def detect_faces(image: torch.Tensor, *, scale_factor: float = 1.1, min_size: in
     """
     check_images(image, "image", leading=0)
     grey = image.detach().float().cpu().mean(0, keepdim=True)[None]
-    grey = F.interpolate(grey, size=(DETECTION_SIDE, DETECTION_SIDE), mode="bilinear", antialias=True,
-                         align_corners=False).clamp(0, 1)[0, 0].numpy().astype(np.float64)
-    return _cascade().detect_multi_scale(img=grey, scale_factor=scale_factor, step_ratio=1,
-                                         min_size=(min_size, min_size),
-                                         max_size=(DETECTION_SIDE, DETECTION_SIDE),
-                                         min_neighbor_number=min_neighbor_number)
+    grey = (
+        F.interpolate(
+            grey,
+            size=(DETECTION_SIDE, DETECTION_SIDE),
+            mode="bilinear",
+            antialias=True,
+            align_corners=False,
+        )
+        .clamp(0, 1)[0, 0]
+        .numpy()
+        .astype(np.float64)
+    )
+    return _cascade().detect_multi_scale(
+        img=grey,
+        scale_factor=scale_factor,
+        step_ratio=1,
+        min_size=(min_size, min_size),
+        max_size=(DETECTION_SIDE, DETECTION_SIDE),
+        min_neighbor_number=min_neighbor_number,
+    )
 
 
 def face_detection_rate(images: torch.Tensor, **detector_options) -> float:
@@ -67,5 +87,9 @@ def face_detection_rate(images: torch.Tensor, **detector_options) -> float:
     """
     check_images(images, "images")
     if images.shape[0] == 0:
-        raise ValueError(f"images must be a non-empty (N, C, H, W) batch, got shape {tuple(images.shape)}")
-    return float(np.mean([len(detect_faces(image, **detector_options)) > 0 for image in images]))
+        raise ValueError(
+            f"images must be a non-empty (N, C, H, W) batch, got shape {tuple(images.shape)}"
+        )
+    return float(
+        np.mean([len(detect_faces(image, **detector_options)) > 0 for image in images])
+    )

@@ -13,6 +13,7 @@ before that leaves the old record byte-identical and at most a ``.<name>.tmp-*``
 :func:`read_json` reads a record and raises a ``ValueError`` naming the file when it is truncated or
 not JSON (``json.loads`` alone says neither which file nor that it is cut short).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,13 +37,19 @@ def target_problem(path: Path) -> str | None:
     """Why a file could not be written at ``path`` (None: it can): ``path`` is a folder or another
     non-file, a folder above it is a file, or the place it goes is not writable."""
     if path.exists() and not path.is_file():
-        return f"{path} is a folder, not a file" if path.is_dir() else f"{path} is not a regular file"
+        return (
+            f"{path} is a folder, not a file"
+            if path.is_dir()
+            else f"{path} is not a regular file"
+        )
     above = path.parent
     while not above.exists():
         above = above.parent
     if not above.is_dir():
         return f"{above} is a file, so {path} cannot be created beneath it"
-    if not os.access(above, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if not os.access(above, os.W_OK | os.X_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
         return f"{path if path.exists() else above} is not writable"
     return None
 
@@ -58,11 +65,15 @@ def check_targets(paths) -> list[Path]:
     """
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"paths must be str or os.PathLike, got {type(path).__name__}")
+            raise TypeError(
+                f"paths must be str or os.PathLike, got {type(path).__name__}"
+            )
     targets = [Path(path).absolute() for path in paths]
     resolved = [target.resolve() for target in targets]
     if len(set(resolved)) != len(resolved):
-        raise ValueError(f"paths must name different files, got {[str(p) for p in paths]}")
+        raise ValueError(
+            f"paths must name different files, got {[str(p) for p in paths]}"
+        )
     problems = [problem for problem in map(target_problem, targets) if problem]
     if problems:
         raise ValueError(f"cannot write {', '.join(problems)}; nothing was written")
@@ -104,8 +115,12 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         yield tuple(temporaries)
         for temporary in temporaries:
             _flush_to_disk(temporary)
-            os.chmod(temporary, 0o644)  # mkstemp makes 0600; a record is an ordinary file
-        check_targets(targets)  # nothing became a folder meanwhile: all are replaced, or none
+            os.chmod(
+                temporary, 0o644
+            )  # mkstemp makes 0600; a record is an ordinary file
+        check_targets(
+            targets
+        )  # nothing became a folder meanwhile: all are replaced, or none
         for temporary, target in zip(temporaries, targets):
             os.replace(temporary, target)
     finally:
@@ -163,9 +178,15 @@ def copy_files(pairs: dict[str | Path, str | Path], remove=()) -> list[Path]:
         raise FileNotFoundError(f"cannot copy {missing}: no such file")
     stale = [Path(path).absolute() for path in remove]
     targets = check_targets(list(pairs.values()))
-    wrong = [str(path) for path in stale if path in targets or path.exists() and not path.is_file()]
+    wrong = [
+        str(path)
+        for path in stale
+        if path in targets or path.exists() and not path.is_file()
+    ]
     if wrong:
-        raise ValueError(f"cannot remove {wrong}: a target or not a file; nothing was written")
+        raise ValueError(
+            f"cannot remove {wrong}: a target or not a file; nothing was written"
+        )
     with atomic_paths(*targets) as temporaries:
         for source, temporary in zip(sources, temporaries):
             shutil.copyfile(source, temporary)
@@ -187,12 +208,22 @@ def read_json(path: str | Path, what: str = "record"):
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{what} {path} is not UTF-8 text: {error.reason} at byte {error.start}") from None
+        raise ValueError(
+            f"{what} {path} is not UTF-8 text: {error.reason} at byte {error.start}"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
         if not text.strip():
-            raise ValueError(f"{what} {path} is not valid JSON: the file is empty") from None
-        cut = " (truncated?)" if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated") else ""
-        raise ValueError(f"{what} {path} is not valid JSON{cut}: {error.msg} at line {error.lineno}, "
-                         f"column {error.colno}") from None
+            raise ValueError(
+                f"{what} {path} is not valid JSON: the file is empty"
+            ) from None
+        cut = (
+            " (truncated?)"
+            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated")
+            else ""
+        )
+        raise ValueError(
+            f"{what} {path} is not valid JSON{cut}: {error.msg} at line {error.lineno}, "
+            f"column {error.colno}"
+        ) from None

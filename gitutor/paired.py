@@ -7,23 +7,45 @@ over the differences: Student-t below 20 pairs, BCa bootstrap from 20) and :func
 reads it: "A > B" when the whole interval is above 0, "A < B" when below, else
 :data:`gitutor.stats.NOT_RESOLVED`. With one pair there is no interval and nothing is claimed.
 """
+
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from gitutor.checks import check_choice, check_real
 from gitutor.stats import NOT_RESOLVED, Interval, interval
 
 #: Metrics of reconstructions where a lower value is a better reconstruction.
 LOWER_IS_BETTER = frozenset({"LPIPS", "MSE"})
+#: Metrics where a higher value is better: PSNR, SSIM and a correlation with the truth ("layout r",
+#: chapter 04's layout correlation).
+HIGHER_IS_BETTER = frozenset({"PSNR", "SSIM", "layout r"})
+#: Every metric :func:`oriented` knows, in any letter case (as :mod:`gitutor.results.bounds` reads
+#: "psnr", "Ssim"; :func:`gitutor.metrics.score_batch` names them in lower case).
+METRICS = tuple(sorted(HIGHER_IS_BETTER | LOWER_IS_BETTER))
 
 
 def oriented(metric: str, values: Sequence[float]) -> list[float]:
     """``values`` of ``metric`` turned so that higher is better (negated for
-    :data:`LOWER_IS_BETTER`), so that "A > B" of :func:`compare_paired` reads "A better"."""
+    :data:`LOWER_IS_BETTER`), so that "A > B" of :func:`compare_paired` reads "A better".
+
+    ``metric`` is one of :data:`METRICS` in any letter case (``"lpips"`` is LPIPS, lower is better).
+
+    Raises:
+        TypeError: naming ``metric`` when it is not a string, or ``values`` when a value is not a real
+            number (``"0.3"``, ``True``).
+        ValueError: naming ``metric`` and :data:`METRICS` when it is none of them (a name it does not know
+            could be either way up).
+    """
+    metric = check_choice(metric, "metric", METRICS, ignore_case=True)
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"values must be a sequence of real numbers, got {values!r}")
     sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
-    return [sign * float(v) for v in values]
+    return [
+        sign * check_real(v, f"values[{i}]", finite=False) for i, v in enumerate(values)
+    ]
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
@@ -35,27 +57,57 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
 
     Raises:
         ValueError: if the lengths differ or are 0, or a value is NaN/inf (as :func:`interval`).
-        TypeError: if a value is not a real number.
+        TypeError: naming ``a`` or ``b`` when it is not a sequence, or ``a[i]``/``b[i]`` when a value is
+            not a real number (a number as text such as ``"0.5"``, a bool, a nested list).
     """
-    a_values, b_values = (np.asarray(list(v), dtype=float) for v in (a, b))
-    if a_values.ndim != 1 or b_values.ndim != 1 or len(a_values) != len(b_values) or not len(a_values):
-        raise ValueError(f"a and b must be equal-length flat sequences of ≥ 1 paired value, got "
-                         f"shapes {a_values.shape} and {b_values.shape}")
+    for name, values in (("a", a), ("b", b)):
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise TypeError(
+                f"{name} must be a sequence of real numbers, one per trial, got {type(values).__name__}"
+            )
+    a, b = list(a), list(b)
+    for name, values in (("a", a), ("b", b)):
+        for i, value in enumerate(values):
+            if not (
+                isinstance(value, np.ndarray) and value.ndim
+            ):  # nested: refused by shape below
+                check_real(value, f"{name}[{i}]", finite=False)
+    a_values, b_values = (np.asarray(v, dtype=float) for v in (a, b))
+    if (
+        a_values.ndim != 1
+        or b_values.ndim != 1
+        or len(a_values) != len(b_values)
+        or not len(a_values)
+    ):
+        raise ValueError(
+            f"a and b must be equal-length flat sequences of ≥ 1 paired value, got "
+            f"shapes {a_values.shape} and {b_values.shape}"
+        )
     return interval((a_values - b_values).tolist())
 
 
-def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str] = ("A", "B"),
-                   margin: float = 0.0) -> str:
+def compare_paired(
+    a: Sequence[float],
+    b: Sequence[float],
+    names: tuple[str, str] = ("A", "B"),
+    margin: float = 0.0,
+) -> str:
     """``"A > B"`` / ``"A < B"`` (with ``names``) when the paired difference's 95 % interval lies wholly
     above ``margin`` / below −``margin``, else :data:`~gitutor.stats.NOT_RESOLVED` (also for a single
     pair). ``margin`` ≥ 0 is the smallest difference that counts (e.g. 0.5 dB of PSNR): a difference
     resolved from 0 but inside it is not called an ordering.
 
     Raises:
-        ValueError/TypeError: as :func:`paired_difference`.
+        ValueError/TypeError: as :func:`paired_difference`; naming ``margin`` when it is not a finite
+            number ≥ 0 (``"0.5"``, NaN, inf), or ``names`` when it is not two strings.
     """
-    if not margin >= 0:
-        raise ValueError(f"margin must be ≥ 0, got {margin!r}")
+    margin = check_real(margin, "margin", low=0.0)
+    if (
+        isinstance(names, str)
+        or len(names) != 2
+        or not all(isinstance(name, str) for name in names)
+    ):
+        raise ValueError(f"names must be two strings (A's and B's), got {names!r}")
     difference = paired_difference(a, b)
     if difference.low > margin:
         return f"{names[0]} > {names[1]}"
@@ -64,7 +116,9 @@ def compare_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str
     return NOT_RESOLVED
 
 
-def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[str], margin: float = 0.0) -> dict:
+def paired_ordering(
+    results: Mapping[str, Sequence[float]], expected: Sequence[str], margin: float = 0.0
+) -> dict:
     """Judge an expected ordering (best first) by paired differences between neighbours.
 
     Args:
@@ -79,15 +133,31 @@ def paired_ordering(results: Mapping[str, Sequence[float]], expected: Sequence[s
         "not resolved"}``.
 
     Raises:
-        ValueError: if ``expected`` has fewer than two names or names a key not in ``results`` (and as
-            :func:`paired_difference`).
+        ValueError: if ``expected`` has fewer than two names, names a key not in ``results`` or one twice
+            (and as :func:`paired_difference`, and ``margin`` as :func:`compare_paired`).
+        TypeError: if ``expected`` is a string (a sequence of names is needed).
     """
-    if len(expected) < 2 or any(name not in results for name in expected):
-        raise ValueError(f"expected must name ≥ 2 keys of results {sorted(results)}, got {list(expected)}")
-    pairs = {f"{a} > {b}": compare_paired(results[a], results[b], (a, b), margin)
-             for a, b in zip(expected, expected[1:])}
+    if isinstance(expected, str):
+        raise TypeError(
+            f"expected must be a sequence of names of results, got the string {expected!r}"
+        )
+    if (
+        len(expected) < 2
+        or any(name not in results for name in expected)
+        or len(set(expected)) != len(expected)
+    ):
+        raise ValueError(
+            f"expected must name ≥ 2 keys of results {sorted(results)}, got {list(expected)}"
+        )
+    pairs = {
+        f"{a} > {b}": compare_paired(results[a], results[b], (a, b), margin)
+        for a, b in zip(expected, expected[1:])
+    }
     claimed = [f"{a} > {b}" for a, b in zip(expected, expected[1:])]
-    if any(verdict not in (claim, NOT_RESOLVED) for claim, verdict in zip(claimed, pairs.values())):
+    if any(
+        verdict not in (claim, NOT_RESOLVED)
+        for claim, verdict in zip(claimed, pairs.values())
+    ):
         outcome = "refuted"
     elif all(verdict == claim for claim, verdict in zip(claimed, pairs.values())):
         outcome = "consistent"

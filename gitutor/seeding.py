@@ -1,4 +1,5 @@
 """Seeds, generators and device selection: the same seed gives the same numbers."""
+
 from __future__ import annotations
 
 import random
@@ -53,9 +54,13 @@ def trial_seeds(seed: int, count: int, purpose: str) -> list[int]:
     if not isinstance(purpose, str):
         raise TypeError(f"purpose must be a str, got {type(purpose).__name__}")
     if seed < 0 or count < 1:
-        raise ValueError(f"seed must be ≥ 0 and count ≥ 1, got seed={seed}, count={count}")
+        raise ValueError(
+            f"seed must be ≥ 0 and count ≥ 1, got seed={seed}, count={count}"
+        )
     sequence = np.random.SeedSequence([seed, zlib.crc32(purpose.encode())])
-    return [int(value) >> 1 for value in sequence.generate_state(count, dtype=np.uint32)]
+    return [
+        int(value) >> 1 for value in sequence.generate_state(count, dtype=np.uint32)
+    ]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -70,21 +75,33 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
             run on, or a CUDA / MPS device that this machine does not have.
     """
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str such as 'auto', 'cpu' or 'cuda', got {type(device).__name__}")
+        raise TypeError(
+            f"device must be a str such as 'auto', 'cpu' or 'cuda', got {type(device).__name__}"
+        )
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         resolved = torch.device(device)
     except RuntimeError as error:
-        raise ValueError(f"device={device!r} is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'") from error
+        raise ValueError(
+            f"device={device!r} is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'"
+        ) from error
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} but CUDA is not available here; use 'auto' or 'cpu'")
+            raise ValueError(
+                f"device={device!r} but CUDA is not available here; use 'auto' or 'cpu'"
+            )
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
-            raise ValueError(f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
+            raise ValueError(
+                f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
     elif resolved.type == "mps":
         if not torch.backends.mps.is_available():
-            raise ValueError(f"device={device!r} but Apple's MPS backend is not available here; use 'auto' or 'cpu'")
+            raise ValueError(
+                f"device={device!r} but Apple's MPS backend is not available here; use 'auto' or 'cpu'"
+            )
     elif resolved.type != "cpu":
-        raise ValueError(f"device={device!r}: gitutor runs on 'cpu', 'cuda' or 'mps', not {resolved.type!r}")
+        raise ValueError(
+            f"device={device!r}: gitutor runs on 'cpu', 'cuda' or 'mps', not {resolved.type!r}"
+        )
     return resolved

@@ -8,7 +8,8 @@ reported (its ``error`` holds the exception) and the others go on.
   imported).
 * ``engine="processes"``: ``num_cpus`` worker processes of this machine (spawned, so each may
   open its own CUDA context), for a machine without Ray; ``context`` is pickled with every trial
-  and each worker runs ``cpus_per_trial`` OpenMP threads (``OMP_NUM_THREADS``).
+  and each worker runs ``cpus_per_trial`` OpenMP threads (``OMP_NUM_THREADS``). A worker ends
+  within a second of its parent (also when the parent is killed with SIGKILL).
 * ``engine="ray"``: trials run on Ray actors, one per ``cpus_per_trial`` CPUs of the cluster
   (``pip install "gitutor[sweeps]"``). Without a running
   Ray, ``ray.init()`` starts a local one, which uses every core (and GPU) of the machine unless
@@ -31,6 +32,7 @@ that trial again). Without a journal nothing is written, unless the environment 
 ``GITUTOR_JOURNALS`` names a folder (``scripts/record.py`` sets it for the notebook it records):
 then every sweep journals into ``<folder>/<function>-<hash of its trials and run>.jsonl``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,6 +43,7 @@ import json
 import math
 import multiprocessing
 import os
+import threading
 import time
 import traceback
 import warnings
@@ -75,22 +78,41 @@ class TrialOutcome:
         return self.error is None
 
 
-def _call(function: Callable, context: Any, trial: Mapping, checkpoint: Checkpoint | None = None) -> TrialOutcome:
+def _call(
+    function: Callable,
+    context: Any,
+    trial: Mapping,
+    checkpoint: Checkpoint | None = None,
+) -> TrialOutcome:
     gc.collect()  # what the previous trial left in reference cycles (counted in objects, not bytes)
     start = time.perf_counter()
     try:
-        value = function(context, **trial) if checkpoint is None else function(context, **trial, checkpoint=checkpoint)
+        value = (
+            function(context, **trial)
+            if checkpoint is None
+            else function(context, **trial, checkpoint=checkpoint)
+        )
     except Exception as error:  # noqa: BLE001 - a failing trial is reported, not fatal
         last = traceback.format_exception_only(type(error), error)[-1].strip()
         return TrialOutcome(dict(trial), None, last, time.perf_counter() - start)
     return TrialOutcome(dict(trial), value, None, time.perf_counter() - start)
 
 
-def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]], *, context: Any = None,
-               engine: str = "local", num_cpus: int | None = None, cpus_per_trial: float = 1,
-               gpus_per_trial: float = 0, progress: bool = False, journal: str | os.PathLike | None = None,
-               encode: Callable[[Any], Any] | None = None,
-               decode: Callable[[Any], Any] | None = None, checkpoint_every: int = 100) -> list[TrialOutcome]:
+def run_trials(
+    function: Callable[..., Any],
+    trials: Sequence[Mapping[str, Any]],
+    *,
+    context: Any = None,
+    engine: str = "local",
+    num_cpus: int | None = None,
+    cpus_per_trial: float = 1,
+    gpus_per_trial: float = 0,
+    progress: bool = False,
+    journal: str | os.PathLike | None = None,
+    encode: Callable[[Any], Any] | None = None,
+    decode: Callable[[Any], Any] | None = None,
+    checkpoint_every: int = 100,
+) -> list[TrialOutcome]:
     """Run ``function(context, **trial)`` for every trial; see the module docstring.
 
     Args:
@@ -131,15 +153,35 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if not all(isinstance(trial, Mapping) for trial in trials):
-        raise ValueError("trials must be a sequence of mappings (keyword arguments of function)")
+        raise ValueError(
+            "trials must be a sequence of mappings (keyword arguments of function)"
+        )
     if not (0 < cpus_per_trial < math.inf and 0 <= gpus_per_trial < math.inf):
-        raise ValueError(f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}")
-    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ValueError(
+            f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}"
+        )
+    if num_cpus is not None and (
+        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
+    ):
         raise ValueError(f"num_cpus must be a positive int or None, got {num_cpus!r}")
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
-        raise ValueError(f"checkpoint_every must be an int ≥ 1, got {checkpoint_every!r}")
-    run = functools.partial(_run, function, context=context, engine=engine, num_cpus=num_cpus,
-                            cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial, progress=progress)
+    if (
+        isinstance(checkpoint_every, bool)
+        or not isinstance(checkpoint_every, int)
+        or checkpoint_every < 1
+    ):
+        raise ValueError(
+            f"checkpoint_every must be an int ≥ 1, got {checkpoint_every!r}"
+        )
+    run = functools.partial(
+        _run,
+        function,
+        context=context,
+        engine=engine,
+        num_cpus=num_cpus,
+        cpus_per_trial=cpus_per_trial,
+        gpus_per_trial=gpus_per_trial,
+        progress=progress,
+    )
     if journal is None and os.environ.get(JOURNALS_ENV):
         journal = _journal_in(Path(os.environ[JOURNALS_ENV]), function, trials, context)
     if journal is None:
@@ -149,7 +191,9 @@ def run_trials(function: Callable[..., Any], trials: Sequence[Mapping[str, Any]]
     return _journaled(run, trials, book, checkpoint_every if takes else None)
 
 
-def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], context: Any) -> Path | None:
+def _journal_in(
+    folder: Path, function: Callable, trials: Sequence[Mapping], context: Any
+) -> Path | None:
     """``<folder>/<module.function>-<sha256 of the trials' keys and the run, 12 hex>.jsonl`` (None, with
     a warning, when the trials cannot be keyed: parameters that are not JSON, two trials with the same
     ones, or a context that cannot be digested)."""
@@ -159,7 +203,10 @@ def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], con
             raise ValueError("two trials have the same parameters")
         keys.append(json.dumps(run_identity(function, context), sort_keys=True))
     except (TypeError, ValueError) as error:
-        warnings.warn(f"{JOURNALS_ENV} is set but this sweep cannot be journaled: {error}", stacklevel=3)
+        warnings.warn(
+            f"{JOURNALS_ENV} is set but this sweep cannot be journaled: {error}",
+            stacklevel=3,
+        )
         return None
     name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', 'trial')}"
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
@@ -167,70 +214,155 @@ def _journal_in(folder: Path, function: Callable, trials: Sequence[Mapping], con
     return folder / f"{name}-{digest}.jsonl"
 
 
-def _journaled(run: Callable, trials: Sequence[Mapping], book: Journal, every: int | None) -> list[TrialOutcome]:
+def _journaled(
+    run: Callable, trials: Sequence[Mapping], book: Journal, every: int | None
+) -> list[TrialOutcome]:
     """Run the trials ``book`` does not hold, journal each success, read every outcome back; with
     ``every``, give each trial its checkpoint (removed once the trial is journaled)."""
     keys = [trial_key(trial) for trial in trials]
     first: dict[str, int] = {}
     for index, key in enumerate(keys):
         if first.setdefault(key, index) != index:
-            raise ValueError(f"trials[{first[key]}] and trials[{index}] have the same parameters {key}: "
-                             "a journal keeps one outcome per parameter set")
+            raise ValueError(
+                f"trials[{first[key]}] and trials[{index}] have the same parameters {key}: "
+                "a journal keeps one outcome per parameter set"
+            )
     finished = book.read()
     todo = [index for index, key in enumerate(keys) if key not in finished]
     checkpoints = {}
     if every is not None:
-        folder, run_key = book.path.with_name(book.path.name + ".checkpoints"), json.dumps(book.run, sort_keys=True)
+        folder, run_key = (
+            book.path.with_name(book.path.name + ".checkpoints"),
+            json.dumps(book.run, sort_keys=True),
+        )
         for index in todo:
             name = hashlib.sha256(keys[index].encode()).hexdigest()[:16]
-            checkpoints[keys[index]] = Checkpoint(folder / f"{name}.pt", every, key=f"{keys[index]} {run_key}")
+            checkpoints[keys[index]] = Checkpoint(
+                folder / f"{name}.pt", every, key=f"{keys[index]} {run_key}"
+            )
 
     def keep(outcome: TrialOutcome) -> TrialOutcome:
         if outcome.ok:
             try:
                 book.append(outcome.trial, outcome.value, outcome.seconds)
-            except (TypeError, ValueError) as error:  # the trial's work is not lost: it stays in memory
-                warnings.warn(f"trial {outcome.trial} finished but cannot be journaled ({error}); "
-                              "a rerun will run it again", stacklevel=2)
+            except (
+                TypeError,
+                ValueError,
+            ) as error:  # the trial's work is not lost: it stays in memory
+                warnings.warn(
+                    f"trial {outcome.trial} finished but cannot be journaled ({error}); "
+                    "a rerun will run it again",
+                    stacklevel=2,
+                )
             else:
                 checkpoint = checkpoints.get(trial_key(outcome.trial))
                 if checkpoint is not None:
                     checkpoint.remove()
         return outcome
 
-    ran = dict(zip(todo, run([trials[index] for index in todo], keep=keep,
-                             checkpoints=[checkpoints.get(keys[index]) for index in todo])))
+    ran = dict(
+        zip(
+            todo,
+            run(
+                [trials[index] for index in todo],
+                keep=keep,
+                checkpoints=[checkpoints.get(keys[index]) for index in todo],
+            ),
+        )
+    )
     finished = book.read()
-    return [TrialOutcome(dict(trial), *finished[key]) if key in finished else ran[index]
-            for index, (trial, key) in enumerate(zip(trials, keys))]
+    return [
+        TrialOutcome(dict(trial), *finished[key]) if key in finished else ran[index]
+        for index, (trial, key) in enumerate(zip(trials, keys))
+    ]
 
 
-def _run(function, trials, *, context, engine, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep,
-         checkpoints=None):
+def _run(
+    function,
+    trials,
+    *,
+    context,
+    engine,
+    num_cpus,
+    cpus_per_trial,
+    gpus_per_trial,
+    progress,
+    keep,
+    checkpoints=None,
+):
     """The outcomes of ``trials`` by ``engine``, each passed through ``keep`` as soon as it finishes;
     ``checkpoints[i]`` (None: none) is trial i's checkpoint."""
     if not trials:
         return []
     checkpoints = checkpoints or [None] * len(trials)
     if engine == "local":
-        return [keep(_call(function, context, trial, checkpoint))
-                for trial, checkpoint in tqdm(list(zip(trials, checkpoints)), desc="trials", disable=not progress)]
+        return [
+            keep(_call(function, context, trial, checkpoint))
+            for trial, checkpoint in tqdm(
+                list(zip(trials, checkpoints)), desc="trials", disable=not progress
+            )
+        ]
     if engine == "processes":
-        return _run_in_processes(function, trials, checkpoints, context, num_cpus, cpus_per_trial, progress, keep)
-    return _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial, gpus_per_trial,
-                       progress, keep)
+        return _run_in_processes(
+            function,
+            trials,
+            checkpoints,
+            context,
+            num_cpus,
+            cpus_per_trial,
+            progress,
+            keep,
+        )
+    return _run_on_ray(
+        function,
+        trials,
+        checkpoints,
+        context,
+        num_cpus,
+        cpus_per_trial,
+        gpus_per_trial,
+        progress,
+        keep,
+    )
 
 
-def _run_in_processes(function, trials, checkpoints, context, workers, threads, progress, keep):
+def _end_with_parent(parent: int) -> None:
+    """A worker's initializer: a daemon thread that ends the worker once its parent ``parent`` is gone
+    (a parent killed with SIGKILL cannot stop its workers itself; they would go on computing)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="end-with-parent").start()
+
+
+def _run_in_processes(
+    function, trials, checkpoints, context, workers, threads, progress, keep
+):
     before = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = str(max(1, int(threads)))  # each spawned worker's torch reads it
+    os.environ["OMP_NUM_THREADS"] = str(
+        max(1, int(threads))
+    )  # each spawned worker's torch reads it
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_call, function, context, dict(trial), checkpoint): index
-                       for index, (trial, checkpoint) in enumerate(zip(trials, checkpoints))}
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_end_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
+            futures = {
+                pool.submit(_call, function, context, dict(trial), checkpoint): index
+                for index, (trial, checkpoint) in enumerate(zip(trials, checkpoints))
+            }
             outcomes: list[TrialOutcome | None] = [None] * len(trials)
-            for future in tqdm(as_completed(futures), total=len(futures), desc="trials (processes)",
-                               disable=not progress):
+            for future in tqdm(
+                as_completed(futures),
+                total=len(futures),
+                desc="trials (processes)",
+                disable=not progress,
+            ):
                 outcomes[futures[future]] = keep(future.result())
             return outcomes
     finally:
@@ -250,18 +382,43 @@ class _Runner:
         return _call(self.function, self.context, trial, checkpoint)
 
 
-def _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial, gpus_per_trial, progress, keep):
+def _run_on_ray(
+    function,
+    trials,
+    checkpoints,
+    context,
+    num_cpus,
+    cpus_per_trial,
+    gpus_per_trial,
+    progress,
+    keep,
+):
     try:
         import ray
     except ImportError as error:
-        raise ImportError('engine="ray" needs Ray: pip install "gitutor[sweeps]"') from error
+        raise ImportError(
+            'engine="ray" needs Ray: pip install "gitutor[sweeps]"'
+        ) from error
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     try:
-        runner = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_restarts=0)(_Runner)
+        runner = ray.remote(
+            num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_restarts=0
+        )(_Runner)
         shared = ray.put(context)
-        slots = max(1, min(len(trials), int(ray.cluster_resources().get("CPU", 1) // cpus_per_trial)))
+        slots = max(
+            1,
+            min(
+                len(trials),
+                int(ray.cluster_resources().get("CPU", 1) // cpus_per_trial),
+            ),
+        )
         idle = [runner.remote(function, shared) for _ in range(slots)]
         queue, pending = list(enumerate(trials)), {}
         outcomes: list[TrialOutcome | None] = [None] * len(trials)
@@ -270,15 +427,24 @@ def _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial
                 while queue and idle:
                     index, trial = queue.pop(0)
                     actor = idle.pop()
-                    pending[actor.run.remote(dict(trial), checkpoints[index])] = (index, actor)
+                    pending[actor.run.remote(dict(trial), checkpoints[index])] = (
+                        index,
+                        actor,
+                    )
                 done, _ = ray.wait(list(pending), num_returns=1)
                 index, actor = pending.pop(done[0])
                 try:
                     outcomes[index] = keep(ray.get(done[0]))
                     idle.append(actor)
-                except ray.exceptions.RayError as error:  # the actor died (e.g. out of memory): report, replace
+                except (
+                    ray.exceptions.RayError
+                ) as error:  # the actor died (e.g. out of memory): report, replace
                     first_line = (str(error).strip().splitlines() or [""])[0]
-                    outcomes[index] = TrialOutcome(dict(trials[index]), None, f"{type(error).__name__}: {first_line}")
+                    outcomes[index] = TrialOutcome(
+                        dict(trials[index]),
+                        None,
+                        f"{type(error).__name__}: {first_line}",
+                    )
                     idle.append(runner.remote(function, shared))
                 bar.update()
         return outcomes
@@ -289,4 +455,8 @@ def _run_on_ray(function, trials, checkpoints, context, num_cpus, cpus_per_trial
 
 def failures(outcomes: Sequence[TrialOutcome]) -> str:
     """A short Markdown list of the failed trials ("" when every trial succeeded)."""
-    return "\n".join(f"* trial {outcome.trial}: {outcome.error}" for outcome in outcomes if not outcome.ok)
+    return "\n".join(
+        f"* trial {outcome.trial}: {outcome.error}"
+        for outcome in outcomes
+        if not outcome.ok
+    )

@@ -4,6 +4,7 @@ Glued with ``myst_nb.glue(name, Markdown(table), display=False)`` and pasted wit
 ``{glue:md}`` in a Markdown cell, or shown as a cell's ``Markdown`` output, the table renders
 as an HTML table in the book (myst-nb renders Markdown outputs as MyST, see ``_config.yml``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -30,7 +31,9 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
     for index, row in enumerate(rows):
         row = list(row)
         if len(row) != len(header):
-            raise ValueError(f"rows[{index}] has {len(row)} cells, the header {len(header)}")
+            raise ValueError(
+                f"rows[{index}] has {len(row)} cells, the header {len(header)}"
+            )
         lines.append("| " + " | ".join(map(_cell, row)) + " |")
     return "\n".join(lines)
 

@@ -236,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = shlex.join([Path(sys.executable).name, "scripts/record.py", *(sys.argv[1:] if argv is None else argv)])
     parameters = {key: _parameter(value) for key, value in args.parameter}
+    for name, option in (("PROFILE", "--profile"), ("DEVICE", "--device"), ("RESULTS_DIR", "--recorded")):
+        if name in parameters:  # record() sets these itself; a -p would run one setting under another's label
+            parser.error(f"-p {name} is set by {option}; give {option} instead")
     for notebook in args.notebooks:  # every argument is checked before anything runs
         try:
             _git("ls-files", "--error-unmatch", f"{notebook}.ipynb")

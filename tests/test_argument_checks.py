@@ -24,7 +24,8 @@ from gitutor.models.substitute import (
 )
 from gitutor.chapters import get_profile
 from gitutor.results import collect_results, save_results
-from gitutor.stats import Interval, budget_for, compare
+from gitutor.budgets import budget_for
+from gitutor.stats import Interval, compare
 from gitutor.chapters.stepwise_gradinversion.recording import (
     load_reconstructions,
     save_reconstructions,

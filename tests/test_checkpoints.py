@@ -164,7 +164,7 @@ def test_checkpoint_of_another_run_or_not_a_checkpoint_is_refused_and_kept(tmp_p
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(every=0), ValueError, "every must be ≥ 1"), (dict(every=2.5), TypeError, "every must be an int"),
+    (dict(every=0), ValueError, "every must be an int ≥ 1"), (dict(every=2.5), TypeError, "every must be an int"),
     (dict(every=True), TypeError, "every must be an int"), (dict(key=3), TypeError, "key must be a str")])
 def test_checkpoint_arguments_are_checked(tmp_path, kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -1,6 +1,7 @@
 """Nothing recorded is ever lost: a recording or a study that fails, or is interrupted, leaves every
 existing record byte-identical, exits non-zero with the reason, and resumes; bad arguments are
 refused at the door (issue 28)."""
+import subprocess
 import hashlib
 import importlib.util
 import json
@@ -220,10 +221,14 @@ def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(t
                                                                                book_untouched):
     study = script("setting_study", monkeypatch)
     monkeypatch.setattr(study.study, "trial", lambda *a, **k: pytest.fail("merging runs no trial"))
+    def provenance(commit, trials):
+        return {"commit": commit, "device": "CPU", "torch": "2", "command": "python3 scripts/setting_study.py",
+                "wall_seconds": 7, "iterations": 10, "trials": trials, "failed": 0, "date": "2026-12-06 10:00 UTC"}
+
     ours = {"trials": [{"phase": "trained", "trial": {"batch": 0}, "value": {"lpips": [0.5]}, "error": None}],
-            "phases": {"trained": {"commit": "a" * 40, "wall_seconds": 7}}}
+            "phases": {"trained": provenance("a" * 40, 1)}}
     theirs = {"trials": [{"phase": "trained_table", "trial": {"batch": b}, "value": {"lpips": [0.4]}, "error": None}
-                         for b in range(2)], "phases": {"trained_table": {"commit": "b" * 40, "wall_seconds": 9}}}
+                         for b in range(2)], "phases": {"trained_table": provenance("b" * 40, 2)}}
     target, other = tmp_path / "ours.json", tmp_path / "theirs.json"
     target.write_text(json.dumps(ours))
     other.write_text(json.dumps(theirs))
@@ -236,7 +241,13 @@ def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(t
     before = target.read_bytes()
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"trials": theirs["trials"], "phases": {}}))  # trials without provenance
+    partial = tmp_path / "partial.json"  # a phase whose provenance lacks most of what a recorded phase holds
+    partial.write_text(json.dumps({"trials": theirs["trials"], "phases": {"trained_table": {"commit": "c" * 40}}}))
+    short = tmp_path / "short.json"  # a phase whose provenance counts more trials than the record holds
+    short.write_text(json.dumps({"trials": theirs["trials"][:1], "phases": theirs["phases"]}))
     for argv, message in ([["--merge", str(broken)], "without provenance"],
+                          [["--merge", str(partial)], "not a whole recorded phase (provenance lacks command"],
+                          [["--merge", str(short)], "not a whole recorded phase (provenance counts other trials"],
                           [["--merge", str(target)], "the record itself"],
                           [["--merge", str(tmp_path / "none.json")], "none.json"],
                           [["--phase", "trained", "--merge", str(other)], "either --phase"], [[], "either --phase"],
@@ -245,6 +256,29 @@ def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(t
             study.main([*argv, "--record", str(target)])
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert target.read_bytes() == before
+    with pytest.raises(SystemExit) as stop:  # no default record: a merge writes only what it is asked to
+        study.main(["--merge", str(other)])
+    assert stop.value.code == 2 and "--merge needs --record" in capsys.readouterr().err
+
+
+def test_commit_other_than_head_is_refused_in_a_checkout(tmp_path, monkeypatch, capsys, book_untouched):
+    study = script("setting_study", monkeypatch)
+    monkeypatch.setattr(study.study, "trial", lambda *a, **k: pytest.fail("no trial may start"))
+    with pytest.raises(SystemExit) as stop:
+        older = subprocess.run(["git", "rev-parse", "HEAD~3"], cwd=ROOT, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        study.main(["--phase", "base", "--engine", "local", "--commit", older, "--record",
+                    str(tmp_path / "r.json")])
+    assert stop.value.code == 2 and "is not the commit that runs" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("name", ["PROFILE", "DEVICE", "RESULTS_DIR"])
+def test_record_refuses_a_parameter_that_its_own_options_set(monkeypatch, capsys, name):
+    record = script("record", monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        record.main(["notebooks/04_stepwise_gradinversion", "--profile", "quick", "-p", name, "full"])
+    assert stop.value.code == 2 and f"-p {name} is set by" in capsys.readouterr().err
 
 
 # --- the other command lines ------------------------------------------------------------------------

@@ -561,8 +561,8 @@ def test_the_noise_scale_at_the_threshold_is_sigma_root_m_in_units_of_c():
     assert curve.noise_scale_words(leaks, found, 10_000).startswith("Even at σ = 0.01, noise of norm about 1 C")
     quiet, found = _curve(_curve_point(0.0, inf, 0, 0, 0), _curve_point(1.0, 3.0, 0, 0, 0))
     assert curve.noise_scale_words(quiet, found, 10_000) == ""
-    for bad in (0, 2.5, True):
-        with pytest.raises(ValueError, match="m must"):
+    for bad, error in ((0, ValueError), (2.5, TypeError), (True, TypeError)):  # a count that is no int: TypeError
+        with pytest.raises(error, match="m must"):
             curve.noise_scale_words(edge, [None, None], bad)
 
 

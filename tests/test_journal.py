@@ -45,7 +45,7 @@ def test_a_killed_sweep_resumes_with_only_its_missing_trials_and_the_same_outcom
     killed = _sweep(script, tmp_path / "killed.jsonl", crash_at=4)
     assert killed.returncode == 9
     assert killed.stdout.split("\n")[:4] == ["ran 0", "ran 1", "ran 2", "ran 3"]
-    assert len((tmp_path / "killed.jsonl").read_text().splitlines()) == 4  # each trial kept when it finished
+    assert len((tmp_path / "killed.jsonl").read_text().splitlines()) == 1 + 4  # header, each trial when it finished
 
     resumed = _sweep(script, tmp_path / "killed.jsonl")
     uninterrupted = _sweep(script, tmp_path / "whole.jsonl")
@@ -82,7 +82,7 @@ def test_failed_trials_are_not_journaled_and_run_again(tmp_path):
     outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context={"scale": 1}, journal=journal)
     assert [o.ok for o in outcomes] == [True, False, True]
     assert outcomes[1].error == "RuntimeError: trial 1 broke"
-    assert len(journal.read_text().splitlines()) == 2
+    assert len(journal.read_text().splitlines()) == 1 + 2
     FAIL.clear()
     RAN.clear()
     outcomes = run_trials(flaky, [dict(a=a) for a in range(3)], context={"scale": 1}, journal=journal)
@@ -99,11 +99,27 @@ def test_a_trial_cut_short_mid_line_is_dropped_and_a_broken_line_is_named(tmp_pa
     RAN.clear()
     outcomes = run_trials(flaky, [dict(a=0), dict(a=1)], context=context, journal=journal)
     assert RAN == [1] and [o.value["a"] for o in outcomes] == [0, 1]
-    assert len(journal.read_text().splitlines()) == 2
+    assert len(journal.read_text().splitlines()) == 1 + 2
 
-    journal.write_text("{not json}\n")
-    with pytest.raises(ValueError, match=r"sweep\.jsonl, line 1"):
+    journal.write_text('{"gitutor_journal": 1}\n{not json}\n')
+    with pytest.raises(ValueError, match=r"sweep\.jsonl, line 2"):
         run_trials(flaky, [dict(a=0)], context=context, journal=journal)
+
+
+@pytest.mark.parametrize("content", [
+    json.dumps({"rows": [{"quantity": "PSNR", "this_run": 12.0}]}).encode(),  # a record by json.dump: one line
+    b"\x08\x00\x00\x00\x00\x00\x00\x00{}\x00\x00\x00\nnot text",  # a safetensors-like binary file
+    b'{"trial": {"a": 0}, "value": 1, "seconds": 0.1}\n{"trial": {"a": 1}, "val',  # the format before the header
+    b"", b"{not json}\n"])
+def test_a_file_that_is_not_a_journal_is_refused_and_left_byte_identical(tmp_path, content):
+    path = tmp_path / "r.json"
+    path.write_bytes(content)
+    RAN.clear()
+    with pytest.raises(ValueError, match=r"r\.json is not a gitutor journal"):
+        run_trials(flaky, [dict(a=0)], context={"scale": 1}, journal=path)
+    with pytest.raises(ValueError, match=r"r\.json is not a gitutor journal"):
+        Journal(path).read()
+    assert path.read_bytes() == content and RAN == []
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The package's layering: one package per chapter under gitutor/chapters/, imported only by its own
-notebook; chapter packages never import each other and no shared layer imports a chapter package;
-no module is over 300 lines."""
+notebook; chapter packages never import each other and no shared layer imports a chapter package; no
+import circle between the package's modules (an import inside a function counts: it only hides the
+circle); the package is ``ruff format`` clean at its configured 88 columns."""
 from __future__ import annotations
 
 import ast
@@ -73,9 +74,96 @@ def test_layers(path):
     assert used <= ({own} if own else set()), f"{relative} imports the chapter packages {sorted(used - {own})}"
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_module_over_300_lines(path):
-    assert len(path.read_text().splitlines()) <= 300, f"{path.relative_to(ROOT)} is over 300 lines"
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_imports() -> dict[str, set[str]]:
+    """``{module: the package's modules it imports}`` (absolute and relative imports, at any depth of the
+    file; ``from pkg import name`` counts as ``pkg.name`` when that is a module, else as ``pkg``)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                targets.update([base, *(f"{base}.{alias.name}" for alias in node.names)])
+        found = set()
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+        graph[name] = found
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_finds_a_circle_hidden_in_a_function():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_in_the_package():
+    assert circles(package_imports()) == []
+
+
+def test_the_package_is_ruff_format_clean():
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff")
+    command = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    done = subprocess.run([*command, "format", "--check", "gitutor"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("page", [*(f"notebooks/{n}.ipynb" for n in NOTEBOOK_MODULES), *BOOK_PAGES])

@@ -95,7 +95,28 @@ def test_other_code_runs_the_trials_again(tmp_path, monkeypatch):
     monkeypatch.setattr(identity, "code_version", lambda: "f" * 40)  # as after a commit that changed gitutor
     with pytest.warns(UserWarning, match="code differs"):
         second = run_trials(psnr_trial, trials, context={"iterations": 1}, journal=journal)
-    assert second[0].value == first[0].value and len(journal.read_text().splitlines()) == 2
+    assert second[0].value == first[0].value and len(journal.read_text().splitlines()) == 1 + 2
+
+
+def test_a_changed_helper_of_the_trial_module_or_package_source_changes_the_run(tmp_path, monkeypatch):
+    module = tmp_path / "trial_module.py"
+    module.write_text("def helper():\n    return 1\n\n\ndef trial(context, a):\n    return helper() + a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    first = identity.function_identity(importlib.import_module("trial_module").trial)
+    module.write_text("def helper():\n    return 2\n\n\ndef trial(context, a):\n    return helper() + a\n")
+    changed = importlib.reload(importlib.import_module("trial_module"))
+    assert identity.function_identity(changed.trial) != first  # same trial source, another helper
+    # outside a git checkout (an installed wheel): a digest of the package's sources, not only its version
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(identity, "_PACKAGE", package)
+    monkeypatch.setattr(identity.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no git")))
+    before = identity.code_version()
+    (package / "a.py").write_text("x = 2\n")
+    assert before.startswith("gitutor ") and identity.code_version() != before
 
 
 def test_a_journal_that_is_a_folder_is_refused_before_any_trial(tmp_path):

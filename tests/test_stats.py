@@ -4,7 +4,8 @@ import math
 import pytest
 from scipy import stats as scipy_stats
 
-from gitutor.stats import (BOOTSTRAP_MIN_N, BOUNDS, NOT_RESOLVED, Interval, budget_for, compare, format_interval,
+from gitutor.budgets import budget_for
+from gitutor.stats import (BOOTSTRAP_MIN_N, BOUNDS, NOT_RESOLVED, Interval, compare, format_interval,
                            interval, interval_table, ordering)
 
 

@@ -182,11 +182,11 @@ def test_gradinversion_matches_every_tensor_from_the_start(victim):
         assert all(v > 0 for v in result.history["r_bn"])
 
 
-# --- chapter 04's trials (gitutor.attacks.comparison) and settings ---------------------------------
+# --- chapter 04's trials (gitutor.chapters.stepwise_gradinversion.trials) and settings ---------------------------------
 
 def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
     import gitutor
-    from gitutor.attacks.comparison import chapter_trials
+    from gitutor.chapters.stepwise_gradinversion.trials import chapter_trials
     from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 
     cfg = chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", "quick"))
@@ -202,7 +202,7 @@ def test_chapter_trials_share_runs_and_start_every_method_from_the_same_noise():
 
 def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
     import gitutor
-    from gitutor.attacks.comparison import offline_problems
+    from gitutor.chapters.stepwise_gradinversion.trials import offline_problems
     from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 
     full = gitutor.get_profile("04_stepwise_gradinversion", "full")
@@ -224,7 +224,7 @@ def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
 
 
 def test_a_trial_scores_the_attack_on_its_batch(victim):
-    from gitutor.attacks.comparison import run_attack, trial
+    from gitutor.chapters.stepwise_gradinversion.trials import run_attack, trial
 
     model, x, y, grads = victim
     settings = dict(dropout=0.3, tv_weight=0.01, bn_weight=1e-4, lr=0.1, t1=3000, t2=5000, ig_tv_weight=0.01,

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import gitutor
-from gitutor.attacks.comparison import chapter_trials, score
+from gitutor.chapters.stepwise_gradinversion.trials import chapter_trials, score
 from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
 from gitutor.stats import interval
 from gitutor.chapters.stepwise_gradinversion import experiments as study

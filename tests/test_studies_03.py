@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from gitutor import get_profile
+from gitutor import get_profile, stats
 from gitutor.data import OfflineDataError
 from gitutor.labels import FeatureCV
 from gitutor.labels.llg import fit_llg_plus
@@ -240,7 +240,7 @@ def test_difference_sentence_reads_the_paired_differences_of_the_same_batches():
     few = {"random": flagged([0.0] * 20), "trained": flagged([1.0] * 3 + [0.0] * 17)}
     sentence = sub_report.difference_sentence(few, "trained", "random")
     assert "does not separate" in sentence and "sign test p = 0.25" in sentence
-    assert sub_report.sign_test(8, 0) == pytest.approx(2 / 256) and sub_report.sign_test(0, 0) == 1.0
+    assert stats.sign_test(8, 0) == pytest.approx(2 / 256) and stats.sign_test(0, 0) == 1.0
 
 
 def test_networks_table_and_rows_cover_every_network():

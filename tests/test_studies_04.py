@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import gitutor
-from gitutor.attacks.comparison import SETTINGS, trial_settings
+from gitutor.chapters.stepwise_gradinversion.trials import SETTINGS, trial_settings
 from gitutor.models import resnet34
 from gitutor.chapters.stepwise_gradinversion.profile import MODEL_BLOCKS, chapter_settings
 from gitutor.results import save_results, verdict

@@ -77,7 +77,7 @@ def test_bad_recipes_and_missing_substitutes_are_refused(tmp_path):
 
 
 def test_bundled_batches_hold_out_the_substitutes_photographs_only_when_it_is_attacked():
-    from gitutor.attacks.comparison import private_batches
+    from gitutor.chapters.stepwise_gradinversion.trials import private_batches
 
     held_out = private_batches([4], 1, image_size=16, num_classes=10, seed=0)[(4, 0)][0]
     assert torch.equal(held_out, attacked_photographs(16, 4, 0))

@@ -46,3 +46,77 @@ def test_two_trial_sweep_on_a_local_ray():
     outcomes = run_trials(remote_affine, [dict(a=2, b=1), dict(a=-2, b=0)], context={"scale": 3}, engine="ray", num_cpus=1)
     assert outcomes[0].value == 7 and outcomes[0].ok
     assert not outcomes[1].ok and "negative a=-2" in outcomes[1].error
+
+
+WORKERS = """
+import os, sys, time
+from gitutor.sweeps import run_trials
+
+def trial(context, a):
+    with open(os.path.join(sys.argv[1], f"worker-{a}"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(120)
+    return a
+
+if __name__ == "__main__":
+    run_trials(trial, [dict(a=0), dict(a=1)], engine="processes", num_cpus=2)
+"""
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "sweep.py"
+    script.write_text(WORKERS)
+    root = Path(__file__).resolve().parents[1]
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    files = [tmp_path / "worker-0", tmp_path / "worker-1"]
+    deadline = time.monotonic() + 120
+    while not all(f.is_file() and f.read_text() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pids = [int(f.read_text()) for f in files]
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in pids if _running(pid)]
+    assert alive == [], "workers outlived their killed parent"
+
+
+def _running(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for init to reap it has ended
+        return stat.read().split()[2] != "Z"
+
+
+def test_a_journaled_trial_gets_its_checkpoint_and_it_is_removed_once_journaled(tmp_path):
+    from gitutor.checkpoints import Checkpoint
+
+    seen = []
+
+    def trial(context, a, checkpoint=None):
+        assert isinstance(checkpoint, Checkpoint) and checkpoint.path.parent.name == "sweep.jsonl.checkpoints"
+        checkpoint.save({}, {"a": a})
+        seen.append(checkpoint)
+        return a
+
+    outcomes = run_trials(trial, [dict(a=0), dict(a=1)], journal=tmp_path / "sweep.jsonl", checkpoint_every=7)
+    assert [o.value for o in outcomes] == [0, 1] and {c.every for c in seen} == {7}
+    assert len({c.path for c in seen}) == 2 and not any(c.path.exists() for c in seen)
+    assert len({c.key for c in seen}) == 2
+    unjournaled = []
+    run_trials(lambda context, a, checkpoint=None: unjournaled.append(checkpoint), [dict(a=0)])
+    assert unjournaled == [None]

@@ -1,5 +1,11 @@
 """Reconstruction attacks: each takes tensors and returns an :class:`AttackResult`."""
-from gitutor.attacks.admm import adaptive_admm_inversion, dlg_admm, fc_weight_index, idlg_admm
+
+from gitutor.attacks.admm import (
+    adaptive_admm_inversion,
+    dlg_admm,
+    fc_weight_index,
+    idlg_admm,
+)
 from gitutor.attacks.bn_prior import BatchNormPrior, bn_statistics_loss
 from gitutor.attacks.dlg import dlg
 from gitutor.attacks.gradinversion import gradinversion
@@ -7,25 +13,72 @@ from gitutor.attacks.inverting_gradients import inverting_gradients
 from gitutor.attacks.defended_ig import defended_inverting_gradients
 from gitutor.attacks.dct_augment import dct_gaussian_augment
 from gitutor.attacks.feature_hashing import FeatureHasher
-from gitutor.attacks.lti import (InversionMLP, aggregate_batches, apply_defense, make_gradient_dataset, paper_defenses,
-                                 permutation_invariant_mse, reconstruct, train_inversion_model)
-from gitutor.attacks.objectives import (breaching_total_variation, check_target_gradients, cosine_gradient_distance,
-                                        gradient_l2_distance, total_variation)
+from gitutor.attacks.lti import (
+    InversionMLP,
+    aggregate_batches,
+    apply_defense,
+    make_gradient_dataset,
+    paper_defenses,
+    permutation_invariant_mse,
+    reconstruct,
+    train_inversion_model,
+)
+from gitutor.attacks.objectives import (
+    breaching_total_variation,
+    check_target_gradients,
+    cosine_gradient_distance,
+    gradient_l2_distance,
+    total_variation,
+)
 from gitutor.attacks.result import AttackResult
-from gitutor.attacks.stepwise import StepwiseSchedule, gradient_dropout_masks, stepwise_inversion
+from gitutor.attacks.stepwise import (
+    StepwiseSchedule,
+    gradient_dropout_masks,
+    stepwise_inversion,
+)
 from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import stage_floor
 from gitutor.attacks.fcn_inversion import invert_fcn
-from gitutor.attacks.user_level import user_level_inversion, user_level_inverting_gradients
+from gitutor.attacks.user_level import (
+    user_level_inversion,
+    user_level_inverting_gradients,
+)
 
 
-__all__ = ["adaptive_admm_inversion", "dlg_admm", "fc_weight_index", "idlg_admm",
-           "AttackResult", "BatchNormPrior", "FeatureHasher", "InversionMLP", "StepwiseOptions", "StepwiseSchedule",
-           "aggregate_batches", "apply_defense", "bn_statistics_loss", "breaching_total_variation",
-           "check_target_gradients",
-           "cosine_gradient_distance", "dct_gaussian_augment", "defended_inverting_gradients", "dlg",
-           "gradient_dropout_masks", "gradient_l2_distance", "gradinversion", "invert_fcn", "inverting_gradients",
-           "make_gradient_dataset", "paper_defenses", "permutation_invariant_mse", "quantised_sign", "reconstruct",
-           "stage_floor",
-           "stepwise_inversion", "total_variation", "train_inversion_model", "user_level_inversion",
-           "user_level_inverting_gradients"]
+__all__ = [
+    "adaptive_admm_inversion",
+    "dlg_admm",
+    "fc_weight_index",
+    "idlg_admm",
+    "AttackResult",
+    "BatchNormPrior",
+    "FeatureHasher",
+    "InversionMLP",
+    "StepwiseOptions",
+    "StepwiseSchedule",
+    "aggregate_batches",
+    "apply_defense",
+    "bn_statistics_loss",
+    "breaching_total_variation",
+    "check_target_gradients",
+    "cosine_gradient_distance",
+    "dct_gaussian_augment",
+    "defended_inverting_gradients",
+    "dlg",
+    "gradient_dropout_masks",
+    "gradient_l2_distance",
+    "gradinversion",
+    "invert_fcn",
+    "inverting_gradients",
+    "make_gradient_dataset",
+    "paper_defenses",
+    "permutation_invariant_mse",
+    "quantised_sign",
+    "reconstruct",
+    "stage_floor",
+    "stepwise_inversion",
+    "total_variation",
+    "train_inversion_model",
+    "user_level_inversion",
+    "user_level_inverting_gradients",
+]

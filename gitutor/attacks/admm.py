@@ -10,6 +10,7 @@ Three attackers see the same increment Δ a FedADMM client sends (``gitutor.fede
   local steps on the dummy data and minimises ||Δ(x', y') − Δ||² / η², differentiating through the
   unrolled steps (``create_graph=True``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -25,8 +26,14 @@ from gitutor.labels.idlg import idlg_label
 from gitutor.models.introspect import fc_weight_index
 
 
-def dlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_shape: Sequence[int],
-             num_classes: int, **dlg_options) -> AttackResult:
+def dlg_admm(
+    model: nn.Module,
+    delta: Sequence[torch.Tensor],
+    lr: float,
+    input_shape: Sequence[int],
+    num_classes: int,
+    **dlg_options,
+) -> AttackResult:
     """DLG-ADMM (Algorithm 2): DLG (Zhu et al. 2019, Algorithm 1) run against −Δ/η.
 
     Args:
@@ -46,11 +53,19 @@ def dlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_s
         ValueError: for η ≤ 0 or as :func:`gitutor.attacks.dlg` (``input_shape`` not ``(B, C, H, W)``,
             ``num_classes`` < 2 or not the model's output width, iterations).
     """
-    return dlg(model, pseudo_gradient(delta, lr), input_shape, num_classes, **dlg_options)
+    return dlg(
+        model, pseudo_gradient(delta, lr), input_shape, num_classes, **dlg_options
+    )
 
 
-def idlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_shape: Sequence[int],
-              num_classes: int, **dlg_options) -> AttackResult:
+def idlg_admm(
+    model: nn.Module,
+    delta: Sequence[torch.Tensor],
+    lr: float,
+    input_shape: Sequence[int],
+    num_classes: int,
+    **dlg_options,
+) -> AttackResult:
     """iDLG-ADMM (report §4.2.2): the iDLG label rule (Zhao et al. 2020) on the last-layer rows of
     −Δ/η, then image-only DLG against −Δ/η.
 
@@ -65,22 +80,42 @@ def idlg_admm(model: nn.Module, delta: Sequence[torch.Tensor], lr: float, input_
     """
     shape = check_input_shape(input_shape, model)
     if shape[0] != 1:
-        raise ValueError(f"iDLG infers the label of ONE sample; got batch size {shape[0]}")
+        raise ValueError(
+            f"iDLG infers the label of ONE sample; got batch size {shape[0]}"
+        )
     grads = pseudo_gradient(delta, lr)
     label = idlg_label(grads[fc_weight_index(model)])
-    result = dlg(model, grads, shape, num_classes,
-                 labels=torch.tensor([label], device=grads[0].device), **dlg_options)
+    result = dlg(
+        model,
+        grads,
+        shape,
+        num_classes,
+        labels=torch.tensor([label], device=grads[0].device),
+        **dlg_options,
+    )
     result.info["label"] = label
     return result
 
 
-def adaptive_admm_inversion(model: nn.Module, delta: Sequence[torch.Tensor], input_shape: Sequence[int],
-                            num_classes: int, *, global_params: Sequence[torch.Tensor],
-                            dual: Sequence[torch.Tensor], rho: float, lr: float, local_steps: int,
-                            local_params: Sequence[torch.Tensor] | None = None,
-                            labels: torch.Tensor | None = None, iterations: int = 300, seed: int = 0,
-                            record_every: int = 10, optimizer_lr: float = 1.0,
-                            progress: bool = False) -> AttackResult:
+def adaptive_admm_inversion(
+    model: nn.Module,
+    delta: Sequence[torch.Tensor],
+    input_shape: Sequence[int],
+    num_classes: int,
+    *,
+    global_params: Sequence[torch.Tensor],
+    dual: Sequence[torch.Tensor],
+    rho: float,
+    lr: float,
+    local_steps: int,
+    local_params: Sequence[torch.Tensor] | None = None,
+    labels: torch.Tensor | None = None,
+    iterations: int = 300,
+    seed: int = 0,
+    record_every: int = 10,
+    optimizer_lr: float = 1.0,
+    progress: bool = False,
+) -> AttackResult:
     """Adaptive inversion of a FedADMM increment: match the simulated increment, not a gradient.
 
     The attacker knows everything the client's round depends on except the data: the model, the
@@ -118,13 +153,33 @@ def adaptive_admm_inversion(model: nn.Module, delta: Sequence[torch.Tensor], inp
             wrong shape, ρ ≤ 0, η ≤ 0, local_steps < 1, or parameter lists that do not match the model.
     """
     target = pseudo_gradient(check_target_gradients(model, delta), lr)
-    client_round = dict(global_params=global_params, dual=dual, rho=rho, lr=lr, local_steps=local_steps,
-                        local_params=local_params)
+    client_round = dict(
+        global_params=global_params,
+        dual=dual,
+        rho=rho,
+        lr=lr,
+        local_steps=local_steps,
+        local_params=local_params,
+    )
 
-    def simulated_pseudo_gradient(images: torch.Tensor, soft_labels: torch.Tensor) -> list[torch.Tensor]:
-        update = fedadmm_client_update(model, images, soft_labels, create_graph=True, **client_round)
+    def simulated_pseudo_gradient(
+        images: torch.Tensor, soft_labels: torch.Tensor
+    ) -> list[torch.Tensor]:
+        update = fedadmm_client_update(
+            model, images, soft_labels, create_graph=True, **client_round
+        )
         return pseudo_gradient(update.delta, lr)
 
-    return dlg(model, target, input_shape, num_classes, labels=labels, iterations=iterations, seed=seed,
-               record_every=record_every, lr=optimizer_lr, progress=progress,
-               dummy_gradients=simulated_pseudo_gradient)
+    return dlg(
+        model,
+        target,
+        input_shape,
+        num_classes,
+        labels=labels,
+        iterations=iterations,
+        seed=seed,
+        record_every=record_every,
+        lr=optimizer_lr,
+        progress=progress,
+        dummy_gradients=simulated_pseudo_gradient,
+    )

@@ -12,6 +12,7 @@ auxiliary images with :func:`gitutor.models.calibrate_batchnorm`).
 The statistics are read by forward hooks, so R_BN comes for free from the forward pass that also
 produces the candidate gradients.
 """
+
 from __future__ import annotations
 
 import torch
@@ -21,21 +22,31 @@ from gitutor.checks import check_layout, input_channels
 
 
 def _batchnorm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
-    layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    layers = [
+        m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+    ]
     if not layers:
-        raise ValueError("R_BN needs a model with BatchNorm layers; this model has none")
+        raise ValueError(
+            "R_BN needs a model with BatchNorm layers; this model has none"
+        )
     if any(m.running_mean is None or m.running_var is None for m in layers):
-        raise ValueError("R_BN needs running statistics; build the BatchNorm layers with "
-                         "track_running_stats=True (and calibrate them, see calibrate_batchnorm)")
+        raise ValueError(
+            "R_BN needs running statistics; build the BatchNorm layers with "
+            "track_running_stats=True (and calibrate them, see calibrate_batchnorm)"
+        )
     return layers
 
 
-def _layer_term(layer: nn.modules.batchnorm._BatchNorm, features: torch.Tensor) -> torch.Tensor:
+def _layer_term(
+    layer: nn.modules.batchnorm._BatchNorm, features: torch.Tensor
+) -> torch.Tensor:
     """‖μ(features) − μ̄‖₂ + ‖σ²(features) − σ̄²‖₂ for one BatchNorm input ``(B, C, ...)``."""
     flat = features.transpose(0, 1).reshape(features.shape[1], -1)
     mean = flat.mean(dim=1)
     var = flat.var(dim=1, unbiased=False)
-    return torch.linalg.vector_norm(mean - layer.running_mean) + torch.linalg.vector_norm(var - layer.running_var)
+    return torch.linalg.vector_norm(
+        mean - layer.running_mean
+    ) + torch.linalg.vector_norm(var - layer.running_var)
 
 
 class BatchNormPrior:
@@ -68,13 +79,19 @@ class BatchNormPrior:
     def __init__(self, model: nn.Module, layer_weights: tuple[float, ...] = ()) -> None:
         layers = _batchnorm_layers(model)
         weights = tuple(float(w) for w in layer_weights)
-        if len(weights) > len(layers) or not all(torch.isfinite(torch.tensor(w)) and w >= 0 for w in weights):
-            raise ValueError(f"layer_weights must be at most {len(layers)} finite numbers ≥ 0, got {layer_weights!r}")
+        if len(weights) > len(layers) or not all(
+            torch.isfinite(torch.tensor(w)) and w >= 0 for w in weights
+        ):
+            raise ValueError(
+                f"layer_weights must be at most {len(layers)} finite numbers ≥ 0, got {layer_weights!r}"
+            )
         self._weights = {id(layer): w for layer, w in zip(layers, weights)}
         self._terms: list[torch.Tensor] = []
         self._handles = [layer.register_forward_hook(self._hook) for layer in layers]
 
-    def _hook(self, layer: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+    def _hook(
+        self, layer: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor
+    ) -> None:
         term = _layer_term(layer, inputs[0])
         weight = self._weights.get(id(layer))
         self._terms.append(term if weight is None else term * weight)
@@ -90,7 +107,9 @@ class BatchNormPrior:
             RuntimeError: if no forward pass ran through the model since the last call.
         """
         if not self._terms:
-            raise RuntimeError("no forward pass recorded: call model(x) inside the BatchNormPrior first")
+            raise RuntimeError(
+                "no forward pass recorded: call model(x) inside the BatchNormPrior first"
+            )
         total = torch.stack(self._terms).sum()
         self.reset()
         return total

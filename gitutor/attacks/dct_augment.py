@@ -11,6 +11,7 @@ LTI-OOD (Wu et al. 2022, §4.1.2, "Out-of-distribution (OOD) auxiliary data", st
 A Gaussian fitted in the DCT domain keeps the frequency profile of images (most energy in low
 frequencies), which the paper found much better than a Gaussian fitted in pixel space.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,7 +44,9 @@ def dct_gaussian_augment(images: torch.Tensor, n: int, seed: int = 0) -> torch.T
         raise ValueError("fitting a Gaussian needs at least 2 auxiliary images")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
-    coefficients = scipy.fft.dctn(images.detach().cpu().double().numpy(), type=2, norm="ortho", axes=(-2, -1))
+    coefficients = scipy.fft.dctn(
+        images.detach().cpu().double().numpy(), type=2, norm="ortho", axes=(-2, -1)
+    )
     mean = coefficients.mean(axis=0)
     std = coefficients.std(axis=0)
     rng = np.random.default_rng(seed)

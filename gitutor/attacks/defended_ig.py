@@ -14,6 +14,7 @@ Inverting Gradients (Geiping et al. 2020, Eq. 4) when the clients defend:
 The rest — TV prior, signed Adam, step schedule, clamping to [0, 1] — is
 :func:`gitutor.attacks.inverting_gradients`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,7 +23,11 @@ import torch
 from torch import nn
 
 from gitutor.attacks.inverting_gradients import inverting_gradients
-from gitutor.attacks.objectives import check_input_shape, check_target_gradients, cosine_gradient_distance
+from gitutor.attacks.objectives import (
+    check_input_shape,
+    check_target_gradients,
+    cosine_gradient_distance,
+)
 from gitutor.attacks.result import AttackResult
 from gitutor.federated.client import client_gradients
 
@@ -30,29 +35,57 @@ from gitutor.federated.client import client_gradients
 ADAPTED_DEFENSES = ("none", "sign", "prune", "gauss")
 
 
-def sign_matching_loss(dummy: Sequence[torch.Tensor], observed_signs: Sequence[torch.Tensor]) -> torch.Tensor:
+def sign_matching_loss(
+    dummy: Sequence[torch.Tensor], observed_signs: Sequence[torch.Tensor]
+) -> torch.Tensor:
     """Σ_i max{−g'_i · s_i, 0}² over all coordinates (Wu et al. Appendix A, Eq. 4); 0 when every
     coordinate of the dummy gradient g' has the observed sign s."""
     return sum(torch.relu(-d * s).pow(2).sum() for d, s in zip(dummy, observed_signs))
 
 
-def _matching_term(model: nn.Module, x: torch.Tensor, labels: torch.Tensor, observed: list[torch.Tensor],
-                   defense: str, masks: list[torch.Tensor] | None) -> torch.Tensor:
+def _matching_term(
+    model: nn.Module,
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    observed: list[torch.Tensor],
+    defense: str,
+    masks: list[torch.Tensor] | None,
+) -> torch.Tensor:
     if defense == "sign" and x.shape[0] == 1:
-        return sign_matching_loss(client_gradients(model, x, labels, create_graph=True), observed)
+        return sign_matching_loss(
+            client_gradients(model, x, labels, create_graph=True), observed
+        )
     if defense == "sign":
-        per_example = [client_gradients(model, x[i:i + 1], labels[i:i + 1], create_graph=True)
-                       for i in range(x.shape[0])]
-        soft_signs = [torch.stack([g[layer].tanh() for g in per_example]).mean(0) for layer in range(len(observed))]
+        per_example = [
+            client_gradients(model, x[i : i + 1], labels[i : i + 1], create_graph=True)
+            for i in range(x.shape[0])
+        ]
+        soft_signs = [
+            torch.stack([g[layer].tanh() for g in per_example]).mean(0)
+            for layer in range(len(observed))
+        ]
         return cosine_gradient_distance(soft_signs, observed)
-    return cosine_gradient_distance(client_gradients(model, x, labels, create_graph=True), observed, masks=masks)
+    return cosine_gradient_distance(
+        client_gradients(model, x, labels, create_graph=True), observed, masks=masks
+    )
 
 
-def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torch.Tensor], labels: torch.Tensor,
-                                 input_shape: Sequence[int], defense: str, *, iterations: int, tv_weight: float,
-                                 lr: float = 0.1, seed: int = 0, record_every: int = 50,
-                                 progress: bool = False, lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8),
-                                 keep_best: bool = False) -> AttackResult:
+def defended_inverting_gradients(
+    model: nn.Module,
+    observed_grads: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: Sequence[int],
+    defense: str,
+    *,
+    iterations: int,
+    tv_weight: float,
+    lr: float = 0.1,
+    seed: int = 0,
+    record_every: int = 50,
+    progress: bool = False,
+    lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8),
+    keep_best: bool = False,
+) -> AttackResult:
     """Inverting Gradients with the defense-aware matching term of Wu et al. Appendix A.
 
     Args:
@@ -75,8 +108,10 @@ def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torc
             ``iterations < 1``, ``tv_weight < 0``, or gradients that do not match the model.
     """
     if defense not in ADAPTED_DEFENSES:
-        raise ValueError(f"defense must be one of {ADAPTED_DEFENSES}, got {defense!r}; for a custom defense "
-                         "pick the closest adaptation (e.g. 'none' for plain cosine matching)")
+        raise ValueError(
+            f"defense must be one of {ADAPTED_DEFENSES}, got {defense!r}; for a custom defense "
+            "pick the closest adaptation (e.g. 'none' for plain cosine matching)"
+        )
     observed = check_target_gradients(model, observed_grads)
     if labels.shape[0] != check_input_shape(input_shape, model)[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {input_shape[0]}")
@@ -85,6 +120,18 @@ def defended_inverting_gradients(model: nn.Module, observed_grads: Sequence[torc
     def defended_distance(x: torch.Tensor) -> torch.Tensor:
         return _matching_term(model, x, labels, observed, defense, masks)
 
-    return inverting_gradients(model, observed, labels, input_shape, iterations=iterations, tv_weight=tv_weight,
-                               lr=lr, seed=seed, record_every=record_every, progress=progress,
-                               matching_distance=defended_distance, lr_steps=lr_steps, keep_best=keep_best)
+    return inverting_gradients(
+        model,
+        observed,
+        labels,
+        input_shape,
+        iterations=iterations,
+        tv_weight=tv_weight,
+        lr=lr,
+        seed=seed,
+        record_every=record_every,
+        progress=progress,
+        matching_distance=defended_distance,
+        lr_steps=lr_steps,
+        keep_best=keep_best,
+    )

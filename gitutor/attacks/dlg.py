@@ -11,6 +11,7 @@ decreases sufficiently, instead of trusting the fixed step.
 Given the labels (e.g. from the iDLG sign rule), only the image is optimised: the iDLG setting
 (Zhao et al. 2020).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -20,7 +21,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from gitutor.attacks.loop import check_count, check_hyperparameter, optimise_images
-from gitutor.attacks.objectives import check_input_shape, check_target_gradients, gradient_l2_distance
+from gitutor.attacks.objectives import (
+    check_input_shape,
+    check_target_gradients,
+    gradient_l2_distance,
+)
 from gitutor.checkpoints import Checkpoint
 from gitutor.attacks.result import AttackResult
 from gitutor.checks import check_num_classes
@@ -33,11 +38,24 @@ from gitutor.seeding import make_generator
 LINE_SEARCHES = {None: "lbfgs", "strong_wolfe": "lbfgs_strong_wolfe"}
 
 
-def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Sequence[int],
-        num_classes: int, *, labels: torch.Tensor | None = None, iterations: int = 300, seed: int = 0,
-        record_every: int = 10, lr: float = 1.0, line_search: str | None = None, stop_loss: float | None = None,
-        progress: bool = False, dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]] | None = None,
-        checkpoint: Checkpoint | None = None) -> AttackResult:
+def dlg(
+    model: nn.Module,
+    target_grads: Sequence[torch.Tensor],
+    input_shape: Sequence[int],
+    num_classes: int,
+    *,
+    labels: torch.Tensor | None = None,
+    iterations: int = 300,
+    seed: int = 0,
+    record_every: int = 10,
+    lr: float = 1.0,
+    line_search: str | None = None,
+    stop_loss: float | None = None,
+    progress: bool = False,
+    dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]]
+    | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
     Args:
@@ -89,40 +107,71 @@ def dlg(model: nn.Module, target_grads: Sequence[torch.Tensor], input_shape: Seq
     check_count(iterations, "iterations"), check_count(record_every, "record_every")
     lr = check_hyperparameter(lr, "lr", positive=True)
     if line_search not in LINE_SEARCHES:
-        raise ValueError(f"line_search must be one of {tuple(LINE_SEARCHES)}, got {line_search!r}")
+        raise ValueError(
+            f"line_search must be one of {tuple(LINE_SEARCHES)}, got {line_search!r}"
+        )
     _check_labels(labels, shape[0], num_classes)
     device = target_grads[0].device
     generator = make_generator(seed, device)
     dummy_x = torch.randn(shape, generator=generator, device=device)
     _check_output_width(model, dummy_x, num_classes)
-    dummy_y = torch.randn((shape[0], num_classes), generator=generator, device=device).requires_grad_(True)
+    dummy_y = torch.randn(
+        (shape[0], num_classes), generator=generator, device=device
+    ).requires_grad_(True)
     if dummy_gradients is None:
-        def dummy_gradients(images: torch.Tensor, soft_labels: torch.Tensor) -> list[torch.Tensor]:
+
+        def dummy_gradients(
+            images: torch.Tensor, soft_labels: torch.Tensor
+        ) -> list[torch.Tensor]:
             return client_gradients(model, images, soft_labels, create_graph=True)
 
     def objective(x: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
         current = labels if labels is not None else F.softmax(dummy_y, dim=-1)
         return {"loss": gradient_l2_distance(dummy_gradients(x, current), target_grads)}
 
-    result = optimise_images(objective, dummy_x, iterations=iterations, lr=lr, step_rule=LINE_SEARCHES[line_search],
-                             signed=False, box=None, record_every=record_every, stop_loss=stop_loss,
-                             progress=progress, desc="DLG", checkpoint=checkpoint,
-                             extra_variables=() if labels is not None else (dummy_y,))
-    result.labels = (labels if labels is not None else dummy_y.detach().argmax(dim=-1)).cpu()
+    result = optimise_images(
+        objective,
+        dummy_x,
+        iterations=iterations,
+        lr=lr,
+        step_rule=LINE_SEARCHES[line_search],
+        signed=False,
+        box=None,
+        record_every=record_every,
+        stop_loss=stop_loss,
+        progress=progress,
+        desc="DLG",
+        checkpoint=checkpoint,
+        extra_variables=() if labels is not None else (dummy_y,),
+    )
+    result.labels = (
+        labels if labels is not None else dummy_y.detach().argmax(dim=-1)
+    ).cpu()
     return result
 
 
-def _check_labels(labels: torch.Tensor | None, batch_size: int, num_classes: int) -> None:
+def _check_labels(
+    labels: torch.Tensor | None, batch_size: int, num_classes: int
+) -> None:
     """Raise ValueError unless ``labels`` is None, ``(B,)`` int64 in [0, C) or ``(B, C)`` soft labels
     (probability rows, :func:`gitutor.federated.client.check_labels`)."""
     if labels is None:
         return
-    if not ((labels.shape == (batch_size,) and labels.dtype == torch.int64)
-            or (labels.shape == (batch_size, num_classes) and labels.is_floating_point())):
-        raise ValueError(f"labels must be int64 of shape ({batch_size},) or soft labels of shape "
-                         f"({batch_size}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}")
-    if not labels.is_floating_point() and not ((labels >= 0) & (labels < num_classes)).all():
-        raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}")
+    if not (
+        (labels.shape == (batch_size,) and labels.dtype == torch.int64)
+        or (labels.shape == (batch_size, num_classes) and labels.is_floating_point())
+    ):
+        raise ValueError(
+            f"labels must be int64 of shape ({batch_size},) or soft labels of shape "
+            f"({batch_size}, {num_classes}), got {labels.dtype} {tuple(labels.shape)}"
+        )
+    if (
+        not labels.is_floating_point()
+        and not ((labels >= 0) & (labels < num_classes)).all()
+    ):
+        raise ValueError(
+            f"labels must lie in [0, num_classes={num_classes}), got {labels.tolist()}"
+        )
     check_labels(labels, num_classes, name="`labels`")
 
 
@@ -132,5 +181,7 @@ def _check_output_width(model: nn.Module, x: torch.Tensor, num_classes: int) -> 
     with preserved_buffers(model), torch.no_grad():
         width = model(x).shape[-1]
     if width != num_classes:
-        raise ValueError(f"num_classes={num_classes} but the model outputs {width} logits per image; pass "
-                         f"num_classes={width}")
+        raise ValueError(
+            f"num_classes={num_classes} but the model outputs {width} logits per image; pass "
+            f"num_classes={width}"
+        )

@@ -9,6 +9,7 @@ every coordinate i ∈ [m] to one random bin r(i) ∈ [k] and sum the coordinate
 P has exactly m non-zero entries, so it is stored as the index vector r (memory O(m), independent
 of k · m), and the map is linear: P(a u + b v) = a P u + b P v, and it preserves the total sum.
 """
+
 from __future__ import annotations
 
 import torch
@@ -44,8 +45,10 @@ class FeatureHasher:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.in_dim:
-            raise ValueError(f"FeatureHasher built for vectors of length {self.in_dim}, got shape "
-                             f"{tuple(x.shape)}; build it with in_dim = number of gradient coordinates")
+            raise ValueError(
+                f"FeatureHasher built for vectors of length {self.in_dim}, got shape "
+                f"{tuple(x.shape)}; build it with in_dim = number of gradient coordinates"
+            )
         out = torch.zeros(*x.shape[:-1], self.out_dim, dtype=x.dtype, device=x.device)
         return out.index_add_(x.dim() - 1, self.bins.to(x.device), x)
 

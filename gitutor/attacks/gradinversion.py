@@ -6,6 +6,7 @@ al. recover them from the last layer when they are distinct; Ye et al. give ever
 labels of distinct-label batches). The group-consistency term of Yin et al. (several seeds plus
 image registration) is left out, as Ye et al. replace it by gradient dropout.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,12 +18,25 @@ from gitutor.attacks.stepwise_options import StepwiseOptions
 from gitutor.checkpoints import Checkpoint
 
 
-def gradinversion(model: nn.Module, target_grads: list[torch.Tensor], labels: torch.Tensor,
-                  input_shape: tuple[int, int, int, int], *, iterations: int, tv_weight: float = 0.01,
-                  bn_weight: float = 1e-4, distance: str = "cosine", lr: float = 0.1, seed: int = 0,
-                  record_every: int = 50, options: StepwiseOptions | None = None, start: torch.Tensor | None = None,
-                  diagnose_at: tuple[int, ...] = (), checkpoint: Checkpoint | None = None,
-                  progress: bool = False) -> AttackResult:
+def gradinversion(
+    model: nn.Module,
+    target_grads: list[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: tuple[int, int, int, int],
+    *,
+    iterations: int,
+    tv_weight: float = 0.01,
+    bn_weight: float = 1e-4,
+    distance: str = "cosine",
+    lr: float = 0.1,
+    seed: int = 0,
+    record_every: int = 50,
+    options: StepwiseOptions | None = None,
+    start: torch.Tensor | None = None,
+    diagnose_at: tuple[int, ...] = (),
+    checkpoint: Checkpoint | None = None,
+    progress: bool = False,
+) -> AttackResult:
     """GradInversion: all-layer gradient matching + λ_tv R_tv + λ_BN R_BN (Yin et al. 2021, Eq. 2–5).
 
     Same optimiser as the stepwise attack (Adam on the sign of the image gradient, lr × 0.33 at
@@ -50,8 +64,23 @@ def gradinversion(model: nn.Module, target_grads: list[torch.Tensor], labels: to
         ValueError: as ``stepwise_inversion`` (shape/count mismatches, NaN gradients, bad labels,
             unknown distance, training-mode model with ``bn_weight > 0``).
     """
-    return stepwise_inversion(model, target_grads, labels, input_shape, iterations=iterations,
-                              schedule=StepwiseSchedule.all_tensors(iterations), dropout=0.0,
-                              tv_weight=tv_weight, bn_weight=bn_weight, lr=lr, distance=distance,
-                              seed=seed, record_every=record_every, options=options, start=start, diagnose_at=diagnose_at,
-                              checkpoint=checkpoint, progress=progress)
+    return stepwise_inversion(
+        model,
+        target_grads,
+        labels,
+        input_shape,
+        iterations=iterations,
+        schedule=StepwiseSchedule.all_tensors(iterations),
+        dropout=0.0,
+        tv_weight=tv_weight,
+        bn_weight=bn_weight,
+        lr=lr,
+        distance=distance,
+        seed=seed,
+        record_every=record_every,
+        options=options,
+        start=start,
+        diagnose_at=diagnose_at,
+        checkpoint=checkpoint,
+        progress=progress,
+    )

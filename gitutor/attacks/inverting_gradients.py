@@ -11,6 +11,7 @@ Geiping et al.'s own ImageNet configuration (their ``inversefed`` README: ``lr=0
 ``boxed=True``, ``lr_decay=True``, ``scoring_choice="loss"``, all on the normalised image) is
 :data:`GEIPING_IMAGENET`; pass ``normalisation`` to optimise in their units.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -18,10 +19,21 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from gitutor.attacks.loop import (check_count, check_hyperparameter, check_start, initial_images, optimise_images,
-                                 step_schedule)
+from gitutor.attacks.loop import (
+    check_count,
+    check_hyperparameter,
+    check_start,
+    initial_images,
+    optimise_images,
+    step_schedule,
+)
 from gitutor.attacks.stepwise_options import StepwiseOptions
-from gitutor.attacks.objectives import CosineToTarget, check_input_shape, check_target_gradients, total_variation
+from gitutor.attacks.objectives import (
+    CosineToTarget,
+    check_input_shape,
+    check_target_gradients,
+    total_variation,
+)
 from gitutor.attacks.result import AttackResult
 from gitutor.checkpoints import Checkpoint
 from gitutor.federated.client import client_gradients
@@ -32,7 +44,9 @@ from gitutor.seeding import make_generator
 GEIPING_IMAGENET = {"tv_weight": 0.1, "lr": 0.1, "restarts": 8, "iterations": 24_000}
 
 
-def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8, 7 / 8)) -> list[int]:
+def step_milestones(
+    iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8, 7 / 8)
+) -> list[int]:
     """Iterations at which the learning rate steps down (Geiping et al. 2020: 3/8, 5/8, 7/8).
 
     Raises:
@@ -44,14 +58,28 @@ def step_milestones(iterations: int, fractions: Sequence[float] = (3 / 8, 5 / 8,
     return [int(iterations * f) for f in fractions]
 
 
-def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
-                        input_shape: Sequence[int], *, iterations: int, tv_weight: float, lr: float = 0.1,
-                        signed: bool = True, seed: int = 0, record_every: int = 50, progress: bool = False,
-                        matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                        lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8), keep_best: bool = False,
-                        normalisation: tuple[Sequence[float], Sequence[float]] | None = None, restarts: int = 1,
-                        start: torch.Tensor | None = None,
-                        diagnose_at: Sequence[int] = (), checkpoint: Checkpoint | None = None) -> AttackResult:
+def inverting_gradients(
+    model: nn.Module,
+    target_grads: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: Sequence[int],
+    *,
+    iterations: int,
+    tv_weight: float,
+    lr: float = 0.1,
+    signed: bool = True,
+    seed: int = 0,
+    record_every: int = 50,
+    progress: bool = False,
+    matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8),
+    keep_best: bool = False,
+    normalisation: tuple[Sequence[float], Sequence[float]] | None = None,
+    restarts: int = 1,
+    start: torch.Tensor | None = None,
+    diagnose_at: Sequence[int] = (),
+    checkpoint: Checkpoint | None = None,
+) -> AttackResult:
     """Geiping et al.'s attack: cosine gradient distance + TV, signed Adam, clamp to [0, 1].
 
     Args:
@@ -127,18 +155,26 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
     if normalisation is not None:
         mean, std = (tuple(float(v) for v in part) for part in normalisation)
         if len(mean) != shape[1]:
-            raise ValueError(f"normalisation has {len(mean)} channels, the images {shape[1]}")
+            raise ValueError(
+                f"normalisation has {len(mean)} channels, the images {shape[1]}"
+            )
         units = StepwiseOptions(units="normalised", mean=mean, std=std)
 
     def objective(z: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
         distance, tv = matching_distance(units.to_pixels(z)), total_variation(z)
-        return {"loss": distance + tv_weight * tv, "gradient_distance": distance, "tv": tv,
-                "parts": {"matching": distance, "TV": tv_weight * tv}}
+        return {
+            "loss": distance + tv_weight * tv,
+            "gradient_distance": distance,
+            "tv": tv,
+            "parts": {"matching": distance, "TV": tv_weight * tv},
+        }
 
     if start is not None:
         start = check_start(start, shape)
         if restarts > 1:
-            raise ValueError(f"start gives one start; restarts must be 1 with it, got {restarts}")
+            raise ValueError(
+                f"start gives one start; restarts must be 1 with it, got {restarts}"
+            )
     generator = make_generator(seed, device)
     results, distances = [], []
     for restart in range(restarts):
@@ -147,19 +183,45 @@ def inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], 
         elif normalisation is None:
             z0 = initial_images(shape, generator)
         else:  # inversefed's init="randn": N(0, 1) in normalised units, no clamp
-            z0 = torch.randn(shape, generator=generator, device=device, dtype=target_grads[0].dtype)
-        part = checkpoint if checkpoint is None or restarts == 1 else checkpoint.part(f"restart{restart}")
-        result = optimise_images(objective, z0, iterations=iterations, lr=lr, signed=signed, labels=labels,
-                                 lr_schedule=step_schedule(step_milestones(iterations, lr_steps), 0.1),
-                                 box=units.box(device, z0.dtype), view=units.to_pixels,
-                                 record_every=record_every, progress=progress, desc="Inverting Gradients",
-                                 best_resets=(lambda t: False) if keep_best else None,
-                                 diagnose_at=diagnose_at, checkpoint=part)
+            z0 = torch.randn(
+                shape, generator=generator, device=device, dtype=target_grads[0].dtype
+            )
+        part = (
+            checkpoint
+            if checkpoint is None or restarts == 1
+            else checkpoint.part(f"restart{restart}")
+        )
+        result = optimise_images(
+            objective,
+            z0,
+            iterations=iterations,
+            lr=lr,
+            signed=signed,
+            labels=labels,
+            lr_schedule=step_schedule(step_milestones(iterations, lr_steps), 0.1),
+            box=units.box(device, z0.dtype),
+            view=units.to_pixels,
+            record_every=record_every,
+            progress=progress,
+            desc="Inverting Gradients",
+            best_resets=(lambda t: False) if keep_best else None,
+            diagnose_at=diagnose_at,
+            checkpoint=part,
+        )
         results.append(result)
-        distances.append(float(matching_distance(result.images.to(device)).detach()) if restarts > 1 else None)
+        distances.append(
+            float(matching_distance(result.images.to(device)).detach())
+            if restarts > 1
+            else None
+        )
     if restarts == 1:
         return results[0]
     chosen = min(range(restarts), key=distances.__getitem__)
     best = results[chosen]
-    return AttackResult(images=best.images, labels=best.labels, history=best.history, snapshots=best.snapshots,
-                        info={**best.info, "restart": chosen, "restart_distances": distances})
+    return AttackResult(
+        images=best.images,
+        labels=best.labels,
+        history=best.history,
+        snapshots=best.snapshots,
+        info={**best.info, "restart": chosen, "restart_distances": distances},
+    )

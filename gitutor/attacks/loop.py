@@ -18,6 +18,7 @@ the objective returns; snapshots at 0, every ``record_every`` steps, at ``snapsh
 Every step goes through ``optimizer.step(closure)``: Adam calls the closure once, L-BFGS up to
 ``max_iter`` times (its first call is what the history records).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,17 +30,22 @@ from tqdm.auto import tqdm
 
 from gitutor.attacks.result import AttackResult
 from gitutor.checkpoints import Checkpoint, tensor_digest
+from gitutor.checks import check_int, check_real
 from gitutor.seeding import make_generator
 
 Objective = Callable[[torch.Tensor, int], Mapping[str, torch.Tensor | float | int]]
-SchedulerFactory = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler]
+SchedulerFactory = Callable[
+    [torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler
+]
 
 #: Step rules: Adam (Geiping et al. 2020; Ye et al. 2024), or torch's L-BFGS (20 function evaluations
 #: per step) with the DLG code's fixed step or with a strong-Wolfe line search (Nocedal & Wright, Alg. 3.5–3.6).
 STEP_RULES = {
     "adam": lambda variables, lr: torch.optim.Adam(variables, lr=lr),
     "lbfgs": lambda variables, lr: torch.optim.LBFGS(variables, lr=lr),
-    "lbfgs_strong_wolfe": lambda variables, lr: torch.optim.LBFGS(variables, lr=lr, line_search_fn="strong_wolfe"),
+    "lbfgs_strong_wolfe": lambda variables, lr: torch.optim.LBFGS(
+        variables, lr=lr, line_search_fn="strong_wolfe"
+    ),
 }
 
 
@@ -48,29 +54,20 @@ class _NonFiniteLoss(Exception):
 
 
 def check_hyperparameter(value, name: str, *, positive: bool = False) -> float:
-    """``value`` as a float after checking that it is a finite real number ≥ 0 (> 0 if ``positive``).
+    """``value`` as a float after checking that it is a finite real number ≥ 0 (> 0 if ``positive``):
+    :func:`gitutor.checks.check_real` with that range.
 
     Raises:
         TypeError: if ``value`` is not a real number (bools and tensors with more than one entry too).
         ValueError: if it is NaN, infinite, negative, or zero when ``positive``; the message names ``name``.
     """
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '≥ 0'}, got {value!r}")
-    return value
+    return check_real(value, name, low=0.0, low_open=positive)
 
 
 def check_count(value, name: str) -> int:
-    """``value`` as an int ≥ 1. Raises TypeError (not an int) or ValueError (< 1), naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be ≥ 1, got {value}")
-    return int(value)
+    """``value`` as an int ≥ 1 (:func:`gitutor.checks.check_int`). Raises TypeError (not an int) or
+    ValueError (< 1), naming ``name``."""
+    return check_int(value, name, low=1)
 
 
 def check_start(start, shape: Sequence[int]) -> torch.Tensor:
@@ -81,9 +78,13 @@ def check_start(start, shape: Sequence[int]) -> torch.Tensor:
         ValueError: naming ``start`` for another shape, a NaN/inf value or a value outside [0, 1].
     """
     if not isinstance(start, torch.Tensor) or not start.is_floating_point():
-        raise TypeError(f"start must be a float tensor of images, got {type(start).__name__}")
+        raise TypeError(
+            f"start must be a float tensor of images, got {type(start).__name__}"
+        )
     if tuple(start.shape) != tuple(shape):
-        raise ValueError(f"start must have the batch's shape {tuple(shape)}, got {tuple(start.shape)}")
+        raise ValueError(
+            f"start must have the batch's shape {tuple(shape)}, got {tuple(start.shape)}"
+        )
     if not torch.isfinite(start).all() or start.min() < 0 or start.max() > 1:
         raise ValueError("start must hold finite images in [0, 1]")
     return start.detach()
@@ -91,7 +92,9 @@ def check_start(start, shape: Sequence[int]) -> torch.Tensor:
 
 def initial_images(shape: Sequence[int], generator: torch.Generator) -> torch.Tensor:
     """The common start x_0 = clamp(N(0, I), 0, 1) of shape ``(B, C, H, W)`` drawn from ``generator``."""
-    return torch.randn(tuple(shape), generator=generator, device=generator.device).clamp(0, 1)
+    return torch.randn(
+        tuple(shape), generator=generator, device=generator.device
+    ).clamp(0, 1)
 
 
 def step_schedule(milestones: Iterable[int], gamma: float) -> SchedulerFactory:
@@ -101,21 +104,40 @@ def step_schedule(milestones: Iterable[int], gamma: float) -> SchedulerFactory:
         ValueError: if a milestone is not an int ≥ 0 or ``gamma`` is not a finite number > 0.
     """
     milestones = list(milestones)
-    if not all(isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in milestones):
-        raise ValueError(f"milestones must be iterations (ints ≥ 0), got {milestones!r}")
+    if not all(
+        isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in milestones
+    ):
+        raise ValueError(
+            f"milestones must be iterations (ints ≥ 0), got {milestones!r}"
+        )
     check_hyperparameter(gamma, "gamma", positive=True)
-    return lambda optimizer: torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones, gamma=gamma)
+    return lambda optimizer: torch.optim.lr_scheduler.MultiStepLR(
+        optimizer, milestones, gamma=gamma
+    )
 
 
-def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, lr: float,
-                    lr_schedule: SchedulerFactory | None = None, step_rule: str = "adam",
-                    signed: bool | Callable[[torch.Tensor, int], torch.Tensor] = True,
-                    box: tuple[float, float] | None = (0.0, 1.0), record_every: int = 50,
-                    snapshot_at: Iterable[int] = (), view: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                    labels: torch.Tensor | None = None, extra_variables: Sequence[torch.Tensor] = (),
-                    stop_loss: float | None = None, best_resets: Callable[[int], bool] | None = None,
-                    diagnose_at: Iterable[int] = (), checkpoint: Checkpoint | None = None,
-                    progress: bool = False, desc: str = "attack") -> AttackResult:
+def optimise_images(
+    objective: Objective,
+    x0: torch.Tensor,
+    *,
+    iterations: int,
+    lr: float,
+    lr_schedule: SchedulerFactory | None = None,
+    step_rule: str = "adam",
+    signed: bool | Callable[[torch.Tensor, int], torch.Tensor] = True,
+    box: tuple[float, float] | None = (0.0, 1.0),
+    record_every: int = 50,
+    snapshot_at: Iterable[int] = (),
+    view: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    labels: torch.Tensor | None = None,
+    extra_variables: Sequence[torch.Tensor] = (),
+    stop_loss: float | None = None,
+    best_resets: Callable[[int], bool] | None = None,
+    diagnose_at: Iterable[int] = (),
+    checkpoint: Checkpoint | None = None,
+    progress: bool = False,
+    desc: str = "attack",
+) -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
     Args:
@@ -180,26 +202,47 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             float tensor, ``extra_variables`` that are not finite float leaf tensors requiring grad,
             or an objective without "loss".
     """
-    iterations, record_every = check_count(iterations, "iterations"), check_count(record_every, "record_every")
+    iterations, record_every = (
+        check_count(iterations, "iterations"),
+        check_count(record_every, "record_every"),
+    )
     lr = check_hyperparameter(lr, "lr", positive=True)
     if stop_loss is not None:
         stop_loss = check_hyperparameter(stop_loss, "stop_loss", positive=True)
     if step_rule not in STEP_RULES:
-        raise ValueError(f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}")
+        raise ValueError(
+            f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}"
+        )
     if (callable(signed) or signed) and step_rule != "adam":
-        raise ValueError(f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}")
+        raise ValueError(
+            f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}"
+        )
     if not isinstance(x0, torch.Tensor) or x0.dim() != 4 or not x0.is_floating_point():
         raise ValueError("x0 must be a (B, C, H, W) float tensor")
     if not torch.isfinite(x0).all():
         raise ValueError("x0 contains NaN or inf")
     for v in extra_variables:
-        if not (isinstance(v, torch.Tensor) and v.is_leaf and v.requires_grad and torch.isfinite(v).all()):
-            raise ValueError("extra_variables must be finite float leaf tensors with requires_grad=True")
+        if not (
+            isinstance(v, torch.Tensor)
+            and v.is_leaf
+            and v.requires_grad
+            and torch.isfinite(v).all()
+        ):
+            raise ValueError(
+                "extra_variables must be finite float leaf tensors with requires_grad=True"
+            )
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
-        raise TypeError(f"checkpoint must be a gitutor.checkpoints.Checkpoint or None, got {type(checkpoint).__name__}")
+        raise TypeError(
+            f"checkpoint must be a gitutor.checkpoints.Checkpoint or None, got {type(checkpoint).__name__}"
+        )
     diagnose_at = set(diagnose_at)
-    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0 for t in diagnose_at):
-        raise ValueError(f"diagnose_at must hold iterations (ints ≥ 0), got {sorted(map(repr, diagnose_at))}")
+    if not all(
+        isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0
+        for t in diagnose_at
+    ):
+        raise ValueError(
+            f"diagnose_at must hold iterations (ints ≥ 0), got {sorted(map(repr, diagnose_at))}"
+        )
     view = view or (lambda images: images)
     x = x0.detach().clone().requires_grad_(True)
     variables = [x, *extra_variables]
@@ -209,9 +252,20 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
     history: dict[str, list] = {}
     snapshots, info = [(0, view(x.detach()).cpu().clone())], {}
     best, best_loss = None, math.inf
-    fingerprint = _fingerprint(x0, extra_variables, iterations=iterations, lr=lr, step_rule=step_rule,
-                               signed=signed, box=box, record_every=record_every, snapshots=snapshot_times,
-                               stop_loss=stop_loss, best=best_resets is not None, diagnose=diagnose_at)
+    fingerprint = _fingerprint(
+        x0,
+        extra_variables,
+        iterations=iterations,
+        lr=lr,
+        step_rule=step_rule,
+        signed=signed,
+        box=box,
+        record_every=record_every,
+        snapshots=snapshot_times,
+        stop_loss=stop_loss,
+        best=best_resets is not None,
+        diagnose=diagnose_at,
+    )
     state = checkpoint.load(fingerprint) if checkpoint is not None else None
     first, done = 0, False
     if state is not None:
@@ -225,29 +279,64 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
             objective.load_state_dict(state["objective"])
         history, info = state["history"], state["info"]
         snapshots = [(int(t), images) for t, images in state["snapshots"]]
-        best, best_loss, first, done = state["best"], state["best_loss"], state["t"], state["done"]
+        best, best_loss, first, done = (
+            state["best"],
+            state["best_loss"],
+            state["t"],
+            state["done"],
+        )
         best = None if best is None else best.to(x.device)
 
     def save(steps: int, finished: bool) -> None:
         for key, values in history.items():
             history[key] = _plain(values)
-        checkpoint.save(fingerprint, {
-            "t": steps, "done": finished, "variables": [v.detach().cpu() for v in variables],
-            "optimizer": optimizer.state_dict(), "scheduler": None if scheduler is None else scheduler.state_dict(),
-            "objective": objective.state_dict() if hasattr(objective, "state_dict") else None,
-            "history": history, "info": info, "snapshots": [[t, images] for t, images in snapshots],
-            "best": best, "best_loss": best_loss})
+        checkpoint.save(
+            fingerprint,
+            {
+                "t": steps,
+                "done": finished,
+                "variables": [v.detach().cpu() for v in variables],
+                "optimizer": optimizer.state_dict(),
+                "scheduler": None if scheduler is None else scheduler.state_dict(),
+                "objective": objective.state_dict()
+                if hasattr(objective, "state_dict")
+                else None,
+                "history": history,
+                "info": info,
+                "snapshots": [[t, images] for t, images in snapshots],
+                "best": best,
+                "best_loss": best_loss,
+            },
+        )
 
-    for t in tqdm(range(first, first if done else iterations), desc=desc, disable=not progress,
-                  initial=first, total=iterations):
+    for t in tqdm(
+        range(first, first if done else iterations),
+        desc=desc,
+        disable=not progress,
+        initial=first,
+        total=iterations,
+    ):
         before = [v.detach().clone() for v in variables]
         recorded: dict = {}
         try:
-            optimizer.step(_closure(objective, x, t, variables, signed, recorded,
-                                    info.setdefault("prior_gradients", {}) if t in diagnose_at else None))
+            optimizer.step(
+                _closure(
+                    objective,
+                    x,
+                    t,
+                    variables,
+                    signed,
+                    recorded,
+                    info.setdefault("prior_gradients", {})
+                    if t in diagnose_at
+                    else None,
+                )
+            )
         except _NonFiniteLoss:
             info["stopped_early"] = f"non-finite loss at iteration {t}"
-        if "stopped_early" not in info and not all(torch.isfinite(v).all() for v in variables):
+        if "stopped_early" not in info and not all(
+            torch.isfinite(v).all() for v in variables
+        ):
             info["stopped_early"] = f"non-finite variables after iteration {t}"
         if "stopped_early" in info:
             with torch.no_grad():
@@ -260,7 +349,9 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         if box is not None:
             with torch.no_grad():
                 x.clamp_(*box)
-        loss = float(torch.as_tensor(recorded["loss"]).detach())  # the step's objective, once
+        loss = float(
+            torch.as_tensor(recorded["loss"]).detach()
+        )  # the step's objective, once
         if best_resets is not None and (loss < best_loss or best_resets(t)):
             best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
         stop = stop_loss is not None and loss < stop_loss
@@ -269,7 +360,9 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
         if stop:
             info["stopped_at"] = t + 1
             break
-        if step_rule != "adam" and all(torch.equal(v, old) for v, old in zip(variables, before)):
+        if step_rule != "adam" and all(
+            torch.equal(v, old) for v, old in zip(variables, before)
+        ):
             info["converged_at"] = t + 1
             fixed = view(x.detach()).cpu().clone()  # the iterate from here to the end
             if not snapshots or snapshots[-1][0] != t + 1:
@@ -279,47 +372,85 @@ def optimise_images(objective: Objective, x0: torch.Tensor, *, iterations: int, 
                 if (later + 1) % record_every == 0 or (later + 1) in snapshot_times:
                     snapshots.append((later + 1, fixed))
             break
-        if checkpoint is not None and (t + 1) % checkpoint.every == 0 and t + 1 < iterations:
+        if (
+            checkpoint is not None
+            and (t + 1) % checkpoint.every == 0
+            and t + 1 < iterations
+        ):
             save(t + 1, False)
-    if checkpoint is not None and not done:  # done: a finished run's checkpoint, nothing ran
+    if (
+        checkpoint is not None and not done
+    ):  # done: a finished run's checkpoint, nothing ran
         save(iterations, True)
     history = {key: _plain(values) for key, values in history.items()}
     final = x.detach() if best is None else best
-    return AttackResult(images=view(final).cpu(), labels=None if labels is None else labels.detach().cpu(),
-                        history=history, snapshots=snapshots, info=info)
+    return AttackResult(
+        images=view(final).cpu(),
+        labels=None if labels is None else labels.detach().cpu(),
+        history=history,
+        snapshots=snapshots,
+        info=info,
+    )
 
 
-def _closure(objective: Objective, x: torch.Tensor, t: int, variables: list[torch.Tensor], signed: bool,
-             recorded: dict, diagnostics: dict | None) -> Callable[[], torch.Tensor]:
+def _closure(
+    objective: Objective,
+    x: torch.Tensor,
+    t: int,
+    variables: list[torch.Tensor],
+    signed: bool,
+    recorded: dict,
+    diagnostics: dict | None,
+) -> Callable[[], torch.Tensor]:
     """The step's closure: evaluate the objective, set each variable's ``.grad``, return the loss.
 
     The first evaluation's terms (without ``"grad"`` and ``"parts"``) go into ``recorded``; a NaN/inf
     loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
     first evaluation's parts are weighed (:func:`prior_gradients`) into ``diagnostics[str(t)]``.
     """
+
     def closure() -> torch.Tensor:
         terms = dict(objective(x, t))
         if "loss" not in terms:
-            raise ValueError(f"objective must return a dict with a 'loss' entry, got keys {sorted(terms)}")
+            raise ValueError(
+                f"objective must return a dict with a 'loss' entry, got keys {sorted(terms)}"
+            )
         if not torch.isfinite(terms["loss"]):
             raise _NonFiniteLoss
         grad, parts = terms.pop("grad", None), terms.pop("parts", None)
         if grad is not None and len(variables) > 1:
-            raise ValueError("an objective's 'grad' term cannot be combined with extra_variables")
+            raise ValueError(
+                "an objective's 'grad' term cannot be combined with extra_variables"
+            )
         if diagnostics is not None and str(t) not in diagnostics:
             if parts is None:
-                raise ValueError("diagnose_at needs an objective that returns 'parts' (see optimise_images)")
+                raise ValueError(
+                    "diagnose_at needs an objective that returns 'parts' (see optimise_images)"
+                )
             diagnostics[str(t)] = prior_gradients(x, terms["loss"], parts)
-        grads = [grad.detach()] if grad is not None else torch.autograd.grad(terms["loss"], variables)
+        grads = (
+            [grad.detach()]
+            if grad is not None
+            else torch.autograd.grad(terms["loss"], variables)
+        )
         for v, g in zip(variables, grads):
-            v.grad = (signed(g, t) if callable(signed) and v is x else torch.sign(g) if signed else g.clone())
+            v.grad = (
+                signed(g, t)
+                if callable(signed) and v is x
+                else torch.sign(g)
+                if signed
+                else g.clone()
+            )
         if not recorded:
             recorded.update(terms)
         return terms["loss"].detach()
+
     return closure
 
 
-def prior_gradients(x: torch.Tensor, loss: torch.Tensor, parts: Mapping[str, torch.Tensor]) -> dict[str, float]:
+def prior_gradients(
+    x: torch.Tensor, loss: torch.Tensor, parts: Mapping[str, torch.Tensor]
+) -> dict[str, float]:
     """How each part of an objective pulls on the image ``x`` (DESIGN.md, "Attack strength", item 3).
 
     Args:
@@ -349,14 +480,21 @@ def prior_gradients(x: torch.Tensor, loss: torch.Tensor, parts: Mapping[str, tor
     out = dict(norms)
     for name in parts:
         if name != "matching":
-            out[f"{name}/matching"] = norms[name] / norms["matching"] if norms["matching"] > 0 else math.inf
+            out[f"{name}/matching"] = (
+                norms[name] / norms["matching"] if norms["matching"] > 0 else math.inf
+            )
     total = gradient(loss)
-    out["sign_agreement"] = float((torch.sign(total) == torch.sign(grads["matching"])).float().mean())
+    out["sign_agreement"] = float(
+        (torch.sign(total) == torch.sign(grads["matching"])).float().mean()
+    )
     return out
 
 
-def _fingerprint(x0: torch.Tensor, extra_variables: Sequence[torch.Tensor], **arguments) -> dict:
+def _fingerprint(
+    x0: torch.Tensor, extra_variables: Sequence[torch.Tensor], **arguments
+) -> dict:
     """What a checkpoint of this call must match: the loop's arguments and digests of its start."""
+
     def plain(value):
         if isinstance(value, torch.Tensor):
             return tensor_digest(value)
@@ -368,24 +506,38 @@ def _fingerprint(x0: torch.Tensor, extra_variables: Sequence[torch.Tensor], **ar
             return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__name__)}"
         return value
 
-    return {"start": tensor_digest(x0), "extra": [tensor_digest(v) for v in extra_variables],
-            **{name: plain(value) for name, value in arguments.items()}}
+    return {
+        "start": tensor_digest(x0),
+        "extra": [tensor_digest(v) for v in extra_variables],
+        **{name: plain(value) for name, value in arguments.items()},
+    }
 
 
 def _record(history: dict[str, list], t: int, lr: float, terms: Mapping) -> None:
     """Append iteration ``t``'s values (tensors kept detached; turned into floats once, at the end)."""
     for key, value in (("iteration", t), ("lr", lr), *terms.items()):
-        history.setdefault(key, []).append(value.detach() if isinstance(value, torch.Tensor) else value)
+        history.setdefault(key, []).append(
+            value.detach() if isinstance(value, torch.Tensor) else value
+        )
 
 
 def _plain(values: list) -> list:
     """Floats (ints kept) from a history list whose entries may be detached scalar tensors."""
     if values and all(isinstance(v, torch.Tensor) for v in values):
         return [float(v) for v in torch.stack(values).cpu().tolist()]
-    return [float(v) if isinstance(v, torch.Tensor) else v if isinstance(v, int) else float(v) for v in values]
+    return [
+        float(v)
+        if isinstance(v, torch.Tensor)
+        else v
+        if isinstance(v, int)
+        else float(v)
+        for v in values
+    ]
 
 
-def seeded_start(shape: Sequence[int], seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Generator]:
+def seeded_start(
+    shape: Sequence[int], seed: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Generator]:
     """``(x_0, generator)``: the common initial noise for ``seed`` and the generator, for later draws."""
     generator = make_generator(seed, device)
     return initial_images(shape, generator), generator

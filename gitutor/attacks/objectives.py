@@ -7,6 +7,7 @@
 - total variation TV: Inverting Gradients (Eq. 4) and Ye et al. (Eq. 11); the authors' code's
   TV (breaching's, :func:`breaching_total_variation`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,7 +19,9 @@ from gitutor.checks import check_layout, input_channels
 from gitutor.federated.client import check_parameter_list
 
 
-def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def check_target_gradients(
+    model: nn.Module, target_grads: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
     """Check that ``target_grads`` is aligned with ``model.parameters()`` and finite.
 
     Returns:
@@ -36,7 +39,9 @@ def check_target_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor
     return [g.detach() for g in grads]
 
 
-def check_input_shape(input_shape: Sequence[int], model: nn.Module | None = None) -> tuple[int, ...]:
+def check_input_shape(
+    input_shape: Sequence[int], model: nn.Module | None = None
+) -> tuple[int, ...]:
     """``input_shape`` as a tuple ``(B, C, H, W)`` of positive ints, channels first.
 
     Args:
@@ -50,7 +55,9 @@ def check_input_shape(input_shape: Sequence[int], model: nn.Module | None = None
     """
     shape = tuple(int(s) for s in input_shape)
     if len(shape) != 4 or min(shape) < 1:
-        raise ValueError(f"input_shape must be (B, C, H, W) with positive sizes, got {input_shape!r}")
+        raise ValueError(
+            f"input_shape must be (B, C, H, W) with positive sizes, got {input_shape!r}"
+        )
     return check_layout(shape, "input_shape", channels=input_channels(model))
 
 
@@ -59,10 +66,14 @@ def _check_pair(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> None:
         raise ValueError(f"gradient lists differ in length: {len(a)} vs {len(b)}")
     for i, (x, y) in enumerate(zip(a, b)):
         if x.shape != y.shape:
-            raise ValueError(f"gradient tensor {i} differs in shape: {tuple(x.shape)} vs {tuple(y.shape)}")
+            raise ValueError(
+                f"gradient tensor {i} differs in shape: {tuple(x.shape)} vs {tuple(y.shape)}"
+            )
 
 
-def gradient_l2_distance(dummy: Sequence[torch.Tensor], target: Sequence[torch.Tensor]) -> torch.Tensor:
+def gradient_l2_distance(
+    dummy: Sequence[torch.Tensor], target: Sequence[torch.Tensor]
+) -> torch.Tensor:
     """DLG's distance Σ_l ||∇W'_l − ∇W_l||² (Zhu et al. 2019, Algorithm 1 line 5), a scalar tensor.
 
     Raises:
@@ -72,9 +83,13 @@ def gradient_l2_distance(dummy: Sequence[torch.Tensor], target: Sequence[torch.T
     return sum(((d - t) ** 2).sum() for d, t in zip(dummy, target))
 
 
-def cosine_gradient_distance(dummy: Sequence[torch.Tensor], target: Sequence[torch.Tensor], *,
-                             indices: Sequence[int] | None = None,
-                             masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+def cosine_gradient_distance(
+    dummy: Sequence[torch.Tensor],
+    target: Sequence[torch.Tensor],
+    *,
+    indices: Sequence[int] | None = None,
+    masks: Sequence[torch.Tensor] | None = None,
+) -> torch.Tensor:
     """Cosine gradient distance 1 − ⟨g', g⟩ / (||g'|| ||g||) over the chosen parameter tensors.
 
     The inner product and norms run over all selected tensors together, as in Inverting Gradients
@@ -120,10 +135,23 @@ class _FusedCosine(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, target_norm: torch.Tensor, buffers: tuple[list[torch.Tensor], list[torch.Tensor]], count: int,
-                *tensors: torch.Tensor) -> torch.Tensor:
-        candidate, target, masks = tensors[:count], tensors[count:2 * count], tensors[2 * count:]
-        kept = [torch.mul(d, m, out=k) for d, m, k in zip(candidate, masks, buffers[0])] if masks else candidate
+    def forward(
+        ctx,
+        target_norm: torch.Tensor,
+        buffers: tuple[list[torch.Tensor], list[torch.Tensor]],
+        count: int,
+        *tensors: torch.Tensor,
+    ) -> torch.Tensor:
+        candidate, target, masks = (
+            tensors[:count],
+            tensors[count : 2 * count],
+            tensors[2 * count :],
+        )
+        kept = (
+            [torch.mul(d, m, out=k) for d, m, k in zip(candidate, masks, buffers[0])]
+            if masks
+            else candidate
+        )
         dot = sum(torch.dot(d.reshape(-1), t.reshape(-1)) for d, t in zip(kept, target))
         norm = torch.sqrt(sum(torch.dot(d.reshape(-1), d.reshape(-1)) for d in kept))
         denominator = norm * target_norm + 1e-12
@@ -136,7 +164,7 @@ class _FusedCosine(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         dot, norm, target_norm, denominator = ctx.values
         a = float(-grad / denominator)
-        b = float(grad * dot * target_norm / (norm * denominator ** 2))
+        b = float(grad * dot * target_norm / (norm * denominator**2))
         grads = [torch.mul(d, b, out=out) for d, out in zip(ctx.kept, ctx.grads)]
         for g, t, m in zip(grads, ctx.target, ctx.masks or [None] * len(grads)):
             g.add_(t, alpha=a) if m is None else g.addcmul_(t, m, value=a)
@@ -167,22 +195,36 @@ class CosineToTarget:
         self.grads = [torch.empty_like(t) for t in self.target]  # reused by every call
         self.kept: list[torch.Tensor] = []  # d ⊙ m, allocated on the first masked call
 
-    def __call__(self, candidate: Sequence[torch.Tensor], start: int = 0,
-                 masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    def __call__(
+        self,
+        candidate: Sequence[torch.Tensor],
+        start: int = 0,
+        masks: Sequence[torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         target = self.target[start:]
         _check_pair(candidate, target)
         if masks is None:
             target_norm = torch.sqrt(sum(self.square_sums[start:]))
-            return _FusedCosine.apply(target_norm, ([], self.grads[start:]), len(target), *candidate, *target)
+            return _FusedCosine.apply(
+                target_norm, ([], self.grads[start:]), len(target), *candidate, *target
+            )
         _check_pair(masks, target)
-        target_norm = torch.sqrt(sum(torch.dot(m.reshape(-1), sq.reshape(-1))
-                                     for m, sq in zip(masks, self.squares[start:])))
+        target_norm = torch.sqrt(
+            sum(
+                torch.dot(m.reshape(-1), sq.reshape(-1))
+                for m, sq in zip(masks, self.squares[start:])
+            )
+        )
         self.kept = self.kept or [torch.empty_like(t) for t in self.target]
         buffers = (self.kept[start:], self.grads[start:])
-        return _FusedCosine.apply(target_norm, buffers, len(target), *candidate, *target, *masks)
+        return _FusedCosine.apply(
+            target_norm, buffers, len(target), *candidate, *target, *masks
+        )
 
 
-def total_variation(x: torch.Tensor, beta: float = 1.0, reduction: str = "mean") -> torch.Tensor:
+def total_variation(
+    x: torch.Tensor, beta: float = 1.0, reduction: str = "mean"
+) -> torch.Tensor:
     """Total variation TV of images ``(B, C, H, W)``, a scalar tensor.
 
     ``beta = 1``: the anisotropic TV of Inverting Gradients (Geiping et al. 2020, §4), mean
@@ -216,12 +258,19 @@ def total_variation(x: torch.Tensor, beta: float = 1.0, reduction: str = "mean")
     dv = x[:, :, 1:, :] - x[:, :, :-1, :]
     if beta == 1.0:
         return reduce(dh.abs()) + reduce(dv.abs())
-    squares = torch.nn.functional.pad(dh ** 2, (0, 1)) + torch.nn.functional.pad(dv ** 2, (0, 0, 0, 1))
+    squares = torch.nn.functional.pad(dh**2, (0, 1)) + torch.nn.functional.pad(
+        dv**2, (0, 0, 0, 1)
+    )
     return reduce(squares if beta == 2.0 else squares.pow(beta / 2))
 
 
-def breaching_total_variation(x: torch.Tensor, *, inner_exp: float = 1.0, outer_exp: float = 1.0,
-                              eps: float = 1e-8) -> torch.Tensor:
+def breaching_total_variation(
+    x: torch.Tensor,
+    *,
+    inner_exp: float = 1.0,
+    outer_exp: float = 1.0,
+    eps: float = 1e-8,
+) -> torch.Tensor:
     """The TV of the authors' code (breaching ``TotalVariation``, regularizers.py:104–152), a scalar tensor.
 
     mean over (b, c, i, j) of ((|Δ_v x| + ε)^p + (|Δ_h x| + ε)^p)^q with p = ``inner_exp``,
@@ -239,4 +288,8 @@ def breaching_total_variation(x: torch.Tensor, *, inner_exp: float = 1.0, outer_
     padded = torch.nn.functional.pad(x, (0, 1, 0, 1))
     dh = padded[:, :, :-1, 1:] - x
     dv = padded[:, :, 1:, :-1] - x
-    return ((dv.abs() + eps).pow(inner_exp) + (dh.abs() + eps).pow(inner_exp)).pow(outer_exp).mean()
+    return (
+        ((dv.abs() + eps).pow(inner_exp) + (dh.abs() + eps).pow(inner_exp))
+        .pow(outer_exp)
+        .mean()
+    )

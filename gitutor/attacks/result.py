@@ -1,4 +1,5 @@
 """The small object every attack returns, so notebooks can plot and tests can assert."""
+
 from __future__ import annotations
 
 import json
@@ -34,4 +35,6 @@ class AttackResult:
         try:
             json.dumps(self.info, allow_nan=False)
         except (TypeError, ValueError) as error:
-            raise TypeError(f"AttackResult info must hold JSON-able values only (no tensors, NaN or inf): {error}") from None
+            raise TypeError(
+                f"AttackResult info must hold JSON-able values only (no tensors, NaN or inf): {error}"
+            ) from None

@@ -10,6 +10,7 @@ Stacked parameters are the LeNet's parameters of the P models concatenated along
 (convolutions: ``(P·12, C, 5, 5)``, biases ``(P·12,)``) or stacked (fully connected weight
 ``(P, K, D)``, bias ``(P, K)``); ``per_problem(t)`` views any of them as ``(P, -1)``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,10 +28,14 @@ def _check(models: Sequence[LeNet]) -> None:
         raise ValueError("models must be a non-empty sequence of gitutor.models.LeNet")
     body = models[0].body
     if not isinstance(body[1], torch.nn.Sigmoid) or models[0].fc.bias is None:
-        raise ValueError("models must be Sigmoid LeNets with a last-layer bias (the DLG LeNet)")
+        raise ValueError(
+            "models must be Sigmoid LeNets with a last-layer bias (the DLG LeNet)"
+        )
     shapes = [tuple(p.shape) for p in models[0].parameters()]
     if any([tuple(p.shape) for p in m.parameters()] != shapes for m in models):
-        raise ValueError("every model must have the same architecture (classes, channels, image size)")
+        raise ValueError(
+            "every model must have the same architecture (classes, channels, image size)"
+        )
 
 
 def stack(tensor_lists: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
@@ -41,9 +46,15 @@ def stack(tensor_lists: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
         ValueError: if the lists do not all hold 8 tensors (3 convolutions and the FC, with biases).
     """
     if not tensor_lists or any(len(t) != 8 for t in tensor_lists):
-        raise ValueError("every list must hold the 8 tensors of a DLG LeNet's parameters")
-    return [torch.cat([t[j] for t in tensor_lists]) if j < 6 else torch.stack([t[j] for t in tensor_lists])
-            for j in range(8)]
+        raise ValueError(
+            "every list must hold the 8 tensors of a DLG LeNet's parameters"
+        )
+    return [
+        torch.cat([t[j] for t in tensor_lists])
+        if j < 6
+        else torch.stack([t[j] for t in tensor_lists])
+        for j in range(8)
+    ]
 
 
 def stacked_parameters(models: Sequence[LeNet]) -> list[torch.Tensor]:
@@ -66,13 +77,26 @@ def forward(params: Sequence[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     count, channels, height, width = x.shape
     h = x.reshape(1, count * channels, height, width)
     for layer, stride in enumerate(_STRIDES):
-        h = torch.sigmoid(F.conv2d(h, params[2 * layer], params[2 * layer + 1], stride=stride, padding=2,
-                                   groups=count))
+        h = torch.sigmoid(
+            F.conv2d(
+                h,
+                params[2 * layer],
+                params[2 * layer + 1],
+                stride=stride,
+                padding=2,
+                groups=count,
+            )
+        )
     return torch.einsum("pkd,pd->pk", params[6], h.reshape(count, -1)) + params[7]
 
 
-def gradients(params: Sequence[torch.Tensor], x: torch.Tensor, labels: torch.Tensor, *,
-              create_graph: bool = False) -> list[torch.Tensor]:
+def gradients(
+    params: Sequence[torch.Tensor],
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    create_graph: bool = False,
+) -> list[torch.Tensor]:
     """Every problem's client gradient (DLG Eq. 1: cross-entropy of one image) in the stacked layout.
 
     Args:

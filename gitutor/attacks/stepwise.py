@@ -16,15 +16,28 @@ batch. It optimises a candidate batch x' so that its gradient matches the shared
 :func:`stepwise_inversion` is also the loop behind GradInversion (all tensors, no dropout, priors
 from the start; see :mod:`gitutor.attacks.gradinversion`) and the ablations of Table 2.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 from gitutor.attacks.bn_prior import BatchNormPrior
-from gitutor.attacks.loop import check_count, check_hyperparameter, check_start, optimise_images, seeded_start
-from gitutor.attacks.objectives import (CosineToTarget, breaching_total_variation, check_input_shape,
-                                        check_target_gradients, gradient_l2_distance, total_variation)
+from gitutor.attacks.loop import (
+    check_count,
+    check_hyperparameter,
+    check_start,
+    optimise_images,
+    seeded_start,
+)
+from gitutor.attacks.objectives import (
+    CosineToTarget,
+    breaching_total_variation,
+    check_input_shape,
+    check_target_gradients,
+    gradient_l2_distance,
+    total_variation,
+)
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise_options import StepwiseOptions, quantised_sign
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
@@ -35,23 +48,49 @@ from gitutor.seeding import make_generator
 DISTANCES = ("cosine", "l2")
 
 
-def gradient_dropout_masks(grads: list[torch.Tensor], rate: float,
-                           generator: torch.Generator) -> list[torch.Tensor]:
+def gradient_dropout_masks(
+    grads: list[torch.Tensor],
+    rate: float,
+    generator: torch.Generator,
+    *,
+    keep_equal: bool = True,
+    buffers: list[torch.Tensor] | None = None,
+) -> list[torch.Tensor]:
     """Fresh Bernoulli keep-masks for gradient dropout (Ye et al. Eq. 10).
 
     Each entry is kept (1.0) with probability ``1 − rate`` and dropped (0.0) otherwise,
-    independently; the notebook and tests check the statistics. No 1/(1 − rate) rescaling: the
-    cosine distance does not see a common scale.
+    independently: a uniform draw u per entry (``torch.rand`` in the tensor's dtype, the stream of the
+    authors' ``torch.rand_like``) is kept when u ≥ ``rate`` (``keep_equal``, the book) or u > ``rate``
+    (the authors' code, objectives.py:550; the two differ with probability 2⁻²⁴ per entry). No
+    1/(1 − rate) rescaling: the cosine distance does not see a common scale. This is the function
+    :class:`StepwiseObjective` calls at every step.
+
+    Args:
+        grads: the matched gradient tensors (any shapes).
+        rate: the dropout rate in [0, 1) (the paper: 0.3).
+        generator: the stream of the draws.
+        keep_equal: the tie rule above.
+        buffers: tensors like ``grads`` to draw into and return (a step reuses its memory); None: new.
 
     Returns:
         One float mask per tensor of ``grads``, same shape, dtype and device.
 
     Raises:
-        ValueError: if ``rate`` is not in [0, 1).
+        ValueError: if ``rate`` is not in [0, 1) or ``buffers`` do not match ``grads``.
     """
     if not 0 <= rate < 1:
         raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-    return [(torch.rand(g.shape, generator=generator, device=g.device) >= rate).to(g.dtype) for g in grads]
+    if buffers is None:
+        buffers = [torch.empty_like(g) for g in grads]
+    elif [(b.shape, b.dtype) for b in buffers] != [(g.shape, g.dtype) for g in grads]:
+        raise ValueError("buffers must match grads in number, shapes and dtypes")
+    masks = []
+    for buffer in buffers:
+        torch.rand(buffer.shape, generator=generator, out=buffer)
+        masks.append(
+            buffer.ge_(rate) if keep_equal else buffer.gt_(rate)
+        )  # 1.0 kept, 0.0 dropped, in place
+    return masks
 
 
 class StepwiseObjective:
@@ -64,37 +103,65 @@ class StepwiseObjective:
     the matching term and each prior times its weight, for the loop's ``diagnose_at``). TV is computed on
     z in the form ``options.tv``; R_BN weights its first layers by ``options.bn_layer_weights``.
     Only the tensors ``start_index(t) …`` get a gradient with a graph; priors that are off at ``t``
-    are reported but not differentiated; dropout masks reuse their buffers (same random stream as
-    :func:`gradient_dropout_masks`; with the authors' options the same stream as their
-    ``torch.rand_like`` per matched tensor from the same seed). Call :meth:`close` to remove the
+    are reported but not differentiated; the dropout masks are :func:`gradient_dropout_masks` drawn
+    into reused buffers (with the authors' options the same stream as their ``torch.rand_like`` per
+    matched tensor from the same seed). Call :meth:`close` to remove the
     R_BN hooks.
     """
 
-    def __init__(self, model: nn.Module, targets: list[torch.Tensor], labels: torch.Tensor,
-                 schedule: StepwiseSchedule, *, distance: str, dropout: float, tv_weight: float, bn_weight: float,
-                 generator: torch.Generator, options: StepwiseOptions | None = None) -> None:
-        self.model, self.parameters, self.targets, self.labels = model, list(model.parameters()), targets, labels
+    def __init__(
+        self,
+        model: nn.Module,
+        targets: list[torch.Tensor],
+        labels: torch.Tensor,
+        schedule: StepwiseSchedule,
+        *,
+        distance: str,
+        dropout: float,
+        tv_weight: float,
+        bn_weight: float,
+        generator: torch.Generator,
+        options: StepwiseOptions | None = None,
+    ) -> None:
+        self.model, self.parameters, self.targets, self.labels = (
+            model,
+            list(model.parameters()),
+            targets,
+            labels,
+        )
         self.schedule, self.distance, self.dropout = schedule, distance, dropout
         self.tv_weight, self.bn_weight, self.generator = tv_weight, bn_weight, generator
         self.options = options or StepwiseOptions()
         self.cosine = CosineToTarget(targets) if distance == "cosine" else None
-        self.prior = BatchNormPrior(model, self.options.bn_layer_weights) if bn_weight > 0 else None
+        self.prior = (
+            BatchNormPrior(model, self.options.bn_layer_weights)
+            if bn_weight > 0
+            else None
+        )
         self._uniform: dict[int, torch.Tensor] = {}
 
     def _candidate(self, x: torch.Tensor, start: int) -> list[torch.Tensor]:
         if self.model.training:  # client_gradients restores the BatchNorm buffers
-            return client_gradients(self.model, x, self.labels, create_graph=True)[start:]
+            return client_gradients(self.model, x, self.labels, create_graph=True)[
+                start:
+            ]
         loss = cross_entropy(self.model(x), self.labels)
-        return list(torch.autograd.grad(loss, self.parameters[start:], create_graph=True))
+        return list(
+            torch.autograd.grad(loss, self.parameters[start:], create_graph=True)
+        )
 
     def _masks(self, start: int) -> list[torch.Tensor]:
-        masks = []
-        for index in range(start, len(self.targets)):
-            buffer = self._uniform.setdefault(index, torch.empty_like(self.targets[index]))
-            torch.rand(buffer.shape, generator=self.generator, out=buffer)
-            keep = buffer.ge_ if self.options.dropout_keep_equal else buffer.gt_
-            masks.append(keep(self.dropout))  # 1.0 kept, 0.0 dropped, in place
-        return masks
+        buffers = [
+            self._uniform.setdefault(i, torch.empty_like(self.targets[i]))
+            for i in range(start, len(self.targets))
+        ]
+        return gradient_dropout_masks(
+            self.targets[start:],
+            self.dropout,
+            self.generator,
+            keep_equal=self.options.dropout_keep_equal,
+            buffers=buffers,
+        )
 
     def __call__(self, z: torch.Tensor, t: int) -> dict[str, torch.Tensor | int]:
         start = self.schedule.start_index(t)
@@ -105,11 +172,21 @@ class StepwiseObjective:
         else:
             target = self.targets[start:]
             if masks is not None:
-                candidate, target = [g * m for g, m in zip(candidate, masks)], [g * m for g, m in zip(target, masks)]
+                candidate, target = (
+                    [g * m for g, m in zip(candidate, masks)],
+                    [g * m for g, m in zip(target, masks)],
+                )
             grad_term = gradient_l2_distance(candidate, target)
-        tv = (total_variation(z, beta=2.0, reduction="sum") if self.options.tv == "paper"  # Eq. 11 sums over pixels
-              else breaching_total_variation(z))
-        r_bn = self.prior.value() if self.prior is not None else torch.zeros((), device=z.device)
+        tv = (
+            total_variation(z, beta=2.0, reduction="sum")
+            if self.options.tv == "paper"  # Eq. 11 sums over pixels
+            else breaching_total_variation(z)
+        )
+        r_bn = (
+            self.prior.value()
+            if self.prior is not None
+            else torch.zeros((), device=z.device)
+        )
         loss = grad_term
         if self.schedule.tv_active(t):
             loss = loss + self.tv_weight * tv
@@ -118,8 +195,14 @@ class StepwiseObjective:
         parts = {"matching": grad_term, "TV": self.tv_weight * tv}
         if self.prior is not None:
             parts["R_BN"] = self.bn_weight * r_bn
-        return {"loss": loss, "gradient_distance": grad_term, "tv": tv, "r_bn": r_bn, "start_index": start,
-                "parts": parts}
+        return {
+            "loss": loss,
+            "gradient_distance": grad_term,
+            "tv": tv,
+            "r_bn": r_bn,
+            "start_index": start,
+            "parts": parts,
+        }
 
     def state_dict(self) -> dict:
         """What a resumed run needs (:mod:`gitutor.checkpoints`): the dropout generator's state."""
@@ -135,14 +218,27 @@ class StepwiseObjective:
             self.prior.remove()
 
 
-def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], labels: torch.Tensor,
-                       input_shape: tuple[int, int, int, int], *, iterations: int,
-                       schedule: StepwiseSchedule | None = None, dropout: float = 0.3,
-                       tv_weight: float = 0.01, bn_weight: float = 1e-4, lr: float = 0.1,
-                       distance: str = "cosine", seed: int = 0, record_every: int = 50,
-                       options: StepwiseOptions | None = None, start: torch.Tensor | None = None,
-                       diagnose_at: tuple[int, ...] = (),
-                       checkpoint: Checkpoint | None = None, progress: bool = False) -> AttackResult:
+def stepwise_inversion(
+    model: nn.Module,
+    target_grads: list[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: tuple[int, int, int, int],
+    *,
+    iterations: int,
+    schedule: StepwiseSchedule | None = None,
+    dropout: float = 0.3,
+    tv_weight: float = 0.01,
+    bn_weight: float = 1e-4,
+    lr: float = 0.1,
+    distance: str = "cosine",
+    seed: int = 0,
+    record_every: int = 50,
+    options: StepwiseOptions | None = None,
+    start: torch.Tensor | None = None,
+    diagnose_at: tuple[int, ...] = (),
+    checkpoint: Checkpoint | None = None,
+    progress: bool = False,
+) -> AttackResult:
     """Stepwise gradient inversion (Ye et al., AAAI 2024, Stage II, Eq. 10–12).
 
     Minimises, over a candidate batch x' in [0, 1],
@@ -213,50 +309,98 @@ def stepwise_inversion(model: nn.Module, target_grads: list[torch.Tensor], label
     targets = check_target_gradients(model, target_grads)
     input_shape = check_input_shape(input_shape, model)
     if labels.shape != (input_shape[0],) or labels.dtype != torch.int64:
-        raise ValueError(f"labels must be int64 of shape ({input_shape[0]},), got {labels.dtype} {tuple(labels.shape)}")
+        raise ValueError(
+            f"labels must be int64 of shape ({input_shape[0]},), got {labels.dtype} {tuple(labels.shape)}"
+        )
     iterations = check_count(iterations, "iterations")
-    tv_weight, bn_weight = check_hyperparameter(tv_weight, "tv_weight"), check_hyperparameter(bn_weight, "bn_weight")
+    tv_weight, bn_weight = (
+        check_hyperparameter(tv_weight, "tv_weight"),
+        check_hyperparameter(bn_weight, "bn_weight"),
+    )
     dropout = check_hyperparameter(dropout, "dropout")
     schedule = schedule or StepwiseSchedule.paper(iterations, len(parameters))
     if schedule.iterations != iterations:
-        raise ValueError(f"schedule is for {schedule.iterations} iterations, the attack runs {iterations}; "
-                         "build it with StepwiseSchedule.paper(iterations, ...)")
+        raise ValueError(
+            f"schedule is for {schedule.iterations} iterations, the attack runs {iterations}; "
+            "build it with StepwiseSchedule.paper(iterations, ...)"
+        )
     if schedule.start >= len(parameters):
-        raise ValueError(f"schedule starts at tensor {schedule.start} but the model has {len(parameters)} tensors")
+        raise ValueError(
+            f"schedule starts at tensor {schedule.start} but the model has {len(parameters)} tensors"
+        )
     if distance not in DISTANCES:
         raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
     if bn_weight > 0 and model.training:
-        raise ValueError("R_BN needs the model in eval mode (model.eval()), as in Ye et al.; "
-                         "or pass bn_weight=0")
+        raise ValueError(
+            "R_BN needs the model in eval mode (model.eval()), as in Ye et al.; "
+            "or pass bn_weight=0"
+        )
     if not dropout < 1:
         raise ValueError(f"dropout rate must be in [0, 1), got {dropout}")
 
     options = options or StepwiseOptions()
     if options.units == "normalised" and len(options.mean) != input_shape[1]:
-        raise ValueError(f"options.mean has {len(options.mean)} channels, the images {input_shape[1]}")
+        raise ValueError(
+            f"options.mean has {len(options.mean)} channels, the images {input_shape[1]}"
+        )
     device = parameters[0].device
-    if options.units == "normalised":  # base_attack.py:228–229: randn in normalised units, no clamp
-        generator = make_generator(seed, device)  # the stream their torch.manual_seed(seed) gives, on the CPU
-        x0 = torch.randn(input_shape, generator=generator, device=device, dtype=parameters[0].dtype)
+    if (
+        options.units == "normalised"
+    ):  # base_attack.py:228–229: randn in normalised units, no clamp
+        generator = make_generator(
+            seed, device
+        )  # the stream their torch.manual_seed(seed) gives, on the CPU
+        x0 = torch.randn(
+            input_shape, generator=generator, device=device, dtype=parameters[0].dtype
+        )
     else:
         x0, generator = seeded_start(input_shape, seed, device)
     if start is not None:
-        x0 = options.from_pixels(check_start(start, input_shape).to(device=device, dtype=x0.dtype))
+        x0 = options.from_pixels(
+            check_start(start, input_shape).to(device=device, dtype=x0.dtype)
+        )
     labels = labels.to(device)
-    objective = StepwiseObjective(model, [g.to(device) for g in targets], labels, schedule, distance=distance,
-                                  dropout=dropout, tv_weight=tv_weight, bn_weight=bn_weight, generator=generator,
-                                  options=options)
+    objective = StepwiseObjective(
+        model,
+        [g.to(device) for g in targets],
+        labels,
+        schedule,
+        distance=distance,
+        dropout=dropout,
+        tv_weight=tv_weight,
+        bn_weight=bn_weight,
+        generator=generator,
+        options=options,
+    )
     resets = None
     if options.keep == "best":
+
         def resets(t: int) -> bool:
-            return (t + schedule.offset) % schedule.interval == 0 or t in (schedule.t1, schedule.t2)
+            return (t + schedule.offset) % schedule.interval == 0 or t in (
+                schedule.t1,
+                schedule.t2,
+            )
+
     try:
-        return optimise_images(objective, x0, iterations=iterations, lr=lr, labels=labels,
-                               lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, schedule.lr_factor),
-                               signed=quantised_sign if options.step == "quantised" else True,
-                               box=options.box(device, x0.dtype), view=options.to_pixels, best_resets=resets,
-                               record_every=record_every, snapshot_at=(schedule.t1, schedule.t2),
-                               diagnose_at=diagnose_at, checkpoint=checkpoint, progress=progress,
-                               desc="stepwise inversion")
+        return optimise_images(
+            objective,
+            x0,
+            iterations=iterations,
+            lr=lr,
+            labels=labels,
+            lr_schedule=lambda opt: torch.optim.lr_scheduler.LambdaLR(
+                opt, schedule.lr_factor
+            ),
+            signed=quantised_sign if options.step == "quantised" else True,
+            box=options.box(device, x0.dtype),
+            view=options.to_pixels,
+            best_resets=resets,
+            record_every=record_every,
+            snapshot_at=(schedule.t1, schedule.t2),
+            diagnose_at=diagnose_at,
+            checkpoint=checkpoint,
+            progress=progress,
+            desc="stepwise inversion",
+        )
     finally:
         objective.close()

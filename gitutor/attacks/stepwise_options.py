@@ -8,6 +8,7 @@ places. :class:`StepwiseOptions` names each choice; ``StepwiseOptions()`` is the
 (and what the book used before issue 35), :meth:`StepwiseOptions.authors` the authors' code. File
 and line references are to that repository (commit 6faa004).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,15 @@ KEEP = ("last", "best")
 AUTHORS_TV_WEIGHT, AUTHORS_BN_WEIGHT, AUTHORS_BN_LAYER_WEIGHTS = 5e-3, 1e-4, (1.3, 3.0)
 
 
-def quantised_sign(grad: torch.Tensor, iteration: int, *, levels: int = 4, floor: float = 0.2,
-                   boost: float = 2.0, boost_until: int = 100) -> torch.Tensor:
+def quantised_sign(
+    grad: torch.Tensor,
+    iteration: int,
+    *,
+    levels: int = 4,
+    floor: float = 0.2,
+    boost: float = 2.0,
+    boost_until: int = 100,
+) -> torch.Tensor:
     """The authors' "hard_quantify" step direction (optimization_based_attack.py:386–396), a new tensor.
 
     With m the median of |g| over the whole batch (``torch.median``: the lower middle value),
@@ -50,7 +58,9 @@ def quantised_sign(grad: torch.Tensor, iteration: int, *, levels: int = 4, floor
         raise ValueError(f"need levels ≥ 1 and floor in [0, 1], got {levels}, {floor}")
     half = levels / 2
     scale = half / (torch.median(grad.abs()) + 1e-10)
-    q = (grad * scale).round().div(half).clamp(-1, 1).mul(1 - floor) + torch.sign(grad) * floor
+    q = (grad * scale).round().div(half).clamp(-1, 1).mul(1 - floor) + torch.sign(
+        grad
+    ) * floor
     return q * boost if iteration <= boost_until else q
 
 
@@ -106,12 +116,18 @@ class StepwiseOptions:
     dropout_keep_equal: bool = True
 
     def __post_init__(self) -> None:
-        for name, value, allowed in (("tv", self.tv, TV_FORMS), ("step", self.step, STEP_RULES),
-                                     ("units", self.units, UNITS), ("keep", self.keep, KEEP)):
+        for name, value, allowed in (
+            ("tv", self.tv, TV_FORMS),
+            ("step", self.step, STEP_RULES),
+            ("units", self.units, UNITS),
+            ("keep", self.keep, KEEP),
+        ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
         if len(self.mean) != len(self.std) or min(self.std) <= 0:
-            raise ValueError(f"mean and std must have one entry per channel and std > 0, got {self.mean}, {self.std}")
+            raise ValueError(
+                f"mean and std must have one entry per channel and std > 0, got {self.mean}, {self.std}"
+            )
 
     @classmethod
     def authors(cls, **changes) -> "StepwiseOptions":
@@ -120,11 +136,21 @@ class StepwiseOptions:
         Use with ``tv_weight=AUTHORS_TV_WEIGHT``, ``bn_weight=AUTHORS_BN_WEIGHT`` and
         ``StepwiseSchedule.paper(..., authors_timing=True)`` to run their configuration.
         """
-        return cls(**{"tv": "authors", "step": "quantised", "units": "normalised",
-                      "bn_layer_weights": AUTHORS_BN_LAYER_WEIGHTS, "keep": "best",
-                      "dropout_keep_equal": False, **changes})
+        return cls(
+            **{
+                "tv": "authors",
+                "step": "quantised",
+                "units": "normalised",
+                "bn_layer_weights": AUTHORS_BN_LAYER_WEIGHTS,
+                "keep": "best",
+                "dropout_keep_equal": False,
+                **changes,
+            }
+        )
 
-    def box(self, device: torch.device | None = None, dtype: torch.dtype = torch.float32) -> tuple:
+    def box(
+        self, device: torch.device | None = None, dtype: torch.dtype = torch.float32
+    ) -> tuple:
         """The clamp of the optimised variable: ``(0, 1)`` in pixels, tensors ``(1, C, 1, 1)`` when normalised."""
         if self.units == "pixels":
             return (0.0, 1.0)
@@ -147,5 +173,7 @@ class StepwiseOptions:
 
     def _stats(self, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (1, len(self.mean), 1, 1)
-        return (torch.tensor(self.mean, device=device, dtype=dtype).view(shape),
-                torch.tensor(self.std, device=device, dtype=dtype).view(shape))
+        return (
+            torch.tensor(self.mean, device=device, dtype=dtype).view(shape),
+            torch.tensor(self.std, device=device, dtype=dtype).view(shape),
+        )

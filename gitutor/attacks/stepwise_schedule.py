@@ -5,6 +5,7 @@ budget and network depth. The numbers come from the authors' code (``MiLab-HITSZ
 ``breaching/config/attack/our_res34_pretrained.yaml`` and
 ``breaching/attacks/auxiliaries/objectives.py:516–560``); the paper states only T1, T2 and T.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,10 @@ def stage_floor(model: nn.Module, offset: int = AUTHORS_FLOOR_OFFSET) -> int:
             if floor >= len(index):
                 break
             return floor
-    raise ValueError("stage_floor needs a network with a strided convolution after its stem "
-                     "(a ResNet's second stage); pass floor= to StepwiseSchedule.paper instead")
+    raise ValueError(
+        "stage_floor needs a network with a strided convolution after its stem "
+        "(a ResNet's second stage); pass floor= to StepwiseSchedule.paper instead"
+    )
 
 
 @dataclass(frozen=True)
@@ -99,21 +102,40 @@ class StepwiseSchedule:
         if self.iterations < 1:
             raise ValueError(f"iterations must be ≥ 1, got {self.iterations}")
         if not 0 <= self.floor <= self.start:
-            raise ValueError(f"need 0 ≤ floor ≤ start, got floor={self.floor}, start={self.start}")
+            raise ValueError(
+                f"need 0 ≤ floor ≤ start, got floor={self.floor}, start={self.start}"
+            )
         if self.step < 0 or self.interval < 1:
-            raise ValueError(f"need step ≥ 0 and interval ≥ 1, got step={self.step}, interval={self.interval}")
-        for name, value in (("t1", self.t1), ("t2", self.t2), *(("lr milestone", m) for m in self.lr_milestones)):
+            raise ValueError(
+                f"need step ≥ 0 and interval ≥ 1, got step={self.step}, interval={self.interval}"
+            )
+        for name, value in (
+            ("t1", self.t1),
+            ("t2", self.t2),
+            *(("lr milestone", m) for m in self.lr_milestones),
+        ):
             if not 0 <= value <= self.iterations:
-                raise ValueError(f"{name}={value} must lie in [0, iterations={self.iterations}]")
+                raise ValueError(
+                    f"{name}={value} must lie in [0, iterations={self.iterations}]"
+                )
         if not 0 < self.lr_gamma <= 1:
             raise ValueError(f"lr_gamma must be in (0, 1], got {self.lr_gamma}")
         if not 0 <= self.offset < self.interval:
-            raise ValueError(f"offset must be in [0, interval={self.interval}), got {self.offset}")
+            raise ValueError(
+                f"offset must be in [0, interval={self.interval}), got {self.offset}"
+            )
 
     @classmethod
-    def paper(cls, iterations: int = PAPER_ITERATIONS, num_tensors: int = PAPER_TENSORS, *,
-              t1: int = PAPER_T1, t2: int = PAPER_T2, floor: int | None = None,
-              authors_timing: bool = False) -> "StepwiseSchedule":
+    def paper(
+        cls,
+        iterations: int = PAPER_ITERATIONS,
+        num_tensors: int = PAPER_TENSORS,
+        *,
+        t1: int = PAPER_T1,
+        t2: int = PAPER_T2,
+        floor: int | None = None,
+        authors_timing: bool = False,
+    ) -> "StepwiseSchedule":
         """The authors' schedule, scaled to ``iterations`` and to a network of ``num_tensors``.
 
         For ResNet34 (110 tensors) and 15 000 iterations it is start 99, 10 tensors shallower
@@ -133,25 +155,56 @@ class StepwiseSchedule:
                 ``[0, start]`` (the scaled start).
         """
         if iterations < 1 or num_tensors < 2:
-            raise ValueError(f"need iterations ≥ 1 and num_tensors ≥ 2, got {iterations}, {num_tensors}")
-        time_scale, depth_scale = iterations / PAPER_ITERATIONS, num_tensors / PAPER_TENSORS
+            raise ValueError(
+                f"need iterations ≥ 1 and num_tensors ≥ 2, got {iterations}, {num_tensors}"
+            )
+        time_scale, depth_scale = (
+            iterations / PAPER_ITERATIONS,
+            num_tensors / PAPER_TENSORS,
+        )
         start = min(num_tensors - 1, round(PAPER_START * depth_scale))
         floor = min(start, round(PAPER_FLOOR * depth_scale)) if floor is None else floor
         interval = max(1, round(PAPER_INTERVAL * time_scale))
-        milestones = (tuple(int(iterations // d) for d in AUTHORS_LR_DIVISORS) if authors_timing
-                      else tuple(step_milestones(iterations, PAPER_LR_FRACTIONS)))
-        return cls(iterations=iterations, start=start, floor=floor,
-                   step=max(1, round(PAPER_STEP * depth_scale)), interval=interval,
-                   t1=min(iterations, round(t1 * time_scale)), t2=min(iterations, round(t2 * time_scale)),
-                   lr_milestones=milestones, offset=1 if authors_timing and interval > 1 else 0)
+        milestones = (
+            tuple(int(iterations // d) for d in AUTHORS_LR_DIVISORS)
+            if authors_timing
+            else tuple(step_milestones(iterations, PAPER_LR_FRACTIONS))
+        )
+        return cls(
+            iterations=iterations,
+            start=start,
+            floor=floor,
+            step=max(1, round(PAPER_STEP * depth_scale)),
+            interval=interval,
+            t1=min(iterations, round(t1 * time_scale)),
+            t2=min(iterations, round(t2 * time_scale)),
+            lr_milestones=milestones,
+            offset=1 if authors_timing and interval > 1 else 0,
+        )
 
     @classmethod
-    def fixed(cls, iterations: int, start: int, *, t1: int = 0, t2: int = 0,
-              lr_fractions: tuple[float, ...] = PAPER_LR_FRACTIONS,
-              lr_gamma: float = PAPER_LR_GAMMA) -> "StepwiseSchedule":
+    def fixed(
+        cls,
+        iterations: int,
+        start: int,
+        *,
+        t1: int = 0,
+        t2: int = 0,
+        lr_fractions: tuple[float, ...] = PAPER_LR_FRACTIONS,
+        lr_gamma: float = PAPER_LR_GAMMA,
+    ) -> "StepwiseSchedule":
         """Match tensors ``start …`` at every iteration (no stepping), priors from ``t1``/``t2``."""
-        return cls(iterations=iterations, start=start, floor=start, step=0, interval=1, t1=t1, t2=t2,
-                   lr_milestones=tuple(step_milestones(iterations, lr_fractions)), lr_gamma=lr_gamma)
+        return cls(
+            iterations=iterations,
+            start=start,
+            floor=start,
+            step=0,
+            interval=1,
+            t1=t1,
+            t2=t2,
+            lr_milestones=tuple(step_milestones(iterations, lr_fractions)),
+            lr_gamma=lr_gamma,
+        )
 
     @classmethod
     def all_tensors(cls, iterations: int, **kwargs) -> "StepwiseSchedule":
@@ -165,7 +218,9 @@ class StepwiseSchedule:
             ValueError: if ``t`` is outside ``[0, iterations]``.
         """
         self._check_time(t)
-        return max(self.floor, self.start - self.step * ((t + self.offset) // self.interval))
+        return max(
+            self.floor, self.start - self.step * ((t + self.offset) // self.interval)
+        )
 
     def tv_active(self, t: int) -> bool:
         """Whether TV (Eq. 11) is on at iteration ``t``."""

@@ -29,6 +29,21 @@ chapter's package; no shared layer imports a chapter package (``tests/test_layer
 chapters need moves down into a shared layer. A new chapter's code goes into a new package here,
 registered in :data:`NOTEBOOK_MODULES`.
 """
-from gitutor.chapters.settings import DEFAULTS, NOTEBOOK_MODULES, PROFILES, SETTING_RULES, Profile, get_profile
 
-__all__ = ["DEFAULTS", "NOTEBOOK_MODULES", "PROFILES", "Profile", "SETTING_RULES", "get_profile"]
+from gitutor.chapters.settings import (
+    DEFAULTS,
+    NOTEBOOK_MODULES,
+    PROFILES,
+    SETTING_RULES,
+    Profile,
+    get_profile,
+)
+
+__all__ = [
+    "DEFAULTS",
+    "NOTEBOOK_MODULES",
+    "PROFILES",
+    "Profile",
+    "SETTING_RULES",
+    "get_profile",
+]

@@ -10,6 +10,7 @@ profile never changes after it is made, so no cell can alter a setting another c
 a setting whose name says it is a count, a learning rate or a rate is checked when the profile is
 made (:data:`SETTING_RULES`): ``cfg.replace(iterations=0)`` raises a ``ValueError`` naming it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,6 +32,8 @@ NOTEBOOK_MODULES = {
     "08_flower_dp": "flower_dp",
 }
 PROFILES = ("quick", "full")
+
+
 def _real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
@@ -38,13 +41,29 @@ def _real(value) -> bool:
 #: What a setting's name says it holds: kind → (name pattern, check, rule). Every profile (and every
 #: ``replace``) is checked; None is allowed for each (a part that is not run, a default).
 SETTING_RULES = {
-    "count": ((r"^n_|iterations$|steps$|epochs$|(^|_)size$|batches$|trials$|repeats$|"
-               r"^record_every$|^population$|^torch_threads$|^sweep_cpus$"),
-              lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a positive int"),
-    "number of items": (r"images$|samples$", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                        "an int ≥ 0"),
-    "learning rate": (r"(^|_)lr$", lambda v: _real(v) and 0 < v < math.inf, "a finite number > 0"),
-    "rate or fraction": (r"fraction$|rate$|^dropout$", lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "count": (
+        (
+            r"^n_|iterations$|steps$|epochs$|(^|_)size$|batches$|trials$|repeats$|"
+            r"^record_every$|^population$|^torch_threads$|^sweep_cpus$|clients$|^secagg_k$|^secagg_groups$"
+        ),
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive int",
+    ),
+    "number of items": (
+        r"images$|samples$",
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "an int ≥ 0",
+    ),
+    "learning rate": (
+        r"(^|_)lr$",
+        lambda v: _real(v) and 0 < v < math.inf,
+        "a finite number > 0",
+    ),
+    "rate or fraction": (
+        r"fraction$|rate$|^dropout$",
+        lambda v: _real(v) and 0 <= v <= 1,
+        "a number in [0, 1]",
+    ),
 }
 #: Settings every profile has; a chapter module may leave them out. ``torch_threads`` is the
 #: thread count the notebook pins with ``torch.set_num_threads`` (None: torch's default).
@@ -72,12 +91,21 @@ class Profile:
         """
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) \
+            values = (
+                value.values()
+                if isinstance(value, dict)
+                else value
+                if isinstance(value, (list, tuple))
                 else [value]
+            )
             for kind, (pattern, valid, rule) in SETTING_RULES.items():
-                if re.search(pattern, field.name) and not all(v is None or valid(v) for v in values):
-                    raise ValueError(f"setting {field.name} of the {self.profile} profile of {self.notebook} "
-                                     f"is a {kind}: it must be {rule}, got {value!r}")
+                if re.search(pattern, field.name) and not all(
+                    v is None or valid(v) for v in values
+                ):
+                    raise ValueError(
+                        f"setting {field.name} of the {self.profile} profile of {self.notebook} "
+                        f"is a {kind}: it must be {rule}, got {value!r}"
+                    )
 
     def replace(self, **changes) -> Profile:
         """A copy with some settings changed, e.g. ``cfg.replace(epochs=50)``.
@@ -89,13 +117,22 @@ class Profile:
         names = {field.name for field in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names | set(changes) & {"notebook", "profile"})
         if unknown:
-            raise ValueError(f"cannot replace {unknown} in the {self.profile} profile of {self.notebook}; "
-                             f"settings: {sorted(names - {'notebook', 'profile'})}")
-        return type(self)(**{**self.as_dict(), **changes})  # copies: the two profiles share no list or dict
+            raise ValueError(
+                f"cannot replace {unknown} in the {self.profile} profile of {self.notebook}; "
+                f"settings: {sorted(names - {'notebook', 'profile'})}"
+            )
+        return type(self)(
+            **{**self.as_dict(), **changes}
+        )  # copies: the two profiles share no list or dict
 
     def as_dict(self) -> dict:
         """All settings (and ``notebook``, ``profile``) as a plain dict (deep copies)."""
-        return copy.deepcopy({field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
+        return copy.deepcopy(
+            {
+                field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)
+            }
+        )
 
     def __getattr__(self, name: str):  # only called for names that are not settings
         if name.startswith("__"):
@@ -107,11 +144,17 @@ class Profile:
 @functools.cache
 def _profile_class(module: str, names: tuple[str, ...]) -> type[Profile]:
     title = "".join(part.title() for part in module.split("_"))
-    return dataclasses.make_dataclass(f"{title}Profile", [(name, object) for name in names], bases=(Profile,),
-                                      frozen=True)
+    return dataclasses.make_dataclass(
+        f"{title}Profile",
+        [(name, object) for name in names],
+        bases=(Profile,),
+        frozen=True,
+    )
 
 
-def get_profile(notebook: str, profile: str = "quick", budget: str | None = None) -> Profile:
+def get_profile(
+    notebook: str, profile: str = "quick", budget: str | None = None
+) -> Profile:
     """Settings of ``notebook`` (e.g. ``"01_dlg"``) for ``profile`` (``"quick"`` or ``"full"``).
 
     Args:
@@ -128,18 +171,29 @@ def get_profile(notebook: str, profile: str = "quick", budget: str | None = None
         ValueError: for an unknown notebook, profile or budget name (the message lists the choices).
     """
     if notebook not in NOTEBOOK_MODULES:
-        raise ValueError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOK_MODULES)}")
+        raise ValueError(
+            f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOK_MODULES)}"
+        )
     if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose 'quick' (CPU, minutes) or 'full' (paper scale, GPU)")
+        raise ValueError(
+            f"unknown profile {profile!r}; choose 'quick' (CPU, minutes) or 'full' (paper scale, GPU)"
+        )
     module = NOTEBOOK_MODULES[notebook]
     chapter = importlib.import_module(f"gitutor.chapters.{module}.profile")
-    settings = {**DEFAULTS, **copy.deepcopy(chapter.QUICK if profile == "quick" else chapter.FULL)}
+    settings = {
+        **DEFAULTS,
+        **copy.deepcopy(chapter.QUICK if profile == "quick" else chapter.FULL),
+    }
     for reserved in ("notebook", "profile"):
         settings.pop(reserved, None)
-    cfg = _profile_class(module, tuple(settings))(notebook=notebook, profile=profile, **settings)
+    cfg = _profile_class(module, tuple(settings))(
+        notebook=notebook, profile=profile, **settings
+    )
     if budget is None:
         return cfg
     budgets = getattr(chapter, "BUDGETS", {})
     if budget not in budgets:
-        raise ValueError(f"BUDGET must be None or one of {sorted(budgets)} for {notebook}, got {budget!r}")
+        raise ValueError(
+            f"BUDGET must be None or one of {sorted(budgets)} for {notebook}, got {budget!r}"
+        )
     return cfg.replace(**copy.deepcopy(budgets[budget]))

@@ -1,6 +1,7 @@
 """Real images that ship inside packages (the quick profile, offline): photographs and the LFW
 subset of scikit-image, scikit-learn's handwritten digits. All images are float tensors
 ``(N, C, H, W)`` in [0, 1]."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,16 @@ from gitutor.checks import check_images
 from gitutor.seeding import make_generator
 
 #: Photographs bundled in the scikit-image wheel (names of ``skimage.data`` functions).
-PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "hubble_deep_field",
-               "immunohistochemistry", "colorwheel")
+PHOTOGRAPHS = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "retina",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "colorwheel",
+)
 POOLS = ("all", "target", "aux")
 #: Largest side of a bundled crop (px): both halves of every bundled photograph hold it; larger sizes are upsampled.
 BUNDLED_CROP = 128
@@ -25,7 +34,9 @@ def _check_size(size: int) -> None:
 
 def _check_channels(channels: int) -> None:
     if channels not in (1, 3):
-        raise ValueError(f"channels must be 1 (grey) or 3 (grey replicated to RGB), got {channels!r}")
+        raise ValueError(
+            f"channels must be 1 (grey) or 3 (grey replicated to RGB), got {channels!r}"
+        )
 
 
 def resize(images: torch.Tensor, size: int) -> torch.Tensor:
@@ -42,8 +53,12 @@ def resize(images: torch.Tensor, size: int) -> torch.Tensor:
     check_images(images, "images")
     if images.shape[-2:] == (size, size):
         return images.clone()
-    out = F.interpolate(images, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
-    return out.clamp(0.0, 1.0)  # interpolation overshoot only; inputs are already in [0, 1]
+    out = F.interpolate(
+        images, size=(size, size), mode="bilinear", antialias=True, align_corners=False
+    )
+    return out.clamp(
+        0.0, 1.0
+    )  # interpolation overshoot only; inputs are already in [0, 1]
 
 
 def photograph(name: str) -> torch.Tensor:
@@ -65,15 +80,23 @@ def photograph(name: str) -> torch.Tensor:
     array = raw.astype(np.float32)
     if np.issubdtype(raw.dtype, np.integer):
         array = array / float(np.iinfo(raw.dtype).max)
-    elif raw.dtype != bool and raw.size and not (0.0 <= float(raw.min()) and float(raw.max()) <= 1.0):
-        raise ValueError(f"skimage.data.{name}() is a float image with values in [{raw.min():.4g}, "
-                         f"{raw.max():.4g}], not in [0, 1]")
+    elif (
+        raw.dtype != bool
+        and raw.size
+        and not (0.0 <= float(raw.min()) and float(raw.max()) <= 1.0)
+    ):
+        raise ValueError(
+            f"skimage.data.{name}() is a float image with values in [{raw.min():.4g}, "
+            f"{raw.max():.4g}], not in [0, 1]"
+        )
     if array.ndim == 2:
         array = np.repeat(array[..., None], 3, axis=2)
     return torch.from_numpy(array[..., :3].copy()).permute(2, 0, 1)
 
 
-def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> torch.Tensor:
+def natural_images(
+    n: int, size: int = 32, seed: int = 0, pool: str = "all"
+) -> torch.Tensor:
     """Random square crops of the photographs bundled in scikit-image.
 
     Each crop picks a photograph, a side between 20 % and 50 % of the available region's shorter
@@ -100,22 +123,34 @@ def natural_images(n: int, size: int = 32, seed: int = 0, pool: str = "all") -> 
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {POOLS}, got {pool!r}")
     photos = [photograph(name) for name in PHOTOGRAPHS]
-    regions = {"all": lambda w: w, "target": lambda w: w // 2, "aux": lambda w: w - w // 2}[pool]
+    regions = {
+        "all": lambda w: w,
+        "target": lambda w: w // 2,
+        "aux": lambda w: w - w // 2,
+    }[pool]
     largest = min(min(photo.shape[1], regions(photo.shape[2])) for photo in photos)
     if size > largest:
-        raise ValueError(f"size={size} exceeds the smallest {pool!r} region of the photographs ({largest} px)")
+        raise ValueError(
+            f"size={size} exceeds the smallest {pool!r} region of the photographs ({largest} px)"
+        )
     generator = make_generator(seed)
     crops = []
     for _ in range(n):
         photo = photos[int(torch.randint(len(photos), (1,), generator=generator))]
         height, width = photo.shape[1:]
-        left, right = {"all": (0, width), "target": (0, width // 2), "aux": (width // 2, width)}[pool]
+        left, right = {
+            "all": (0, width),
+            "target": (0, width // 2),
+            "aux": (width // 2, width),
+        }[pool]
         shorter = min(height, right - left)
         fraction = 0.2 + 0.3 * float(torch.rand((), generator=generator))
         side = max(size, int(fraction * shorter))
         top = int(torch.randint(height - side + 1, (1,), generator=generator))
-        x0 = left + int(torch.randint(right - left - side + 1, (1,), generator=generator))
-        crops.append(resize(photo[None, :, top:top + side, x0:x0 + side], size))
+        x0 = left + int(
+            torch.randint(right - left - side + 1, (1,), generator=generator)
+        )
+        crops.append(resize(photo[None, :, top : top + side, x0 : x0 + side], size))
     return torch.cat(crops)
 
 
@@ -126,7 +161,9 @@ def bundled_crops(n: int, size: int, seed: int = 0, pool: str = "all") -> torch.
     Raises:
         ValueError: as :func:`natural_images`.
     """
-    return resize(natural_images(n, size=min(size, BUNDLED_CROP), seed=seed, pool=pool), size)
+    return resize(
+        natural_images(n, size=min(size, BUNDLED_CROP), seed=seed, pool=pool), size
+    )
 
 
 def lfw_faces(size: int = 25, channels: int = 1) -> torch.Tensor:
@@ -143,7 +180,9 @@ def lfw_faces(size: int = 25, channels: int = 1) -> torch.Tensor:
 
     _check_size(size)
     _check_channels(channels)
-    faces = torch.as_tensor(np.asarray(skimage.data.lfw_subset()[:100], dtype=np.float32))
+    faces = torch.as_tensor(
+        np.asarray(skimage.data.lfw_subset()[:100], dtype=np.float32)
+    )
     return resize(faces[:, None], size).repeat(1, channels, 1, 1)
 
 
@@ -162,23 +201,51 @@ def digits(size: int = 8, channels: int = 1) -> tuple[torch.Tensor, torch.Tensor
     _check_channels(channels)
     bunch = load_digits()
     images = torch.as_tensor(bunch.images, dtype=torch.float32)[:, None] / 16.0
-    return resize(images, size).repeat(1, channels, 1, 1), torch.as_tensor(bunch.target, dtype=torch.int64)
+    return resize(images, size).repeat(1, channels, 1, 1), torch.as_tensor(
+        bunch.target, dtype=torch.int64
+    )
 
 
 #: Whole pictures a reader recognises at 32×32, all bundled in the scikit-image wheel: an astronaut,
 #: a coffee cup, a cat, a rocket, a retina, a colour wheel, a cameraman, coins, a horse, the
 #: scikit-image logo, stained tissue and the Hubble deep field (grey ones replicated to RGB).
-WHOLE_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "retina", "colorwheel", "camera", "coins", "horse",
-                     "logo", "immunohistochemistry", "hubble_deep_field")
+WHOLE_PHOTOGRAPHS = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "retina",
+    "colorwheel",
+    "camera",
+    "coins",
+    "horse",
+    "logo",
+    "immunohistochemistry",
+    "hubble_deep_field",
+)
 
 
 #: Whole photographs of real scenes among them (no drawing, logo, silhouette or colour wheel): the CIFAR
 #: stand-in where a chapter's claim is about photographs (chapters 01 and 07).
-REAL_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "clock",
-                    "stereo_motorcycle", "retina", "immunohistochemistry", "hubble_deep_field")
+REAL_PHOTOGRAPHS = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "camera",
+    "coins",
+    "moon",
+    "clock",
+    "stereo_motorcycle",
+    "retina",
+    "immunohistochemistry",
+    "hubble_deep_field",
+)
 
 
-def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS) -> torch.Tensor:
+def whole_photographs(
+    size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS
+) -> torch.Tensor:
     """Whole bundled photographs, centre-cropped to a square and resized to ``size`` (CIFAR-like).
 
     Unlike :func:`natural_images` (small random crops), every image shows a whole scene a reader
@@ -199,25 +266,46 @@ def whole_photographs(size: int = 32, names: tuple[str, ...] = WHOLE_PHOTOGRAPHS
     _check_size(size)
     if not names:
         raise ValueError("names must list at least one skimage.data photograph")
-    unknown = [name for name in names if not callable(getattr(skimage.data, name, None))]
+    unknown = [
+        name for name in names if not callable(getattr(skimage.data, name, None))
+    ]
     if unknown:
-        raise ValueError(f"names {unknown} are not skimage.data photographs; e.g. {WHOLE_PHOTOGRAPHS[:3]}")
+        raise ValueError(
+            f"names {unknown} are not skimage.data photographs; e.g. {WHOLE_PHOTOGRAPHS[:3]}"
+        )
     squares = []
     for name in names:
         photo = photograph(name)
         height, width = photo.shape[1:]
         side = min(height, width)
         top, left = (height - side) // 2, (width - side) // 2
-        squares.append(resize(photo[None, :, top:top + side, left:left + side], size))
+        squares.append(
+            resize(photo[None, :, top : top + side, left : left + side], size)
+        )
     return torch.cat(squares)
 
 
 #: Whole photographs the book attacks in chapter 04; the trained substitutes never see them.
 ATTACKED_PHOTOGRAPHS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "horse")
 #: Photographs a trained substitute learns to tell apart (class i = photograph i).
-TRAINING_PHOTOGRAPHS = ("colorwheel", "retina", "immunohistochemistry", "hubble_deep_field",
-                        "coins", "logo", "brick", "grass", "gravel", "moon", "page", "text",
-                        "cell", "clock", "stereo_motorcycle", "shepp_logan_phantom")
+TRAINING_PHOTOGRAPHS = (
+    "colorwheel",
+    "retina",
+    "immunohistochemistry",
+    "hubble_deep_field",
+    "coins",
+    "logo",
+    "brick",
+    "grass",
+    "gravel",
+    "moon",
+    "page",
+    "text",
+    "cell",
+    "clock",
+    "stereo_motorcycle",
+    "shepp_logan_phantom",
+)
 
 
 #: Every distinct whole photograph a batch can draw on when no trained substitute is attacked
@@ -225,8 +313,12 @@ TRAINING_PHOTOGRAPHS = ("colorwheel", "retina", "immunohistochemistry", "hubble_
 BUNDLED_PHOTOGRAPHS = ATTACKED_PHOTOGRAPHS + TRAINING_PHOTOGRAPHS
 
 
-def attacked_photographs(size: int, batch_size: int, index: int = 0,
-                         names: tuple[str, ...] = ATTACKED_PHOTOGRAPHS) -> torch.Tensor:
+def attacked_photographs(
+    size: int,
+    batch_size: int,
+    index: int = 0,
+    names: tuple[str, ...] = ATTACKED_PHOTOGRAPHS,
+) -> torch.Tensor:
     """Batch ``index`` of ``names`` (by default :data:`ATTACKED_PHOTOGRAPHS`, held out of the
     trained substitutes; :data:`BUNDLED_PHOTOGRAPHS` for a network that saw none):
     ``batch_size`` consecutive whole photographs from photograph ``index · batch_size`` on
@@ -237,9 +329,15 @@ def attacked_photographs(size: int, batch_size: int, index: int = 0,
             photographs) or a negative ``index``.
     """
     count = len(names)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= count:
-        raise ValueError(f"batch_size must be an int in [1, {count}] (distinct bundled photographs; "
-                         f"larger batches need an image folder), got {batch_size!r}")
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 1 <= batch_size <= count
+    ):
+        raise ValueError(
+            f"batch_size must be an int in [1, {count}] (distinct bundled photographs; "
+            f"larger batches need an image folder), got {batch_size!r}"
+        )
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"index must be an int ≥ 0, got {index!r}")
     chosen = tuple(names[(index * batch_size + j) % count] for j in range(batch_size))

@@ -11,6 +11,7 @@
 Every file set is sha256-checked (:mod:`gitutor.assets`). Images are float tensors ``(N, C, H, W)``
 in [0, 1], labels int64 ``(N,)``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,18 +24,34 @@ import torch.nn.functional as F
 from gitutor.assets import asset_files
 
 #: Sample sets of foolbox: kind → (file prefix, classes, native side, channels).
-SAMPLE_SETS = {"imagenet": ("imagenet", 1000, 512, 3), "cifar10": ("cifar10", 10, 32, 3),
-               "cifar100": ("cifar100", 100, 32, 3), "mnist": ("mnist", 10, 28, 1),
-               "fashion_mnist": ("fashionMNIST", 10, 28, 1)}
+SAMPLE_SETS = {
+    "imagenet": ("imagenet", 1000, 512, 3),
+    "cifar10": ("cifar10", 10, 32, 3),
+    "cifar100": ("cifar100", 100, 32, 3),
+    "mnist": ("mnist", 10, 28, 1),
+    "fashion_mnist": ("fashionMNIST", 10, 28, 1),
+}
 #: ImageNet evaluation: resize the shorter side to ``size · 256 / 224``, then take the centre ``size`` square.
 IMAGENET_SIZE = 224
 #: The ten Fashion-MNIST classes in label order.
-FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
-                         "Bag", "Ankle boot")
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
 
 
 def _check_size(size: int | None) -> None:
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+    if size is not None and (
+        isinstance(size, bool) or not isinstance(size, int) or size < 1
+    ):
         raise ValueError(f"size must be a positive int (pixels) or None, got {size!r}")
 
 
@@ -52,9 +69,11 @@ def resize_centre_crop(images: torch.Tensor, size: int, resize_to: int) -> torch
     height, width = images.shape[-2:]
     scale = resize_to / min(height, width)
     new = (max(resize_to, round(height * scale)), max(resize_to, round(width * scale)))
-    out = F.interpolate(images, size=new, mode="bilinear", antialias=True, align_corners=False).clamp(0, 1)
+    out = F.interpolate(
+        images, size=new, mode="bilinear", antialias=True, align_corners=False
+    ).clamp(0, 1)
     top, left = (new[0] - size) // 2, (new[1] - size) // 2
-    return out[..., top:top + size, left:left + size].contiguous()
+    return out[..., top : top + size, left : left + size].contiguous()
 
 
 def sample_set(kind: str, size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +100,9 @@ def sample_set(kind: str, size: int | None = None) -> tuple[torch.Tensor, torch.
     from gitutor.data.bundled import resize
 
     if kind not in SAMPLE_SETS:
-        raise ValueError(f"unknown sample set {kind!r}; choose one of {tuple(SAMPLE_SETS)}")
+        raise ValueError(
+            f"unknown sample set {kind!r}; choose one of {tuple(SAMPLE_SETS)}"
+        )
     _check_size(size)
     prefix, classes, _, channels = SAMPLE_SETS[kind]
     files = asset_files(f"samples_{prefix}")
@@ -90,10 +111,21 @@ def sample_set(kind: str, size: int | None = None) -> tuple[torch.Tensor, torch.
     for path in files:
         match = re.fullmatch(rf"{prefix}_(\d+)_(\d+)\.(png|jpg)", path.name)
         if match is None or not 0 <= int(match.group(2)) < classes:
-            raise ValueError(f"{path}: not a {kind} sample file (<prefix>_<index>_<label>) with a label below {classes}")
+            raise ValueError(
+                f"{path}: not a {kind} sample file (<prefix>_<index>_<label>) with a label below {classes}"
+            )
         with Image.open(path) as image:
-            array = np.asarray(image.convert("RGB" if channels == 3 else "L"), dtype=np.float32) / 255.0
-        image = torch.from_numpy(array).permute(2, 0, 1)[None] if channels == 3 else torch.from_numpy(array)[None, None]
+            array = (
+                np.asarray(
+                    image.convert("RGB" if channels == 3 else "L"), dtype=np.float32
+                )
+                / 255.0
+            )
+        image = (
+            torch.from_numpy(array).permute(2, 0, 1)[None]
+            if channels == 3
+            else torch.from_numpy(array)[None, None]
+        )
         if kind == "imagenet":  # 19 are 512×512, one 1024×683
             image = resize_centre_crop(image, crop, round(crop * 256 / 224))
         arrays.append(image)
@@ -114,7 +146,9 @@ def _idx(path, magic: int) -> np.ndarray:
         data = handle.read()
     header = np.frombuffer(data, dtype=">i4", count=4 if magic == 2051 else 2)
     if int(header[0]) != magic:
-        raise ValueError(f"{path}: not an IDX {'image' if magic == 2051 else 'label'} file (magic {int(header[0])})")
+        raise ValueError(
+            f"{path}: not an IDX {'image' if magic == 2051 else 'label'} file (magic {int(header[0])})"
+        )
     body = np.frombuffer(data, dtype=np.uint8, offset=4 * len(header))
     return body.reshape(int(header[1]), 28, 28) if magic == 2051 else body
 
@@ -133,5 +167,7 @@ def debian_fashion_mnist(train: bool = True) -> tuple[torch.Tensor, torch.Tensor
     split = "train" if train else "t10k"
     images = _idx(asset_files(f"fashion_mnist_{split}-images-idx3-ubyte")[0], 2051)
     labels = _idx(asset_files(f"fashion_mnist_{split}-labels-idx1-ubyte")[0], 2049)
-    return (torch.from_numpy(images.astype(np.float32) / 255.0)[:, None],
-            torch.from_numpy(labels.astype(np.int64)))
+    return (
+        torch.from_numpy(images.astype(np.float32) / 255.0)[:, None],
+        torch.from_numpy(labels.astype(np.int64)),
+    )

@@ -15,6 +15,7 @@ never the gradient itself. The report's DLG-ADMM feeds −Δ/η (line 21) to DLG
 gradient. For one local step from the global model (w_0 = z) the increment is a closed form of the
 gradient: −Δ/η = 2 (∇f(z) + π); in general, for one step, −Δ/η = 2 (∇f(w) + π) + (2ρ − 1/η)(w − z).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,11 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from gitutor.federated.client import check_client_batch, check_parameter_list, cross_entropy
+from gitutor.federated.client import (
+    check_client_batch,
+    check_parameter_list,
+    cross_entropy,
+)
 from gitutor.models.buffers import preserved_buffers
 
 
@@ -45,18 +50,36 @@ class FedADMMUpdate(NamedTuple):
 
 def _check_hyperparameters(rho: float, lr: float, local_steps: int) -> None:
     if not 0 < rho < math.inf:
-        raise ValueError(f"rho must be finite and > 0 (the increment divides by rho), got {rho!r}")
+        raise ValueError(
+            f"rho must be finite and > 0 (the increment divides by rho), got {rho!r}"
+        )
     if not 0 < lr < math.inf:
-        raise ValueError(f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}")
-    if not isinstance(local_steps, int) or isinstance(local_steps, bool) or local_steps < 1:
-        raise ValueError(f"local_steps must be a positive int (E · number of batches), got {local_steps!r}")
+        raise ValueError(
+            f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}"
+        )
+    if (
+        not isinstance(local_steps, int)
+        or isinstance(local_steps, bool)
+        or local_steps < 1
+    ):
+        raise ValueError(
+            f"local_steps must be a positive int (E · number of batches), got {local_steps!r}"
+        )
 
 
-def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                          global_params: Sequence[torch.Tensor], dual: Sequence[torch.Tensor], *,
-                          rho: float, lr: float, local_steps: int,
-                          local_params: Sequence[torch.Tensor] | None = None,
-                          create_graph: bool = False) -> FedADMMUpdate:
+def fedadmm_client_update(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    global_params: Sequence[torch.Tensor],
+    dual: Sequence[torch.Tensor],
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    local_params: Sequence[torch.Tensor] | None = None,
+    create_graph: bool = False,
+) -> FedADMMUpdate:
     """One FedADMM client round on the batch ``(x, y)`` (Algorithm 2 lines 11–22; Gong et al. 2022).
 
     Runs ``local_steps`` gradient steps w ← w − η(∇f(w) + π + ρ(w − z)) on the batch-mean
@@ -94,9 +117,15 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     """
     _check_hyperparameters(rho, lr, local_steps)
     names = [name for name, _ in model.named_parameters()]
-    z = [t.detach() for t in check_parameter_list(model, global_params, "global_params")]
+    z = [
+        t.detach() for t in check_parameter_list(model, global_params, "global_params")
+    ]
     pi = [t.detach() for t in check_parameter_list(model, dual, "dual")]
-    start = list(model.parameters()) if local_params is None else check_parameter_list(model, local_params, "local_params")
+    start = (
+        list(model.parameters())
+        if local_params is None
+        else check_parameter_list(model, local_params, "local_params")
+    )
     start = [t.detach() for t in start]
     check_client_batch(x, y, model)
 
@@ -105,13 +134,19 @@ def fedadmm_client_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         for _ in range(local_steps):
             loss = cross_entropy(functional_call(model, dict(zip(names, w)), (x,)), y)
             grads = torch.autograd.grad(loss, w, create_graph=create_graph)
-            w = [wi - lr * (gi + pi_i + rho * (wi - zi)) for wi, gi, pi_i, zi in zip(w, grads, pi, z)]
+            w = [
+                wi - lr * (gi + pi_i + rho * (wi - zi))
+                for wi, gi, pi_i, zi in zip(w, grads, pi, z)
+            ]
             if not create_graph:
                 w = [wi.detach().requires_grad_(True) for wi in w]
     if not create_graph:
         w = [wi.detach() for wi in w]
     new_dual = [pi_i + rho * (wi - zi) for pi_i, wi, zi in zip(pi, w, z)]
-    delta = [(wi + new_pi / rho) - (w0 + pi_i / rho) for wi, new_pi, w0, pi_i in zip(w, new_dual, start, pi)]
+    delta = [
+        (wi + new_pi / rho) - (w0 + pi_i / rho)
+        for wi, new_pi, w0, pi_i in zip(w, new_dual, start, pi)
+    ]
     return FedADMMUpdate(delta=delta, dual=new_dual, local_params=w)
 
 
@@ -132,9 +167,15 @@ def pseudo_gradient(delta: Sequence[torch.Tensor], lr: float) -> list[torch.Tens
         TypeError: if ``delta`` is not a list of tensors.
     """
     if not 0 < lr < math.inf:
-        raise ValueError(f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}")
-    if isinstance(delta, torch.Tensor) or not all(isinstance(d, torch.Tensor) for d in delta):
-        raise TypeError("delta must be a list of tensors aligned with model.parameters()")
+        raise ValueError(
+            f"lr (the client learning rate eta) must be finite and > 0, got {lr!r}"
+        )
+    if isinstance(delta, torch.Tensor) or not all(
+        isinstance(d, torch.Tensor) for d in delta
+    ):
+        raise TypeError(
+            "delta must be a list of tensors aligned with model.parameters()"
+        )
     if not all(d.is_floating_point() for d in delta):
         raise TypeError("delta must hold float tensors")
     if not all(torch.isfinite(d).all() for d in delta):

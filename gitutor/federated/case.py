@@ -7,6 +7,7 @@ optimiser settings. :class:`Case` keeps the two sides apart (breaching's user/se
 its configuration machinery): attacks read :attr:`Case.server_view` and only the scoring looks at
 :attr:`Case.inputs` and :attr:`Case.labels`. One builder per chapter setting makes a Case.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -48,13 +49,22 @@ class Case:
     public: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "public", MappingProxyType(dict(self.public, batch_size=int(self.inputs.shape[0]))))
+        object.__setattr__(
+            self,
+            "public",
+            MappingProxyType(dict(self.public, batch_size=int(self.inputs.shape[0]))),
+        )
 
     @property
     def server_view(self) -> dict[str, object]:
         """What an attack may use: model, update, labels (or None), BN statistics and the public facts."""
-        return {"model": self.model, "update": self.update, "labels": self.labels if self.labels_known else None,
-                "bn_statistics": self.bn_statistics, **self.public}
+        return {
+            "model": self.model,
+            "update": self.update,
+            "labels": self.labels if self.labels_known else None,
+            "bn_statistics": self.bn_statistics,
+            **self.public,
+        }
 
 
 def _check_private_images(model: nn.Module, images: torch.Tensor) -> None:
@@ -69,7 +79,9 @@ def _check_private_images(model: nn.Module, images: torch.Tensor) -> None:
     check_images(images, "images", channels=input_channels(model))
 
 
-def batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def batchnorm_statistics(
+    model: nn.Module, inputs: torch.Tensor
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per BatchNorm layer of ``model``, the batch mean and biased variance of its input (no gradients).
 
     Args:
@@ -80,9 +92,16 @@ def batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> list[tuple[t
             (:func:`gitutor.checks.check_images`; the range is not checked).
     """
     check_images(inputs, "inputs", channels=input_channels(model), in_range=False)
-    layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    layers = [
+        m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+    ]
     captured = []
-    hooks = [layer.register_forward_pre_hook(lambda m, args: captured.append(args[0].detach())) for layer in layers]
+    hooks = [
+        layer.register_forward_pre_hook(
+            lambda m, args: captured.append(args[0].detach())
+        )
+        for layer in layers
+    ]
     try:
         with preserved_buffers(model), torch.no_grad():
             model(inputs)
@@ -90,11 +109,20 @@ def batchnorm_statistics(model: nn.Module, inputs: torch.Tensor) -> list[tuple[t
         for hook in hooks:
             hook.remove()
     dims = [[d for d in range(x.dim()) if d != 1] for x in captured]
-    return [(x.mean(dim=d), x.var(dim=d, unbiased=False)) for x, d in zip(captured, dims)]
+    return [
+        (x.mean(dim=d), x.var(dim=d, unbiased=False)) for x, d in zip(captured, dims)
+    ]
 
 
-def gradient_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, labels_known: bool = False,
-                  defense: Defense | None = None, share_bn_statistics: bool = False) -> Case:
+def gradient_case(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    labels_known: bool = False,
+    defense: Defense | None = None,
+    share_bn_statistics: bool = False,
+) -> Case:
     """One client sends its batch-mean gradient, optionally defended (chapters 01, 02, 04; DLG Eq. 1).
 
     Args:
@@ -112,7 +140,9 @@ def gradient_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, 
     return Case(model, images, labels, update, labels_known, stats, public)
 
 
-def last_layer_case(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor) -> Case:
+def last_layer_case(
+    fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor
+) -> Case:
     """The server reads only the last layer's gradient (∇W^FC, ∇b^FC), which depends on the batch only
     through its penultimate features (chapter 03; Ye et al. 2024, Eq. 2–3). Labels unknown, batch size
     known. In evaluation mode this equals the FC part of the whole model's gradient.
@@ -121,12 +151,18 @@ def last_layer_case(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor)
         TypeError: if ``fc`` is not an ``nn.Linear``; as :func:`~gitutor.federated.client_gradients`.
     """
     if not isinstance(fc, nn.Linear):
-        raise TypeError(f"fc must be the model's last nn.Linear layer, got {type(fc).__name__}")
+        raise TypeError(
+            f"fc must be the model's last nn.Linear layer, got {type(fc).__name__}"
+        )
     return Case(fc, features, labels, client_gradients(fc, features, labels))
 
 
-def defended_clients_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-                          defense: Defense | None) -> Case:
+def defended_clients_case(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    defense: Defense | None,
+) -> Case:
     """B clients with one image each defend their gradients; the server sees the mean (chapter 06;
     Wu et al. 2022, §3.1). The server knows the defense and the labels' count, not the labels.
 
@@ -135,13 +171,26 @@ def defended_clients_case(model: nn.Module, images: torch.Tensor, labels: torch.
             (:func:`gitutor.checks.check_images`), or as :func:`~gitutor.federated.observed_gradient`.
     """
     _check_private_images(model, images)
-    return Case(model, images, labels, observed_gradient(model, images, labels, defense),
-                public={"defense": defense})
+    return Case(
+        model,
+        images,
+        labels,
+        observed_gradient(model, images, labels, defense),
+        public={"defense": defense},
+    )
 
 
-def fedadmm_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
-                 global_params: Sequence[torch.Tensor], dual: Sequence[torch.Tensor], rho: float, lr: float,
-                 local_steps: int) -> Case:
+def fedadmm_case(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    global_params: Sequence[torch.Tensor],
+    dual: Sequence[torch.Tensor],
+    rho: float,
+    lr: float,
+    local_steps: int,
+) -> Case:
     """A FedADMM client sends its increment Δ (chapter 07; Algorithm 2 of the DLG report). The server
     knows z, π, ρ, η and E; ``public["pseudo_gradient"]`` is −Δ/η, what DLG-ADMM attacks.
 
@@ -150,8 +199,27 @@ def fedadmm_case(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *
             (:func:`gitutor.checks.check_images`), or as :func:`~gitutor.federated.fedadmm_client_update`.
     """
     _check_private_images(model, images)
-    update = fedadmm_client_update(model, images, labels, global_params, dual, rho=rho, lr=lr,
-                                   local_steps=local_steps).delta
-    return Case(model, images, labels, update,
-                public={"global_params": list(global_params), "dual": list(dual), "rho": rho, "lr": lr,
-                        "local_steps": local_steps, "pseudo_gradient": pseudo_gradient(update, lr)})
+    update = fedadmm_client_update(
+        model,
+        images,
+        labels,
+        global_params,
+        dual,
+        rho=rho,
+        lr=lr,
+        local_steps=local_steps,
+    ).delta
+    return Case(
+        model,
+        images,
+        labels,
+        update,
+        public={
+            "global_params": list(global_params),
+            "dual": list(dual),
+            "rho": rho,
+            "lr": lr,
+            "local_steps": local_steps,
+            "pseudo_gradient": pseudo_gradient(update, lr),
+        },
+    )

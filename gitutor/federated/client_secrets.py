@@ -10,6 +10,7 @@ from a seed the server never receives (:func:`client_secrets`). Opacus' own alte
 secure RNG (``PrivacyEngine(secure_mode=True)``, a cryptographically secure generator from
 ``torchcsprng``), which cannot be seeded at all.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,9 @@ def client_secrets(count: int, seed: int | None = None) -> list[int]:
         return [secrets.randbits(63) for _ in range(count)]
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be None or an int ≥ 0, got {seed!r}")
-    state = np.random.SeedSequence([int(seed), 0x6C69656E74]).generate_state(count, dtype=np.uint64)
+    state = np.random.SeedSequence([int(seed), 0x6C69656E74]).generate_state(
+        count, dtype=np.uint64
+    )
     return [int(value) >> 1 for value in state]
 
 
@@ -49,9 +52,15 @@ def check_secrets(client_seeds: Sequence[int], count: int) -> list[int]:
     """
     values = list(client_seeds)
     if len(values) != count:
-        raise ValueError(f"client_seeds must hold one secret per client ({count}), got {len(values)}")
+        raise ValueError(
+            f"client_seeds must hold one secret per client ({count}), got {len(values)}"
+        )
     for k, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Integral)
+            or value < 0
+        ):
             raise ValueError(f"client_seeds[{k}] must be an int ≥ 0, got {value!r}")
     return [int(value) for value in values]
 
@@ -86,5 +95,7 @@ def check_no_server_seed(config: Mapping) -> None:
     """
     sent = [key for key in SERVER_SEED_KEYS if key in config]
     if sent:
-        raise ValueError(f"config sets {sent}: a client's DP noise and sampling are seeded by the client "
-                         "alone (client_seeds), never by anything the server sends")
+        raise ValueError(
+            f"config sets {sent}: a client's DP noise and sampling are seeded by the client "
+            "alone (client_seeds), never by anything the server sends"
+        )

@@ -6,6 +6,7 @@ itself (``apply``) and the gradient-matching term an optimisation attack should 
 (Wu et al. 2022, Appendix A). A custom defense is any function grads -> grads, wrapped in a
 :class:`Defense` (or passed bare to :func:`apply_defense`).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,13 +25,17 @@ MATCHING_TERMS = ("cosine", "sign", "masked_cosine")
 
 
 def _check_grads(grads) -> list[torch.Tensor]:
-    if isinstance(grads, torch.Tensor) or not all(isinstance(g, torch.Tensor) for g in grads):
+    if isinstance(grads, torch.Tensor) or not all(
+        isinstance(g, torch.Tensor) for g in grads
+    ):
         raise TypeError("grads must be a list of tensors (one per model parameter)")
     grads = list(grads)
     if not grads:
         raise ValueError("grads is empty")
     if not all(g.is_floating_point() for g in grads):
-        raise TypeError(f"grads must be float tensors, got {sorted({str(g.dtype) for g in grads})}")
+        raise TypeError(
+            f"grads must be float tensors, got {sorted({str(g.dtype) for g in grads})}"
+        )
     if not all(torch.isfinite(g).all() for g in grads):
         raise ValueError("grads contain NaN or inf")
     return grads
@@ -73,7 +78,9 @@ def sign_compress(grads) -> list[torch.Tensor]:
     return [g.sign() for g in _check_grads(grads)]
 
 
-def add_gaussian_noise(grads, sigma: float, generator: torch.Generator | None = None) -> list[torch.Tensor]:
+def add_gaussian_noise(
+    grads, sigma: float, generator: torch.Generator | None = None
+) -> list[torch.Tensor]:
     """Additive Gaussian noise N(0, σ²) on every entry (DLG §5, Fig. 7; Learning To Invert σ = 0.1).
 
     Args:
@@ -88,7 +95,12 @@ def add_gaussian_noise(grads, sigma: float, generator: torch.Generator | None = 
     grads = _check_grads(grads)
     if not 0 <= sigma < math.inf:
         raise ValueError(f"sigma must be finite and >= 0, got {sigma!r}")
-    return [g + sigma * torch.randn(g.shape, generator=generator, device=g.device, dtype=g.dtype) for g in grads]
+    return [
+        g
+        + sigma
+        * torch.randn(g.shape, generator=generator, device=g.device, dtype=g.dtype)
+        for g in grads
+    ]
 
 
 @dataclass(frozen=True)
@@ -116,9 +128,13 @@ class Defense:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         if not callable(self.apply):
-            raise TypeError(f"apply must be a function grads -> grads, got {type(self.apply).__name__}")
+            raise TypeError(
+                f"apply must be a function grads -> grads, got {type(self.apply).__name__}"
+            )
         if self.matching not in MATCHING_TERMS:
-            raise ValueError(f"matching must be one of {MATCHING_TERMS}, got {self.matching!r}")
+            raise ValueError(
+                f"matching must be one of {MATCHING_TERMS}, got {self.matching!r}"
+            )
 
     def __call__(self, grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return apply_defense(self, grads)
@@ -128,8 +144,13 @@ def _no_defense(grads) -> list[torch.Tensor]:
     return list(grads)
 
 
-def paper_defenses(*, prune_rate: float = 0.99, sigma: float = 0.1, seed: int = 0,
-                   device: str | torch.device = "cpu") -> dict[str, Defense]:
+def paper_defenses(
+    *,
+    prune_rate: float = 0.99,
+    sigma: float = 0.1,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> dict[str, Defense]:
     """The four settings of Wu et al. §4.1: ``none``, ``sign`` (sign compression), ``prune``
     (gradient pruning with α = ``prune_rate``) and ``gauss`` (Gaussian perturbation σ = ``sigma``).
 
@@ -146,13 +167,22 @@ def paper_defenses(*, prune_rate: float = 0.99, sigma: float = 0.1, seed: int = 
     return {
         "none": Defense("none", _no_defense, "cosine"),
         "sign": Defense("sign", sign_compress, "sign"),
-        "prune": Defense("prune", partial(prune_gradients, rate=prune_rate), "masked_cosine"),
-        "gauss": Defense("gauss", partial(add_gaussian_noise, sigma=sigma, generator=make_generator(seed, device)),
-                         "cosine"),
+        "prune": Defense(
+            "prune", partial(prune_gradients, rate=prune_rate), "masked_cosine"
+        ),
+        "gauss": Defense(
+            "gauss",
+            partial(
+                add_gaussian_noise, sigma=sigma, generator=make_generator(seed, device)
+            ),
+            "cosine",
+        ),
     }
 
 
-def apply_defense(defense: Defense | Callable | None, grads: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def apply_defense(
+    defense: Defense | Callable | None, grads: Sequence[torch.Tensor]
+) -> list[torch.Tensor]:
     """Apply ``defense`` to one client's gradient list and check that the result is a valid gradient.
 
     This is the check for a home-made defense (the chapter's exercise): it must return a list of
@@ -171,17 +201,27 @@ def apply_defense(defense: Defense | Callable | None, grads: Sequence[torch.Tens
         return grads
     function = defense.apply if isinstance(defense, Defense) else defense
     if not callable(function):
-        raise TypeError(f"defense must be a Defense or a function grads -> grads (or None), got "
-                        f"{type(defense).__name__}")
+        raise TypeError(
+            f"defense must be a Defense or a function grads -> grads (or None), got "
+            f"{type(defense).__name__}"
+        )
     defended = function(grads)
-    if not isinstance(defended, (list, tuple)) or not all(isinstance(g, torch.Tensor) for g in defended):
-        raise TypeError("a defense must return a list of tensors, one per model parameter")
+    if not isinstance(defended, (list, tuple)) or not all(
+        isinstance(g, torch.Tensor) for g in defended
+    ):
+        raise TypeError(
+            "a defense must return a list of tensors, one per model parameter"
+        )
     if len(defended) != len(grads):
-        raise ValueError(f"the defense returned {len(defended)} tensors for {len(grads)} parameters")
+        raise ValueError(
+            f"the defense returned {len(defended)} tensors for {len(grads)} parameters"
+        )
     for i, (before, after) in enumerate(zip(grads, defended)):
         if after.shape != before.shape:
-            raise ValueError(f"the defense changed the shape of gradient tensor {i}: "
-                             f"{tuple(before.shape)} -> {tuple(after.shape)}")
+            raise ValueError(
+                f"the defense changed the shape of gradient tensor {i}: "
+                f"{tuple(before.shape)} -> {tuple(after.shape)}"
+            )
         if not torch.isfinite(after).all():
             raise ValueError(f"the defense returned NaN or inf in gradient tensor {i}")
     return list(defended)

@@ -32,7 +32,9 @@ from gitutor.federated.client import check_client_batch
 ACCOUNTANTS = ("rdp", "prv")
 
 
-def _real(value, name: str, *, positive: bool = False, upper: float | None = None) -> float:
+def _real(
+    value, name: str, *, positive: bool = False, upper: float | None = None
+) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
@@ -45,12 +47,18 @@ def _real(value, name: str, *, positive: bool = False, upper: float | None = Non
 
 
 def _count(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+    ):
         raise ValueError(f"{name} must be an int ≥ {minimum}, got {value!r}")
     return int(value)
 
 
-def check_dp_settings(noise_multiplier, max_grad_norm, delta) -> tuple[float, float, float]:
+def check_dp_settings(
+    noise_multiplier, max_grad_norm, delta
+) -> tuple[float, float, float]:
     """σ ≥ 0, C > 0 and δ in (0, 1) as floats.
 
     Raises:
@@ -66,8 +74,14 @@ def check_dp_settings(noise_multiplier, max_grad_norm, delta) -> tuple[float, fl
     return sigma, clip, delta
 
 
-def epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *,
-            accountant: str = "rdp") -> float:
+def epsilon(
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    *,
+    accountant: str = "rdp",
+) -> float:
     """ε of DP-SGD after ``steps`` steps, from Opacus' accountant (``math.inf`` for σ = 0).
 
     Args:
@@ -98,7 +112,9 @@ def epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: floa
 
     engine = RDPAccountant() if accountant == "rdp" else PRVAccountant()
     engine.history = [(sigma, rate, steps)]
-    with warnings.catch_warnings():  # RDP: "optimal order is the largest alpha" at large ε
+    with (
+        warnings.catch_warnings()
+    ):  # RDP: "optimal order is the largest alpha" at large ε
         warnings.filterwarnings("ignore", message="Optimal order is the")
         return float(engine.get_epsilon(delta=delta))
 
@@ -114,17 +130,31 @@ def check_opacus_model(model: nn.Module) -> None:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    inplace = [f"{name or type(model).__name__} ({module})" for name, module in model.named_modules()
-               if getattr(module, "inplace", False) is True]
+    inplace = [
+        f"{name or type(model).__name__} ({module})"
+        for name, module in model.named_modules()
+        if getattr(module, "inplace", False) is True
+    ]
     if inplace:
-        raise ValueError(f"model: Opacus (DP-SGD) needs out-of-place activations, but {', '.join(inplace[:3])}"
-                         f"{' …' if len(inplace) > 3 else ''} work in place: build them with "
-                         "inplace=False (e.g. nn.ReLU())")
+        raise ValueError(
+            f"model: Opacus (DP-SGD) needs out-of-place activations, but {', '.join(inplace[:3])}"
+            f"{' …' if len(inplace) > 3 else ''} work in place: build them with "
+            "inplace=False (e.g. nn.ReLU())"
+        )
 
 
-def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, lr: float,
-                steps: int, noise_multiplier: float, max_grad_norm: float,
-                batch_size: int | None = None, seed: int = 0) -> tuple[nn.Module, dict]:
+def private_sgd(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    steps: int,
+    noise_multiplier: float,
+    max_grad_norm: float,
+    batch_size: int | None = None,
+    seed: int = 0,
+) -> tuple[nn.Module, dict]:
     """``steps`` DP-SGD steps of a client with Opacus; the trained copy and what was spent.
 
     The client wraps a copy of ``model`` with ``opacus.PrivacyEngine.make_private``
@@ -164,12 +194,16 @@ def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
     count = images.shape[0]
     batch_size = count if batch_size is None else _count(batch_size, "batch_size")
     if batch_size > count:
-        raise ValueError(f"batch_size must be ≤ the client's {count} examples, got {batch_size}")
+        raise ValueError(
+            f"batch_size must be ≤ the client's {count} examples, got {batch_size}"
+        )
     check_opacus_model(model)
     problems = ModuleValidator.validate(model, strict=False)
     if problems:
-        raise ValueError(f"model: Opacus cannot compute per-sample gradients for it ({problems[0]}); "
-                         "replace BatchNorm with GroupNorm (opacus.validators.ModuleValidator.fix)")
+        raise ValueError(
+            f"model: Opacus cannot compute per-sample gradients for it ({problems[0]}); "
+            "replace BatchNorm with GroupNorm (opacus.validators.ModuleValidator.fix)"
+        )
     trained = copy.deepcopy(model).train()
     generator = torch.Generator().manual_seed(int(seed))
     data = torch.utils.data.TensorDataset(images.detach(), labels.detach())
@@ -177,11 +211,17 @@ def private_sgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         warnings.filterwarnings("ignore", message="Optimal order is the")
-        private, optimizer = _train(trained, data, batch_size, lr, sigma, clip, generator, steps)
+        private, optimizer = _train(
+            trained, data, batch_size, lr, sigma, clip, generator, steps
+        )
     private.remove_hooks()
-    spent = {"steps": steps, "sample_rate": float(optimizer.expected_batch_size / count),
-             "noise_multiplier": sigma, "max_grad_norm": clip,
-             "history": list(private.accountant_history)}
+    spent = {
+        "steps": steps,
+        "sample_rate": float(optimizer.expected_batch_size / count),
+        "noise_multiplier": sigma,
+        "max_grad_norm": clip,
+        "history": list(private.accountant_history),
+    }
     return trained, spent
 
 
@@ -189,12 +229,20 @@ def _train(model, data, batch_size, lr, sigma, clip, generator, steps):
     """The Opacus lines: make the model, optimizer and loader private, then step."""
     from opacus import PrivacyEngine
 
-    loader = torch.utils.data.DataLoader(data, batch_size=batch_size, generator=generator)
+    loader = torch.utils.data.DataLoader(
+        data, batch_size=batch_size, generator=generator
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     engine = PrivacyEngine(accountant="rdp")
     private, optimizer, loader = engine.make_private(
-        module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=sigma,
-        max_grad_norm=clip, poisson_sampling=True, noise_generator=generator)
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=clip,
+        poisson_sampling=True,
+        noise_generator=generator,
+    )
     loss_fn = nn.CrossEntropyLoss()
     done = 0
     while done < steps:

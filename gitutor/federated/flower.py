@@ -20,20 +20,38 @@ Two ways to run the same ``ServerApp``/``ClientApp`` pair (``run_federation(engi
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
+from gitutor.checks import check_choice, check_int, check_real, check_seed
 from gitutor.federated.client import check_client_batch, check_partitions
-from gitutor.federated.client_secrets import check_no_server_seed, check_secrets, client_secrets, draw_seed, next_draw
+from gitutor.federated.client_secrets import (
+    check_no_server_seed,
+    check_secrets,
+    client_secrets,
+    draw_seed,
+    next_draw,
+)
 from gitutor.federated.dp import check_opacus_model
 from gitutor.federated.flower_engine import ENGINES, quiet_flower, run_federation
 
-__all__ = ["ENGINES", "ClientUpdate", "federated_round", "local_training", "make_client_app",
-           "make_server_app", "recording_fedavg", "run_federation", "update_as_gradient"]
+__all__ = [
+    "ENGINES",
+    "ClientUpdate",
+    "check_config",
+    "client_rng_mod",
+    "federated_round",
+    "local_training",
+    "make_client_app",
+    "make_server_app",
+    "recording_fedavg",
+    "run_federation",
+    "update_as_gradient",
+]
 
 
 @dataclass(frozen=True)
@@ -79,9 +97,14 @@ def _strategy_class():
                     continue
                 state = message.content["arrays"].to_torch_state_dict()
                 metrics = dict(message.content["metrics"])
-                self.updates.append(ClientUpdate(
-                    server_round, int(metrics["partition-id"]),
-                    [state[name].clone() for name in self.parameter_names], metrics))
+                self.updates.append(
+                    ClientUpdate(
+                        server_round,
+                        int(metrics["partition-id"]),
+                        [state[name].clone() for name in self.parameter_names],
+                        metrics,
+                    )
+                )
             return super().aggregate_train(server_round, replies)
 
     return RecordingFedAvg
@@ -93,10 +116,18 @@ def recording_fedavg(model: nn.Module, **kwargs):
     return _strategy_class()(names, **kwargs)
 
 
-def local_training(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
-                   lr: float, epochs: int = 1, batch_size: int | None = None,
-                   noise_multiplier: float | None = None, max_grad_norm: float = 1.0,
-                   seed: int = 0) -> tuple[nn.Module, dict]:
+def local_training(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    epochs: int = 1,
+    batch_size: int | None = None,
+    noise_multiplier: float | None = None,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+) -> tuple[nn.Module, dict]:
     """A client's local training: ``epochs`` passes of SGD over mini-batches, in order.
 
     Steps = epochs · ⌈N / batch_size⌉. One epoch with ``batch_size = N`` is FedSGD (the update
@@ -111,41 +142,85 @@ def local_training(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
     Raises:
         ValueError: naming ``lr``, ``epochs``, ``batch_size`` or the DP settings when invalid,
             or for a bad batch (as :func:`~gitutor.federated.client_gradients`).
+        TypeError: naming ``lr``, ``epochs``, ``batch_size`` or ``seed`` when not a number of the right
+            kind (``"0.1"``, ``2.0`` epochs, ``True``).
     """
     check_client_batch(images, labels, model)
     count = images.shape[0]
     batch_size = count if batch_size is None else batch_size
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= count:
-        raise ValueError(f"batch_size must be an int in [1, {count}], got {batch_size!r}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be an int ≥ 1, got {epochs!r}")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    check_int(batch_size, "batch_size", low=1, high=count)
+    check_int(epochs, "epochs")
+    check_real(lr, "lr", low=0.0, low_open=True)
+    check_seed(seed)
     steps = epochs * -(-count // batch_size)
     if noise_multiplier is not None:
         from gitutor.federated.dp import private_sgd
 
-        trained, spent = private_sgd(model, images, labels, lr=lr, steps=steps,
-                                     noise_multiplier=noise_multiplier,
-                                     max_grad_norm=max_grad_norm, batch_size=batch_size,
-                                     seed=seed)
-        return trained, {"local-steps": steps, "sample-rate": spent["sample_rate"],
-                         "noise-multiplier": spent["noise_multiplier"],
-                         "max-grad-norm": spent["max_grad_norm"]}
+        trained, spent = private_sgd(
+            model,
+            images,
+            labels,
+            lr=lr,
+            steps=steps,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            batch_size=batch_size,
+            seed=seed,
+        )
+        return trained, {
+            "local-steps": steps,
+            "sample-rate": spent["sample_rate"],
+            "noise-multiplier": spent["noise_multiplier"],
+            "max-grad-norm": spent["max_grad_norm"],
+        }
     trained = copy.deepcopy(model).train()
     optimizer = torch.optim.SGD(trained.parameters(), lr=lr)
     for _ in range(epochs):
         for start in range(0, count, batch_size):
             optimizer.zero_grad()
             end = start + batch_size
-            nn.functional.cross_entropy(trained(images[start:end]), labels[start:end]).backward()
+            nn.functional.cross_entropy(
+                trained(images[start:end]), labels[start:end]
+            ).backward()
             optimizer.step()
     return trained, {"local-steps": steps}
 
 
-def make_client_app(model_fn: Callable[[], nn.Module],
-                    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
-                    client_seeds: Sequence[int] | None = None):
+#: Where a client counts the draws of :func:`client_rng_mod` in its own ``Context.state``.
+_RNG_KEY = "gitutor.client-rng"
+
+
+def client_rng_mod(secrets: Sequence[int]):
+    """A Flower client mod (outermost) that runs the client's TRAIN messages with NumPy's global
+    generator seeded by ``secrets[partition-id]`` and the client's own draw count (in its ``Context``
+    state), restoring the generator after: Flower's LocalDpMod and SecAgg+ draw from it."""
+    from flwr.app.message_type import MessageType
+
+    def mod(msg, ctxt, call_next):
+        if msg.metadata.message_type != MessageType.TRAIN:
+            return call_next(msg, ctxt)
+        draws = next_draw(ctxt, _RNG_KEY)
+        saved = np.random.get_state()
+        secret = secrets[int(ctxt.node_config["partition-id"])]
+        seed = draw_seed(
+            secret, draws
+        )  # 63 bits, as 32-bit words for NumPy's legacy generator
+        np.random.set_state(
+            np.random.RandomState([seed & 0xFFFFFFFF, seed >> 32]).get_state()
+        )
+        try:
+            return call_next(msg, ctxt)
+        finally:
+            np.random.set_state(saved)
+
+    return mod
+
+
+def make_client_app(
+    model_fn: Callable[[], nn.Module],
+    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    client_seeds: Sequence[int] | None = None,
+):
     """A ``flwr.clientapp.ClientApp`` whose node ``partition-id`` = k trains on ``partitions[k]``.
 
     The server's ``ConfigRecord`` sets ``lr``, ``local-epochs``, ``batch-size`` (0: the whole
@@ -163,7 +238,11 @@ def make_client_app(model_fn: Callable[[], nn.Module],
 
     if not partitions:
         raise ValueError("partitions must hold at least one (images, labels) pair")
-    own = client_secrets(len(partitions)) if client_seeds is None else check_secrets(client_seeds, len(partitions))
+    own = (
+        client_secrets(len(partitions))
+        if client_seeds is None
+        else check_secrets(client_seeds, len(partitions))
+    )
     app = ClientApp()
 
     @app.train()
@@ -174,24 +253,86 @@ def make_client_app(model_fn: Callable[[], nn.Module],
         check_no_server_seed(config)
         model = model_fn()
         model.load_state_dict(message.content["arrays"].to_torch_state_dict())
-        dp = {"noise_multiplier": float(config["noise-multiplier"]),
-              "max_grad_norm": float(config["max-grad-norm"])} if "noise-multiplier" in config else {}
+        dp = (
+            {
+                "noise_multiplier": float(config["noise-multiplier"]),
+                "max_grad_norm": float(config["max-grad-norm"]),
+            }
+            if "noise-multiplier" in config
+            else {}
+        )
         batch = int(config.get("batch-size", 0)) or None
-        seed = draw_seed(own[partition], next_draw(context))  # the client's secret and count, never the server's
-        trained, metrics = local_training(model, images, labels, lr=float(config["lr"]),
-                                          epochs=int(config.get("local-epochs", 1)),
-                                          batch_size=batch, seed=seed, **dp)
+        seed = draw_seed(
+            own[partition], next_draw(context)
+        )  # the client's secret and count, never the server's
+        trained, metrics = local_training(
+            model,
+            images,
+            labels,
+            lr=float(config["lr"]),
+            epochs=int(config.get("local-epochs", 1)),
+            batch_size=batch,
+            seed=seed,
+            **dp,
+        )
         metrics.update({"num-examples": len(labels), "partition-id": partition})
-        content = RecordDict({"arrays": ArrayRecord(trained.state_dict()),
-                              "metrics": MetricRecord(metrics)})
+        content = RecordDict(
+            {
+                "arrays": ArrayRecord(trained.state_dict()),
+                "metrics": MetricRecord(metrics),
+            }
+        )
         return Message(content=content, reply_to=message)
 
     return app
 
 
-def make_server_app(strategy, model: nn.Module, num_rounds: int, config: Mapping,
-                    evaluate_fn: Callable[[nn.Module], float] | None = None,
-                    history: list | None = None):
+def check_config(config: Mapping) -> dict:
+    """The server's training ``config`` checked before a federation starts: a mapping that sets ``lr``
+    (a finite number > 0) and, if at all, ``local-epochs`` (an int ≥ 1), ``batch-size`` (an int ≥ 0; 0:
+    the whole partition), ``noise-multiplier`` (a finite number ≥ 0) and ``max-grad-norm`` (a finite
+    number > 0). A seed is refused by :func:`~gitutor.federated.client_secrets.check_no_server_seed`.
+
+    Raises:
+        TypeError: naming ``config`` when it is not a mapping, or ``config['lr']`` (…) when a value is
+            not a number of the right kind (``"0.1"``, ``2.0`` epochs, ``True``).
+        ValueError: naming ``config`` when it sets no ``lr``, or ``config['lr']`` (…) when a value is out
+            of range (NaN, ≤ 0, …).
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(
+            f"config must be a mapping such as {{'lr': 0.1}}, got {type(config).__name__}"
+        )
+    if "lr" not in config:
+        raise ValueError(
+            f"config must set 'lr' (the clients' learning rate), got {dict(config)}"
+        )
+    for key, low, is_int in (
+        ("lr", 0.0, False),
+        ("local-epochs", 1, True),
+        ("batch-size", 0, True),
+        ("noise-multiplier", 0.0, False),
+        ("max-grad-norm", 0.0, False),
+    ):
+        if key in config:
+            name = f"config[{key!r}]"
+            if is_int:
+                check_int(config[key], name, low=low)
+            else:
+                check_real(
+                    config[key], name, low=low, low_open=key != "noise-multiplier"
+                )
+    return dict(config)
+
+
+def make_server_app(
+    strategy,
+    model: nn.Module,
+    num_rounds: int,
+    config: Mapping,
+    evaluate_fn: Callable[[nn.Module], float] | None = None,
+    history: list | None = None,
+):
     """A ``flwr.serverapp.ServerApp`` that runs ``strategy.start`` for ``num_rounds`` rounds.
 
     ``model`` is the initial global model; ``config`` the training ``ConfigRecord`` sent each
@@ -215,17 +356,27 @@ def make_server_app(strategy, model: nn.Module, num_rounds: int, config: Mapping
 
     @app.main()
     def main(grid, context):
-        strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()),
-                       num_rounds=num_rounds, train_config=ConfigRecord(dict(config)),
-                       evaluate_fn=evaluate)
+        strategy.start(
+            grid=grid,
+            initial_arrays=ArrayRecord(model.state_dict()),
+            num_rounds=num_rounds,
+            train_config=ConfigRecord(dict(config)),
+            evaluate_fn=evaluate,
+        )
 
     return app
 
 
-def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
-                    config: Mapping, *, num_rounds: int = 1, engine: str = "in-process",
-                    evaluate_fn: Callable[[nn.Module], float] | None = None,
-                    client_seeds: Sequence[int] | None = None):
+def federated_round(
+    model: nn.Module,
+    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    config: Mapping,
+    *,
+    num_rounds: int = 1,
+    engine: str = "in-process",
+    evaluate_fn: Callable[[nn.Module], float] | None = None,
+    client_seeds: Sequence[int] | None = None,
+):
     """Run a Flower federation on ``partitions`` and return what its server recorded.
 
     Args:
@@ -244,32 +395,51 @@ def federated_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, t
 
     Raises:
         ValueError: naming ``partitions[k]`` (images the model cannot take, labels outside its
-            classes, a bad batch), ``num_rounds``, ``config`` or ``engine``, or a model with
-            in-place activations when ``config`` asks for DP-SGD, a config that carries a seed,
-            or bad ``client_seeds``; before any client runs.
+            classes, a bad batch), ``num_rounds``, ``config`` (:func:`check_config`) or ``engine``, or a
+            model with in-place activations when ``config`` asks for DP-SGD, a config that carries a
+            seed, or bad ``client_seeds``; before any client runs.
+        TypeError: naming ``num_rounds``, ``config``'s values, ``engine`` or ``evaluate_fn`` (not
+            callable) when of the wrong kind; before any client runs.
         RuntimeError: if a client failed, so that the server did not receive every update.
     """
+    check_choice(engine, "engine", ENGINES)
+    check_config(config)
     check_partitions(model, partitions)
     check_no_server_seed(config)
-    client_seeds = None if client_seeds is None else check_secrets(client_seeds, len(partitions))
+    client_seeds = (
+        None if client_seeds is None else check_secrets(client_seeds, len(partitions))
+    )
     if "noise-multiplier" in config:
         check_opacus_model(model)
-    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
-        raise ValueError(f"num_rounds must be an int ≥ 1, got {num_rounds!r}")
-    if "lr" not in config:
-        raise ValueError(f"config must set 'lr' (the clients' learning rate), got {dict(config)}")
+    check_int(num_rounds, "num_rounds")
+    if evaluate_fn is not None and not callable(evaluate_fn):
+        raise TypeError(
+            f"evaluate_fn must be a function model -> accuracy or None, got {type(evaluate_fn).__name__}"
+        )
     global_model = copy.deepcopy(model)
     builder = ModelBuilder(global_model)
     count = len(partitions)
     with quiet_flower():  # FedAvg warns that client-side evaluation is off (on purpose)
-        strategy = recording_fedavg(global_model, fraction_evaluate=0.0,
-                                    min_train_nodes=count, min_available_nodes=count)
+        strategy = recording_fedavg(
+            global_model,
+            fraction_evaluate=0.0,
+            min_train_nodes=count,
+            min_available_nodes=count,
+        )
     history: list = []
-    server = make_server_app(strategy, global_model, num_rounds, config, evaluate_fn, history)
-    run_federation(server, make_client_app(builder, partitions, client_seeds), count, engine=engine)
-    if len(strategy.updates) != count * num_rounds:  # a client that failed sent an error, not an update
-        raise RuntimeError(f"the server received {len(strategy.updates)} of {count * num_rounds} client "
-                           f"updates ({engine}): a client failed (Flower logged its error above)")
+    server = make_server_app(
+        strategy, global_model, num_rounds, config, evaluate_fn, history
+    )
+    run_federation(
+        server, make_client_app(builder, partitions, client_seeds), count, engine=engine
+    )
+    if (
+        len(strategy.updates) != count * num_rounds
+    ):  # a client that failed sent an error, not an update
+        raise RuntimeError(
+            f"the server received {len(strategy.updates)} of {count * num_rounds} client "
+            f"updates ({engine}): a client failed (Flower logged its error above)"
+        )
     return strategy.updates, history
 
 
@@ -283,7 +453,9 @@ class ModelBuilder:
         return copy.deepcopy(self.template)
 
 
-def update_as_gradient(update: Sequence[torch.Tensor], lr: float, steps: int = 1) -> list[torch.Tensor]:
+def update_as_gradient(
+    update: Sequence[torch.Tensor], lr: float, steps: int = 1
+) -> list[torch.Tensor]:
     """−Δ / (η · steps): a client update read as the gradient of one step.
 
     Exact for FedSGD (one step: Δ = −η·∇W). For FedAvg with several local steps it is the mean
@@ -291,10 +463,24 @@ def update_as_gradient(update: Sequence[torch.Tensor], lr: float, steps: int = 1
     global model (the approximation Geiping et al. 2020 §5 improve on by unrolling the steps).
 
     Raises:
-        ValueError: naming ``lr`` or ``steps`` when not positive.
+        ValueError: naming ``lr`` or ``steps`` when not positive (or NaN/inf), or ``update`` when it is
+            empty or holds NaN/inf.
+        TypeError: naming ``lr``, ``steps`` or ``update`` when of the wrong kind (``"0.1"``, ``1.0`` steps,
+            a tensor instead of a list of tensors).
     """
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be an int ≥ 1, got {steps!r}")
+    lr = check_real(lr, "lr", low=0.0, low_open=True)
+    steps = check_int(steps, "steps")
+    if isinstance(update, torch.Tensor) or not isinstance(update, Sequence):
+        raise TypeError(
+            f"update must be a list of tensors, one per parameter, got {type(update).__name__}"
+        )
+    if not update:
+        raise ValueError("update must hold at least one tensor (one per parameter)")
+    for i, delta in enumerate(update):
+        if not isinstance(delta, torch.Tensor) or not delta.is_floating_point():
+            raise TypeError(
+                f"update[{i}] must be a float tensor, got {type(delta).__name__}"
+            )
+        if not torch.isfinite(delta).all():
+            raise ValueError(f"update[{i}] holds NaN or inf")
     return [-delta / (lr * steps) for delta in update]

@@ -51,17 +51,28 @@ def check_flower_internals() -> None:
     from flwr.app import Message, RecordDict
     from flwr.supercore.task_identity import TaskIdentity
 
-    missing = [f"TaskIdentity.{name}" for name in _IDENTITY_FIELDS if name not in vars(TaskIdentity)]
-    missing += [f"TaskIdentity.{name}" for name in ("task_id", "run_id", "node_id")
-                if not isinstance(getattr(type(TaskIdentity), name, None), property)]
+    missing = [
+        f"TaskIdentity.{name}"
+        for name in _IDENTITY_FIELDS
+        if name not in vars(TaskIdentity)
+    ]
+    missing += [
+        f"TaskIdentity.{name}"
+        for name in ("task_id", "run_id", "node_id")
+        if not isinstance(getattr(type(TaskIdentity), name, None), property)
+    ]
     if not missing:
         with task_identity(1):
             fields = vars(Message(RecordDict(), 1001, "train").metadata)
-        missing = [f"Metadata.{name}" for name in _METADATA_FIELDS if name not in fields]
+        missing = [
+            f"Metadata.{name}" for name in _METADATA_FIELDS if name not in fields
+        ]
     if missing:
-        raise RuntimeError(f"Flower {flwr.__version__} no longer has {', '.join(missing)}, which gitutor's "
-                           f"in-process grid sets (tested with flwr{FLOWER_TESTED}): run with "
-                           f'engine="simulation" or install flwr{FLOWER_TESTED}')
+        raise RuntimeError(
+            f"Flower {flwr.__version__} no longer has {', '.join(missing)}, which gitutor's "
+            f"in-process grid sets (tested with flwr{FLOWER_TESTED}): run with "
+            f'engine="simulation" or install flwr{FLOWER_TESTED}'
+        )
 
 
 class LoopbackGrid:
@@ -87,9 +98,16 @@ class LoopbackGrid:
         class _Grid(Grid):
             def __init__(self):
                 self._run = Run.create_empty(run_id=1)
-                self._contexts = {1001 + k: Context(run_id=1, node_id=1001 + k, node_config={
-                    "partition-id": k, "num-partitions": num_clients}, state=RecordDict(),
-                    run_config={}) for k in range(num_clients)}
+                self._contexts = {
+                    1001 + k: Context(
+                        run_id=1,
+                        node_id=1001 + k,
+                        node_config={"partition-id": k, "num-partitions": num_clients},
+                        state=RecordDict(),
+                        run_config={},
+                    )
+                    for k in range(num_clients)
+                }
                 self._replies = {}
 
             def set_run(self, run):
@@ -99,9 +117,14 @@ class LoopbackGrid:
             def run(self):
                 return self._run
 
-            def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+            def create_message(
+                self, content, message_type, dst_node_id, group_id, ttl=None
+            ):
                 from flwr.app import Message
-                return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+                return Message(
+                    content, dst_node_id, message_type, ttl=ttl, group_id=group_id
+                )
 
             def get_node_ids(self):
                 return list(self._contexts)
@@ -110,7 +133,9 @@ class LoopbackGrid:
                 ids = []
                 for message in messages:
                     message.metadata.__dict__["_message_id"] = str(uuid.uuid4())
-                    message.metadata.__dict__["_src_node_id"] = 1  # the SuperLink's node id
+                    message.metadata.__dict__["_src_node_id"] = (
+                        1  # the SuperLink's node id
+                    )
                     node = message.metadata.dst_node_id
                     with task_identity(node):  # the ClientApp runs as its SuperNode
                         reply = client_app(wire(message), self._contexts[node])
@@ -125,7 +150,11 @@ class LoopbackGrid:
             def send_and_receive(self, messages, *, timeout=None):
                 return self.pull_messages(self.push_messages(messages))
 
-        if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
+        if (
+            isinstance(num_clients, bool)
+            or not isinstance(num_clients, int)
+            or num_clients < 1
+        ):
             raise ValueError(f"num_clients must be an int ≥ 1, got {num_clients!r}")
         check_flower_internals()
         return _Grid()
@@ -152,6 +181,7 @@ def quiet_flower(level: int = logging.ERROR):
     from flwr.common.logger import (
         FLOWER_LOGGER as logger,  # importing flwr sets its level
     )
+
     before = logger.level
     logger.setLevel(level)
     try:
@@ -160,8 +190,14 @@ def quiet_flower(level: int = logging.ERROR):
         logger.setLevel(before)
 
 
-def run_federation(server_app, client_app, num_clients: int, *, engine: str = "in-process",
-                   backend_config: Mapping | None = None) -> None:
+def run_federation(
+    server_app,
+    client_app,
+    num_clients: int,
+    *,
+    engine: str = "in-process",
+    backend_config: Mapping | None = None,
+) -> None:
     """Run ``server_app`` against ``num_clients`` copies of ``client_app``.
 
     Args:
@@ -172,28 +208,54 @@ def run_federation(server_app, client_app, num_clients: int, *, engine: str = "i
 
     Raises:
         ValueError: naming ``engine`` or ``num_clients`` when invalid.
+        TypeError: naming ``engine`` when it is not a string, or ``backend_config`` when it is not a
+            mapping (or None).
         RuntimeError: for ``"in-process"`` when the installed Flower moved the private fields the
             grid sets (:func:`check_flower_internals`).
     """
     from flwr.app import Context, RecordDict
 
+    if not isinstance(engine, str):
+        raise TypeError(
+            f"engine must be a string, one of {ENGINES}, got {type(engine).__name__}"
+        )
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
+    if (
+        isinstance(num_clients, bool)
+        or not isinstance(num_clients, int)
+        or num_clients < 1
+    ):
         raise ValueError(f"num_clients must be an int ≥ 1, got {num_clients!r}")
+    if backend_config is not None and not isinstance(backend_config, Mapping):
+        raise TypeError(
+            f"backend_config must be a mapping such as {{'client_resources': {{'num_cpus': 1}}}} or None, "
+            f"got {type(backend_config).__name__}"
+        )
     with quiet_flower():
         if engine == "in-process":
             grid = LoopbackGrid(client_app, num_clients)
             with task_identity(1):  # the ServerApp runs as the SuperLink (node 1)
-                server_app(grid, Context(run_id=1, node_id=1, node_config={},
-                                         state=RecordDict(), run_config={}))
+                server_app(
+                    grid,
+                    Context(
+                        run_id=1,
+                        node_id=1,
+                        node_config={},
+                        state=RecordDict(),
+                        run_config={},
+                    ),
+                )
             return
         from flwr.simulation import run_simulation
 
         with _telemetry_off():
-            run_simulation(server_app=server_app, client_app=client_app,
-                           num_supernodes=num_clients,
-                           backend_config=dict(backend_config or {}))
+            run_simulation(
+                server_app=server_app,
+                client_app=client_app,
+                num_supernodes=num_clients,
+                backend_config=dict(backend_config or {}),
+            )
 
 
 @contextlib.contextmanager
@@ -205,13 +267,18 @@ def _telemetry_off():
     from flwr.supercore import telemetry
 
     names = ("FLWR_TELEMETRY_ENABLED", "RAY_USAGE_STATS_ENABLED")
-    saved = telemetry.FLWR_TELEMETRY_ENABLED, {name: os.environ.get(name) for name in names}
+    saved = (
+        telemetry.FLWR_TELEMETRY_ENABLED,
+        {name: os.environ.get(name) for name in names},
+    )
     telemetry.FLWR_TELEMETRY_ENABLED = "0"  # read once at import: set it for this run
     os.environ.update(dict.fromkeys(names, "0"))  # and for the Ray processes it starts
     try:
         yield
     finally:
-        for thread in threading.enumerate():  # Flower's pending events, sent (as "disabled") before
+        for thread in (
+            threading.enumerate()
+        ):  # Flower's pending events, sent (as "disabled") before
             target = getattr(thread, "_target", None)
             if getattr(target, "__module__", "") == telemetry.__name__:
                 thread.join(timeout=30)

@@ -21,20 +21,28 @@ import torch
 from torch import nn
 
 from gitutor.federated.client_secrets import check_no_server_seed
-from gitutor.federated.flower import local_training
+from gitutor.federated.flower import client_rng_mod, local_training
 from gitutor.federated.flower_engine import run_federation
 
 __all__ = ["secagg_round"]
 
 
-def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torch.Tensor]], config: Mapping,
-                 num_rounds: int, engine: str, secrets: Sequence[int], shares: float, threshold: float,
-                 uniform: bool = False):
+def secagg_round(
+    model: nn.Module,
+    partitions: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    config: Mapping,
+    num_rounds: int,
+    engine: str,
+    secrets: Sequence[int],
+    shares: float,
+    threshold: float,
+    uniform: bool = False,
+):
     """Run the book's federation with SecAgg+ and return ``(starts, [], None, aggregates)``.
 
     ``starts`` / ``aggregates``: per round, the global parameters the clients trained from / the
     unmasked FedAvg average (one tensor per ``model.parameters()`` entry, float32). ``secrets``: each
-    client's own secret (:func:`~gitutor.federated.flower_defenses.client_rng_mod` seeds its stochastic
+    client's own secret (:func:`~gitutor.federated.flower.client_rng_mod` seeds its stochastic
     rounding); ``shares``, ``threshold``: ``SecAggPlusWorkflow``'s ``num_shares`` and
     ``reconstruction_threshold``; ``max_weight`` is the largest client's example count, so each
     client's weight ratio N_k / max_weight ≤ 1 keeps the quantisation error small; ``uniform``: every
@@ -48,8 +56,6 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
     from flwr.server.strategy import FedAvg
     from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 
-    from gitutor.federated.flower_defenses import client_rng_mod
-
     count, keys = len(partitions), list(model.state_dict())
     picks = [keys.index(name) for name, _ in model.named_parameters()]
     starts, aggregates = [], []
@@ -61,13 +67,23 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
         def fit(self, parameters, cfg):
             check_no_server_seed(cfg)
             local = copy.deepcopy(model)
-            local.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in zip(keys, parameters)})
+            local.load_state_dict(
+                {k: torch.from_numpy(np.array(v)) for k, v in zip(keys, parameters)}
+            )
             images, labels = partitions[self.partition]
-            trained, metrics = local_training(local, images, labels, lr=float(cfg["lr"]),
-                                              epochs=int(cfg.get("local-epochs", 1)),
-                                              batch_size=int(cfg.get("batch-size", 0)) or None)
-            return ([v.detach().numpy() for v in trained.state_dict().values()], 1 if uniform else len(labels),
-                    {**metrics, "partition-id": self.partition})
+            trained, metrics = local_training(
+                local,
+                images,
+                labels,
+                lr=float(cfg["lr"]),
+                epochs=int(cfg.get("local-epochs", 1)),
+                batch_size=int(cfg.get("batch-size", 0)) or None,
+            )
+            return (
+                [v.detach().numpy() for v in trained.state_dict().values()],
+                1 if uniform else len(labels),
+                {**metrics, "partition-id": self.partition},
+            )
 
     class Recording(FedAvg):
         def configure_fit(self, server_round, parameters, client_manager):
@@ -83,19 +99,37 @@ def secagg_round(model: nn.Module, partitions: Sequence[tuple[torch.Tensor, torc
     def client_fn(context):
         return BookClient(int(context.node_config["partition-id"])).to_client()
 
-    client = ClientApp(client_fn=client_fn, mods=[client_rng_mod(secrets), secaggplus_mod])
-    initial = ndarrays_to_parameters([v.detach().numpy() for v in model.state_dict().values()])
-    strategy = Recording(fraction_fit=1.0, fraction_evaluate=0.0, min_fit_clients=count,
-                         min_available_clients=count, initial_parameters=initial,
-                         on_fit_config_fn=lambda r: {**dict(config), "server-round": r})
+    client = ClientApp(
+        client_fn=client_fn, mods=[client_rng_mod(secrets), secaggplus_mod]
+    )
+    initial = ndarrays_to_parameters(
+        [v.detach().numpy() for v in model.state_dict().values()]
+    )
+    strategy = Recording(
+        fraction_fit=1.0,
+        fraction_evaluate=0.0,
+        min_fit_clients=count,
+        min_available_clients=count,
+        initial_parameters=initial,
+        on_fit_config_fn=lambda r: {**dict(config), "server-round": r},
+    )
     server = ServerApp()
     max_weight = 1.0 if uniform else float(max(len(labels) for _, labels in partitions))
 
     @server.main()
     def main(grid, context):
-        legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=num_rounds), strategy=strategy)
-        DefaultWorkflow(fit_workflow=SecAggPlusWorkflow(
-            num_shares=shares, reconstruction_threshold=threshold, max_weight=max_weight))(grid, legacy)
+        legacy = LegacyContext(
+            context=context,
+            config=ServerConfig(num_rounds=num_rounds),
+            strategy=strategy,
+        )
+        DefaultWorkflow(
+            fit_workflow=SecAggPlusWorkflow(
+                num_shares=shares,
+                reconstruction_threshold=threshold,
+                max_weight=max_weight,
+            )
+        )(grid, legacy)
 
     run_federation(server, client, count, engine=engine)
 

@@ -4,6 +4,7 @@ Label smoothing (Szegedy et al., 2016): y = (1 − ε) · onehot + ε / C. Mixup
 x = λ x₁ + (1 − λ) x₂ and y = λ y₁ + (1 − λ) y₂. Both break the sign rule of iDLG because the true
 class may no longer have p_i − y_i < 0 alone (Wang et al., §2).
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,7 +18,9 @@ def _as_batch_values(value, batch: int, name: str) -> torch.Tensor:
     if values.dim() == 0:
         values = values.expand(batch)
     if values.shape != (batch,):
-        raise ValueError(f"{name} must be a float or a tensor of shape ({batch},), got shape {tuple(values.shape)}")
+        raise ValueError(
+            f"{name} must be a float or a tensor of shape ({batch},), got shape {tuple(values.shape)}"
+        )
     if not ((values >= 0) & (values <= 1)).all():
         raise ValueError(f"{name} must lie in [0, 1], got {values.tolist()}")
     return values
@@ -25,10 +28,14 @@ def _as_batch_values(value, batch: int, name: str) -> torch.Tensor:
 
 def _one_hot(y: torch.Tensor, num_classes: int) -> torch.Tensor:
     if y.dtype != torch.long or y.dim() != 1:
-        raise TypeError(f"class labels must be an int64 tensor (B,), got dtype {y.dtype} and shape {tuple(y.shape)}")
+        raise TypeError(
+            f"class labels must be an int64 tensor (B,), got dtype {y.dtype} and shape {tuple(y.shape)}"
+        )
     check_num_classes(num_classes)
     if y.numel() and (y.min() < 0 or y.max() >= num_classes):
-        raise ValueError(f"class labels must lie in [0, {num_classes}), got {y.tolist()}")
+        raise ValueError(
+            f"class labels must lie in [0, {num_classes}), got {y.tolist()}"
+        )
     return F.one_hot(y, num_classes).float()
 
 
@@ -52,8 +59,15 @@ def smooth_labels(y: torch.Tensor, eps, num_classes: int) -> torch.Tensor:
     return (1 - eps) * onehot + eps / num_classes
 
 
-def mixup(x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor, lam, *,
-          num_classes: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def mixup(
+    x1: torch.Tensor,
+    y1: torch.Tensor,
+    x2: torch.Tensor,
+    y2: torch.Tensor,
+    lam,
+    *,
+    num_classes: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mixup x = λ x₁ + (1 − λ) x₂, y = λ y₁ + (1 − λ) y₂ (Wang et al. §4.1; Zhang et al. 2018).
 
     Args:
@@ -75,18 +89,27 @@ def mixup(x1: torch.Tensor, y1: torch.Tensor, x2: torch.Tensor, y2: torch.Tensor
     check_images(x1, "x1")
     check_images(x2, "x2")
     if x1.shape != x2.shape:
-        raise ValueError(f"x1 and x2 must have the same shape, got {tuple(x1.shape)} and {tuple(x2.shape)}")
+        raise ValueError(
+            f"x1 and x2 must have the same shape, got {tuple(x1.shape)} and {tuple(x2.shape)}"
+        )
     labels = []
     for y in (y1, y2):
         if y.dim() == 1:
             if num_classes is None:
-                raise TypeError("class-index labels need num_classes=K (or pass one-hot / soft labels (B, K))")
+                raise TypeError(
+                    "class-index labels need num_classes=K (or pass one-hot / soft labels (B, K))"
+                )
             y = _one_hot(y, num_classes)
         labels.append(y.float())
     if labels[0].shape != labels[1].shape or labels[0].shape[0] != x1.shape[0]:
-        raise ValueError(f"labels must be (B, K) with B = {x1.shape[0]}, got {tuple(labels[0].shape)} "
-                         f"and {tuple(labels[1].shape)}")
+        raise ValueError(
+            f"labels must be (B, K) with B = {x1.shape[0]}, got {tuple(labels[0].shape)} "
+            f"and {tuple(labels[1].shape)}"
+        )
     weight = _as_batch_values(lam, x1.shape[0], "lam")
-    x = weight.view(-1, *([1] * (x1.dim() - 1))) * x1 + (1 - weight.view(-1, *([1] * (x1.dim() - 1)))) * x2
+    x = (
+        weight.view(-1, *([1] * (x1.dim() - 1))) * x1
+        + (1 - weight.view(-1, *([1] * (x1.dim() - 1)))) * x2
+    )
     y = weight.unsqueeze(1) * labels[0] + (1 - weight.unsqueeze(1)) * labels[1]
     return x, y

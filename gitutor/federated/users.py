@@ -11,6 +11,7 @@ Scores of a representative image against a user live in :mod:`gitutor.attacks.us
 - Full profile (:func:`celeba_users`): CelebA through torchvision, grouped by identity, the first
   users with at least B images, resized to 64×64, binary label "Attractive" (as in the paper).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,12 +25,20 @@ from gitutor.seeding import make_generator
 
 NUM_LFW_FACES = 100
 #: Files torchvision's CelebA loader needs under ``root/celeba``.
-CELEBA_FILES = ("img_align_celeba", "list_attr_celeba.txt", "identity_CelebA.txt", "list_eval_partition.txt",
-                "list_bbox_celeba.txt", "list_landmarks_align_celeba.txt")
+CELEBA_FILES = (
+    "img_align_celeba",
+    "list_attr_celeba.txt",
+    "identity_CelebA.txt",
+    "list_eval_partition.txt",
+    "list_bbox_celeba.txt",
+    "list_landmarks_align_celeba.txt",
+)
 
 
 def _uniform(generator: torch.Generator, low: float, high: float) -> float:
-    return float(low + (high - low) * torch.rand(1, generator=generator, dtype=torch.float64))
+    return float(
+        low + (high - low) * torch.rand(1, generator=generator, dtype=torch.float64)
+    )
 
 
 def brightness_attribute(face_index: int) -> int:
@@ -39,8 +48,14 @@ def brightness_attribute(face_index: int) -> int:
     return int(means[face_index] > means.median())
 
 
-def lfw_user(face_index: int, batch_size: int = 30, *, size: int = 32, channels: int = 1,
-             seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def lfw_user(
+    face_index: int,
+    batch_size: int = 30,
+    *,
+    size: int = 32,
+    channels: int = 1,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A quick-profile user: B variations of one held-out LFW face, all labelled with the face's
     :func:`brightness_attribute`.
 
@@ -61,30 +76,50 @@ def lfw_user(face_index: int, batch_size: int = 30, *, size: int = 32, channels:
         ValueError: for a face the prior was trained on, an index out of range or ``batch_size < 2``.
     """
     if not PRIOR_TRAIN_FACES <= face_index < NUM_LFW_FACES:
-        raise ValueError(f"face_index must be a held-out face in [{PRIOR_TRAIN_FACES}, {NUM_LFW_FACES}) so "
-                         f"that the DDPM prior has never seen it, got {face_index}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 2:
+        raise ValueError(
+            f"face_index must be a held-out face in [{PRIOR_TRAIN_FACES}, {NUM_LFW_FACES}) so "
+            f"that the DDPM prior has never seen it, got {face_index}"
+        )
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 2
+    ):
         raise ValueError(f"batch_size must be an int >= 2, got {batch_size!r}")
-    face = lfw_faces(size=size, channels=channels)[face_index:face_index + 1]
+    face = lfw_faces(size=size, channels=channels)[face_index : face_index + 1]
     generator = make_generator(seed * NUM_LFW_FACES + face_index)
     photos = []
     for _ in range(batch_size):
-        x = TF.affine(face, angle=_uniform(generator, -10, 10),
-                      translate=[_uniform(generator, -2, 2), _uniform(generator, -2, 2)],
-                      scale=_uniform(generator, 0.9, 1.1), shear=[0.0, 0.0],
-                      interpolation=TF.InterpolationMode.BILINEAR)
+        x = TF.affine(
+            face,
+            angle=_uniform(generator, -10, 10),
+            translate=[_uniform(generator, -2, 2), _uniform(generator, -2, 2)],
+            scale=_uniform(generator, 0.9, 1.1),
+            shear=[0.0, 0.0],
+            interpolation=TF.InterpolationMode.BILINEAR,
+        )
         if torch.rand(1, generator=generator) < 0.5:
             x = x.flip(-1)
         mean = x.mean()
-        x = (x - mean) * _uniform(generator, 0.8, 1.2) + mean * _uniform(generator, 0.8, 1.2)
+        x = (x - mean) * _uniform(generator, 0.8, 1.2) + mean * _uniform(
+            generator, 0.8, 1.2
+        )
         photos.append(x.clamp(0, 1))
     images = torch.cat(photos)
-    return images, torch.full((batch_size,), brightness_attribute(face_index), dtype=torch.int64)
+    return images, torch.full(
+        (batch_size,), brightness_attribute(face_index), dtype=torch.int64
+    )
 
 
-def celeba_users(n_users: int, batch_size: int = 30, *, root: str | Path = "data", size: int = 64,
-                 attribute: str = "Attractive", download: bool = False
-                 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def celeba_users(
+    n_users: int,
+    batch_size: int = 30,
+    *,
+    root: str | Path = "data",
+    size: int = 64,
+    attribute: str = "Attractive",
+    download: bool = False,
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Full-profile users: the first ``n_users`` CelebA identities with >= ``batch_size`` images.
 
     Each user is ``(images (B, 3, size, size) in [0, 1], labels (B,) int64)`` with the first B
@@ -100,19 +135,31 @@ def celeba_users(n_users: int, batch_size: int = 30, *, root: str | Path = "data
     import torchvision
 
     try:
-        dataset = torchvision.datasets.CelebA(str(root), split="all", target_type=["identity", "attr"],
-                                              transform=torchvision.transforms.ToTensor(), download=download)
-    except Exception as error:  # RuntimeError when missing, gdown/URL errors when downloading
+        dataset = torchvision.datasets.CelebA(
+            str(root),
+            split="all",
+            target_type=["identity", "attr"],
+            transform=torchvision.transforms.ToTensor(),
+            download=download,
+        )
+    except (
+        Exception
+    ) as error:  # RuntimeError when missing, gdown/URL errors when downloading
         raise OfflineDataError(
             f"CelebA is not in {Path(root).resolve() / 'celeba'}: download img_align_celeba.zip and the "
             "list_*.txt / identity_CelebA.txt files from the CelebA website (or Google Drive) into that "
-            f"folder, or set DATA_ROOT to where they are. ({error})") from error
+            f"folder, or set DATA_ROOT to where they are. ({error})"
+        ) from error
     if attribute not in dataset.attr_names:
-        raise ValueError(f"unknown CelebA attribute {attribute!r}; choose one of {dataset.attr_names}")
+        raise ValueError(
+            f"unknown CelebA attribute {attribute!r}; choose one of {dataset.attr_names}"
+        )
     column = dataset.attr_names.index(attribute)
     identity = dataset.identity[:, 0]
     counts = torch.bincount(identity)
-    chosen = [int(i) for i in torch.unique_consecutive(identity) if counts[i] >= batch_size]
+    chosen = [
+        int(i) for i in torch.unique_consecutive(identity) if counts[i] >= batch_size
+    ]
     chosen = list(dict.fromkeys(chosen))[:n_users]
     if len(chosen) < n_users:
         raise ValueError(f"only {len(chosen)} identities have >= {batch_size} images")
@@ -131,4 +178,3 @@ def celeba_missing(root: str | Path = "data") -> list[str]:
     """
     folder = Path(root) / "celeba"
     return [str(folder / name) for name in CELEBA_FILES if not (folder / name).exists()]
-

@@ -11,6 +11,7 @@
    subject to v_k ≥ 1 integer and Σ v_k = N.
 3. *Evolutionary matching* (Eq. 7–8) and the whole of Stage I: :mod:`gitutor.labels.count_search`.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -28,12 +29,17 @@ def check_fc_weight_grad(fc_weight_grad: torch.Tensor) -> None:
         TypeError: if it is not a float tensor.
         ValueError: if it is not 2-D or holds NaN/inf.
     """
-    if not isinstance(fc_weight_grad, torch.Tensor) or not fc_weight_grad.is_floating_point():
+    if (
+        not isinstance(fc_weight_grad, torch.Tensor)
+        or not fc_weight_grad.is_floating_point()
+    ):
         kind = getattr(fc_weight_grad, "dtype", None) or type(fc_weight_grad).__name__
         raise TypeError(f"fc_weight_grad must be a float torch.Tensor, got {kind}")
     if fc_weight_grad.dim() != 2:
-        raise ValueError("fc_weight_grad must be the (classes, features) gradient of the last Linear layer's "
-                         f"weight, got shape {tuple(fc_weight_grad.shape)}")
+        raise ValueError(
+            "fc_weight_grad must be the (classes, features) gradient of the last Linear layer's "
+            f"weight, got shape {tuple(fc_weight_grad.shape)}"
+        )
     if not torch.isfinite(fc_weight_grad).all():
         raise ValueError("fc_weight_grad contains NaN or inf")
 
@@ -43,9 +49,11 @@ def check_batch_size(batch_size: int, num_classes_present: int) -> None:
     if not isinstance(batch_size, numbers.Integral) or isinstance(batch_size, bool):
         raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
     if batch_size < num_classes_present:
-        raise ValueError(f"batch_size={batch_size} is smaller than the {num_classes_present} classes found in the "
-                         "gradient; every class needs at least one image (is the batch size right, or is the "
-                         "model past the early-training regime where negative rows mark present classes?)")
+        raise ValueError(
+            f"batch_size={batch_size} is smaller than the {num_classes_present} classes found in the "
+            "gradient; every class needs at least one image (is the batch size right, or is the "
+            "model past the early-training regime where negative rows mark present classes?)"
+        )
 
 
 def coarse_labels(fc_weight_grad: torch.Tensor) -> torch.Tensor:
@@ -64,23 +72,41 @@ def coarse_labels(fc_weight_grad: torch.Tensor) -> torch.Tensor:
     return torch.nonzero(fc_weight_grad.mean(dim=1) < 0).flatten()
 
 
-def _sorted_rows(fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV) -> torch.Tensor:
+def _sorted_rows(
+    fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV
+) -> torch.Tensor:
     """sort(∇W^FC_k,:)[:, t] of Eq. 6, ``(K, M)`` float64, rows sorted ascending (most negative first)."""
     check_fc_weight_grad(fc_weight_grad)
     if not isinstance(stats, FeatureCV):
-        raise TypeError(f"stats must be a FeatureCV (FeatureCV.fit), got {type(stats).__name__}")
+        raise TypeError(
+            f"stats must be a FeatureCV (FeatureCV.fit), got {type(stats).__name__}"
+        )
     if fc_weight_grad.shape[1] != stats.mean_feature.shape[0]:
-        raise ValueError(f"fc_weight_grad has {fc_weight_grad.shape[1]} features per row but the FeatureCV "
-                         f"statistics have {stats.mean_feature.shape[0]}; fit them with the same model")
+        raise ValueError(
+            f"fc_weight_grad has {fc_weight_grad.shape[1]} features per row but the FeatureCV "
+            f"statistics have {stats.mean_feature.shape[0]}; fit them with the same model"
+        )
     classes = torch.as_tensor(classes, dtype=torch.int64).cpu()
     if classes.dim() != 1 or classes.numel() == 0:
-        raise ValueError("classes must be a non-empty 1-D list of class indices (e.g. coarse_labels(...))")
+        raise ValueError(
+            "classes must be a non-empty 1-D list of class indices (e.g. coarse_labels(...))"
+        )
     if int(classes.min()) < 0 or int(classes.max()) >= fc_weight_grad.shape[0]:
-        raise ValueError(f"classes must lie in [0, {fc_weight_grad.shape[0]}), got {classes.tolist()}")
-    return fc_weight_grad.detach().cpu().double()[classes].sort(dim=1).values[:, stats.indices]
+        raise ValueError(
+            f"classes must lie in [0, {fc_weight_grad.shape[0]}), got {classes.tolist()}"
+        )
+    return (
+        fc_weight_grad.detach()
+        .cpu()
+        .double()[classes]
+        .sort(dim=1)
+        .values[:, stats.indices]
+    )
 
 
-def class_evidence(fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV) -> torch.Tensor:
+def class_evidence(
+    fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV
+) -> torch.Tensor:
     """a_k = −h̄[t] · sort(∇W^FC_k,:)[t], the per-class evidence that Eq. 6 matches (Ye et al. 2024).
 
     Expanding the outer product in Eq. 6 gives J(v) = 1 − cos(v, a): the counts v are chosen to point
@@ -101,10 +127,15 @@ def class_evidence(fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: F
         ValueError / TypeError: for a bad gradient, class indices out of range or an empty class list,
             statistics of another feature dimension, or a ``stats`` that is not a FeatureCV.
     """
-    return -(_sorted_rows(fc_weight_grad, classes, stats) @ stats.mean_feature.double()[stats.indices])
+    return -(
+        _sorted_rows(fc_weight_grad, classes, stats)
+        @ stats.mean_feature.double()[stats.indices]
+    )
 
 
-def objective_direction(fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV) -> np.ndarray:
+def objective_direction(
+    fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV
+) -> np.ndarray:
     """c with J(v) = 1 − v·c / ‖v‖ (Eq. 6 with the outer product expanded): c = a / (‖h̄[t]‖ ‖G‖), ``(K,)``.
 
     Raises:
@@ -114,7 +145,9 @@ def objective_direction(fc_weight_grad: torch.Tensor, classes: torch.Tensor, sta
     h_bar = stats.mean_feature.double()[stats.indices]
     denominator = float(h_bar.norm() * rows.norm())
     if denominator == 0:
-        raise ValueError("the selected gradient rows are all zero at the ranks t; Eq. 6 is undefined")
+        raise ValueError(
+            "the selected gradient rows are all zero at the ranks t; Eq. 6 is undefined"
+        )
     return (-(rows @ h_bar) / denominator).numpy()
 
 
@@ -124,8 +157,12 @@ def cosine_objective(counts: np.ndarray, direction: np.ndarray) -> np.ndarray:
     return 1.0 - counts @ direction / np.linalg.norm(counts, axis=-1)
 
 
-def label_count_objective(counts: torch.Tensor, fc_weight_grad: torch.Tensor, classes: torch.Tensor,
-                          stats: FeatureCV) -> torch.Tensor:
+def label_count_objective(
+    counts: torch.Tensor,
+    fc_weight_grad: torch.Tensor,
+    classes: torch.Tensor,
+    stats: FeatureCV,
+) -> torch.Tensor:
     """J(v) of Ye et al. 2024, Eq. 6, for one or many count vectors (lower is better, range [0, 2]).
 
     Args:
@@ -144,8 +181,10 @@ def label_count_objective(counts: torch.Tensor, fc_weight_grad: torch.Tensor, cl
     direction = objective_direction(fc_weight_grad, classes, stats)
     counts = torch.as_tensor(counts, dtype=torch.float64)
     if counts.shape[-1:] != (direction.shape[0],):
-        raise ValueError(f"counts must end in K={direction.shape[0]} entries (one per class), "
-                         f"got {tuple(counts.shape)}")
+        raise ValueError(
+            f"counts must end in K={direction.shape[0]} entries (one per class), "
+            f"got {tuple(counts.shape)}"
+        )
     if (counts.norm(dim=-1) == 0).any():
         raise ValueError("a count vector of zeros has no direction; J is undefined")
     return torch.as_tensor(cosine_objective(counts.numpy(), direction))

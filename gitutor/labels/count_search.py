@@ -4,6 +4,7 @@
 parent/child selection (Eq. 8); an exhaustive search as the reference; and
 :func:`recover_batch_labels`, coarse labels followed by the evolutionary counts.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,8 +16,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from gitutor.labels.batch_labels import (check_batch_size, check_fc_weight_grad, coarse_labels, cosine_objective,
-                                        objective_direction)
+from gitutor.labels.batch_labels import (
+    check_batch_size,
+    check_fc_weight_grad,
+    coarse_labels,
+    cosine_objective,
+    objective_direction,
+)
 from gitutor.labels.feature_cv import FeatureCV
 from gitutor.models.introspect import last_linear
 
@@ -53,10 +59,14 @@ def rescale_counts(vectors: np.ndarray, batch_size: int) -> np.ndarray:
     rows = np.atleast_2d(vectors)
     check_batch_size(batch_size, rows.shape[1])
     if not np.isfinite(rows).all() or (rows < 0).any() or (rows.sum(axis=1) <= 0).any():
-        raise ValueError("vectors must be finite and non-negative with a positive sum per row")
-    scaled = rows * batch_size / rows.sum(axis=1, keepdims=True)              # Φ1
-    counts = np.maximum(np.floor(scaled + 1e-9), 1).astype(np.int64)          # Φ2 (1e-9: 2.9999… → 3)
-    counts[:, -1] += batch_size - counts.sum(axis=1)                          # Φ3
+        raise ValueError(
+            "vectors must be finite and non-negative with a positive sum per row"
+        )
+    scaled = rows * batch_size / rows.sum(axis=1, keepdims=True)  # Φ1
+    counts = np.maximum(np.floor(scaled + 1e-9), 1).astype(
+        np.int64
+    )  # Φ2 (1e-9: 2.9999… → 3)
+    counts[:, -1] += batch_size - counts.sum(axis=1)  # Φ3
     for row in np.nonzero(counts[:, -1] < 1)[0]:
         excess = 1 - counts[row, -1]
         counts[row, -1] = 1
@@ -65,7 +75,9 @@ def rescale_counts(vectors: np.ndarray, batch_size: int) -> np.ndarray:
     return counts.reshape(vectors.shape)
 
 
-def _crossover(population: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+def _crossover(
+    population: np.ndarray, rate: float, rng: np.random.Generator
+) -> np.ndarray:
     """Uniform crossover of Eq. 7: child_k = own_k if γ_k < p_r else partner_k, partner j ≠ i random."""
     size = population.shape[0]
     partners = (np.arange(size) + rng.integers(1, size, size=size)) % size
@@ -87,9 +99,18 @@ def _mutate(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return counts
 
 
-def evolve_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor, batch_size: int, stats: FeatureCV, *,
-                        population: int = 20, iterations: int = 200, crossover: float = 0.5, seed: int = 0,
-                        progress: bool = False) -> LabelCountSearch:
+def evolve_label_counts(
+    fc_weight_grad: torch.Tensor,
+    classes: torch.Tensor,
+    batch_size: int,
+    stats: FeatureCV,
+    *,
+    population: int = 20,
+    iterations: int = 200,
+    crossover: float = 0.5,
+    seed: int = 0,
+    progress: bool = False,
+) -> LabelCountSearch:
     """Search integer counts per class minimising Eq. 6 with the evolutionary algorithm of Ye et al. 2024.
 
     Initial population: ``population`` vectors drawn from U(0, 1)^K mapped by Rs. Each generation,
@@ -121,21 +142,29 @@ def evolve_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor, bat
     length = direction.shape[0]
     check_batch_size(batch_size, length)
     if type(population) is not int or type(iterations) is not int:
-        raise TypeError(f"population and iterations must be ints, got {population!r} and {iterations!r}")
+        raise TypeError(
+            f"population and iterations must be ints, got {population!r} and {iterations!r}"
+        )
     if population < 2:
-        raise ValueError(f"population must be ≥ 2 (crossover needs a partner), got {population}")
+        raise ValueError(
+            f"population must be ≥ 2 (crossover needs a partner), got {population}"
+        )
     if iterations < 0:
         raise ValueError(f"iterations must be ≥ 0, got {iterations}")
     if not 0.0 <= crossover <= 1.0:
         raise ValueError(f"crossover is a probability p_r in [0, 1], got {crossover}")
     if length == 1:
-        return LabelCountSearch(torch.tensor([batch_size]), [float(cosine_objective(np.ones(1), direction))])
+        return LabelCountSearch(
+            torch.tensor([batch_size]), [float(cosine_objective(np.ones(1), direction))]
+        )
     rng = np.random.default_rng(seed)
     parents = rescale_counts(rng.random((population, length)), batch_size)
     scores = cosine_objective(parents, direction)
     history = [float(scores.min())]
     for _ in tqdm(range(iterations), desc="evolution", disable=not progress):
-        children = _mutate(rescale_counts(_crossover(parents, crossover, rng), batch_size), rng)
+        children = _mutate(
+            rescale_counts(_crossover(parents, crossover, rng), batch_size), rng
+        )
         child_scores = cosine_objective(children, direction)
         better = child_scores < scores
         parents[better], scores[better] = children[better], child_scores[better]
@@ -143,8 +172,12 @@ def evolve_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor, bat
     return LabelCountSearch(torch.as_tensor(parents[scores.argmin()]), history)
 
 
-def exhaustive_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor, batch_size: int,
-                            stats: FeatureCV) -> torch.Tensor:
+def exhaustive_label_counts(
+    fc_weight_grad: torch.Tensor,
+    classes: torch.Tensor,
+    batch_size: int,
+    stats: FeatureCV,
+) -> torch.Tensor:
     """The global minimiser of Eq. 6 over all C(N−1, K−1) count vectors (each ≥ 1, summing to N).
 
     A reference for :func:`evolve_label_counts`: it shows what the objective itself can achieve,
@@ -162,18 +195,32 @@ def exhaustive_label_counts(fc_weight_grad: torch.Tensor, classes: torch.Tensor,
     check_batch_size(batch_size, length)
     total = math.comb(batch_size - 1, length - 1)
     if total > MAX_EXHAUSTIVE:
-        raise ValueError(f"{total} count vectors for N={batch_size}, K={length}: too many to enumerate "
-                         f"(limit {MAX_EXHAUSTIVE}); use evolve_label_counts")
-    cuts = np.array(list(itertools.combinations(range(1, batch_size), length - 1)), dtype=np.int64)
+        raise ValueError(
+            f"{total} count vectors for N={batch_size}, K={length}: too many to enumerate "
+            f"(limit {MAX_EXHAUSTIVE}); use evolve_label_counts"
+        )
+    cuts = np.array(
+        list(itertools.combinations(range(1, batch_size), length - 1)), dtype=np.int64
+    )
     cuts = cuts.reshape(total, length - 1)
-    bounds = np.concatenate([np.zeros((total, 1), np.int64), cuts, np.full((total, 1), batch_size)], axis=1)
+    bounds = np.concatenate(
+        [np.zeros((total, 1), np.int64), cuts, np.full((total, 1), batch_size)], axis=1
+    )
     candidates = np.diff(bounds, axis=1)
     return torch.as_tensor(candidates[cosine_objective(candidates, direction).argmin()])
 
 
-def recover_batch_labels(model: nn.Module, fc_weight_grad: torch.Tensor, batch_size: int, stats: FeatureCV, *,
-                         population: int = 20, iterations: int = 200, crossover: float = 0.5,
-                         seed: int = 0) -> torch.Tensor:
+def recover_batch_labels(
+    model: nn.Module,
+    fc_weight_grad: torch.Tensor,
+    batch_size: int,
+    stats: FeatureCV,
+    *,
+    population: int = 20,
+    iterations: int = 200,
+    crossover: float = 0.5,
+    seed: int = 0,
+) -> torch.Tensor:
     """Stage I of Ye et al. 2024: coarse labels, then counts by the evolutionary search on Eq. 6.
 
     Args:
@@ -194,13 +241,25 @@ def recover_batch_labels(model: nn.Module, fc_weight_grad: torch.Tensor, batch_s
     check_fc_weight_grad(fc_weight_grad)
     expected = tuple(last_linear(model).weight.shape)
     if tuple(fc_weight_grad.shape) != expected:
-        raise ValueError(f"fc_weight_grad has shape {tuple(fc_weight_grad.shape)} but the model's last Linear weight "
-                         f"is {expected}; pass the gradient of that layer's weight")
+        raise ValueError(
+            f"fc_weight_grad has shape {tuple(fc_weight_grad.shape)} but the model's last Linear weight "
+            f"is {expected}; pass the gradient of that layer's weight"
+        )
     classes = coarse_labels(fc_weight_grad)
     if classes.numel() == 0:
-        raise ValueError("no row of fc_weight_grad has a negative mean, so no class can be identified; the "
-                         "features must be non-negative (ReLU/Sigmoid before the FC layer) and p_k ≪ 1")
+        raise ValueError(
+            "no row of fc_weight_grad has a negative mean, so no class can be identified; the "
+            "features must be non-negative (ReLU/Sigmoid before the FC layer) and p_k ≪ 1"
+        )
     check_batch_size(batch_size, classes.numel())
-    counts = evolve_label_counts(fc_weight_grad, classes, batch_size, stats, population=population,
-                                 iterations=iterations, crossover=crossover, seed=seed).counts
+    counts = evolve_label_counts(
+        fc_weight_grad,
+        classes,
+        batch_size,
+        stats,
+        population=population,
+        iterations=iterations,
+        crossover=crossover,
+        seed=seed,
+    ).counts
     return classes.cpu().repeat_interleave(counts)

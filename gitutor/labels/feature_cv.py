@@ -7,6 +7,7 @@ entries at some ranks vary little across images. Ye et al. measure this on auxil
 the coefficient of variation CV_j = Std_i(h_i^S[j]) / E_i(h_i^S[j]) of the j-th sorted entry, keep the
 M ranks t with the smallest CV, and the mean sorted feature h̄ = E_i(h_i^S) (paper Fig. 3).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -40,8 +41,12 @@ class FeatureCV:
     num_aux: int
 
     @classmethod
-    def fit(cls, feature_extractor: Callable[[torch.Tensor], torch.Tensor], aux_images: torch.Tensor,
-            top_m: int = 20) -> FeatureCV:
+    def fit(
+        cls,
+        feature_extractor: Callable[[torch.Tensor], torch.Tensor],
+        aux_images: torch.Tensor,
+        top_m: int = 20,
+    ) -> FeatureCV:
         """Compute h̄, the CV curve and t from auxiliary images (Eq. 5; the paper uses 40 web images, M = 20).
 
         Args:
@@ -59,11 +64,15 @@ class FeatureCV:
         """
         check_images(aux_images, "aux_images")
         if aux_images.shape[0] < 2:
-            raise ValueError("need at least 2 auxiliary images to measure a coefficient of variation")
+            raise ValueError(
+                "need at least 2 auxiliary images to measure a coefficient of variation"
+            )
         features = feature_extractor(aux_images)
         if features.dim() != 2 or features.shape[0] != aux_images.shape[0]:
-            raise ValueError(f"feature_extractor must return (n, m) = ({aux_images.shape[0]}, m) features, "
-                             f"got {tuple(features.shape)}")
+            raise ValueError(
+                f"feature_extractor must return (n, m) = ({aux_images.shape[0]}, m) features, "
+                f"got {tuple(features.shape)}"
+            )
         return cls.from_features(features, top_m)
 
     @classmethod
@@ -79,20 +88,35 @@ class FeatureCV:
         if not isinstance(top_m, int) or isinstance(top_m, bool):
             raise TypeError(f"top_m must be an int, got {type(top_m).__name__}")
         if features.dim() != 2 or features.shape[0] < 2:
-            raise ValueError(f"need (n, m) features of n ≥ 2 auxiliary images, got shape {tuple(features.shape)}")
+            raise ValueError(
+                f"need (n, m) features of n ≥ 2 auxiliary images, got shape {tuple(features.shape)}"
+            )
         if not torch.isfinite(features).all():
             raise ValueError("auxiliary features contain NaN or inf")
         if float(features.min()) < -FEATURE_TOLERANCE:
-            raise ValueError(f"features must be non-negative (post-ReLU activations h ≥ 0, Ye et al. Eq. 5–6), "
-                             f"got a minimum of {float(features.min()):.4g}; were they taken before the "
-                             "activation? use gitutor.labels.fc_input_features")
+            raise ValueError(
+                f"features must be non-negative (post-ReLU activations h ≥ 0, Ye et al. Eq. 5–6), "
+                f"got a minimum of {float(features.min()):.4g}; were they taken before the "
+                "activation? use gitutor.labels.fc_input_features"
+            )
         if not 1 <= top_m <= features.shape[1]:
-            raise ValueError(f"top_m must be in [1, {features.shape[1]}] (the feature dimension), got {top_m}")
+            raise ValueError(
+                f"top_m must be in [1, {features.shape[1]}] (the feature dimension), got {top_m}"
+            )
         ranked = features.detach().cpu().double().sort(dim=1, descending=True).values
         mean = ranked.mean(dim=0)
-        cv = torch.where(mean > 0, ranked.std(dim=0) / mean, torch.full_like(mean, float("inf")))
+        cv = torch.where(
+            mean > 0, ranked.std(dim=0) / mean, torch.full_like(mean, float("inf"))
+        )
         finite = int(torch.isfinite(cv).sum())
         if top_m > finite:
-            raise ValueError(f"only {finite} sorted ranks have a non-zero mean; choose top_m ≤ {finite}")
+            raise ValueError(
+                f"only {finite} sorted ranks have a non-zero mean; choose top_m ≤ {finite}"
+            )
         indices = cv.argsort(stable=True)[:top_m]
-        return cls(mean_feature=mean.float(), cv=cv.float(), indices=indices, num_aux=int(features.shape[0]))
+        return cls(
+            mean_feature=mean.float(),
+            cv=cv.float(),
+            indices=indices,
+            num_aux=int(features.shape[0]),
+        )

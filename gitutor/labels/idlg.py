@@ -4,6 +4,7 @@ For one sample with cross-entropy and a last layer z = W h (+ b), ∂L/∂W_i = 
 one-hot label only the true class has p_i − y_i < 0, and when h ≥ 0 (after ReLU or Sigmoid) its
 row of the weight gradient is the only one whose entries are negative: label = argmin_i Σ_j ∂L/∂W_ij.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,10 @@ def idlg_label(fc_weight_grad: torch.Tensor) -> int:
         ValueError: if the gradient is not 2-D or not finite.
     """
     if fc_weight_grad.dim() != 2:
-        raise ValueError(f"fc_weight_grad must be the (classes, features) weight gradient, got shape "
-                         f"{tuple(fc_weight_grad.shape)}")
+        raise ValueError(
+            f"fc_weight_grad must be the (classes, features) weight gradient, got shape "
+            f"{tuple(fc_weight_grad.shape)}"
+        )
     if not torch.isfinite(fc_weight_grad).all():
         raise ValueError("fc_weight_grad contains NaN or inf")
     return int(fc_weight_grad.sum(dim=1).argmin())

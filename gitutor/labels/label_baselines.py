@@ -9,11 +9,16 @@
   n_k = N·(p̄_k − ∂L/∂b_k) ≈ −N·∂L/∂b_k while softmax outputs are small (early training). It needs an
   FC bias and breaks once the model is confident (p̄_k of the true classes no longer ≈ 0).
 """
+
 from __future__ import annotations
 
 import torch
 
-from gitutor.labels.batch_labels import check_batch_size, check_fc_weight_grad, coarse_labels
+from gitutor.labels.batch_labels import (
+    check_batch_size,
+    check_fc_weight_grad,
+    coarse_labels,
+)
 from gitutor.labels.idlg import idlg_label
 
 
@@ -32,8 +37,10 @@ def yin_batch_labels(fc_weight_grad: torch.Tensor, batch_size: int) -> torch.Ten
     """
     check_fc_weight_grad(fc_weight_grad)
     if not 1 <= batch_size <= fc_weight_grad.shape[0]:
-        raise ValueError(f"batch_size must be in [1, {fc_weight_grad.shape[0]}] (one distinct class per image), "
-                         f"got {batch_size}")
+        raise ValueError(
+            f"batch_size must be in [1, {fc_weight_grad.shape[0]}] (one distinct class per image), "
+            f"got {batch_size}"
+        )
     return fc_weight_grad.min(dim=1).values.argsort()[:batch_size].sort().values
 
 
@@ -52,13 +59,19 @@ def idlg_batch_labels(fc_weight_grad: torch.Tensor, batch_size: int) -> torch.Te
     """
     classes = coarse_labels(fc_weight_grad)
     if classes.numel() == 0:
-        raise ValueError("no row of fc_weight_grad has a negative mean; the sign rule finds no class")
+        raise ValueError(
+            "no row of fc_weight_grad has a negative mean; the sign rule finds no class"
+        )
     check_batch_size(batch_size, classes.numel())
-    repeats = torch.full((batch_size - classes.numel(),), idlg_label(fc_weight_grad), dtype=torch.int64)
+    repeats = torch.full(
+        (batch_size - classes.numel(),), idlg_label(fc_weight_grad), dtype=torch.int64
+    )
     return torch.cat([classes.cpu(), repeats]).sort().values
 
 
-def bias_label_counts(fc_bias_grad: torch.Tensor | None, batch_size: int) -> torch.Tensor:
+def bias_label_counts(
+    fc_bias_grad: torch.Tensor | None, batch_size: int
+) -> torch.Tensor:
     """Counts per class from the FC bias gradient: n_k ≈ −N·∂L/∂b_k, exact while p_ik ≪ 1.
 
     Rounded to the nearest integer; a class whose estimate rounds below 0 (an absent class that
@@ -79,12 +92,26 @@ def bias_label_counts(fc_bias_grad: torch.Tensor | None, batch_size: int) -> tor
         TypeError: for an integer gradient.
     """
     if fc_bias_grad is None:
-        raise ValueError("the FC layer has no bias, so there is no bias gradient to count labels from; "
-                         "use recover_batch_labels (weight gradient) instead")
-    if not isinstance(fc_bias_grad, torch.Tensor) or not fc_bias_grad.is_floating_point():
-        raise TypeError(f"fc_bias_grad must be a float tensor, got {getattr(fc_bias_grad, 'dtype', type(fc_bias_grad))}")
+        raise ValueError(
+            "the FC layer has no bias, so there is no bias gradient to count labels from; "
+            "use recover_batch_labels (weight gradient) instead"
+        )
+    if (
+        not isinstance(fc_bias_grad, torch.Tensor)
+        or not fc_bias_grad.is_floating_point()
+    ):
+        raise TypeError(
+            f"fc_bias_grad must be a float tensor, got {getattr(fc_bias_grad, 'dtype', type(fc_bias_grad))}"
+        )
     if fc_bias_grad.dim() != 1 or not torch.isfinite(fc_bias_grad).all():
-        raise ValueError(f"fc_bias_grad must be a finite (classes,) vector, got shape {tuple(fc_bias_grad.shape)}")
+        raise ValueError(
+            f"fc_bias_grad must be a finite (classes,) vector, got shape {tuple(fc_bias_grad.shape)}"
+        )
     if batch_size < 1:
         raise ValueError(f"batch_size must be ≥ 1, got {batch_size}")
-    return (-batch_size * fc_bias_grad.detach().double()).round().clamp(min=0).to(torch.int64)
+    return (
+        (-batch_size * fc_bias_grad.detach().double())
+        .round()
+        .clamp(min=0)
+        .to(torch.int64)
+    )

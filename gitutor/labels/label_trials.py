@@ -4,13 +4,20 @@ Batch label recovery returns a multiset: which classes, how many images each, no
 which label. Two scores follow: the per-label accuracy Σ_k min(n̂_k, n_k) / N (the fraction of the
 batch's labels that are recovered) and whether the whole batch is exact (n̂ = n).
 """
+
 from __future__ import annotations
 
 import torch
 
 
-def sample_repeated_labels(batch_size: int, num_classes: int, max_classes: int, generator: torch.Generator, *,
-                           min_classes: int = 2) -> torch.Tensor:
+def sample_repeated_labels(
+    batch_size: int,
+    num_classes: int,
+    max_classes: int,
+    generator: torch.Generator,
+    *,
+    min_classes: int = 2,
+) -> torch.Tensor:
     """Labels of a batch with repeats: K ∈ [min_classes, min(max_classes, N − 1)] classes, uniform counts.
 
     K is uniform, the K classes are uniform without replacement among ``num_classes``, and the counts
@@ -30,22 +37,36 @@ def sample_repeated_labels(batch_size: int, num_classes: int, max_classes: int, 
         ValueError: for N < 3, C < 2, max_classes < 2, or min_classes outside [2, upper bound].
     """
     if batch_size < 3:
-        raise ValueError(f"a batch with a repeated label and ≥ 2 classes needs batch_size ≥ 3, got {batch_size}")
+        raise ValueError(
+            f"a batch with a repeated label and ≥ 2 classes needs batch_size ≥ 3, got {batch_size}"
+        )
     if num_classes < 2 or max_classes < 2:
-        raise ValueError(f"need num_classes ≥ 2 and max_classes ≥ 2, got {num_classes} and {max_classes}")
+        raise ValueError(
+            f"need num_classes ≥ 2 and max_classes ≥ 2, got {num_classes} and {max_classes}"
+        )
     high = min(max_classes, batch_size - 1, num_classes)
     if not 2 <= min_classes <= high:
-        raise ValueError(f"min_classes must be in [2, {high}] for batch_size={batch_size}, max_classes={max_classes}, "
-                         f"got {min_classes}")
+        raise ValueError(
+            f"min_classes must be in [2, {high}] for batch_size={batch_size}, max_classes={max_classes}, "
+            f"got {min_classes}"
+        )
     distinct = int(torch.randint(min_classes, high + 1, (1,), generator=generator))
     classes = torch.randperm(num_classes, generator=generator)[:distinct]
-    cuts = (torch.randperm(batch_size - 1, generator=generator)[:distinct - 1] + 1).sort().values
-    counts = torch.diff(torch.cat([torch.tensor([0]), cuts, torch.tensor([batch_size])]))
+    cuts = (
+        (torch.randperm(batch_size - 1, generator=generator)[: distinct - 1] + 1)
+        .sort()
+        .values
+    )
+    counts = torch.diff(
+        torch.cat([torch.tensor([0]), cuts, torch.tensor([batch_size])])
+    )
     labels = classes.repeat_interleave(counts)
     return labels[torch.randperm(batch_size, generator=generator)]
 
 
-def batch_label_scores(predicted: torch.Tensor, truth: torch.Tensor) -> dict[str, float]:
+def batch_label_scores(
+    predicted: torch.Tensor, truth: torch.Tensor
+) -> dict[str, float]:
     """Score a recovered label multiset against the true labels (order of images ignored).
 
     Args:
@@ -60,7 +81,9 @@ def batch_label_scores(predicted: torch.Tensor, truth: torch.Tensor) -> dict[str
     """
     for name, labels in (("predicted", predicted), ("truth", truth)):
         if labels.dim() != 1 or labels.is_floating_point() or labels.is_complex():
-            raise ValueError(f"{name} must be a 1-D integer label tensor, got {labels.dtype} {tuple(labels.shape)}")
+            raise ValueError(
+                f"{name} must be a 1-D integer label tensor, got {labels.dtype} {tuple(labels.shape)}"
+            )
         if labels.numel() and int(labels.min()) < 0:
             raise ValueError(f"{name} holds negative labels")
     if truth.numel() == 0:
@@ -68,13 +91,22 @@ def batch_label_scores(predicted: torch.Tensor, truth: torch.Tensor) -> dict[str
     size = int(max(predicted.max() if predicted.numel() else 0, truth.max())) + 1
     recovered = torch.bincount(predicted.cpu(), minlength=size)
     actual = torch.bincount(truth.cpu(), minlength=size)
-    return {"accuracy": float(torch.minimum(recovered, actual).sum()) / truth.numel(),
-            "exact": float(torch.equal(recovered, actual))}
+    return {
+        "accuracy": float(torch.minimum(recovered, actual).sum()) / truth.numel(),
+        "exact": float(torch.equal(recovered, actual)),
+    }
 
 
-def sample_pool_batch(pool_labels: torch.Tensor | None, pool_size: int, batch_size: int, num_classes: int,
-                      max_classes: int, generator: torch.Generator, *, min_classes: int = 2
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_pool_batch(
+    pool_labels: torch.Tensor | None,
+    pool_size: int,
+    batch_size: int,
+    num_classes: int,
+    max_classes: int,
+    generator: torch.Generator,
+    *,
+    min_classes: int = 2,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pick a batch with repeated labels from a pool of images: ``(indices into the pool, labels)``.
 
     Without ``pool_labels`` (crops of photographs attacking a randomly initialised model, where a
@@ -90,8 +122,12 @@ def sample_pool_batch(pool_labels: torch.Tensor | None, pool_size: int, batch_si
             pool has enough images left for one of the sampled counts.
     """
     if pool_size < batch_size:
-        raise ValueError(f"the pool holds {pool_size} images, fewer than batch_size={batch_size}")
-    labels = sample_repeated_labels(batch_size, num_classes, max_classes, generator, min_classes=min_classes)
+        raise ValueError(
+            f"the pool holds {pool_size} images, fewer than batch_size={batch_size}"
+        )
+    labels = sample_repeated_labels(
+        batch_size, num_classes, max_classes, generator, min_classes=min_classes
+    )
     if pool_labels is None:
         return torch.randperm(pool_size, generator=generator)[:batch_size], labels
     available = torch.bincount(pool_labels.cpu(), minlength=num_classes)
@@ -99,10 +135,16 @@ def sample_pool_batch(pool_labels: torch.Tensor | None, pool_size: int, batch_si
     for count in torch.unique(labels, return_counts=True)[1].tolist():
         candidates = torch.nonzero(available >= count).flatten()
         if candidates.numel() == 0:
-            raise ValueError(f"no class of the pool has {count} images left; load a larger pool")
-        chosen = int(candidates[torch.randint(candidates.numel(), (1,), generator=generator)])
+            raise ValueError(
+                f"no class of the pool has {count} images left; load a larger pool"
+            )
+        chosen = int(
+            candidates[torch.randint(candidates.numel(), (1,), generator=generator)]
+        )
         available[chosen] = 0
         members = torch.nonzero(pool_labels.cpu() == chosen).flatten()
-        indices.append(members[torch.randperm(members.numel(), generator=generator)[:count]])
+        indices.append(
+            members[torch.randperm(members.numel(), generator=generator)[:count]]
+        )
     indices = torch.cat(indices)
     return indices, pool_labels.cpu()[indices]

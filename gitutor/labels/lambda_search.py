@@ -4,6 +4,7 @@ L-BFGS from λ = ±1 on the scaled label-variance loss of Eq. 5, then particle s
 (pyswarms; the authors used scikit-opt) over widening windows of λ; a candidate is accepted when the
 scaled loss is below 1e-9 (App. B.1). :func:`gitutor.labels.recover_soft_label` calls it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,7 +49,9 @@ def _lbfgs(problem, start: float, tol: float, bound: float) -> tuple[float, floa
     """L-BFGS on λ from ``start`` (App. E, Alg. 1); stops when accepted or |λ| leaves the bound."""
     lam = torch.tensor(start, dtype=torch.float64, requires_grad=True)
     # torch's default tolerances stop at |dloss/dλ| < 1e-7, far above the 1e-9 bar's resolution
-    optimizer = torch.optim.LBFGS([lam], lr=LBFGS_LR, tolerance_grad=1e-15, tolerance_change=1e-15)
+    optimizer = torch.optim.LBFGS(
+        [lam], lr=LBFGS_LR, tolerance_grad=1e-15, tolerance_change=1e-15
+    )
 
     def closure():
         optimizer.zero_grad()
@@ -65,13 +68,17 @@ def _lbfgs(problem, start: float, tol: float, bound: float) -> tuple[float, floa
         if value < best[1]:
             best = (lam.item(), value)
         recent = [*recent[-2:], value]
-        if value < tol or (len(recent) == 3 and max(recent) - min(recent) < PLATEAU * sum(recent) / 3):
+        if value < tol or (
+            len(recent) == 3 and max(recent) - min(recent) < PLATEAU * sum(recent) / 3
+        ):
             break  # accepted, or stuck on a plateau / non-zero local minimum: leave it to PSO
         optimizer.step(closure)
     return best
 
 
-def _pso(problem, low: float, high: float, tol: float, bound: float) -> tuple[float, float]:
+def _pso(
+    problem, low: float, high: float, tol: float, bound: float
+) -> tuple[float, float]:
     """Global-best PSO (pyswarms) on λ ∈ [low, high] (App. E, Alg. 2), then L-BFGS polishes.
 
     The swarm's best and the best personal best in each of ``PSO_POLISH_BINS`` equal parts of the
@@ -84,14 +91,24 @@ def _pso(problem, low: float, high: float, tol: float, bound: float) -> tuple[fl
         lam = torch.from_numpy(positions[:, 0]).to(torch.float64)
         return torch.nan_to_num(problem.loss(lam), nan=np.inf).numpy()
 
-    swarm = GlobalBestPSO(n_particles=PSO_PARTICLES, dimensions=1, options=PSO_OPTIONS,
-                          bounds=(np.array([low]), np.array([high])))
+    swarm = GlobalBestPSO(
+        n_particles=PSO_PARTICLES,
+        dimensions=1,
+        options=PSO_OPTIONS,
+        bounds=(np.array([low]), np.array([high])),
+    )
     value, position = swarm.optimize(cost, iters=PSO_ITERATIONS, verbose=False)
     best = (float(position[0]), float(value))
     positions, costs = swarm.swarm.pbest_pos[:, 0], swarm.swarm.pbest_cost
-    bins = np.minimum(((positions - low) / (high - low) * PSO_POLISH_BINS).astype(int), PSO_POLISH_BINS - 1)
-    starts = [best[0]] + [float(positions[bins == b][np.argmin(costs[bins == b])])
-                          for b in range(PSO_POLISH_BINS) if np.any(bins == b)]
+    bins = np.minimum(
+        ((positions - low) / (high - low) * PSO_POLISH_BINS).astype(int),
+        PSO_POLISH_BINS - 1,
+    )
+    starts = [best[0]] + [
+        float(positions[bins == b][np.argmin(costs[bins == b])])
+        for b in range(PSO_POLISH_BINS)
+        if np.any(bins == b)
+    ]
     for start in starts:
         polished = _lbfgs(problem, start, tol, bound)
         best = min(best, polished, key=lambda candidate: candidate[1])
@@ -110,7 +127,9 @@ def _pso_windows(bound: float):
         low = high
 
 
-def search_lambda(problem, seed: int, tol: float, bound: float, *, lbfgs_first: bool = True) -> tuple[float, float, str]:
+def search_lambda(
+    problem, seed: int, tol: float, bound: float, *, lbfgs_first: bool = True
+) -> tuple[float, float, str]:
     """L-BFGS from ±1 (if ``lbfgs_first``), then PSO windows; the first accepted (λ, loss, method), else the
     lowest-loss one. ``problem`` is a :class:`gitutor.labels.LambdaProblem`; ``seed`` seeds the PSO."""
     candidates = []

@@ -19,6 +19,7 @@ features through the FC layer, the average of the authors' batches of one class 
 Unlike the bias count (:func:`~gitutor.labels.bias_label_counts`) neither needs an FC bias; like it, both model
 p ≪ 1 (LLG) or a p that auxiliary data predict (LLG+).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -40,12 +41,17 @@ class LLGPlus:
 
 
 def _check_n(batch_size) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, numbers.Integral)
+        or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
 
-def llg_label_counts(fc_weight_grad: torch.Tensor, batch_size: int, parameters: LLGPlus | None = None
-                     ) -> torch.Tensor:
+def llg_label_counts(
+    fc_weight_grad: torch.Tensor, batch_size: int, parameters: LLGPlus | None = None
+) -> torch.Tensor:
     """Label counts by LLG (``parameters=None``) or LLG+ (Wainakh et al. 2022, Algorithm 1).
 
     Args:
@@ -65,17 +71,23 @@ def llg_label_counts(fc_weight_grad: torch.Tensor, batch_size: int, parameters: 
     _check_n(batch_size)
     sums = fc_weight_grad.detach().double().sum(dim=1).cpu()
     classes = sums.numel()
-    negative = torch.nonzero(sums < 0).flatten()[sums[sums < 0].argsort()][:batch_size]  # on the raw sums
+    negative = torch.nonzero(sums < 0).flatten()[sums[sums < 0].argsort()][
+        :batch_size
+    ]  # on the raw sums
     if parameters is None:
         impact = float(sums[sums < 0].sum()) / batch_size * (1 + 1 / classes)
     else:
         if parameters.offset.shape != (classes,):
-            raise ValueError(f"the LLG+ offset has shape {tuple(parameters.offset.shape)}, the gradient "
-                             f"{classes} rows; fit it on the same FC layer")
+            raise ValueError(
+                f"the LLG+ offset has shape {tuple(parameters.offset.shape)}, the gradient "
+                f"{classes} rows; fit it on the same FC layer"
+            )
         sums = sums - parameters.offset.double().cpu()
         impact = parameters.impact / batch_size
     if not impact < 0:
-        raise ValueError(f"the impact of one image must be negative, got {impact:g} (no negative row sum?)")
+        raise ValueError(
+            f"the impact of one image must be negative, got {impact:g} (no negative row sum?)"
+        )
     counts = torch.zeros(classes, dtype=torch.int64)
     for k in negative:
         counts[k] += 1
@@ -103,11 +115,19 @@ def fit_llg_plus(head: nn.Linear, aux_features: torch.Tensor) -> LLGPlus:
         ValueError: if the features are not a finite ``(n, head.in_features)`` tensor with n ≥ 1.
     """
     if not isinstance(head, nn.Linear):
-        raise TypeError(f"head must be the last nn.Linear layer, got {type(head).__name__}")
-    if aux_features.dim() != 2 or aux_features.shape[1] != head.in_features or len(aux_features) < 1 \
-            or not torch.isfinite(aux_features).all():
-        raise ValueError(f"aux_features must be finite (n ≥ 1, {head.in_features}) features, got shape "
-                         f"{tuple(aux_features.shape)}")
+        raise TypeError(
+            f"head must be the last nn.Linear layer, got {type(head).__name__}"
+        )
+    if (
+        aux_features.dim() != 2
+        or aux_features.shape[1] != head.in_features
+        or len(aux_features) < 1
+        or not torch.isfinite(aux_features).all()
+    ):
+        raise ValueError(
+            f"aux_features must be finite (n ≥ 1, {head.in_features}) features, got shape "
+            f"{tuple(aux_features.shape)}"
+        )
     with torch.no_grad():
         features = aux_features.to(head.weight.device, head.weight.dtype)
         p = head(features).softmax(-1).double().cpu()

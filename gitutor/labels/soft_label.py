@@ -19,6 +19,7 @@ and the search uses the weight gradient alone ("regardless of the existence of t
 pass ``fc_bias=``. (With the bias gradient too, λ_r = 1 / ∂L/∂b_r directly: the bias attack of
 Aono et al. 2017, no search.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,7 +27,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gitutor.labels.lambda_search import ACCEPT_LOSS, LAMBDA_BOUND, PSO_START, search_lambda
+from gitutor.labels.lambda_search import (
+    ACCEPT_LOSS,
+    LAMBDA_BOUND,
+    PSO_START,
+    search_lambda,
+)
 
 #: The authors scale the variance by 1000 before comparing it with the acceptance bar (App. B.1).
 LOSS_SCALE = 1000.0
@@ -87,10 +93,14 @@ class LambdaProblem:
     def loss(self, lam: torch.Tensor) -> torch.Tensor:
         """1000 × the variance of all but the top ``exclude_top`` entries of ŷ(λ) (Eq. 5), ``(...)``."""
         label = self.labels(lam)
-        top = label.topk(self.exclude_top, dim=-1).values  # left out; no full sort (1000 classes, 500 λ)
+        top = label.topk(
+            self.exclude_top, dim=-1
+        ).values  # left out; no full sort (1000 classes, 500 λ)
         n = label.shape[-1] - self.exclude_top
         mean = ((label.sum(-1) - top.sum(-1)) / n).unsqueeze(-1)  # mean of the rest
-        squares = (label - mean).pow(2).sum(-1) - (top - mean).pow(2).sum(-1)  # the rest's squared deviations
+        squares = (label - mean).pow(2).sum(-1) - (top - mean).pow(2).sum(
+            -1
+        )  # the rest's squared deviations
         return LOSS_SCALE * (squares / n).clamp_min(0)
 
 
@@ -100,15 +110,23 @@ def _as_weight(fc_weight: torch.Tensor | nn.Linear) -> torch.Tensor:
             raise ValueError(
                 "the last layer has a bias; the λ recovery of Wang et al. (Eq. 2) needs a bias-free "
                 "last layer z = W h — build the model with fc_bias=False (LeNet, resnet18) or FCN, or pass "
-                "its weight and fc_bias=layer.bias (the bias then enters the logits only)")
+                "its weight and fc_bias=layer.bias (the bias then enters the logits only)"
+            )
         fc_weight = fc_weight.weight
     if not isinstance(fc_weight, torch.Tensor):
-        raise TypeError(f"fc_weight must be a torch.Tensor (C, d) or an nn.Linear, got {type(fc_weight).__name__}")
+        raise TypeError(
+            f"fc_weight must be a torch.Tensor (C, d) or an nn.Linear, got {type(fc_weight).__name__}"
+        )
     return fc_weight.detach()
 
 
-def lambda_problem(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Tensor, *,
-                   exclude_top: int = 1, fc_bias: torch.Tensor | None = None) -> LambdaProblem:
+def lambda_problem(
+    fc_weight: torch.Tensor | nn.Linear,
+    fc_weight_grad: torch.Tensor,
+    *,
+    exclude_top: int = 1,
+    fc_bias: torch.Tensor | None = None,
+) -> LambdaProblem:
     """Set up Eq. 4–5 from the last layer's weight and its gradient for ONE sample.
 
     Args:
@@ -129,45 +147,88 @@ def lambda_problem(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Te
     """
     weight = _as_weight(fc_weight).to(torch.float64)
     if not isinstance(fc_weight_grad, torch.Tensor):
-        raise TypeError(f"fc_weight_grad must be a torch.Tensor (C, d), got {type(fc_weight_grad).__name__}")
+        raise TypeError(
+            f"fc_weight_grad must be a torch.Tensor (C, d), got {type(fc_weight_grad).__name__}"
+        )
     grad = fc_weight_grad.detach().to(torch.float64)
     if weight.dim() != 2:
-        raise ValueError(f"fc_weight must be 2-D (C, d), got shape {tuple(weight.shape)}")
+        raise ValueError(
+            f"fc_weight must be 2-D (C, d), got shape {tuple(weight.shape)}"
+        )
     if grad.shape != weight.shape:
-        hint = " (this looks like a bias gradient; pass the weight gradient)" if grad.dim() == 1 else ""
-        raise ValueError(f"fc_weight_grad must have the weight's shape {tuple(weight.shape)}, "
-                         f"got {tuple(grad.shape)}{hint}")
-    if not isinstance(exclude_top, int) or isinstance(exclude_top, bool) or exclude_top < 1:
-        raise ValueError(f"exclude_top must be a positive int (1 smoothing, 2 mixup), got {exclude_top!r}")
+        hint = (
+            " (this looks like a bias gradient; pass the weight gradient)"
+            if grad.dim() == 1
+            else ""
+        )
+        raise ValueError(
+            f"fc_weight_grad must have the weight's shape {tuple(weight.shape)}, "
+            f"got {tuple(grad.shape)}{hint}"
+        )
+    if (
+        not isinstance(exclude_top, int)
+        or isinstance(exclude_top, bool)
+        or exclude_top < 1
+    ):
+        raise ValueError(
+            f"exclude_top must be a positive int (1 smoothing, 2 mixup), got {exclude_top!r}"
+        )
     if weight.shape[0] < exclude_top + 2:
-        raise ValueError(f"need at least exclude_top + 2 = {exclude_top + 2} classes for a variance, "
-                         f"got C = {weight.shape[0]}")
+        raise ValueError(
+            f"need at least exclude_top + 2 = {exclude_top + 2} classes for a variance, "
+            f"got C = {weight.shape[0]}"
+        )
     if not (torch.isfinite(weight).all() and torch.isfinite(grad).all()):
         raise ValueError("fc_weight and fc_weight_grad must be finite")
     offset = None
     if fc_bias is not None:
         offset = fc_bias.detach().to(torch.float64).reshape(-1)
         if offset.shape != (weight.shape[0],) or not torch.isfinite(offset).all():
-            raise ValueError(f"fc_bias must be finite with shape ({weight.shape[0]},), got {tuple(fc_bias.shape)}")
+            raise ValueError(
+                f"fc_bias must be finite with shape ({weight.shape[0]},), got {tuple(fc_bias.shape)}"
+            )
     row = int(grad.sum(dim=1).abs().argmax())
     row_gradient = grad[row]
     norm2 = row_gradient.dot(row_gradient)
     if norm2 == 0:
-        raise ValueError("the weight gradient is all zero; recover_soft_label handles this case (App. B.3)")
-    ratios = grad @ row_gradient / norm2  # least-squares g_i / g_r, exact for noise-free gradients
-    return LambdaProblem(weight @ row_gradient, ratios, row_gradient, row, exclude_top, offset)
+        raise ValueError(
+            "the weight gradient is all zero; recover_soft_label handles this case (App. B.3)"
+        )
+    ratios = (
+        grad @ row_gradient / norm2
+    )  # least-squares g_i / g_r, exact for noise-free gradients
+    return LambdaProblem(
+        weight @ row_gradient, ratios, row_gradient, row, exclude_top, offset
+    )
 
 
-def _result(problem: LambdaProblem, lam: float, loss: float, method: str, tol: float) -> SoftLabelResult:
+def _result(
+    problem: LambdaProblem, lam: float, loss: float, method: str, tol: float
+) -> SoftLabelResult:
     lam_t = torch.tensor(lam, dtype=torch.float64)
-    return SoftLabelResult(label=problem.labels(lam_t).detach(), feature=(lam_t * problem.row_gradient).detach(),
-                           lam=lam, loss=loss, method=method, accepted=loss < tol, row=problem.row)
+    return SoftLabelResult(
+        label=problem.labels(lam_t).detach(),
+        feature=(lam_t * problem.row_gradient).detach(),
+        lam=lam,
+        loss=loss,
+        method=method,
+        accepted=loss < tol,
+        row=problem.row,
+    )
 
 
-def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torch.Tensor, *,
-                       exclude_top: int = 1, seed: int = 0, tol: float = ACCEPT_LOSS,
-                       bound: float = LAMBDA_BOUND, prediction: torch.Tensor | None = None,
-                       search: str = "lbfgs+pso", fc_bias: torch.Tensor | None = None) -> SoftLabelResult:
+def recover_soft_label(
+    fc_weight: torch.Tensor | nn.Linear,
+    fc_weight_grad: torch.Tensor,
+    *,
+    exclude_top: int = 1,
+    seed: int = 0,
+    tol: float = ACCEPT_LOSS,
+    bound: float = LAMBDA_BOUND,
+    prediction: torch.Tensor | None = None,
+    search: str = "lbfgs+pso",
+    fc_bias: torch.Tensor | None = None,
+) -> SoftLabelResult:
     """Recover a sample's soft label and last-layer feature from the last-layer gradient (§3, Eq. 2–5).
 
     Search order (App. E, ``search="lbfgs+pso"``): L-BFGS (lr 0.5, up to 100 steps, left early on a loss
@@ -208,25 +269,47 @@ def recover_soft_label(fc_weight: torch.Tensor | nn.Linear, fc_weight_grad: torc
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
     weight = _as_weight(fc_weight)
-    if isinstance(fc_weight_grad, torch.Tensor) and fc_weight_grad.shape == weight.shape \
-            and not torch.any(fc_weight_grad):
+    if (
+        isinstance(fc_weight_grad, torch.Tensor)
+        and fc_weight_grad.shape == weight.shape
+        and not torch.any(fc_weight_grad)
+    ):
         return _zero_gradient_result(weight, prediction)
-    problem = lambda_problem(weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias)
+    problem = lambda_problem(
+        weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias
+    )
     if not bound > PSO_START:
-        raise ValueError(f"bound must exceed {PSO_START} (every true λ has |λ| ≥ 1), got {bound!r}")
-    lam, loss, method = search_lambda(problem, seed, tol, bound, lbfgs_first=search == "lbfgs+pso")
+        raise ValueError(
+            f"bound must exceed {PSO_START} (every true λ has |λ| ≥ 1), got {bound!r}"
+        )
+    lam, loss, method = search_lambda(
+        problem, seed, tol, bound, lbfgs_first=search == "lbfgs+pso"
+    )
     return _result(problem, lam, loss, method, tol)
 
 
-def _zero_gradient_result(weight: torch.Tensor, prediction: torch.Tensor | None) -> SoftLabelResult:
+def _zero_gradient_result(
+    weight: torch.Tensor, prediction: torch.Tensor | None
+) -> SoftLabelResult:
     num_classes, dim = weight.shape
     if prediction is None:
-        raise ValueError("the weight gradient is exactly zero, so it carries no label information: the model "
-                         "already predicts a one-hot label perfectly (App. B.3); pass prediction= (the "
-                         "model's output for the sample) to return that label")
+        raise ValueError(
+            "the weight gradient is exactly zero, so it carries no label information: the model "
+            "already predicts a one-hot label perfectly (App. B.3); pass prediction= (the "
+            "model's output for the sample) to return that label"
+        )
     if prediction.shape != (num_classes,):
-        raise ValueError(f"prediction must have shape ({num_classes},), got {tuple(prediction.shape)}")
+        raise ValueError(
+            f"prediction must have shape ({num_classes},), got {tuple(prediction.shape)}"
+        )
     label = torch.zeros(num_classes, dtype=torch.float64)
     label[int(prediction.argmax())] = 1.0
-    return SoftLabelResult(label=label, feature=torch.full((dim,), float("nan"), dtype=torch.float64),
-                           lam=float("inf"), loss=0.0, method="zero-gradient", accepted=True, row=-1)
+    return SoftLabelResult(
+        label=label,
+        feature=torch.full((dim,), float("nan"), dtype=torch.float64),
+        lam=float("inf"),
+        loss=0.0,
+        method="zero-gradient",
+        accepted=True,
+        row=-1,
+    )

@@ -5,13 +5,16 @@ mean and variance stored in a *pretrained* model's BatchNorm layers. Offline the
 ImageNet-pretrained weights, so the quick profiles calibrate a randomly initialised model's
 running statistics on auxiliary images that are disjoint from the attacked ones.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 
-def calibrate_batchnorm(model: nn.Module, images: torch.Tensor, *, batch_size: int = 64) -> nn.Module:
+def calibrate_batchnorm(
+    model: nn.Module, images: torch.Tensor, *, batch_size: int = 64
+) -> nn.Module:
     """Replace every BatchNorm layer's running mean/variance by statistics of ``images``.
 
     The running statistics are reset, then ``images`` pass through the model in training mode
@@ -33,13 +36,20 @@ def calibrate_batchnorm(model: nn.Module, images: torch.Tensor, *, batch_size: i
             BatchNorm layer with running statistics.
     """
     if images.dim() != 4 or images.shape[0] == 0:
-        raise ValueError(f"images must be a non-empty (N, C, H, W) batch, got shape {tuple(images.shape)}")
+        raise ValueError(
+            f"images must be a non-empty (N, C, H, W) batch, got shape {tuple(images.shape)}"
+        )
     if batch_size < 1:
         raise ValueError(f"batch_size must be ≥ 1, got {batch_size}")
-    layers = [m for m in model.modules()
-              if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+    layers = [
+        m
+        for m in model.modules()
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats
+    ]
     if not layers:
-        raise ValueError("calibrate_batchnorm needs BatchNorm layers with track_running_stats=True")
+        raise ValueError(
+            "calibrate_batchnorm needs BatchNorm layers with track_running_stats=True"
+        )
     was_training = model.training
     momenta = [layer.momentum for layer in layers]
     for layer in layers:

@@ -5,6 +5,7 @@ updates ``running_mean``, ``running_var`` and ``num_batches_tracked``. Attacks s
 thousands of times on the *shared* model; without protection each simulation would drift the
 model the server is supposed to know. :func:`preserved_buffers` restores every buffer on exit.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -29,8 +30,12 @@ def preserved_buffers(model: nn.Module) -> Iterator[nn.Module]:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    saved = [(buffer, buffer.detach().clone()) for module in model.modules() if module.training
-             for buffer in module.buffers(recurse=False)]
+    saved = [
+        (buffer, buffer.detach().clone())
+        for module in model.modules()
+        if module.training
+        for buffer in module.buffers(recurse=False)
+    ]
     try:
         yield model
     finally:

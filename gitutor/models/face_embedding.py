@@ -13,6 +13,7 @@ person ship offline at a usable size: scikit-image's LFW subset is 25 px, and it
 taken whole (``align=False``), lie 0.40–0.97 apart with 21 % of pairs below 0.6, so those tight crops are
 not told apart reliably.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,10 +53,14 @@ class FaceEmbedding:
             from gitutor.assets import PIP_ASSETS
             from gitutor.errors import MissingAssetError
 
-            raise MissingAssetError(f"the face embedding needs dlib ({error}); install it with: "
-                                    f'pip install "dlib-bin>=19.24"  (or {PIP_ASSETS})') from error
+            raise MissingAssetError(
+                f"the face embedding needs dlib ({error}); install it with: "
+                f'pip install "dlib-bin>=19.24"  (or {PIP_ASSETS})'
+            ) from error
         self._dlib = dlib
-        self._network = dlib.face_recognition_model_v1(str(asset_path("dlib_face_recognition")))
+        self._network = dlib.face_recognition_model_v1(
+            str(asset_path("dlib_face_recognition"))
+        )
         self._landmarks = dlib.shape_predictor(str(asset_path("dlib_face_landmarks5")))
         self._detector = dlib.get_frontal_face_detector()
 
@@ -64,12 +69,16 @@ class FaceEmbedding:
         if not align:
             from PIL import Image
 
-            return np.asarray(Image.fromarray(image).resize((CHIP_SIZE, CHIP_SIZE), Image.BICUBIC))
+            return np.asarray(
+                Image.fromarray(image).resize((CHIP_SIZE, CHIP_SIZE), Image.BICUBIC)
+            )
         faces = self._detector(image, 1)
         if len(faces) == 0:
             return None
         face = max(faces, key=lambda rectangle: rectangle.area())
-        return self._dlib.get_face_chip(image, self._landmarks(image, face), size=CHIP_SIZE, padding=0.25)
+        return self._dlib.get_face_chip(
+            image, self._landmarks(image, face), size=CHIP_SIZE, padding=0.25
+        )
 
     def __call__(self, images: torch.Tensor, align: bool = True) -> torch.Tensor:
         from gitutor.checks import check_images
@@ -77,12 +86,19 @@ class FaceEmbedding:
         check_images(images, "images")
         if images.shape[1] == 1:
             images = images.repeat(1, 3, 1, 1)
-        pixels = (images.detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
+        pixels = (
+            (images.detach().float().cpu().clamp(0, 1) * 255).round().to(torch.uint8)
+        )
         rows = []
         for image in pixels.permute(0, 2, 3, 1).numpy():
             chip = self.chip(np.ascontiguousarray(image), align)
-            rows.append(np.full(128, np.nan) if chip is None
-                        else np.asarray(self._network.compute_face_descriptor(np.ascontiguousarray(chip))))
+            rows.append(
+                np.full(128, np.nan)
+                if chip is None
+                else np.asarray(
+                    self._network.compute_face_descriptor(np.ascontiguousarray(chip))
+                )
+            )
         return torch.from_numpy(np.stack(rows)).double()
 
 
@@ -108,5 +124,7 @@ def face_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         ValueError: if the shapes differ or are not ``(B, 128)``.
     """
     if a.shape != b.shape or a.dim() != 2 or a.shape[1] != 128:
-        raise ValueError(f"need two (B, 128) descriptor batches of equal shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"need two (B, 128) descriptor batches of equal shape, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return (a - b).norm(dim=1)

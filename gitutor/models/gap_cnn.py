@@ -6,6 +6,7 @@ a flattened feature map hands that layout to the attacker and makes user-level i
 without any prior; this three-convolution network keeps ResNet-18's pooling head at a CPU cost of
 milliseconds.
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -30,10 +31,16 @@ class GapCNN(nn.Sequential):
     def __init__(self, num_classes: int = 2, in_channels: int = 1, width: int = 16):
         check_sizes(num_classes=num_classes, in_channels=in_channels, width=width)
         super().__init__(
-            nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(2 * width, 4 * width, 3, stride=2, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * width, num_classes))
+            nn.Conv2d(in_channels, width, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(2 * width, 4 * width, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(4 * width, num_classes),
+        )
 
     @property
     def fc(self) -> nn.Linear:

@@ -1,4 +1,5 @@
 """Weight initialisation used by the DLG code and Learning To Invert."""
+
 from __future__ import annotations
 
 import torch
@@ -6,7 +7,9 @@ from torch import nn
 
 
 @torch.no_grad()
-def init_uniform_(model: nn.Module, a: float = 0.5, generator: torch.Generator | None = None) -> nn.Module:
+def init_uniform_(
+    model: nn.Module, a: float = 0.5, generator: torch.Generator | None = None
+) -> nn.Module:
     """Set every parameter (weights and biases) of ``model`` to U(−a, a), in place.
 
     The DLG public code initialises LeNet this way with a = 0.5 (Zhu et al. 2019, repository
@@ -26,6 +29,11 @@ def init_uniform_(model: nn.Module, a: float = 0.5, generator: torch.Generator |
     if not a > 0:
         raise ValueError(f"a must be > 0, got {a!r}")
     for parameter in model.parameters():
-        values = torch.rand(parameter.shape, generator=generator, device=parameter.device, dtype=parameter.dtype)
+        values = torch.rand(
+            parameter.shape,
+            generator=generator,
+            device=parameter.device,
+            dtype=parameter.dtype,
+        )
         parameter.copy_(values * 2 * a - a)
     return model

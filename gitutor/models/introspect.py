@@ -1,4 +1,5 @@
 """Where the last fully connected layer of a model is and what it sees (used by label recovery and attacks)."""
+
 from __future__ import annotations
 
 import torch
@@ -22,7 +23,9 @@ def last_linear(model: nn.Module) -> nn.Linear:
         return fc
     linears = [module for module in model.modules() if isinstance(module, nn.Linear)]
     if not linears:
-        raise ValueError(f"{type(model).__name__} has no nn.Linear layer; label recovery needs the FC layer's gradient")
+        raise ValueError(
+            f"{type(model).__name__} has no nn.Linear layer; label recovery needs the FC layer's gradient"
+        )
     return linears[-1]
 
 
@@ -61,7 +64,9 @@ def fc_input_features(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
         raise ValueError("images is an empty batch: give at least one image")
     fc = last_linear(model)
     captured = []
-    hook = fc.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0].detach()))
+    hook = fc.register_forward_pre_hook(
+        lambda module, inputs: captured.append(inputs[0].detach())
+    )
     try:
         with preserved_buffers(model), torch.no_grad():
             model(images)

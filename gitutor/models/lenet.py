@@ -4,6 +4,7 @@ Three 5×5 convolutions of 12 channels with strides 2, 2, 1 and padding 2, each 
 Sigmoid, then one fully connected layer to the classes. Sigmoid (not ReLU) keeps the network twice
 differentiable everywhere, which DLG's second-order optimisation needs (DLG §3).
 """
+
 from __future__ import annotations
 
 import torch
@@ -33,18 +34,31 @@ class LeNet(nn.Module):
         TypeError: naming a size that is not an int (``image_size=32.0``).
     """
 
-    def __init__(self, num_classes: int = 100, in_channels: int = 3, image_size: int = 32,
-                 activation: str = "sigmoid", fc_bias: bool = True):
+    def __init__(
+        self,
+        num_classes: int = 100,
+        in_channels: int = 3,
+        image_size: int = 32,
+        activation: str = "sigmoid",
+        fc_bias: bool = True,
+    ):
         super().__init__()
         if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        check_sizes(num_classes=num_classes, in_channels=in_channels, image_size=image_size)
+            raise ValueError(
+                f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}"
+            )
+        check_sizes(
+            num_classes=num_classes, in_channels=in_channels, image_size=image_size
+        )
         act = ACTIVATIONS[activation]
         self.image_size = image_size
         self.body = nn.Sequential(
-            nn.Conv2d(in_channels, 12, kernel_size=5, padding=2, stride=2), act(),
-            nn.Conv2d(12, 12, kernel_size=5, padding=2, stride=2), act(),
-            nn.Conv2d(12, 12, kernel_size=5, padding=2, stride=1), act(),
+            nn.Conv2d(in_channels, 12, kernel_size=5, padding=2, stride=2),
+            act(),
+            nn.Conv2d(12, 12, kernel_size=5, padding=2, stride=2),
+            act(),
+            nn.Conv2d(12, 12, kernel_size=5, padding=2, stride=1),
+            act(),
         )
         side = -(-(-(-image_size // 2)) // 2)  # ⌈⌈H/2⌉/2⌉
         self.fc = nn.Linear(12 * side * side, num_classes, bias=fc_bias)
@@ -55,5 +69,7 @@ class LeNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.image_size or x.shape[-2] != self.image_size:
-            raise ValueError(f"LeNet built for {self.image_size}×{self.image_size} inputs, got {tuple(x.shape)}")
+            raise ValueError(
+                f"LeNet built for {self.image_size}×{self.image_size} inputs, got {tuple(x.shape)}"
+            )
         return self.fc(self.features(x))

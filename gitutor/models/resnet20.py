@@ -6,6 +6,7 @@ are "option A" (He et al. §4.2): identity, and where a stage halves the resolut
 channels, the shortcut subsamples by 2 and pads the new channels with zeros — no extra parameters,
 so the model has about 0.27 M parameters (the 270 K of Wu et al. 2022, §4.1).
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,9 +20,13 @@ from gitutor.seeding import make_generator
 class _BasicBlock(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, stride: int):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(
+            in_channels, out_channels, 3, stride=stride, padding=1, bias=False
+        )
         self.bn1 = nn.BatchNorm2d(out_channels)
-        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, stride=1, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(
+            out_channels, out_channels, 3, stride=1, padding=1, bias=False
+        )
         self.bn2 = nn.BatchNorm2d(out_channels)
         self.pad = out_channels - in_channels
         self.stride = stride
@@ -30,7 +35,7 @@ class _BasicBlock(nn.Module):
         """Option A: subsample by the stride and zero-pad the extra channels (parameter-free)."""
         if self.stride == 1 and self.pad == 0:
             return x
-        x = x[:, :, ::self.stride, ::self.stride]
+        x = x[:, :, :: self.stride, :: self.stride]
         return F.pad(x, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -52,7 +57,13 @@ class ResNet20(nn.Module):
         ValueError: for a non-positive ``num_classes``, ``in_channels`` or ``width``.
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16):
+    def __init__(
+        self,
+        num_classes: int = 10,
+        in_channels: int = 3,
+        seed: int = 0,
+        width: int = 16,
+    ):
         super().__init__()
         check_sizes(num_classes=num_classes, in_channels=in_channels, width=width)
         self.conv = nn.Conv2d(in_channels, width, 3, padding=1, bias=False)
@@ -60,7 +71,9 @@ class ResNet20(nn.Module):
         blocks, channels = [], width
         for planes, stride in ((width, 1), (2 * width, 2), (4 * width, 2)):
             for index in range(3):
-                blocks.append(_BasicBlock(channels, planes, stride if index == 0 else 1))
+                blocks.append(
+                    _BasicBlock(channels, planes, stride if index == 0 else 1)
+                )
                 channels = planes
         self.blocks = nn.Sequential(*blocks)
         self.fc = nn.Linear(channels, num_classes)
@@ -72,12 +85,16 @@ class ResNet20(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 4:
-            raise ValueError(f"ResNet20 expects (B, C, H, W) images, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"ResNet20 expects (B, C, H, W) images, got shape {tuple(x.shape)}"
+            )
         out = self.blocks(F.relu(self.bn(self.conv(x))))
         return self.fc(out.mean(dim=(2, 3)))
 
 
-def resnet20(num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16) -> ResNet20:
+def resnet20(
+    num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: int = 16
+) -> ResNet20:
     """A randomly initialised CIFAR ResNet-20 (He et al. 2016, §4.2, option-A shortcuts), as the
     untrained ResNet20 FL model of Wu et al. (2022, §4.1); the same ``seed`` gives the same weights;
     ``width`` as :class:`ResNet20` (64: ResNet-20-4).
@@ -85,4 +102,6 @@ def resnet20(num_classes: int = 10, in_channels: int = 3, seed: int = 0, width: 
     Raises:
         ValueError: for non-positive sizes.
     """
-    return ResNet20(num_classes=num_classes, in_channels=in_channels, seed=seed, width=width)
+    return ResNet20(
+        num_classes=num_classes, in_channels=in_channels, seed=seed, width=width
+    )

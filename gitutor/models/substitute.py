@@ -11,6 +11,7 @@ photographs the book attacks, :data:`gitutor.data.ATTACKED_PHOTOGRAPHS`, never e
 safetensors; :func:`substitute_sha256` is the digest a manifest records and
 :func:`load_substitute` checks.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,12 @@ ARCHITECTURES = ("resnet34", "resnet20")
 
 
 #: Trained substitutes go here (``GITUTOR_SUBSTITUTES`` overrides it); the ResNet-20 ships.
-SUBSTITUTE_CACHE = Path(os.environ.get("GITUTOR_SUBSTITUTES",
-                                       Path(__file__).resolve().parents[2] / "build" / "substitutes"))
+SUBSTITUTE_CACHE = Path(
+    os.environ.get(
+        "GITUTOR_SUBSTITUTES",
+        Path(__file__).resolve().parents[2] / "build" / "substitutes",
+    )
+)
 SHIPPED = Path(__file__).resolve().parent / "weights"
 
 
@@ -68,27 +73,43 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}, "
-                             f"got {self.architecture!r}")
+            raise ValueError(
+                f"architecture must be one of {ARCHITECTURES}, "
+                f"got {self.architecture!r}"
+            )
         for name in ("image_size", "steps", "batch_size", "threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name, inside, rule in (("min_scale", lambda v: 0 < v <= 1, "in (0, 1]"),
-                                   ("lr", lambda v: 0 < v < math.inf, "a finite learning rate > 0"),
-                                   ("jitter", lambda v: 0 <= v <= 1, "in [0, 1]")):
+        for name, inside, rule in (
+            ("min_scale", lambda v: 0 < v <= 1, "in (0, 1]"),
+            ("lr", lambda v: 0 < v < math.inf, "a finite learning rate > 0"),
+            ("jitter", lambda v: 0 <= v <= 1, "in [0, 1]"),
+        ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not inside(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not inside(value)
+            ):
                 raise ValueError(f"{name} must be {rule}, got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or self.seed < 0
+        ):
             raise ValueError(f"seed must be an int ≥ 0, got {self.seed!r}")
 
 
 #: The recipes: the CIFAR ResNet-20 (shipped, ~1 MB) and the chapter's ResNet34 (~85 MB, trained
 #: once into :data:`SUBSTITUTE_CACHE`), both on 32-px crops.
 RECIPES = {
-    "resnet20": TrainingConfig(architecture="resnet20", image_size=32, steps=400, batch_size=32),
-    "resnet34": TrainingConfig(architecture="resnet34", image_size=32, steps=600, batch_size=32),
+    "resnet20": TrainingConfig(
+        architecture="resnet20", image_size=32, steps=400, batch_size=32
+    ),
+    "resnet34": TrainingConfig(
+        architecture="resnet34", image_size=32, steps=600, batch_size=32
+    ),
 }
 
 
@@ -111,8 +132,9 @@ def substitute_path(name: str) -> Path:
     return SUBSTITUTE_CACHE / f"substitute_{name}-{recipe_hash()}.safetensors"
 
 
-def substitute_network(architecture: str, num_classes: int = len(TRAINING_PHOTOGRAPHS),
-                       seed: int = 0) -> nn.Sequential:
+def substitute_network(
+    architecture: str, num_classes: int = len(TRAINING_PHOTOGRAPHS), seed: int = 0
+) -> nn.Sequential:
     """The untrained substitute: ImageNet normalisation, then ResNet34 (torchvision, ImageNet
     stem) or the CIFAR ResNet-20; input ``(B, 3, H, W)`` in [0, 1], output ``(B, num_classes)``.
 
@@ -120,7 +142,9 @@ def substitute_network(architecture: str, num_classes: int = len(TRAINING_PHOTOG
         ValueError: for an unknown ``architecture``.
     """
     if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
+        raise ValueError(
+            f"architecture must be one of {ARCHITECTURES}, got {architecture!r}"
+        )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # torchvision initialises from the global generator
         if architecture == "resnet34":
@@ -141,8 +165,14 @@ def training_photographs() -> list[torch.Tensor]:
     return [photograph(name) for name in TRAINING_PHOTOGRAPHS]
 
 
-def augmented_batch(photos: list[torch.Tensor], size: int, batch_size: int, min_scale: float,
-                    jitter: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def augmented_batch(
+    photos: list[torch.Tensor],
+    size: int,
+    batch_size: int,
+    min_scale: float,
+    jitter: float,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random crops ``(B, 3, size, size)`` in [0, 1] and their labels ``(B,)``
     (index of the photograph), every random number drawn from ``generator``."""
     labels = torch.randint(len(photos), (batch_size,), generator=generator)
@@ -150,11 +180,13 @@ def augmented_batch(photos: list[torch.Tensor], size: int, batch_size: int, min_
     for label in labels.tolist():
         photo = photos[label]
         height, width = photo.shape[1:]
-        fraction = min_scale + (1 - min_scale) * float(torch.rand((), generator=generator))
+        fraction = min_scale + (1 - min_scale) * float(
+            torch.rand((), generator=generator)
+        )
         side = max(8, int(fraction * min(height, width)))
         top = int(torch.randint(height - side + 1, (1,), generator=generator))
         left = int(torch.randint(width - side + 1, (1,), generator=generator))
-        crop = resize(photo[None, :, top:top + side, left:left + side], size)
+        crop = resize(photo[None, :, top : top + side, left : left + side], size)
         if float(torch.rand((), generator=generator)) < 0.5:
             crop = crop.flip(-1)
         gain, shift = 1 + jitter * (2 * torch.rand(2, generator=generator) - 1)
@@ -163,8 +195,9 @@ def augmented_batch(photos: list[torch.Tensor], size: int, batch_size: int, min_
     return torch.cat(crops), labels
 
 
-def train_substitute(config: TrainingConfig, progress: bool = False
-                     ) -> tuple[nn.Sequential, dict]:
+def train_substitute(
+    config: TrainingConfig, progress: bool = False
+) -> tuple[nn.Sequential, dict]:
     """Train :func:`substitute_network` on augmented crops of :data:`TRAINING_PHOTOGRAPHS`.
 
     Deterministic for a given ``config`` on a given machine: one generator seeded with
@@ -189,14 +222,25 @@ def _train(config: TrainingConfig, progress: bool) -> tuple[nn.Sequential, dict]
     model = substitute_network(config.architecture, seed=config.seed).train()
     photos = training_photographs()
     generator = torch.Generator().manual_seed(config.seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.9,
-                                weight_decay=5e-4)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=config.lr, momentum=0.9, weight_decay=5e-4
+    )
     log = {"config": asdict(config), "step": [], "loss": [], "accuracy": []}
-    for step in tqdm(range(config.steps), desc="training substitute", disable=not progress):
+    for step in tqdm(
+        range(config.steps), desc="training substitute", disable=not progress
+    ):
         for group in optimizer.param_groups:
-            group["lr"] = config.lr * 0.5 * (1 + math.cos(math.pi * step / config.steps))
-        x, y = augmented_batch(photos, config.image_size, config.batch_size, config.min_scale,
-                               config.jitter, generator)
+            group["lr"] = (
+                config.lr * 0.5 * (1 + math.cos(math.pi * step / config.steps))
+            )
+        x, y = augmented_batch(
+            photos,
+            config.image_size,
+            config.batch_size,
+            config.min_scale,
+            config.jitter,
+            generator,
+        )
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         optimizer.zero_grad(set_to_none=True)
@@ -208,7 +252,9 @@ def _train(config: TrainingConfig, progress: bool) -> tuple[nn.Sequential, dict]
             log["accuracy"].append(float((logits.argmax(1) == y).float().mean()))
     model.eval()
     held = torch.Generator().manual_seed(config.seed + 1)
-    x, y = augmented_batch(photos, config.image_size, 256, config.min_scale, config.jitter, held)
+    x, y = augmented_batch(
+        photos, config.image_size, 256, config.min_scale, config.jitter, held
+    )
     with torch.no_grad():
         log["final_accuracy"] = float((model(x).argmax(1) == y).float().mean())
     log["seconds"] = time.perf_counter() - start
@@ -228,14 +274,19 @@ def save_substitute(model: nn.Module, log: dict, path: str | Path) -> str:
     failure leaves the previous substitute byte-identical."""
     path = Path(path)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
-    with atomic_paths(path, path.with_suffix(".json")) as (weights, manifest):  # both or neither
+    with atomic_paths(path, path.with_suffix(".json")) as (
+        weights,
+        manifest,
+    ):  # both or neither
         save_file(state, str(weights))
         digest = substitute_sha256(weights)
         manifest.write_text(json.dumps({**log, "sha256": digest}, indent=1))
     return digest
 
 
-def load_substitute(path: str | Path, expected_sha256: str | None = None) -> nn.Sequential:
+def load_substitute(
+    path: str | Path, expected_sha256: str | None = None
+) -> nn.Sequential:
     """The trained substitute at ``path`` in eval mode, after checking its sha256.
 
     Args:
@@ -253,19 +304,29 @@ def load_substitute(path: str | Path, expected_sha256: str | None = None) -> nn.
     """
     path = Path(path)
     if not path.is_file() or not path.with_suffix(".json").is_file():
-        raise FileNotFoundError(f"no trained substitute at {path}: train it with "
-                                "`python scripts/train_substitute.py` (or `make substitutes`)")
+        raise FileNotFoundError(
+            f"no trained substitute at {path}: train it with "
+            "`python scripts/train_substitute.py` (or `make substitutes`)"
+        )
     manifest = path.with_suffix(".json")
     record = read_json(manifest, "substitute manifest")
-    architecture = record.get("config", {}).get("architecture") if isinstance(record, dict) else None
+    architecture = (
+        record.get("config", {}).get("architecture")
+        if isinstance(record, dict)
+        else None
+    )
     if architecture not in ARCHITECTURES or not isinstance(record.get("sha256"), str):
-        raise ValueError(f"substitute manifest {manifest} names no architecture of {ARCHITECTURES} "
-                         "and sha256 (config.architecture, sha256)")
+        raise ValueError(
+            f"substitute manifest {manifest} names no architecture of {ARCHITECTURES} "
+            "and sha256 (config.architecture, sha256)"
+        )
     want = expected_sha256 or record["sha256"]
     got = substitute_sha256(path)
     if got != want:
-        raise SubstituteChecksumError(f"{path} has sha256 {got}, expected {want}: retrain it "
-                                      "with `python scripts/train_substitute.py`")
+        raise SubstituteChecksumError(
+            f"{path} has sha256 {got}, expected {want}: retrain it "
+            "with `python scripts/train_substitute.py`"
+        )
     try:
         state = load_file(str(path))
     except Exception as error:  # noqa: BLE001 - safetensors raises its own SafetensorError
@@ -274,11 +335,25 @@ def load_substitute(path: str | Path, expected_sha256: str | None = None) -> nn.
     try:
         model.load_state_dict(state)
     except RuntimeError:
-        shapes = {name: t.shape for name, t in state.items()}  # whose weights are these?
-        found = next((a for a in ARCHITECTURES if shapes == {name: t.shape for name, t in
-                                                             substitute_network(a).state_dict().items()}), None)
-        raise ValueError(f"{manifest} names the architecture {architecture!r} but the weights in {path.name} "
-                         f"are {'those of ' + repr(found) if found else 'of no known architecture'}") from None
+        shapes = {
+            name: t.shape for name, t in state.items()
+        }  # whose weights are these?
+        found = next(
+            (
+                a
+                for a in ARCHITECTURES
+                if shapes
+                == {
+                    name: t.shape
+                    for name, t in substitute_network(a).state_dict().items()
+                }
+            ),
+            None,
+        )
+        raise ValueError(
+            f"{manifest} names the architecture {architecture!r} but the weights in {path.name} "
+            f"are {'those of ' + repr(found) if found else 'of no known architecture'}"
+        ) from None
     return model.eval()
 
 
@@ -292,6 +367,8 @@ def substitute_record(name: str) -> dict:
     """
     path = substitute_path(name).with_suffix(".json")
     if not path.is_file():
-        raise FileNotFoundError(f"no trained substitute {name!r} at {path}: train it with "
-                                f"`python scripts/train_substitute.py {name}`")
+        raise FileNotFoundError(
+            f"no trained substitute {name!r} at {path}: train it with "
+            f"`python scripts/train_substitute.py {name}`"
+        )
     return read_json(path, "substitute manifest")

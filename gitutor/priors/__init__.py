@@ -12,6 +12,7 @@ Both return a :class:`DiffusionPrior`: the noise predictor ε_θ(x_t, t) (a diff
 ``UNet2DModel``), its ``DDPMScheduler`` (β_t, ᾱ_t of Eq. 8–10) and the image side it works at.
 Images enter the UNet scaled to [−1, 1]. Sampling and noising: :mod:`gitutor.priors.sampling`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,12 +30,20 @@ FACE_DDPM_SHA256 = "b6805792d6036c5ff1b9587772343ff981717148071f12a3123ea3bbeca3
 #: LFW faces 0 … PRIOR_TRAIN_FACES − 1 train the prior; the remaining ones are never seen by it.
 PRIOR_TRAIN_FACES = 80
 #: Architecture of the shipped prior (diffusers ``UNet2DModel`` keyword arguments).
-FACE_DDPM_CONFIG = dict(sample_size=32, in_channels=1, out_channels=1, layers_per_block=1,
-                        block_out_channels=(16, 32, 64), norm_num_groups=8,
-                        down_block_types=("DownBlock2D", "DownBlock2D", "DownBlock2D"),
-                        up_block_types=("UpBlock2D", "UpBlock2D", "UpBlock2D"))
+FACE_DDPM_CONFIG = dict(
+    sample_size=32,
+    in_channels=1,
+    out_channels=1,
+    layers_per_block=1,
+    block_out_channels=(16, 32, 64),
+    norm_num_groups=8,
+    down_block_types=("DownBlock2D", "DownBlock2D", "DownBlock2D"),
+    up_block_types=("UpBlock2D", "UpBlock2D", "UpBlock2D"),
+)
 #: Noise schedule of the shipped prior: Ho et al.'s linear β from 1e-4 to 0.02 over T = 1000 steps.
-FACE_DDPM_SCHEDULER = dict(num_train_timesteps=1000, beta_schedule="linear", beta_start=1e-4, beta_end=0.02)
+FACE_DDPM_SCHEDULER = dict(
+    num_train_timesteps=1000, beta_schedule="linear", beta_start=1e-4, beta_end=0.02
+)
 #: Default hub model for the full profile (an unconditional CelebA-HQ 256×256 DDPM).
 HUB_FACE_DDPM = "google/ddpm-celebahq-256"
 
@@ -80,8 +89,12 @@ def prior_sha256(weights_dir: str | Path) -> str:
     return digest.hexdigest()
 
 
-def face_ddpm(device: str | torch.device = "cpu", *, weights_dir: str | Path = WEIGHTS_DIR,
-              expected_sha256: str = FACE_DDPM_SHA256) -> DiffusionPrior:
+def face_ddpm(
+    device: str | torch.device = "cpu",
+    *,
+    weights_dir: str | Path = WEIGHTS_DIR,
+    expected_sha256: str = FACE_DDPM_SHA256,
+) -> DiffusionPrior:
     """Load the shipped 32×32 grey LFW face DDPM offline, after checking its sha256.
 
     Args:
@@ -100,26 +113,44 @@ def face_ddpm(device: str | torch.device = "cpu", *, weights_dir: str | Path = W
     from diffusers import DDPMScheduler, UNet2DModel
 
     weights_dir = Path(weights_dir)
-    missing = [name for name in (CONFIG_FILE, WEIGHTS_FILE) if not (weights_dir / name).is_file()]
+    missing = [
+        name
+        for name in (CONFIG_FILE, WEIGHTS_FILE)
+        if not (weights_dir / name).is_file()
+    ]
     if missing:
-        raise FileNotFoundError(f"face DDPM {' and '.join(missing)} not found in {weights_dir}; "
-                                "run `python scripts/train_face_ddpm.py` to recreate them")
+        raise FileNotFoundError(
+            f"face DDPM {' and '.join(missing)} not found in {weights_dir}; "
+            "run `python scripts/train_face_ddpm.py` to recreate them"
+        )
     actual = prior_sha256(weights_dir)
     if actual != expected_sha256:
-        raise PriorChecksumError(f"sha256 of {weights_dir}/{{{CONFIG_FILE}, {WEIGHTS_FILE}}} is {actual}, expected "
-                                 f"{expected_sha256}; a file is corrupted or changed: restore it from the repository "
-                                 "or re-run scripts/train_face_ddpm.py and update FACE_DDPM_SHA256")
-    unet = UNet2DModel.from_pretrained(weights_dir, local_files_only=True, low_cpu_mem_usage=False)  # no accelerate
+        raise PriorChecksumError(
+            f"sha256 of {weights_dir}/{{{CONFIG_FILE}, {WEIGHTS_FILE}}} is {actual}, expected "
+            f"{expected_sha256}; a file is corrupted or changed: restore it from the repository "
+            "or re-run scripts/train_face_ddpm.py and update FACE_DDPM_SHA256"
+        )
+    unet = UNet2DModel.from_pretrained(
+        weights_dir, local_files_only=True, low_cpu_mem_usage=False
+    )  # no accelerate
     unet = unet.to(device).eval().requires_grad_(False)
-    return DiffusionPrior(unet=unet, scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
-                          image_size=FACE_DDPM_CONFIG["sample_size"], channels=FACE_DDPM_CONFIG["in_channels"])
+    return DiffusionPrior(
+        unet=unet,
+        scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
+        image_size=FACE_DDPM_CONFIG["sample_size"],
+        channels=FACE_DDPM_CONFIG["in_channels"],
+    )
 
 
-def hub_prior_cached(model_id: str = HUB_FACE_DDPM, cache_dir: str | Path | None = None) -> bool:
+def hub_prior_cached(
+    model_id: str = HUB_FACE_DDPM, cache_dir: str | Path | None = None
+) -> bool:
     """Whether ``model_id``'s pipeline index is in the local Hugging Face cache (no network access)."""
     from huggingface_hub import try_to_load_from_cache
 
-    return isinstance(try_to_load_from_cache(model_id, "model_index.json", cache_dir=cache_dir), str)
+    return isinstance(
+        try_to_load_from_cache(model_id, "model_index.json", cache_dir=cache_dir), str
+    )
 
 
 def hub_download_command(model_id: str = HUB_FACE_DDPM) -> str:
@@ -127,8 +158,13 @@ def hub_download_command(model_id: str = HUB_FACE_DDPM) -> str:
     return f"hf download {model_id}"
 
 
-def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.device = "cpu", *,
-                         cache_dir: str | Path | None = None, local_files_only: bool = False) -> DiffusionPrior:
+def pretrained_face_ddpm(
+    model_id: str = HUB_FACE_DDPM,
+    device: str | torch.device = "cpu",
+    *,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+) -> DiffusionPrior:
     """Load a hub face DDPM (full profile) with ``from_pretrained``.
 
     The paper used an FFHQ-256 DDPM (Baranchuk et al.); ``google/ddpm-celebahq-256`` is a face DDPM
@@ -143,13 +179,21 @@ def pretrained_face_ddpm(model_id: str = HUB_FACE_DDPM, device: str | torch.devi
     from diffusers import DDPMPipeline
 
     try:
-        pipeline = DDPMPipeline.from_pretrained(model_id, cache_dir=cache_dir, local_files_only=local_files_only)
+        pipeline = DDPMPipeline.from_pretrained(
+            model_id, cache_dir=cache_dir, local_files_only=local_files_only
+        )
     except (OSError, ValueError) as error:
-        raise RuntimeError(f"could not load the diffusion prior {model_id!r} ({type(error).__name__}). It is "
-                           f"not in the local Hugging Face cache and the hub is unreachable: run "
-                           f"`{hub_download_command(model_id)}` with network access (≈450 MB), or use the "
-                           "quick profile's shipped prior gitutor.priors.face_ddpm()") from error
+        raise RuntimeError(
+            f"could not load the diffusion prior {model_id!r} ({type(error).__name__}). It is "
+            f"not in the local Hugging Face cache and the hub is unreachable: run "
+            f"`{hub_download_command(model_id)}` with network access (≈450 MB), or use the "
+            "quick profile's shipped prior gitutor.priors.face_ddpm()"
+        ) from error
     unet, scheduler = pipeline.unet, pipeline.scheduler
     unet = unet.to(device).eval().requires_grad_(False)
-    return DiffusionPrior(unet=unet, scheduler=scheduler, image_size=int(unet.config.sample_size),
-                          channels=int(unet.config.in_channels))
+    return DiffusionPrior(
+        unet=unet,
+        scheduler=scheduler,
+        image_size=int(unet.config.sample_size),
+        channels=int(unet.config.in_channels),
+    )

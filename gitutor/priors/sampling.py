@@ -8,13 +8,18 @@
 Each call works on a fresh copy of the prior's scheduler (``from_config``), so setting the number
 of inference steps for sampling never changes the T-step grid the attack relies on.
 """
+
 from __future__ import annotations
 
 import torch
 
 
 def _check_int(name: str, value, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not low <= value <= high
+    ):
         raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
     return value
 
@@ -36,12 +41,16 @@ def add_noise(prior, x0: torch.Tensor, noise: torch.Tensor, t: int) -> torch.Ten
     """
     _check_int("t", t, 0, prior.num_timesteps - 1)
     if noise.shape != x0.shape:
-        raise ValueError(f"noise must have x0's shape {tuple(x0.shape)}, got {tuple(noise.shape)}")
+        raise ValueError(
+            f"noise must have x0's shape {tuple(x0.shape)}, got {tuple(noise.shape)}"
+        )
     timesteps = torch.full((x0.shape[0],), t, dtype=torch.int64, device=x0.device)
     return prior.scheduler.add_noise(x0, noise, timesteps)
 
 
-def ddpm_denoise(prior, x: torch.Tensor, t_star: int, generator: torch.Generator) -> torch.Tensor:
+def ddpm_denoise(
+    prior, x: torch.Tensor, t_star: int, generator: torch.Generator
+) -> torch.Tensor:
     """Algorithm 1's last loop: x_{t*} from x̂, then DDPM ancestral steps t = t*, …, 1 (Ho et al. Eq. 11).
 
     Algorithm 1 writes x_{t*} ← x̂; we read this as diffusing x̂ to level t* first (Eq. 9), so that
@@ -71,8 +80,14 @@ def ddpm_denoise(prior, x: torch.Tensor, t_star: int, generator: torch.Generator
     return x
 
 
-def sample_prior(prior, n: int, *, seed: int = 0, num_inference_steps: int = 100,
-                 device: str | torch.device = "cpu") -> torch.Tensor:
+def sample_prior(
+    prior,
+    n: int,
+    *,
+    seed: int = 0,
+    num_inference_steps: int = 100,
+    device: str | torch.device = "cpu",
+) -> torch.Tensor:
     """``n`` unconditional samples ``(n, C, side, side)`` in [0, 1] from the DDPM prior.
 
     Ancestral DDPM sampling (Ho et al. 2020, Algorithm 2) with diffusers' ``DDPMPipeline`` on
@@ -87,8 +102,14 @@ def sample_prior(prior, n: int, *, seed: int = 0, num_inference_steps: int = 100
 
     _check_int("n", n, 1, 1 << 20)
     _check_int("num_inference_steps", num_inference_steps, 1, prior.num_timesteps)
-    pipeline = DDPMPipeline(unet=prior.unet, scheduler=fresh_scheduler(prior)).to(device)
+    pipeline = DDPMPipeline(unet=prior.unet, scheduler=fresh_scheduler(prior)).to(
+        device
+    )
     pipeline.set_progress_bar_config(disable=True)
-    images = pipeline(batch_size=n, generator=make_generator(seed, device), num_inference_steps=num_inference_steps,
-                      output_type="pt").images
+    images = pipeline(
+        batch_size=n,
+        generator=make_generator(seed, device),
+        num_inference_steps=num_inference_steps,
+        output_type="pt",
+    ).images
     return images.cpu()

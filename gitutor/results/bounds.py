@@ -40,16 +40,26 @@ def row_bounds(row: Mapping) -> tuple[float, float] | None:
         return BOUNDS["percent"]
     if unit.lower() == "db":
         return BOUNDS["PSNR"]
-    named = {m for m in _METRICS if re.search(rf"\b{m}\b", f"{quantity} {unit}", re.IGNORECASE)}
+    named = {
+        m
+        for m in _METRICS
+        if re.search(rf"\b{m}\b", f"{quantity} {unit}", re.IGNORECASE)
+    }
     if len(named) == 1:
         return BOUNDS[named.pop()]
-    if not named and (unit.lower().startswith("fraction") or _RATE.search(quantity) and not unit):
+    if not named and (
+        unit.lower().startswith("fraction") or _RATE.search(quantity) and not unit
+    ):
         return BOUNDS["fraction"]
     return None
 
 
 def _real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 def bounds_problem(row: Mapping) -> str | None:
@@ -57,13 +67,18 @@ def bounds_problem(row: Mapping) -> str | None:
     bounds = row_bounds(row)
     if bounds is None:
         return None
-    outside = [f"{key} = {row[key]!r}" for key in ("this_run", "low", "high")
-               if _real(row.get(key)) and not bounds[0] <= row[key] <= bounds[1]]
+    outside = [
+        f"{key} = {row[key]!r}"
+        for key in ("this_run", "low", "high")
+        if _real(row.get(key)) and not bounds[0] <= row[key] <= bounds[1]
+    ]
     if not outside:
         return None
-    return (f"{', '.join(outside)} lies outside the range [{bounds[0]:g}, {bounds[1]:g}] of "
-            f"{row['quantity']!r} (unit {row['unit']!r}); compute its interval with "
-            "gitutor.stats.interval(values, bounds=...)")
+    return (
+        f"{', '.join(outside)} lies outside the range [{bounds[0]:g}, {bounds[1]:g}] of "
+        f"{row['quantity']!r} (unit {row['unit']!r}); compute its interval with "
+        "gitutor.stats.interval(values, bounds=...)"
+    )
 
 
 def check_bounds(record: Mapping) -> Mapping:
@@ -77,5 +92,7 @@ def check_bounds(record: Mapping) -> Mapping:
         for index, row in enumerate(record.get(key, [])):
             problem = bounds_problem(row)
             if problem:
-                raise ValueError(f"{record.get('notebook', 'record')} {key}[{index}]: {problem}")
+                raise ValueError(
+                    f"{record.get('notebook', 'record')} {key}[{index}]: {problem}"
+                )
     return record

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitutor.results.records import ROW_KEYS, judged, number_problem, sample_problem
+from gitutor.checks import check_flag
+from gitutor.results.records import (
+    ROW_KEYS,
+    check_row_keys,
+    judged,
+    number_problem,
+    sample_problem,
+)
 from gitutor.tables import markdown_table
 
 TOLERANCE = 0.05
@@ -36,25 +43,38 @@ def verdict(row: Mapping) -> str:
     """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`.
 
     Raises:
-        ValueError: naming the row, for a row whose numbers cannot be judged
-            (:func:`gitutor.results.records.number_problem`: low > high, n < 1, a paper value
-            that is NaN or a number spelled as a string where a direction is stated), or a judged row that
-            summarises n > 1 trials without its interval (:func:`~gitutor.results.records.sample_problem`).
+        TypeError: if ``row`` is not a mapping.
+        ValueError: naming the missing or unknown key of a row that is not a paper-vs-run row (no
+            ``quantity``, ``setting``, ``unit``, …; :func:`~gitutor.results.records.check_row_keys`) or
+            ``'better'`` when it is not ``"higher"`` or ``"lower"`` (``"Higher"``); naming the row, for a
+            row whose numbers cannot be judged (:func:`gitutor.results.records.number_problem`: low > high,
+            n < 1, a run outside its own interval, a paper value that is NaN or a number spelled as a
+            string where a direction is stated), or a judged row that summarises n > 1 trials without its
+            interval (:func:`~gitutor.results.records.sample_problem`).
     """
+    check_row_keys(row, "row")
     problem = number_problem(row)
     if problem:
-        raise ValueError(f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}")
+        raise ValueError(
+            f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}"
+        )
     if not judged(row):
         return "not comparable"
     problem = sample_problem(row)
     if problem:
-        raise ValueError(f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}")
+        raise ValueError(
+            f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}"
+        )
     if "low" not in row and row.get("n") != 1:
         return "not resolved"  # how many trials, and so how uncertain, is not stated
     paper, run = row["paper"], row["this_run"]
-    sign = 1 if row["better"] == "higher" else -1  # as good as the paper: sign · (x − paper) ≥ −slack
+    sign = (
+        1 if row["better"] == "higher" else -1
+    )  # as good as the paper: sign · (x − paper) ≥ −slack
     slack = TOLERANCE * abs(paper)
-    worst, best = sorted((row.get("low", run), row.get("high", run)), key=lambda x: sign * x)
+    worst, best = sorted(
+        (row.get("low", run), row.get("high", run)), key=lambda x: sign * x
+    )
     if sign * (worst - paper) >= -slack:
         return "meets"
     if sign * (best - paper) < -slack:
@@ -70,7 +90,11 @@ def verdict_text(row: Mapping) -> str:
     reason = row.get("not_comparable")
     text = f"not comparable: {reason}" if reason else verdict(row)
     judged = row.get("claim_outcome")
-    return f"{text}; the paper's claim: **{judged}** by this chapter's evidence" if judged else text
+    return (
+        f"{text}; the paper's claim: **{judged}** by this chapter's evidence"
+        if judged
+        else text
+    )
 
 
 def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:
@@ -120,7 +144,9 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
         "not comparable": ("is not comparable", "are not comparable"),
     }
     met, n = counts["meets"], len(rows)
-    parts = [f"{met} of {n} row{'s' * (n != 1)} {'meets' if met == 1 else 'meet'} the paper"]
+    parts = [
+        f"{met} of {n} row{'s' * (n != 1)} {'meets' if met == 1 else 'meet'} the paper"
+    ]
     parts += [f"{counts[o]} {verbs[o][counts[o] != 1]}" for o in verbs if counts[o]]
     return ", ".join(parts) + "."
 
@@ -141,16 +167,34 @@ def results_table(
     printed once above the table instead of in every row — and when at least half of them
     share it, it is printed once and those rows say "as above"; likewise a ``not_comparable``
     reason that three or more rows share ("not comparable: the reason above").
+
+    Raises:
+        TypeError: naming ``verdicts`` when it is not True or False (``"False"`` would read as true).
+        ValueError: naming ``notebook_column`` when it does not hold one entry per row, or naming a
+            row's missing or unknown keys or its ``better`` (as :func:`verdict`).
     """
+    verdicts = check_flag(verdicts, "verdicts")
+    if notebook_column is not None and len(notebook_column) != len(rows):
+        raise ValueError(
+            f"notebook_column must hold one entry per row: {len(notebook_column)} for {len(rows)} rows"
+        )
+    for i, row in enumerate(rows):
+        check_row_keys(row, f"rows[{i}]")
     differences = [row["differences"] for row in rows]
     usual = max(set(differences), key=differences.count) if differences else None
-    once = notebook_column is None and differences.count(usual) >= max(2, len(rows) // 2)
+    once = notebook_column is None and differences.count(usual) >= max(
+        2, len(rows) // 2
+    )
     reasons = [row["not_comparable"] for row in rows if row.get("not_comparable")]
     common = max(set(reasons), key=reasons.count) if reasons else None
     if notebook_column is not None or reasons.count(common) < 3:
         common = None  # a reason shared by three rows or more is stated once, above the table
-    mixed = once and len(set(differences)) > 1  # the usual text once above, the others in a column
-    keys = [key for key in ROW_KEYS if not (once and not mixed and key == "differences")]
+    mixed = (
+        once and len(set(differences)) > 1
+    )  # the usual text once above, the others in a column
+    keys = [
+        key for key in ROW_KEYS if not (once and not mixed and key == "differences")
+    ]
     names = {"this_run": "this run"}
     header = (
         (["notebook"] if notebook_column else [])
@@ -159,15 +203,34 @@ def results_table(
     )
     lines = [
         ([notebook_column[index]] if notebook_column else [])
-        + [("as above" if mixed and key == "differences" and row[key] == usual else _number(row[key]))
-           for key in keys]
-        + ([verdict_text({**row, "not_comparable": "the reason above"}
-                         if common and row.get("not_comparable") == common else row)] if verdicts else [])
+        + [
+            (
+                "as above"
+                if mixed and key == "differences" and row[key] == usual
+                else _number(row[key])
+            )
+            for key in keys
+        ]
+        + (
+            [
+                verdict_text(
+                    {**row, "not_comparable": "the reason above"}
+                    if common and row.get("not_comparable") == common
+                    else row
+                )
+            ]
+            if verdicts
+            else []
+        )
         for index, row in enumerate(rows)
     ]
     preface = (
         f"**Differences from the paper ({'rows that say as above' if mixed else 'every row'}):** {usual}\n\n"
         if once
         else ""
-    ) + (f"**Not comparable (rows that say so):** {common}\n\n" if common and verdicts else "")
+    ) + (
+        f"**Not comparable (rows that say so):** {common}\n\n"
+        if common and verdicts
+        else ""
+    )
     return preface + markdown_table(header, lines)

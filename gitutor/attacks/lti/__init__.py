@@ -6,13 +6,40 @@
 The per-example client gradients and the defenses live in :mod:`gitutor.federated`; the scores in
 :mod:`gitutor.metrics` (``reconstruction_scores`` is :func:`gitutor.metrics.score_batch`).
 """
-from gitutor.attacks.lti.dataset import aggregate_batches, gradient_features, make_gradient_dataset
-from gitutor.attacks.lti.model import InversionMLP, permutation_invariant_mse, reconstruct, train_inversion_model
-from gitutor.federated.client import gradient_dimension, observed_gradient, per_example_gradients
+
+from gitutor.attacks.lti.dataset import (
+    aggregate_batches,
+    gradient_features,
+    make_gradient_dataset,
+)
+from gitutor.attacks.lti.model import (
+    InversionMLP,
+    permutation_invariant_mse,
+    reconstruct,
+    train_inversion_model,
+)
+from gitutor.federated.client import (
+    gradient_dimension,
+    observed_gradient,
+    per_example_gradients,
+)
 from gitutor.federated.defenses import Defense, apply_defense, paper_defenses
 from gitutor.metrics import hungarian_assignment, score_batch as reconstruction_scores
 
-__all__ = ["Defense", "InversionMLP", "aggregate_batches", "apply_defense", "gradient_dimension", "gradient_features",
-           "hungarian_assignment", "make_gradient_dataset", "observed_gradient", "paper_defenses",
-           "per_example_gradients", "permutation_invariant_mse", "reconstruct", "reconstruction_scores",
-           "train_inversion_model"]
+__all__ = [
+    "Defense",
+    "InversionMLP",
+    "aggregate_batches",
+    "apply_defense",
+    "gradient_dimension",
+    "gradient_features",
+    "hungarian_assignment",
+    "make_gradient_dataset",
+    "observed_gradient",
+    "paper_defenses",
+    "per_example_gradients",
+    "permutation_invariant_mse",
+    "reconstruct",
+    "reconstruction_scores",
+    "train_inversion_model",
+]

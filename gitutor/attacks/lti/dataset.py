@@ -9,6 +9,7 @@ the clients apply, and holds an auxiliary image set D_aux. It makes its own trai
 (the paper writes the sum; we average, as the clients' batch-mean loss does — a fixed factor B).
 A defense is *data augmentation* for g_θ: nothing in the attack changes when DM changes.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,10 +26,18 @@ from gitutor.federated.defenses import Defense, apply_defense
 from gitutor.seeding import make_generator
 
 
-def make_gradient_dataset(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-                          defense: Defense | None = None, batch_size: int = 1, *,
-                          hasher: FeatureHasher | None = None, num_batches: int | None = None,
-                          seed: int = 0, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def make_gradient_dataset(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    defense: Defense | None = None,
+    batch_size: int = 1,
+    *,
+    hasher: FeatureHasher | None = None,
+    num_batches: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Training (or attack) inputs for LTI: defended, batch-averaged gradients and their images (§3.2).
 
     Every image's gradient is computed alone (one client each), the defense is applied to it
@@ -56,30 +65,59 @@ def make_gradient_dataset(model: nn.Module, images: torch.Tensor, labels: torch.
             g_θ ends in a sigmoid, so it cannot fit other values), labels outside [0, classes), a batch size
             outside [1, N], a hasher whose ``in_dim`` is not m, or an invalid defense output.
     """
-    if not isinstance(images, torch.Tensor) or not images.is_floating_point() or images.dim() != 4:
-        raise ValueError(f"images must be a float (N, C, H, W) tensor, got {getattr(images, 'dtype', type(images))} "
-                         f"{tuple(getattr(images, 'shape', ()))}")
+    if (
+        not isinstance(images, torch.Tensor)
+        or not images.is_floating_point()
+        or images.dim() != 4
+    ):
+        raise ValueError(
+            f"images must be a float (N, C, H, W) tensor, got {getattr(images, 'dtype', type(images))} "
+            f"{tuple(getattr(images, 'shape', ()))}"
+        )
     if labels.shape != (images.shape[0],):
-        raise ValueError(f"labels must be ({images.shape[0]},) to match the images, got {tuple(labels.shape)}")
+        raise ValueError(
+            f"labels must be ({images.shape[0]},) to match the images, got {tuple(labels.shape)}"
+        )
     check_images(images, "images", channels=input_channels(model))
     m = gradient_dimension(model)
     if hasher is not None and hasher.in_dim != m:
-        raise ValueError(f"the hasher expects {hasher.in_dim} coordinates but the model has {m} parameters")
-    per_example = [gradient_features(apply_defense(defense, grads), hasher)
-                   for grads in tqdm(per_example_gradients(model, images, labels), total=images.shape[0],
-                                     desc="per-example gradients", disable=not progress)]
-    return aggregate_batches(torch.stack(per_example), images.detach().cpu(), batch_size,
-                             num_batches=num_batches, seed=seed)
+        raise ValueError(
+            f"the hasher expects {hasher.in_dim} coordinates but the model has {m} parameters"
+        )
+    per_example = [
+        gradient_features(apply_defense(defense, grads), hasher)
+        for grads in tqdm(
+            per_example_gradients(model, images, labels),
+            total=images.shape[0],
+            desc="per-example gradients",
+            disable=not progress,
+        )
+    ]
+    return aggregate_batches(
+        torch.stack(per_example),
+        images.detach().cpu(),
+        batch_size,
+        num_batches=num_batches,
+        seed=seed,
+    )
 
 
-def gradient_features(grads: Sequence[torch.Tensor], hasher: FeatureHasher | None = None) -> torch.Tensor:
+def gradient_features(
+    grads: Sequence[torch.Tensor], hasher: FeatureHasher | None = None
+) -> torch.Tensor:
     """The input vector of g_θ: the gradient list flattened to ``(m,)`` (or hashed to ``(k,)``), float32 on the CPU."""
     flat = torch.cat([g.reshape(-1) for g in grads])
     return (flat if hasher is None else hasher(flat)).float().cpu()
 
 
-def aggregate_batches(features: torch.Tensor, images: torch.Tensor, batch_size: int, *,
-                      num_batches: int | None = None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def aggregate_batches(
+    features: torch.Tensor,
+    images: torch.Tensor,
+    batch_size: int,
+    *,
+    num_batches: int | None = None,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Average per-example (defended) gradient features over random batches of B distinct examples.
 
     Args:
@@ -102,8 +140,10 @@ def aggregate_batches(features: torch.Tensor, images: torch.Tensor, batch_size: 
     images = images[:, 0] if images.dim() == 5 else images
     n = features.shape[0]
     if images.shape[0] != n or images.dim() != 4:
-        raise ValueError(f"need (N, k) features and (N, C, H, W) images with the same N, got "
-                         f"{tuple(features.shape)} and {tuple(images.shape)}")
+        raise ValueError(
+            f"need (N, k) features and (N, C, H, W) images with the same N, got "
+            f"{tuple(features.shape)} and {tuple(images.shape)}"
+        )
     check_layout(images.shape, "images")
     if not torch.isfinite(features).all():
         raise ValueError("features contain NaN or inf")
@@ -111,11 +151,19 @@ def aggregate_batches(features: torch.Tensor, images: torch.Tensor, batch_size: 
         raise ValueError(f"batch_size must be an int in [1, {n}], got {batch_size!r}")
     if batch_size == 1:
         if num_batches not in (None, n):
-            raise ValueError("with batch_size=1 every image is its own batch; leave num_batches=None")
+            raise ValueError(
+                "with batch_size=1 every image is its own batch; leave num_batches=None"
+            )
         return features, images[:, None]
     num_batches = n // batch_size if num_batches is None else num_batches
     generator = make_generator(seed)
     rounds = math.ceil(num_batches / (n // batch_size))
-    groups = torch.cat([torch.randperm(n, generator=generator)[: n - n % batch_size].view(-1, batch_size)
-                        for _ in range(rounds)])[:num_batches]
+    groups = torch.cat(
+        [
+            torch.randperm(n, generator=generator)[: n - n % batch_size].view(
+                -1, batch_size
+            )
+            for _ in range(rounds)
+        ]
+    )[:num_batches]
     return features[groups].mean(dim=1), images[groups]

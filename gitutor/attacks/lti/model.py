@@ -8,6 +8,7 @@ error (Eq. 2), which for B > 1 is permutation invariant (Eq. 3):
 with ℓ_single the squared error and the minimum over permutations found by the Hungarian method
 (:func:`gitutor.metrics.hungarian_assignment`). The attack is one forward pass of g_θ.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,23 +43,38 @@ class InversionMLP(nn.Module):
             channels-last ``(H, W, C)``); in ``forward``, for an input that is not ``(N, in_dim)``.
     """
 
-    def __init__(self, in_dim: int, image_shape: Sequence[int], batch_size: int = 1, hidden: int = 3000,
-                 seed: int = 0):
+    def __init__(
+        self,
+        in_dim: int,
+        image_shape: Sequence[int],
+        batch_size: int = 1,
+        hidden: int = 3000,
+        seed: int = 0,
+    ):
         super().__init__()
         image_shape = tuple(image_shape)
         if len(image_shape) != 3 or min(image_shape) < 1:
-            raise ValueError(f"image_shape must be (C, H, W) with positive sides, got {image_shape!r}")
+            raise ValueError(
+                f"image_shape must be (C, H, W) with positive sides, got {image_shape!r}"
+            )
         check_layout(image_shape, "image_shape", leading=0)
-        for name, value in (("in_dim", in_dim), ("batch_size", batch_size), ("hidden", hidden)):
+        for name, value in (
+            ("in_dim", in_dim),
+            ("batch_size", batch_size),
+            ("hidden", hidden),
+        ):
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.in_dim, self.image_shape, self.batch_size = in_dim, image_shape, batch_size
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.net = nn.Sequential(
-                nn.Linear(in_dim, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(),
-                nn.Linear(hidden, batch_size * math.prod(image_shape)), nn.Sigmoid(),
+                nn.Linear(in_dim, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, batch_size * math.prod(image_shape)),
+                nn.Sigmoid(),
             )
         self.register_buffer("shift", torch.zeros(in_dim))
         self.register_buffer("scale", torch.ones(in_dim))
@@ -75,27 +91,41 @@ class InversionMLP(nn.Module):
         Raises:
             ValueError: if ``features`` is not a finite ``(N >= 2, in_dim)`` tensor.
         """
-        if features.dim() != 2 or features.shape[1] != self.in_dim or len(features) < 2 \
-                or not torch.isfinite(features).all():
-            raise ValueError(f"features must be a finite (N >= 2, {self.in_dim}) tensor, got {tuple(features.shape)}")
+        if (
+            features.dim() != 2
+            or features.shape[1] != self.in_dim
+            or len(features) < 2
+            or not torch.isfinite(features).all()
+        ):
+            raise ValueError(
+                f"features must be a finite (N >= 2, {self.in_dim}) tensor, got {tuple(features.shape)}"
+            )
         std = features.float().std(0)
         self.shift.copy_(features.float().mean(0))
         self.scale.copy_(torch.where(std > 1e-8, std, torch.ones_like(std)))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         if features.dim() != 2 or features.shape[1] != self.in_dim:
-            raise ValueError(f"InversionMLP expects (N, {self.in_dim}) gradient features, got {tuple(features.shape)}")
-        return self.net((features - self.shift) / self.scale).view(-1, self.batch_size, *self.image_shape)
+            raise ValueError(
+                f"InversionMLP expects (N, {self.in_dim}) gradient features, got {tuple(features.shape)}"
+            )
+        return self.net((features - self.shift) / self.scale).view(
+            -1, self.batch_size, *self.image_shape
+        )
 
 
 def _check_batches(reconstructed: torch.Tensor, images: torch.Tensor) -> None:
     if reconstructed.dim() != 5 or reconstructed.shape != images.shape:
-        raise ValueError(f"reconstructed and images must both be (N, B, C, H, W) of the same shape, "
-                         f"got {tuple(reconstructed.shape)} and {tuple(images.shape)}")
+        raise ValueError(
+            f"reconstructed and images must both be (N, B, C, H, W) of the same shape, "
+            f"got {tuple(reconstructed.shape)} and {tuple(images.shape)}"
+        )
     check_layout(images.shape, "images", leading=2)
 
 
-def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+def permutation_invariant_mse(
+    reconstructed: torch.Tensor, images: torch.Tensor
+) -> torch.Tensor:
     """ℓ^attack of Eq. 3 with ℓ_single = pixel MSE: min over π of the mean squared error between
     output i and image π(i), averaged over outputs and samples. For B = 1 it is the plain MSE.
 
@@ -109,17 +139,30 @@ def permutation_invariant_mse(reconstructed: torch.Tensor, images: torch.Tensor)
         ValueError: if the shapes differ or are not ``(N, B, C, H, W)`` (e.g. channels-last).
     """
     _check_batches(reconstructed, images)
-    cost = (reconstructed[:, :, None] - images[:, None]).pow(2).flatten(3).mean(-1)  # (N, B, B)
+    cost = (
+        (reconstructed[:, :, None] - images[:, None]).pow(2).flatten(3).mean(-1)
+    )  # (N, B, B)
     if reconstructed.shape[1] == 1:
         return cost.mean()
     permutation = hungarian_assignment(cost).to(cost.device)
     return cost.gather(2, permutation[..., None]).mean()
 
 
-def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor, images: torch.Tensor, *,
-                          epochs: int, lr: float = 1e-4, batch_size: int = 256, val_fraction: float = 0.1,
-                          lr_drop_at: float = 0.75, seed: int = 0, device: str | torch.device = "cpu",
-                          progress: bool = True, standardise: bool = False) -> dict[str, list[float]]:
+def train_inversion_model(
+    inversion_model: InversionMLP,
+    features: torch.Tensor,
+    images: torch.Tensor,
+    *,
+    epochs: int,
+    lr: float = 1e-4,
+    batch_size: int = 256,
+    val_fraction: float = 0.1,
+    lr_drop_at: float = 0.75,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = True,
+    standardise: bool = False,
+) -> dict[str, list[float]]:
     """Fit g_θ on auxiliary pairs by minimising Eq. 2 with the loss of Eq. 3 (Wu et al. §4.1).
 
     Adam with learning rate ``lr``, multiplied by 0.1 after ``lr_drop_at`` of the epochs (the paper:
@@ -146,11 +189,15 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
             split that leaves no training pair.
     """
     if features.dim() != 2 or features.shape[0] != images.shape[0]:
-        raise ValueError(f"features must be (N, in_dim) with N = {images.shape[0]} images, got {tuple(features.shape)}")
+        raise ValueError(
+            f"features must be (N, in_dim) with N = {images.shape[0]} images, got {tuple(features.shape)}"
+        )
     expected = (inversion_model.batch_size, *inversion_model.image_shape)
     if images.dim() != 5 or tuple(images.shape[1:]) != expected:
-        raise ValueError(f"images must be (N, {', '.join(map(str, expected))}) for this inversion model, "
-                         f"got {tuple(images.shape)}")
+        raise ValueError(
+            f"images must be (N, {', '.join(map(str, expected))}) for this inversion model, "
+            f"got {tuple(images.shape)}"
+        )
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be a positive int, got {epochs!r}")
     if not 0.0 <= val_fraction < 1.0:
@@ -158,7 +205,9 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
     if not 0.0 < lr < math.inf:
         raise ValueError(f"lr must be finite and > 0, got {lr!r}")
     if not 0.0 < lr_drop_at <= 1.0:
-        raise ValueError(f"lr_drop_at must be a fraction of the epochs in (0, 1], got {lr_drop_at!r}")
+        raise ValueError(
+            f"lr_drop_at must be a fraction of the epochs in (0, 1], got {lr_drop_at!r}"
+        )
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if not torch.isfinite(features).all():
@@ -168,19 +217,25 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
     order = torch.randperm(features.shape[0], generator=generator)
     n_val = int(round(val_fraction * features.shape[0]))
     if n_val >= features.shape[0]:
-        raise ValueError("the validation split leaves no training pair; use more data or a smaller val_fraction")
+        raise ValueError(
+            "the validation split leaves no training pair; use more data or a smaller val_fraction"
+        )
     val_idx, train_idx = order[:n_val], order[n_val:]
     if standardise:
         inversion_model.standardise_from(features[train_idx])
     inversion_model.to(device)
     optimizer = torch.optim.Adam(inversion_model.parameters(), lr=lr)
-    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[int(lr_drop_at * epochs)], gamma=0.1)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(
+        optimizer, milestones=[int(lr_drop_at * epochs)], gamma=0.1
+    )
     history: dict[str, list[float]] = {"train_loss": [], "val_loss": [], "lr": []}
     bar = tqdm(range(epochs), desc="training g_θ", disable=not progress)
     for _ in bar:
         inversion_model.train()
         total = 0.0
-        for chunk in train_idx[torch.randperm(len(train_idx), generator=generator)].split(batch_size):
+        for chunk in train_idx[
+            torch.randperm(len(train_idx), generator=generator)
+        ].split(batch_size):
             x, target = features[chunk].to(device), images[chunk].to(device)
             loss = permutation_invariant_mse(inversion_model(x), target)
             optimizer.zero_grad()
@@ -191,16 +246,28 @@ def train_inversion_model(inversion_model: InversionMLP, features: torch.Tensor,
         scheduler.step()
         history["train_loss"].append(total / len(train_idx))
         if n_val:
-            reconstructed = reconstruct(inversion_model, features[val_idx], device=device).images
-            history["val_loss"].append(permutation_invariant_mse(reconstructed, images[val_idx]).item())
-        bar.set_postfix(train=history["train_loss"][-1], val=history["val_loss"][-1] if n_val else None)
+            reconstructed = reconstruct(
+                inversion_model, features[val_idx], device=device
+            ).images
+            history["val_loss"].append(
+                permutation_invariant_mse(reconstructed, images[val_idx]).item()
+            )
+        bar.set_postfix(
+            train=history["train_loss"][-1],
+            val=history["val_loss"][-1] if n_val else None,
+        )
     inversion_model.eval()
     return history
 
 
 @torch.no_grad()
-def reconstruct(inversion_model: InversionMLP, features: torch.Tensor, *, chunk: int = 1024,
-                device: str | torch.device = "cpu") -> AttackResult:
+def reconstruct(
+    inversion_model: InversionMLP,
+    features: torch.Tensor,
+    *,
+    chunk: int = 1024,
+    device: str | torch.device = "cpu",
+) -> AttackResult:
     """The LTI attack itself: one forward pass g_θ(grad) per observed aggregated gradient (Wu et al. §3.2).
 
     Args:
@@ -220,12 +287,22 @@ def reconstruct(inversion_model: InversionMLP, features: torch.Tensor, *, chunk:
         ValueError: if ``features`` is not a finite ``(N, in_dim)`` tensor or ``chunk < 1``.
     """
     if not isinstance(inversion_model, InversionMLP):
-        raise TypeError(f"inversion_model must be an InversionMLP, got {type(inversion_model).__name__}")
+        raise TypeError(
+            f"inversion_model must be an InversionMLP, got {type(inversion_model).__name__}"
+        )
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     if not torch.isfinite(features).all():
         raise ValueError("features contain NaN or inf")
     inversion_model.eval()
-    images = torch.cat([inversion_model(part.to(device)).cpu() for part in features.split(chunk)])
-    return AttackResult(images=images, labels=None,
-                        info={"observations": int(images.shape[0]), "batch_size": inversion_model.batch_size})
+    images = torch.cat(
+        [inversion_model(part.to(device)).cpu() for part in features.split(chunk)]
+    )
+    return AttackResult(
+        images=images,
+        labels=None,
+        info={
+            "observations": int(images.shape[0]),
+            "batch_size": inversion_model.batch_size,
+        },
+    )

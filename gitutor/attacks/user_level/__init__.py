@@ -9,15 +9,53 @@
 
 DDPM sampling and noising live in :mod:`gitutor.priors.sampling`; users in :mod:`gitutor.federated.users`.
 """
-from gitutor.attacks.user_level.attack import (clip_matching_gradient, matching_distance, to_classifier_input,
-                                               user_level_inversion, user_level_inverting_gradients)
+
+from gitutor.attacks.user_level.attack import (
+    clip_matching_gradient,
+    matching_distance,
+    to_classifier_input,
+    user_level_inversion,
+    user_level_inverting_gradients,
+)
 from gitutor.attacks.user_level.augment import Augmentation
-from gitutor.attacks.user_level.evaluation import (interval_ordering, intra_user_scores, mean_interval, own_user_match_rate, own_user_matches,
-                                                   paired_scores, representative_scores, user_distance_matrix)
-from gitutor.attacks.user_level.identity import correlation_matrix, pairing_scores, score_interval, standardise
+from gitutor.attacks.user_level.evaluation import (
+    interval_ordering,
+    intra_user_scores,
+    mean_interval,
+    own_user_match_rate,
+    own_user_matches,
+    paired_scores,
+    representative_scores,
+    user_distance_matrix,
+)
+from gitutor.attacks.user_level.identity import (
+    correlation_matrix,
+    pairing_scores,
+    score_interval,
+    standardise,
+)
 from gitutor.attacks.user_level.schedules import LayerWindow, TauSchedule, ZetaSchedule
 
-__all__ = ["Augmentation", "LayerWindow", "TauSchedule", "ZetaSchedule", "clip_matching_gradient", "correlation_matrix", "pairing_scores", "score_interval", "standardise",
-           "interval_ordering", "intra_user_scores", "matching_distance", "mean_interval", "own_user_match_rate", "own_user_matches", "paired_scores",
-           "representative_scores", "to_classifier_input", "user_distance_matrix", "user_level_inversion",
-           "user_level_inverting_gradients"]
+__all__ = [
+    "Augmentation",
+    "LayerWindow",
+    "TauSchedule",
+    "ZetaSchedule",
+    "clip_matching_gradient",
+    "correlation_matrix",
+    "pairing_scores",
+    "score_interval",
+    "standardise",
+    "interval_ordering",
+    "intra_user_scores",
+    "matching_distance",
+    "mean_interval",
+    "own_user_match_rate",
+    "own_user_matches",
+    "paired_scores",
+    "representative_scores",
+    "to_classifier_input",
+    "user_distance_matrix",
+    "user_level_inversion",
+    "user_level_inverting_gradients",
+]

@@ -22,6 +22,7 @@ matching and prior get a fixed share of the step, as Algorithm 1's ζ intends.
 x̂ lives in the DDPM's scale [−1, 1] at the prior's resolution; the classifier sees
 (clamp(x̂, −1, 1) + 1) / 2 resized to its input side.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,9 @@ from gitutor.priors.sampling import add_noise, ddpm_denoise
 from gitutor.seeding import make_generator
 
 
-def clip_matching_gradient(g_gm: torch.Tensor, g_prior: torch.Tensor, zeta: float) -> torch.Tensor:
+def clip_matching_gradient(
+    g_gm: torch.Tensor, g_prior: torch.Tensor, zeta: float
+) -> torch.Tensor:
     """Algorithm 1's clipping: g_gm / max(1, ||g_gm|| / (ζ ||g_p||)), so ||result|| <= ζ ||g_p||.
 
     Raises:
@@ -56,8 +59,13 @@ def clip_matching_gradient(g_gm: torch.Tensor, g_prior: torch.Tensor, zeta: floa
     return g_gm / torch.clamp(ratio, min=1.0)
 
 
-def matching_distance(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
-                      batch: torch.Tensor, layer_weights: torch.Tensor | None = None) -> torch.Tensor:
+def matching_distance(
+    model: nn.Module,
+    target_grads: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    batch: torch.Tensor,
+    layer_weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Cosine gradient distance d(F(𝒜(x̂)), ∇w) (Li et al. Eq. 6, Algorithm 1 line 6).
 
     Args:
@@ -87,14 +95,24 @@ def to_classifier_input(x: torch.Tensor, image_size: int) -> torch.Tensor:
     check_layout(x.shape, "x")
     images = (x.clamp(-1, 1) + 1) / 2
     if images.shape[-1] != image_size:
-        images = F.interpolate(images, size=(image_size, image_size), mode="bilinear", antialias=True,
-                               align_corners=False).clamp(0, 1)
+        images = F.interpolate(
+            images,
+            size=(image_size, image_size),
+            mode="bilinear",
+            antialias=True,
+            align_corners=False,
+        ).clamp(0, 1)
     return images
 
 
 def _check_positive(**values) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
@@ -104,16 +122,32 @@ def _check_common(model, target_grads, labels, batch_size, steps):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     if labels.dim() != 1 or labels.shape[0] != batch_size:
-        raise ValueError(f"labels must be (batch_size,) = ({batch_size},), got shape {tuple(labels.shape)}")
+        raise ValueError(
+            f"labels must be (batch_size,) = ({batch_size},), got shape {tuple(labels.shape)}"
+        )
     return target_grads
 
 
-def user_level_inversion(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor, prior, *,
-                         batch_size: int, steps: int, augment: Augmentation | None = None,
-                         tau_schedule: TauSchedule | None = None, zeta_schedule: ZetaSchedule | None = None,
-                         layer_window: LayerWindow | None = None, lr: float = 0.05, t_star: int = 200,
-                         matching_weight: float = 1.0, image_size: int | None = None, seed: int = 0,
-                         record_every: int = 50, progress: bool = False) -> AttackResult:
+def user_level_inversion(
+    model: nn.Module,
+    target_grads: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    prior,
+    *,
+    batch_size: int,
+    steps: int,
+    augment: Augmentation | None = None,
+    tau_schedule: TauSchedule | None = None,
+    zeta_schedule: ZetaSchedule | None = None,
+    layer_window: LayerWindow | None = None,
+    lr: float = 0.05,
+    t_star: int = 200,
+    matching_weight: float = 1.0,
+    image_size: int | None = None,
+    seed: int = 0,
+    record_every: int = 50,
+    progress: bool = False,
+) -> AttackResult:
     """Li et al.'s DiffULA: one representative image from a user's batch gradient (Algorithm 1).
 
     Args:
@@ -151,50 +185,106 @@ def user_level_inversion(model: nn.Module, target_grads: Sequence[torch.Tensor],
     target_grads = _check_common(model, target_grads, labels, batch_size, steps)
     channels = input_channels(model)
     if channels is not None and channels != prior.channels:
-        raise ValueError(f"prior makes {prior.channels}-channel images but the model's first convolution takes "
-                         f"{channels} channels; use a model and a prior with the same channels")
+        raise ValueError(
+            f"prior makes {prior.channels}-channel images but the model's first convolution takes "
+            f"{channels} channels; use a model and a prior with the same channels"
+        )
     augment, tau_schedule = augment or Augmentation(), tau_schedule or TauSchedule()
-    zeta_schedule, layer_window = zeta_schedule or ZetaSchedule(), layer_window or LayerWindow()
+    zeta_schedule, layer_window = (
+        zeta_schedule or ZetaSchedule(),
+        layer_window or LayerWindow(),
+    )
     _check_positive(lr=lr, matching_weight=matching_weight, record_every=record_every)
     if tau_schedule.t_max >= prior.num_timesteps:
-        raise ValueError(f"tau_schedule.t_max must be < the prior's T = {prior.num_timesteps}, got {tau_schedule.t_max}")
-    if isinstance(t_star, bool) or not isinstance(t_star, int) or not 0 <= t_star < prior.num_timesteps:
-        raise ValueError(f"t_star must be an int in [0, {prior.num_timesteps - 1}], got {t_star!r}")
+        raise ValueError(
+            f"tau_schedule.t_max must be < the prior's T = {prior.num_timesteps}, got {tau_schedule.t_max}"
+        )
+    if (
+        isinstance(t_star, bool)
+        or not isinstance(t_star, int)
+        or not 0 <= t_star < prior.num_timesteps
+    ):
+        raise ValueError(
+            f"t_star must be an int in [0, {prior.num_timesteps - 1}], got {t_star!r}"
+        )
     device, side = target_grads[0].device, image_size or prior.image_size
     start = time.perf_counter()
     generator = make_generator(seed)
     taus, zetas = tau_schedule.sample(steps, generator), zeta_schedule.values(steps)
-    x0 = torch.randn((1, prior.channels, prior.image_size, prior.image_size), generator=generator).to(device)
+    x0 = torch.randn(
+        (1, prior.channels, prior.image_size, prior.image_size), generator=generator
+    ).to(device)
 
     def objective(x: torch.Tensor, i: int) -> dict:
         """Algorithm 1, one step: g = g_p + clip(λ ∇d, ζ ||g_p||), handed to the loop as its gradient."""
         tau = int(taus[i])
         epsilon = torch.randn(x.shape, generator=generator).to(device)
-        prediction = prior.unet(add_noise(prior, x, epsilon, tau), torch.tensor([tau], device=device)).sample
+        prediction = prior.unet(
+            add_noise(prior, x, epsilon, tau), torch.tensor([tau], device=device)
+        ).sample
         prior_loss = (prediction - epsilon).pow(2).sum()
-        g_prior, = torch.autograd.grad(prior_loss, x)
+        (g_prior,) = torch.autograd.grad(prior_loss, x)
         batch = augment(to_classifier_input(x, side), batch_size, generator)
-        distance = matching_distance(model, target_grads, labels, batch,
-                                     layer_window.weights(len(target_grads), i / max(steps - 1, 1)))
-        g_gm, = torch.autograd.grad(matching_weight * distance, x)
+        distance = matching_distance(
+            model,
+            target_grads,
+            labels,
+            batch,
+            layer_window.weights(len(target_grads), i / max(steps - 1, 1)),
+        )
+        (g_gm,) = torch.autograd.grad(matching_weight * distance, x)
         ratio = (g_gm.norm() / (g_prior.norm() + 1e-12)).item()
-        return {"loss": distance.detach(), "grad": g_prior + clip_matching_gradient(g_gm, g_prior, float(zetas[i])),
-                "gradient_distance": distance.detach(), "prior_loss": prior_loss.detach(), "tau": tau,
-                "zeta": float(zetas[i]), "grad_ratio": ratio, "clip_scale": min(1.0, zetas[i] / max(ratio, 1e-30))}
+        return {
+            "loss": distance.detach(),
+            "grad": g_prior + clip_matching_gradient(g_gm, g_prior, float(zetas[i])),
+            "gradient_distance": distance.detach(),
+            "prior_loss": prior_loss.detach(),
+            "tau": tau,
+            "zeta": float(zetas[i]),
+            "grad_ratio": ratio,
+            "clip_scale": min(1.0, zetas[i] / max(ratio, 1e-30)),
+        }
 
     # Adam on g itself (no sign), no pixel box: x̂ lives in the prior's [−1, 1] scale (Graikos et al.)
-    result = optimise_images(objective, x0, iterations=steps, lr=lr, signed=False, box=None, record_every=record_every,
-                             labels=labels, progress=progress, desc="DiffULA")
+    result = optimise_images(
+        objective,
+        x0,
+        iterations=steps,
+        lr=lr,
+        signed=False,
+        box=None,
+        record_every=record_every,
+        labels=labels,
+        progress=progress,
+        desc="DiffULA",
+    )
     x = ddpm_denoise(prior, result.images.to(device), t_star, generator)
-    return AttackResult(images=to_classifier_input(x, side).cpu(), labels=result.labels, history=result.history,
-                        snapshots=[(t, to_classifier_input(image, side)) for t, image in result.snapshots],
-                        info=dict(result.info, seconds=time.perf_counter() - start))
+    return AttackResult(
+        images=to_classifier_input(x, side).cpu(),
+        labels=result.labels,
+        history=result.history,
+        snapshots=[
+            (t, to_classifier_input(image, side)) for t, image in result.snapshots
+        ],
+        info=dict(result.info, seconds=time.perf_counter() - start),
+    )
 
 
-def user_level_inverting_gradients(model: nn.Module, target_grads: Sequence[torch.Tensor], labels: torch.Tensor,
-                                   input_shape: Sequence[int], *, batch_size: int, steps: int,
-                                   augment: Augmentation | None = None, tv_weight: float = 1e-2, lr: float = 0.1,
-                                   seed: int = 0, record_every: int = 50, progress: bool = False) -> AttackResult:
+def user_level_inverting_gradients(
+    model: nn.Module,
+    target_grads: Sequence[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: Sequence[int],
+    *,
+    batch_size: int,
+    steps: int,
+    augment: Augmentation | None = None,
+    tv_weight: float = 1e-2,
+    lr: float = 0.1,
+    seed: int = 0,
+    record_every: int = 50,
+    progress: bool = False,
+) -> AttackResult:
     """The user-level baseline without a diffusion prior: one image x̂, Inverting Gradients' recipe.
 
     Same user-level objective as :func:`user_level_inversion` (B augmented copies of x̂, cosine
@@ -221,11 +311,23 @@ def user_level_inverting_gradients(model: nn.Module, target_grads: Sequence[torc
     generator = make_generator(seed)
 
     def user_level_distance(x: torch.Tensor) -> torch.Tensor:
-        return matching_distance(model, target_grads, labels, augment(x, batch_size, generator))
+        return matching_distance(
+            model, target_grads, labels, augment(x, batch_size, generator)
+        )
 
     start = time.perf_counter()
-    result = inverting_gradients(model, target_grads, labels, (1, *input_shape), iterations=steps,
-                                 tv_weight=tv_weight, lr=lr, seed=seed, record_every=record_every,
-                                 progress=progress, matching_distance=user_level_distance)
+    result = inverting_gradients(
+        model,
+        target_grads,
+        labels,
+        (1, *input_shape),
+        iterations=steps,
+        tv_weight=tv_weight,
+        lr=lr,
+        seed=seed,
+        record_every=record_every,
+        progress=progress,
+        matching_distance=user_level_distance,
+    )
     result.info["seconds"] = time.perf_counter() - start
     return result

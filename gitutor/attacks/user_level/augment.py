@@ -6,6 +6,7 @@ random parameters are drawn here from an explicit ``torch.Generator`` — the v2
 draw from torch's global generator, which would make runs depend on unrelated code. Gaussian noise is
 written out for the same reason (``v2.functional.gaussian_noise`` calls ``torch.randn_like``).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,16 +41,24 @@ class Augmentation:
     def __post_init__(self):
         for name in ("p", "noise_std", "jitter", "distortion", "blur_sigma"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            if (
+                not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.p > 1:
             raise ValueError(f"p must be a probability in [0, 1], got {self.p}")
         if self.jitter >= 1:
-            raise ValueError(f"jitter must be < 1 (factors 1 ± jitter stay positive), got {self.jitter}")
+            raise ValueError(
+                f"jitter must be < 1 (factors 1 ± jitter stay positive), got {self.jitter}"
+            )
         if self.blur_sigma < 0.1:
             raise ValueError(f"blur_sigma must be >= 0.1, got {self.blur_sigma}")
 
-    def __call__(self, image: torch.Tensor, copies: int, generator: torch.Generator) -> torch.Tensor:
+    def __call__(
+        self, image: torch.Tensor, copies: int, generator: torch.Generator
+    ) -> torch.Tensor:
         """``copies`` augmented versions ``(copies, C, H, W)`` of ``image`` ``(1, C, H, W)`` in [0, 1].
 
         Raises:
@@ -57,22 +66,36 @@ class Augmentation:
                 ``copies`` if < 1.
         """
         if image.dim() != 4 or image.shape[0] != 1:
-            raise ValueError(f"image must be (1, C, H, W), got shape {tuple(image.shape)}")
+            raise ValueError(
+                f"image must be (1, C, H, W), got shape {tuple(image.shape)}"
+            )
         check_layout(image.shape, "image")
         if copies < 1:
             raise ValueError(f"copies must be >= 1, got {copies}")
-        return torch.cat([self._one(image, generator) for _ in range(copies)]).clamp(0, 1)
+        return torch.cat([self._one(image, generator) for _ in range(copies)]).clamp(
+            0, 1
+        )
 
-    def _uniform(self, generator: torch.Generator, low: float, high: float, n: int = 1) -> list[float]:
-        return (low + (high - low) * torch.rand(n, generator=generator, dtype=torch.float64)).tolist()
+    def _uniform(
+        self, generator: torch.Generator, low: float, high: float, n: int = 1
+    ) -> list[float]:
+        return (
+            low + (high - low) * torch.rand(n, generator=generator, dtype=torch.float64)
+        ).tolist()
 
     def _one(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         apply = (torch.rand(4, generator=generator) < self.p).tolist()
         side = x.shape[-1]
         if apply[0]:
-            x = (x + self.noise_std * torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)).clamp(0, 1)
+            x = (
+                x
+                + self.noise_std
+                * torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
+            ).clamp(0, 1)
         if apply[1]:
-            brightness, contrast, saturation = self._uniform(generator, 1 - self.jitter, 1 + self.jitter, 3)
+            brightness, contrast, saturation = self._uniform(
+                generator, 1 - self.jitter, 1 + self.jitter, 3
+            )
             x = TF.adjust_contrast(TF.adjust_brightness(x, brightness), contrast)
             if x.shape[1] == 3:
                 x = TF.adjust_saturation(x, saturation)
@@ -80,7 +103,10 @@ class Augmentation:
             shift = self.distortion * (side - 1)
             corners = [[0, 0], [side - 1, 0], [side - 1, side - 1], [0, side - 1]]
             offsets = self._uniform(generator, -shift, shift, 8)
-            moved = [[round(c[0] + offsets[2 * k]), round(c[1] + offsets[2 * k + 1])] for k, c in enumerate(corners)]
+            moved = [
+                [round(c[0] + offsets[2 * k]), round(c[1] + offsets[2 * k + 1])]
+                for k, c in enumerate(corners)
+            ]
             x = TF.perspective(x, corners, moved)
         if apply[3]:
             sigma = self._uniform(generator, 0.1, self.blur_sigma)[0]

@@ -4,6 +4,7 @@ to any other user's?
 
 Intervals come from :mod:`gitutor.stats` (Student-t 95 %), as in every chapter.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -19,25 +20,41 @@ from gitutor.stats import interval
 
 @lru_cache(maxsize=1)
 def _lpips_available() -> bool:
-    return lpips_or_none(torch.zeros(1, 3, 16, 16), torch.zeros(1, 3, 16, 16)) is not None
+    return (
+        lpips_or_none(torch.zeros(1, 3, 16, 16), torch.zeros(1, 3, 16, 16)) is not None
+    )
 
 
 def paired_scores(x: torch.Tensor, y: torch.Tensor) -> dict[str, float | None]:
     """MSE, PSNR (dB), SSIM and LPIPS (None without its weights) of x[i] against y[i], averaged over i."""
     lpips = lpips_distance(x, y) if _lpips_available() else None
-    return {"mse": float(mse(x, y).mean()), "psnr": float(psnr(x, y).mean()), "ssim": float(ssim(x, y).mean()),
-            "lpips": None if lpips is None else float(lpips.mean())}
+    return {
+        "mse": float(mse(x, y).mean()),
+        "psnr": float(psnr(x, y).mean()),
+        "ssim": float(ssim(x, y).mean()),
+        "lpips": None if lpips is None else float(lpips.mean()),
+    }
 
 
 def _check_representative(representative: torch.Tensor, batch: torch.Tensor) -> None:
     check_images(batch, "batch")
-    check_images(representative, "representative", in_range=False)  # a reconstruction: clipped by the metrics
-    if representative.dim() != 4 or representative.shape[0] != 1 or representative.shape[1:] != batch.shape[1:]:
-        raise ValueError(f"representative must be (1, {', '.join(map(str, batch.shape[1:]))}), "
-                         f"got {tuple(representative.shape)}")
+    check_images(
+        representative, "representative", in_range=False
+    )  # a reconstruction: clipped by the metrics
+    if (
+        representative.dim() != 4
+        or representative.shape[0] != 1
+        or representative.shape[1:] != batch.shape[1:]
+    ):
+        raise ValueError(
+            f"representative must be (1, {', '.join(map(str, batch.shape[1:]))}), "
+            f"got {tuple(representative.shape)}"
+        )
 
 
-def representative_scores(representative: torch.Tensor, batch: torch.Tensor) -> dict[str, float | None]:
+def representative_scores(
+    representative: torch.Tensor, batch: torch.Tensor
+) -> dict[str, float | None]:
     """Scores of one image ``(1, C, H, W)`` against every image of the user's ``batch``
     ``(B, C, H, W)`` in [0, 1], averaged (Table 1a).
 
@@ -62,13 +79,18 @@ def intra_user_scores(batch: torch.Tensor) -> dict[str, float | None]:
     """
     check_images(batch, "batch")
     if batch.dim() != 4 or batch.shape[0] < 2:
-        raise ValueError(f"batch must be (B >= 2, C, H, W), got shape {tuple(batch.shape)}")
+        raise ValueError(
+            f"batch must be (B >= 2, C, H, W), got shape {tuple(batch.shape)}"
+        )
     i, j = torch.triu_indices(len(batch), len(batch), offset=1)
     return paired_scores(batch[i], batch[j])
 
 
-def user_distance_matrix(representatives: Sequence[torch.Tensor], batches: Sequence[torch.Tensor],
-                         metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = mse) -> np.ndarray:
+def user_distance_matrix(
+    representatives: Sequence[torch.Tensor],
+    batches: Sequence[torch.Tensor],
+    metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = mse,
+) -> np.ndarray:
     """``(U, U)`` matrix: entry [i, j] = metric of representative i against user j's photos, averaged.
 
     ``metric`` maps two equal-shape batches to per-image values (``gitutor.metrics.mse``, ``ssim``).
@@ -78,12 +100,18 @@ def user_distance_matrix(representatives: Sequence[torch.Tensor], batches: Seque
             [0, 1], ``representative`` for a bad shape (as :func:`representative_scores`).
     """
     if len(representatives) != len(batches) or len(batches) < 2:
-        raise ValueError(f"batches must hold >= 2 users, one per representative; got {len(batches)} batches "
-                         f"for {len(representatives)} representatives")
+        raise ValueError(
+            f"batches must hold >= 2 users, one per representative; got {len(batches)} batches "
+            f"for {len(representatives)} representatives"
+        )
     for rep, batch in zip(representatives, batches):
         _check_representative(rep, batch)
-    return np.array([[float(metric(rep.expand_as(batch), batch).mean()) for batch in batches]
-                     for rep in representatives])
+    return np.array(
+        [
+            [float(metric(rep.expand_as(batch), batch).mean()) for batch in batches]
+            for rep in representatives
+        ]
+    )
 
 
 def own_user_matches(matrix: np.ndarray, better: str = "lower") -> list[bool]:
@@ -95,7 +123,9 @@ def own_user_matches(matrix: np.ndarray, better: str = "lower") -> list[bool]:
     """
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
-        raise ValueError(f"matrix must be square with >= 2 users, got shape {matrix.shape}")
+        raise ValueError(
+            f"matrix must be square with >= 2 users, got shape {matrix.shape}"
+        )
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
     signed = matrix if better == "lower" else -matrix
@@ -136,9 +166,15 @@ def interval_ordering(groups: Sequence[tuple[str, Sequence[float]]]) -> str:
         ValueError: naming ``groups`` with fewer than two groups (or as :func:`mean_interval`).
     """
     if len(groups) < 2:
-        raise ValueError(f"groups must hold >= 2 (name, values) pairs, got {len(groups)}")
+        raise ValueError(
+            f"groups must hold >= 2 (name, values) pairs, got {len(groups)}"
+        )
     intervals = [mean_interval(values) for _, values in groups]
     pairs = list(zip(intervals, intervals[1:]))
     if any(m1 - h1 > m2 + h2 for (m1, h1), (m2, h2) in pairs):
         return "reversed"
-    return "holds" if all(m1 + h1 < m2 - h2 for (m1, h1), (m2, h2) in pairs) else "not resolved at this budget"
+    return (
+        "holds"
+        if all(m1 + h1 < m2 - h2 for (m1, h1), (m2, h2) in pairs)
+        else "not resolved at this budget"
+    )

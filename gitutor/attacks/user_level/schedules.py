@@ -3,6 +3,7 @@ and the sliding layer window of the matching term (§2.3.2).
 
 All three are frozen dataclasses; bad settings raise ``ValueError`` naming the field.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,14 +45,22 @@ class TauSchedule:
 
     def __post_init__(self):
         for name in ("t_max", "t_min", "noise", "num_timesteps"):
-            if not isinstance(getattr(self, name), (int, np.integer)) or isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be an integer, got {getattr(self, name)!r}")
+            if not isinstance(getattr(self, name), (int, np.integer)) or isinstance(
+                getattr(self, name), bool
+            ):
+                raise ValueError(
+                    f"{name} must be an integer, got {getattr(self, name)!r}"
+                )
         if self.num_timesteps < 1:
             raise ValueError(f"num_timesteps must be >= 1, got {self.num_timesteps}")
         if not 0 <= self.t_max < self.num_timesteps:
-            raise ValueError(f"t_max must be in [0, num_timesteps - 1] = [0, {self.num_timesteps - 1}], got {self.t_max}")
+            raise ValueError(
+                f"t_max must be in [0, num_timesteps - 1] = [0, {self.num_timesteps - 1}], got {self.t_max}"
+            )
         if not 0 <= self.t_min <= self.t_max:
-            raise ValueError(f"t_min must be in [0, t_max] = [0, {self.t_max}], got {self.t_min}")
+            raise ValueError(
+                f"t_min must be in [0, t_max] = [0, {self.t_max}], got {self.t_min}"
+            )
         if self.noise < 0:
             raise ValueError(f"noise must be >= 0, got {self.noise}")
 
@@ -62,14 +71,21 @@ class TauSchedule:
 
     def sample(self, steps: int, generator: torch.Generator) -> torch.Tensor:
         """``(steps,)`` int64 diffusion times with uniform noise drawn from ``generator``."""
-        jitter = torch.randint(-self.noise, self.noise + 1, (steps,), generator=generator)
+        jitter = torch.randint(
+            -self.noise, self.noise + 1, (steps,), generator=generator
+        )
         tau = torch.as_tensor(np.rint(self.mean(steps)), dtype=torch.int64) + jitter
         return tau.clamp(self.t_min, self.t_max)
 
 
 def _check_positive(**values: float) -> None:
     for name, value in values.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
@@ -128,6 +144,10 @@ class LayerWindow:
             raise ValueError(f"fraction must be in [0, 1], got {fraction}")
         edge = (num_tensors - 1) * (1 - min(1.0, fraction / self.open_at))
         layer = torch.arange(num_tensors, dtype=torch.float64)
-        rising = 0.54 - 0.46 * torch.cos(math.pi * (layer - edge + self.width) / self.width)
+        rising = 0.54 - 0.46 * torch.cos(
+            math.pi * (layer - edge + self.width) / self.width
+        )
         weights = torch.where(layer >= edge, torch.ones_like(layer), rising)
-        return torch.where(layer < edge - self.width, torch.zeros_like(layer), weights).float()
+        return torch.where(
+            layer < edge - self.width, torch.zeros_like(layer), weights
+        ).float()

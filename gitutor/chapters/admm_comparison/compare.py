@@ -10,6 +10,7 @@ same dummy (one seed). ``increment_attacks`` runs the two attacks on the increme
 (ρ, E), for the like-for-like ablation of more local steps. ``scores`` and ``log_gaps`` summarise them
 (95 % intervals: ``gap_intervals``).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,11 +35,29 @@ ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)", "cosine
 MSE_FLOOR = 1e-12
 
 
-def _sent(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, rho: float, lr: float,
-          local_steps: int) -> list[list[torch.Tensor]]:
+def _sent(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+) -> list[list[torch.Tensor]]:
     """−Δ/η of the first FedADMM round of one client per image (w = z, π = 0, E = ``local_steps``)."""
-    return [list(first_round(model, images[i:i + 1], labels[i:i + 1], rho=rho, lr=lr,
-                             local_steps=local_steps).public["pseudo_gradient"]) for i in range(len(images))]
+    return [
+        list(
+            first_round(
+                model,
+                images[i : i + 1],
+                labels[i : i + 1],
+                rho=rho,
+                lr=lr,
+                local_steps=local_steps,
+            ).public["pseudo_gradient"]
+        )
+        for i in range(len(images))
+    ]
 
 
 def _sign(model: nn.Module, targets: Sequence[Sequence[torch.Tensor]]) -> torch.Tensor:
@@ -47,24 +66,51 @@ def _sign(model: nn.Module, targets: Sequence[Sequence[torch.Tensor]]) -> torch.
     return torch.tensor([idlg_label(t[fc]) for t in targets], dtype=torch.int64)
 
 
-def _cosine(model: nn.Module, sent: Sequence[Sequence[torch.Tensor]], shape: tuple, *, seed: int,
-            cosine_iterations: int, tv_weight: float) -> list[AttackResult]:
+def _cosine(
+    model: nn.Module,
+    sent: Sequence[Sequence[torch.Tensor]],
+    shape: tuple,
+    *,
+    seed: int,
+    cosine_iterations: int,
+    tv_weight: float,
+) -> list[AttackResult]:
     """Cosine matching (Inverting Gradients) on every −Δ/η of ``sent``, label from the sign rule."""
-    return batched_inverting_gradients([model] * len(sent), sent, _sign(model, sent), shape, seeds=[seed] * len(sent),
-                                       iterations=cosine_iterations, tv_weight=tv_weight,
-                                       record_every=max(1, cosine_iterations // 4))
+    return batched_inverting_gradients(
+        [model] * len(sent),
+        sent,
+        _sign(model, sent),
+        shape,
+        seeds=[seed] * len(sent),
+        iterations=cosine_iterations,
+        tv_weight=tv_weight,
+        record_every=max(1, cosine_iterations // 4),
+    )
 
 
 def _check_batch(images: torch.Tensor, labels: torch.Tensor) -> int:
     n = len(images)
     if n < 1 or len(labels) != n:
-        raise ValueError(f"images and labels must hold the same number ≥ 1 of items, got {n} and {len(labels)}")
+        raise ValueError(
+            f"images and labels must hold the same number ≥ 1 of items, got {n} and {len(labels)}"
+        )
     return n
 
 
-def compare_kind(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, rho: float, lr: float,
-                 local_steps: int, iterations: int, seed: int, record_every: int, cosine_iterations: int,
-                 tv_weight: float) -> list[dict[str, AttackResult]]:
+def compare_kind(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    iterations: int,
+    seed: int,
+    record_every: int,
+    cosine_iterations: int,
+    tv_weight: float,
+) -> list[dict[str, AttackResult]]:
     """Every attack of :data:`ATTACKS` on every image of ``images`` ``(n, C, H, W)`` (labels ``(n,)``), one
     client per image in the first FedADMM round of ``model`` (a DLG LeNet). The L-BFGS attacks run
     ``iterations`` steps, cosine matching ``cosine_iterations`` Adam steps with α_TV = ``tv_weight``.
@@ -76,24 +122,60 @@ def compare_kind(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *
         ValueError: for fewer than one image, or as the attacks (e.g. a model that is not a DLG LeNet).
     """
     n = _check_batch(images, labels)
-    fc_weight_index(model)  # raises for a model that is not a DLG LeNet, before anything runs
+    fc_weight_index(
+        model
+    )  # raises for a model that is not a DLG LeNet, before anything runs
     shape, classes = tuple(images.shape[1:]), model.fc.out_features
-    grads = [client_gradients(model, images[i:i + 1], labels[i:i + 1]) for i in range(n)]
+    grads = [
+        client_gradients(model, images[i : i + 1], labels[i : i + 1]) for i in range(n)
+    ]
     sent = _sent(model, images, labels, rho=rho, lr=lr, local_steps=local_steps)
     half = [[p / 2 for p in s] for s in sent]
     options = dict(iterations=iterations, record_every=record_every)
-    free = batched_dlg([model] * 3 * n, grads + sent + half, shape, classes, seeds=[seed] * 3 * n, **options)
-    fixed = batched_dlg([model] * 2 * n, grads + sent, shape, classes, seeds=[seed] * 2 * n,
-                        labels=torch.cat([_sign(model, grads), _sign(model, sent)]), **options)
-    cosine = _cosine(model, sent, shape, seed=seed, cosine_iterations=cosine_iterations, tv_weight=tv_weight)
-    runs = [free[:n], fixed[:n], free[n:2 * n], fixed[n:], free[2 * n:], cosine]
-    return [{name: results[i] for name, results in zip(ATTACKS, runs)} for i in range(n)]
+    free = batched_dlg(
+        [model] * 3 * n,
+        grads + sent + half,
+        shape,
+        classes,
+        seeds=[seed] * 3 * n,
+        **options,
+    )
+    fixed = batched_dlg(
+        [model] * 2 * n,
+        grads + sent,
+        shape,
+        classes,
+        seeds=[seed] * 2 * n,
+        labels=torch.cat([_sign(model, grads), _sign(model, sent)]),
+        **options,
+    )
+    cosine = _cosine(
+        model,
+        sent,
+        shape,
+        seed=seed,
+        cosine_iterations=cosine_iterations,
+        tv_weight=tv_weight,
+    )
+    runs = [free[:n], fixed[:n], free[n : 2 * n], fixed[n:], free[2 * n :], cosine]
+    return [
+        {name: results[i] for name, results in zip(ATTACKS, runs)} for i in range(n)
+    ]
 
 
-def increment_attacks(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
-                      settings: Sequence[tuple[float, int]], *, lr: float, iterations: int, seed: int,
-                      record_every: int, cosine_iterations: int, tv_weight: float
-                      ) -> list[list[dict[str, AttackResult]]]:
+def increment_attacks(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    settings: Sequence[tuple[float, int]],
+    *,
+    lr: float,
+    iterations: int,
+    seed: int,
+    record_every: int,
+    cosine_iterations: int,
+    tv_weight: float,
+) -> list[list[dict[str, AttackResult]]]:
     """The two round-1 attacks on the increment that :func:`compare_kind` runs at the chapter's E,
     :data:`ON_INCREMENT` (DLG on −Δ/(2η), cosine matching on −Δ/η), at every ``(ρ, E)`` of ``settings``
     on the same images ``(n, C, H, W)`` (labels ``(n,)``), model, dummy seed and budgets: the like-for-like
@@ -108,35 +190,63 @@ def increment_attacks(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     n = _check_batch(images, labels)
     if not settings:
         raise ValueError("settings must hold at least one (rho, local_steps) pair")
-    fc_weight_index(model)  # raises for a model that is not a DLG LeNet, before anything runs
+    fc_weight_index(
+        model
+    )  # raises for a model that is not a DLG LeNet, before anything runs
     shape, classes = tuple(images.shape[1:]), model.fc.out_features
-    sent = [s for rho, steps in settings for s in _sent(model, images, labels, rho=rho, lr=lr, local_steps=steps)]
+    sent = [
+        s
+        for rho, steps in settings
+        for s in _sent(model, images, labels, rho=rho, lr=lr, local_steps=steps)
+    ]
     half = [[p / 2 for p in s] for s in sent]
-    dlg = batched_dlg([model] * len(half), half, shape, classes, seeds=[seed] * len(half), iterations=iterations,
-                      record_every=record_every)
-    cosine = _cosine(model, sent, shape, seed=seed, cosine_iterations=cosine_iterations, tv_weight=tv_weight)
+    dlg = batched_dlg(
+        [model] * len(half),
+        half,
+        shape,
+        classes,
+        seeds=[seed] * len(half),
+        iterations=iterations,
+        record_every=record_every,
+    )
+    cosine = _cosine(
+        model,
+        sent,
+        shape,
+        seed=seed,
+        cosine_iterations=cosine_iterations,
+        tv_weight=tv_weight,
+    )
     found = [dict(zip(ON_INCREMENT, pair)) for pair in zip(dlg, cosine)]
-    return [found[k * n:(k + 1) * n] for k in range(len(settings))]
+    return [found[k * n : (k + 1) * n] for k in range(len(settings))]
 
 
-def scores(runs: Sequence[Mapping[str, AttackResult]], images: torch.Tensor) -> dict[str, list[tuple[float, float]]]:
+def scores(
+    runs: Sequence[Mapping[str, AttackResult]], images: torch.Tensor
+) -> dict[str, list[tuple[float, float]]]:
     """``{attack: [(MSE, PSNR dB) per image]}`` of the final images clipped to [0, 1] against ``images``."""
     out = {name: [] for name in runs[0]}
     for i, results in enumerate(runs):
-        truth = images[i:i + 1].cpu()
+        truth = images[i : i + 1].cpu()
         for name, result in results.items():
             found = result.images.clamp(0, 1)
             out[name].append((float(mse(found, truth)), float(psnr(found, truth))))
     return out
 
 
-def log_gaps(table: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, list[float]]:
+def log_gaps(
+    table: Mapping[str, Sequence[tuple[float, float]]],
+) -> dict[str, list[float]]:
     """Per image, log10(MSE of X-ADMM / MSE of X) for X = DLG and iDLG, and ``"both"``: the smaller of
     the two (ADMM resists DLG and iDLG only as far as both gaps are large). MSEs floored at
     :data:`MSE_FLOOR`."""
     log = lambda value: math.log10(max(value, MSE_FLOOR))  # noqa: E731
-    gaps = {name: [log(a[0]) - log(b[0]) for a, b in zip(table[f"{name}-ADMM"], table[name])]
-            for name in ("DLG", "iDLG")}
+    gaps = {
+        name: [
+            log(a[0]) - log(b[0]) for a, b in zip(table[f"{name}-ADMM"], table[name])
+        ]
+        for name in ("DLG", "iDLG")
+    }
     gaps["both"] = [min(a, b) for a, b in zip(gaps["DLG"], gaps["iDLG"])]
     return gaps
 

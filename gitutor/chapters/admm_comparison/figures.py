@@ -6,6 +6,7 @@ loss per step).
 :func:`gitutor.chapters.admm_comparison.rounds.attack_first_round`; ``data`` is ``{kind: (images, labels)}`` from
 :func:`~gitutor.chapters.admm_comparison.rounds.load_kinds`. Images are shown clipped to [0, 1].
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -36,11 +37,18 @@ def data_figure(data: Mapping, count: int):
     """
     if not data or count < 1:
         raise ValueError("data must hold at least one kind and count must be ≥ 1")
-    fig, axes = plt.subplots(len(data), count, figsize=(0.85 * count + 1.4, 1.45 * len(data)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(data), count, figsize=(0.85 * count + 1.4, 1.45 * len(data)), squeeze=False
+    )
     for row, (kind, (images, labels)) in enumerate(data.items()):
         for col in range(count):
             ax = axes[row, col]
-            ax.imshow(images[col].permute(1, 2, 0).squeeze(-1).clamp(0, 1), cmap="gray", vmin=0, vmax=1)
+            ax.imshow(
+                images[col].permute(1, 2, 0).squeeze(-1).clamp(0, 1),
+                cmap="gray",
+                vmin=0,
+                vmax=1,
+            )
             ax.set_title(f"{int(labels[col])}", fontsize=TEXT_SIZE)
             ax.set_xticks([]), ax.set_yticks([])
         axes[row, 0].set_ylabel(_short(kind))
@@ -53,11 +61,22 @@ def final_grid(runs: Mapping, data: Mapping, kind: str, count: int):
     per attack with its final reconstruction (clipped to [0, 1]), each row named on its left. Returns the
     figure."""
     names = ["truth", *runs[kind, 0]]
-    fig, axes = plt.subplots(len(names), count, figsize=(0.7 * count + 2.6, 0.75 * len(names) + 0.6), squeeze=False)
+    fig, axes = plt.subplots(
+        len(names),
+        count,
+        figsize=(0.7 * count + 2.6, 0.75 * len(names) + 0.6),
+        squeeze=False,
+    )
     for row, name in enumerate(names):
         for col in range(count):
-            image = data[kind][0][col] if name == "truth" else runs[kind, col][name].images[0].clamp(0, 1)
-            axes[row, col].imshow(image.permute(1, 2, 0).squeeze(-1).cpu(), cmap="gray", vmin=0, vmax=1)
+            image = (
+                data[kind][0][col]
+                if name == "truth"
+                else runs[kind, col][name].images[0].clamp(0, 1)
+            )
+            axes[row, col].imshow(
+                image.permute(1, 2, 0).squeeze(-1).cpu(), cmap="gray", vmin=0, vmax=1
+            )
             axes[row, col].set_xticks([]), axes[row, col].set_yticks([])
         axes[row, 0].set_ylabel(name)
     fig.suptitle(f"{_short(kind)}: final reconstructions")
@@ -70,8 +89,17 @@ def reconstruction_strips(runs: Mapping, data: Mapping, columns: int = 6) -> lis
     figures, one per kind."""
     figures = []
     for kind, (images, _) in data.items():
-        snapshots = {name: result.snapshots for name, result in runs[kind, 0].items() if name in MATCHING_LOSS}
-        fig = stacked_strip(snapshots, images[:1], columns=columns, title=f"{_short(kind)}: over L-BFGS steps")
+        snapshots = {
+            name: result.snapshots
+            for name, result in runs[kind, 0].items()
+            if name in MATCHING_LOSS
+        }
+        fig = stacked_strip(
+            snapshots,
+            images[:1],
+            columns=columns,
+            title=f"{_short(kind)}: over L-BFGS steps",
+        )
         fig.set_size_inches(1.1 * (columns + 1) + 2.6, 1.1 * len(snapshots) + 0.8)
         figures.append(legible(fig, horizontal_labels=True))
     return figures
@@ -84,16 +112,39 @@ def attack_curves(runs: Mapping, data: Mapping):
     minimises another loss) per step, both on log axes. Returns the figure."""
     fig, axes = plt.subplots(len(data), 2, figsize=(10, 3.6 * len(data)), squeeze=False)
     for row, (kind, (images, _)) in enumerate(data.items()):
-        matched, truth = {name: r for name, r in runs[kind, 0].items() if name in MATCHING_LOSS}, images[:1]
+        matched, truth = (
+            {name: r for name, r in runs[kind, 0].items() if name in MATCHING_LOSS},
+            images[:1],
+        )
         steps = {name: [s for s, _ in r.snapshots] for name, r in matched.items()}
-        plot_curves({name: snapshot_curve(r, truth, mse) for name, r in matched.items()}, x=steps, logy=True,
-                    xlabel="L-BFGS step", ylabel="MSE to the truth", title=f"{_short(kind)}: MSE", ax=axes[row, 0])
-        plot_curves({name: r.history["loss"] for name, r in matched.items()}, logy=True, xlabel="L-BFGS step",
-                    ylabel="matching loss D", title=f"{_short(kind)}: loss", ax=axes[row, 1])
+        plot_curves(
+            {name: snapshot_curve(r, truth, mse) for name, r in matched.items()},
+            x=steps,
+            logy=True,
+            xlabel="L-BFGS step",
+            ylabel="MSE to the truth",
+            title=f"{_short(kind)}: MSE",
+            ax=axes[row, 0],
+        )
+        plot_curves(
+            {name: r.history["loss"] for name, r in matched.items()},
+            logy=True,
+            xlabel="L-BFGS step",
+            ylabel="matching loss D",
+            title=f"{_short(kind)}: loss",
+            ax=axes[row, 1],
+        )
     handles, labels = axes[0, 0].get_legend_handles_labels()
     for ax in axes.flat:
         if ax.get_legend() is not None:
             ax.get_legend().remove()  # one legend for the figure, above it (clear of the curves)
     legible(fig)
-    fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 1.0), fontsize=TEXT_SIZE)
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=3,
+        bbox_to_anchor=(0.5, 1.0),
+        fontsize=TEXT_SIZE,
+    )
     return fig

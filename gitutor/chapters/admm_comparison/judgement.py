@@ -10,6 +10,7 @@ the whole interval lies above ½, *consistent* when it lies below ½, else not r
 (:func:`kind_judgements`). Kinds are never pooled into one verdict: the headline says what each kind
 shows (:func:`claim_outcome`).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,12 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_scores, start_images
+from gitutor.controls import (
+    RECOGNISABLE_PSNR,
+    check_threshold,
+    control_scores,
+    start_images,
+)
 from gitutor.metrics import psnr
 from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
@@ -30,8 +36,10 @@ START = "N(0, 1) start"
 ON_GRADIENT = ("DLG", "iDLG")
 
 
-def best_on_increment(table: Mapping[str, Sequence[tuple[float, float]]],
-                      attacks: Sequence[str] = ON_INCREMENT) -> list[float]:
+def best_on_increment(
+    table: Mapping[str, Sequence[tuple[float, float]]],
+    attacks: Sequence[str] = ON_INCREMENT,
+) -> list[float]:
     """Per image, the highest PSNR (dB) of ``attacks`` (``table``: ``{attack: [(MSE, PSNR)] per image}``).
 
     Raises:
@@ -39,7 +47,9 @@ def best_on_increment(table: Mapping[str, Sequence[tuple[float, float]]],
     """
     columns = [[psnr for _, psnr in table[name]] for name in attacks]
     if len({len(c) for c in columns}) != 1:
-        raise ValueError(f"the attacks {attacks} must score the same images, got {[len(c) for c in columns]}")
+        raise ValueError(
+            f"the attacks {attacks} must score the same images, got {[len(c) for c in columns]}"
+        )
     return [max(values) for values in zip(*columns)]
 
 
@@ -51,8 +61,10 @@ def judge(rate: Interval) -> str:
     return "consistent" if rate.high < 0.5 else "not resolved"
 
 
-def kind_judgements(tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
-                    threshold: float = RECOGNISABLE_PSNR) -> dict[str, dict]:
+def kind_judgements(
+    tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
+    threshold: float = RECOGNISABLE_PSNR,
+) -> dict[str, dict]:
     """Per data kind: ``increment`` and ``gradient`` (:func:`gitutor.stats.success_interval` of images with
     PSNR ≥ ``threshold`` dB by the best attack of :data:`ON_INCREMENT` / :data:`ON_GRADIENT`), ``count``
     (images recognisable from the increment), ``n`` and ``verdict`` (:func:`judge` of ``increment``)."""
@@ -61,8 +73,14 @@ def kind_judgements(tables: Mapping[str, Mapping[str, Sequence[tuple[float, floa
         on_increment = [p >= threshold for p in best_on_increment(table)]
         on_gradient = [p >= threshold for p in best_on_increment(table, ON_GRADIENT)]
         rate = success_interval(on_increment)
-        out[kind] = {"increment": rate, "gradient": success_interval(on_gradient), "count": sum(on_increment),
-                     "gradient_count": sum(on_gradient), "n": len(on_increment), "verdict": judge(rate)}
+        out[kind] = {
+            "increment": rate,
+            "gradient": success_interval(on_gradient),
+            "count": sum(on_increment),
+            "gradient_count": sum(on_gradient),
+            "n": len(on_increment),
+            "verdict": judge(rate),
+        }
     return out
 
 
@@ -73,28 +91,56 @@ def claim_outcome(judgements: Mapping[str, Mapping]) -> str:
     verdicts = [j["verdict"] for j in judgements.values()]
     if "refuted" in verdicts:
         return "refuted"
-    return "consistent" if verdicts and all(v == "consistent" for v in verdicts) else "not resolved"
+    return (
+        "consistent"
+        if verdicts and all(v == "consistent" for v in verdicts)
+        else "not resolved"
+    )
 
 
 def kinds_text(judgements: Mapping[str, Mapping], names: Mapping[str, str]) -> str:
     """``"digits 10/10 (refuted), photographs 6/10 (not resolved), …"``: per kind, images recognisable from the
     increment and the kind's verdict (the short name before any bracket)."""
-    return ", ".join(f"{names[kind].split(' (')[0]} {j['count']}/{j['n']} ({j['verdict']})"
-                     for kind, j in judgements.items())
+    return ", ".join(
+        f"{names[kind].split(' (')[0]} {j['count']}/{j['n']} ({j['verdict']})"
+        for kind, j in judgements.items()
+    )
 
 
-def kind_table(judgements: Mapping[str, Mapping], names: Mapping[str, str], threshold: float) -> str:
+def kind_table(
+    judgements: Mapping[str, Mapping], names: Mapping[str, str], threshold: float
+) -> str:
     """Markdown table: per kind, images recognisable from the gradient (best of DLG, iDLG) and from the increment
     (best of :data:`ON_INCREMENT`), the latter's 95 % Wilson interval, and the kind's verdict on the claim."""
-    rows = [[names[kind], f"{j['gradient_count']} / {j['n']}", f"{j['count']} / {j['n']}",
-             f"[{j['increment'].low:.2f}, {j['increment'].high:.2f}]", j["verdict"]]
-            for kind, j in judgements.items()]
-    return markdown_table(["data", f"from ∇f (≥ {threshold:.0f} dB)", "from −Δ/η", "95 % Wilson",
-                           "“ADMM may protect privacy”"], rows)
+    rows = [
+        [
+            names[kind],
+            f"{j['gradient_count']} / {j['n']}",
+            f"{j['count']} / {j['n']}",
+            f"[{j['increment'].low:.2f}, {j['increment'].high:.2f}]",
+            j["verdict"],
+        ]
+        for kind, j in judgements.items()
+    ]
+    return markdown_table(
+        [
+            "data",
+            f"from ∇f (≥ {threshold:.0f} dB)",
+            "from −Δ/η",
+            "95 % Wilson",
+            "“ADMM may protect privacy”",
+        ],
+        rows,
+    )
 
 
-def control_table(data: Mapping[str, tuple[torch.Tensor, torch.Tensor]], count: int, names: Mapping[str, str],
-                  threshold: float = RECOGNISABLE_PSNR, seed: int = 0) -> tuple[str, float]:
+def control_table(
+    data: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
+    count: int,
+    names: Mapping[str, str],
+    threshold: float = RECOGNISABLE_PSNR,
+    seed: int = 0,
+) -> tuple[str, float]:
     """The book's controls (:func:`gitutor.controls.control_scores`: mean colour, 4×4 thumbnail, batch mean, a
     different image) and the attacks' own start, x' ~ N(0, 1) clipped to [0, 1] (DLG Algorithm 1, line 2;
     :func:`gitutor.controls.start_images` from ``seed``), on the first ``count`` images of every kind: a
@@ -113,12 +159,23 @@ def control_table(data: Mapping[str, tuple[torch.Tensor, torch.Tensor]], count: 
         scores = control_scores(images)
         scores[START] = psnr(start["noise clamp(N(0, 1), 0, 1), pixels"], images)
         best = max(best, check_threshold(scores, threshold))
-        rows.append([names[kind], *(f"{float(v.max()):.1f} ({float(v.median()):.1f})" for v in scores.values())])
-    headers = ["data", *scores]  # each cell: highest (median) over the kind's images, dB
+        rows.append(
+            [
+                names[kind],
+                *(
+                    f"{float(v.max()):.1f} ({float(v.median()):.1f})"
+                    for v in scores.values()
+                ),
+            ]
+        )
+    headers = [
+        "data",
+        *scores,
+    ]  # each cell: highest (median) over the kind's images, dB
     return markdown_table(headers, rows), best
 
 
 def relative_gap(cosine: float, ratio: float) -> float:
     """‖a − 2g‖ / ‖2g‖ from cos(a, g) and ‖a‖ / ‖g‖ (law of cosines): how far −Δ/η = a lies from twice the
     gradient g, the quantity of Exercise 7.2, from one cell of the chapter's cosine table."""
-    return math.sqrt(max(ratio ** 2 + 4 - 4 * cosine * ratio, 0.0)) / 2
+    return math.sqrt(max(ratio**2 + 4 - 4 * cosine * ratio, 0.0)) / 2

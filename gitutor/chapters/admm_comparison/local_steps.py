@@ -10,6 +10,7 @@ the paired change in PSNR against ``base`` image by image (:func:`gitutor.paired
 mean and 95 % Student-t interval). The report's conclusion is read for each setting by the same rule as
 the main table (:func:`~gitutor.chapters.admm_comparison.judgement.judge`).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -19,23 +20,36 @@ from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
 from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
-from gitutor.chapters.admm_comparison.judgement import ON_INCREMENT, best_on_increment, judge
+from gitutor.chapters.admm_comparison.judgement import (
+    ON_INCREMENT,
+    best_on_increment,
+    judge,
+)
 
 #: The better of the two attacks, per image (:func:`~gitutor.chapters.admm_comparison.judgement.best_on_increment`).
 BETTER = "better of the two"
 
 
-def _psnrs(table: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, list[float]]:
-    return {**{name: [p for _, p in table[name]] for name in ON_INCREMENT}, BETTER: best_on_increment(table)}
+def _psnrs(
+    table: Mapping[str, Sequence[tuple[float, float]]],
+) -> dict[str, list[float]]:
+    return {
+        **{name: [p for _, p in table[name]] for name in ON_INCREMENT},
+        BETTER: best_on_increment(table),
+    }
 
 
 def _direction(change: Interval) -> str:
-    return "higher" if change.low > 0 else "lower" if change.high < 0 else "not resolved"
+    return (
+        "higher" if change.low > 0 else "lower" if change.high < 0 else "not resolved"
+    )
 
 
-def summarise(base: Mapping[str, Sequence[tuple[float, float]]],
-              more: Mapping[tuple[float, int], Mapping[str, Sequence[tuple[float, float]]]],
-              threshold: float) -> dict[tuple[float, int], dict]:
+def summarise(
+    base: Mapping[str, Sequence[tuple[float, float]]],
+    more: Mapping[tuple[float, int], Mapping[str, Sequence[tuple[float, float]]]],
+    threshold: float,
+) -> dict[tuple[float, int], dict]:
     """Per ``(ρ, E)`` of ``more``: ``counts`` and ``medians`` (images with PSNR ≥ ``threshold`` dB and median
     PSNR, per attack and :data:`BETTER`), ``n``, ``rate`` (Wilson interval of :data:`BETTER`'s count),
     ``verdict`` (:func:`~gitutor.chapters.admm_comparison.judgement.judge` of it), ``lost`` / ``gained`` (images
@@ -50,20 +64,35 @@ def summarise(base: Mapping[str, Sequence[tuple[float, float]]],
     for setting, table in more.items():
         after = _psnrs(table)
         if len(after[BETTER]) != len(before[BETTER]):
-            raise ValueError(f"setting {setting} scores {len(after[BETTER])} images, the base "
-                             f"{len(before[BETTER])}: a paired change needs the same images")
+            raise ValueError(
+                f"setting {setting} scores {len(after[BETTER])} images, the base "
+                f"{len(before[BETTER])}: a paired change needs the same images"
+            )
         n = len(after[BETTER])
         rate = success_interval([p >= threshold for p in after[BETTER]])
-        crossed = [(a >= threshold) - (b >= threshold) for a, b in zip(after[BETTER], before[BETTER])]
-        out[setting] = {"counts": {k: sum(p >= threshold for p in v) for k, v in after.items()},
-                        "lost": crossed.count(-1), "gained": crossed.count(1),
-                        "medians": {k: statistics.median(v) for k, v in after.items()}, "n": n, "rate": rate,
-                        "verdict": judge(rate),
-                        "change": {k: paired_difference(after[k], before[k]) if n > 1 else None for k in after}}
+        crossed = [
+            (a >= threshold) - (b >= threshold)
+            for a, b in zip(after[BETTER], before[BETTER])
+        ]
+        out[setting] = {
+            "counts": {k: sum(p >= threshold for p in v) for k, v in after.items()},
+            "lost": crossed.count(-1),
+            "gained": crossed.count(1),
+            "medians": {k: statistics.median(v) for k, v in after.items()},
+            "n": n,
+            "rate": rate,
+            "verdict": judge(rate),
+            "change": {
+                k: paired_difference(after[k], before[k]) if n > 1 else None
+                for k in after
+            },
+        }
     return out
 
 
-def base_summary(base: Mapping[str, Sequence[tuple[float, float]]], threshold: float) -> dict:
+def base_summary(
+    base: Mapping[str, Sequence[tuple[float, float]]], threshold: float
+) -> dict:
     """:func:`summarise`'s fields for ``base`` itself (``change`` None)."""
     return summarise(base, {(0.0, 0): base}, threshold)[0.0, 0] | {"change": None}
 
@@ -71,58 +100,108 @@ def base_summary(base: Mapping[str, Sequence[tuple[float, float]]], threshold: f
 def _cell(summary: Mapping, name: str) -> str:
     text = f"{summary['counts'][name]} / {summary['n']} ({summary['medians'][name]:.0f} dB)"
     change = (summary["change"] or {}).get(name)
-    return text if change is None else f"{text}; {change.mean:+.1f} [{change.low:+.1f}, {change.high:+.1f}]"
+    return (
+        text
+        if change is None
+        else f"{text}; {change.mean:+.1f} [{change.low:+.1f}, {change.high:+.1f}]"
+    )
 
 
-def steps_table(base: Mapping, summaries: Mapping[tuple[float, int], Mapping], base_steps: int,
-                threshold: float) -> str:
+def steps_table(
+    base: Mapping,
+    summaries: Mapping[tuple[float, int], Mapping],
+    base_steps: int,
+    threshold: float,
+) -> str:
     """Markdown table: one row for ``base`` (E = ``base_steps``, any ρ: in round 1 with one step −Δ/η = 2∇f
     whatever ρ) and one per ``(ρ, E)`` of ``summaries``; per attack and :data:`BETTER` the images recognisable
     (≥ ``threshold`` dB) "k / n (median dB)", then the paired PSNR change against the base row, mean
     [95 % interval] in dB; last, the report's conclusion by the main table's rule."""
-    rows = [[f"E = {base_steps} (main table)", *(_cell(base, k) for k in (*ON_INCREMENT, BETTER)), base["verdict"]]]
-    rows += [[f"ρ = {rho:g}, E = {steps}", *(_cell(s, k) for k in (*ON_INCREMENT, BETTER)), s["verdict"]]
-             for (rho, steps), s in summaries.items()]
-    return markdown_table(["round 1", *ON_INCREMENT, BETTER, "“ADMM may protect privacy”"], rows)
+    rows = [
+        [
+            f"E = {base_steps} (main table)",
+            *(_cell(base, k) for k in (*ON_INCREMENT, BETTER)),
+            base["verdict"],
+        ]
+    ]
+    rows += [
+        [
+            f"ρ = {rho:g}, E = {steps}",
+            *(_cell(s, k) for k in (*ON_INCREMENT, BETTER)),
+            s["verdict"],
+        ]
+        for (rho, steps), s in summaries.items()
+    ]
+    return markdown_table(
+        ["round 1", *ON_INCREMENT, BETTER, "“ADMM may protect privacy”"], rows
+    )
 
 
-def steps_sentence(base: Mapping, summaries: Mapping[tuple[float, int], Mapping], base_steps: int,
-                   kind: str) -> str:
+def steps_sentence(
+    base: Mapping,
+    summaries: Mapping[tuple[float, int], Mapping],
+    base_steps: int,
+    kind: str,
+) -> str:
     """What more local steps did to the two attacks on ``kind``, setting by setting, in one sentence each:
     the better attack's count against the base's, the images it lost and gained, and whether each attack's
     paired PSNR change is resolved (its 95 % interval wholly above or below 0) or not."""
     sentences = []
     for (rho, steps), s in summaries.items():
-        moves = "; ".join(f"{name} {_direction(s['change'][name])} ({s['change'][name].mean:+.1f} dB)"
-                          if s["change"][name] else f"{name}: one image, no interval"
-                          for name in (*ON_INCREMENT, BETTER))
-        sentences.append(f"At ρ = {rho:g}, E = {steps} the better of the two makes {s['counts'][BETTER]} of "
-                         f"{s['n']} {kind} recognisable (E = {base_steps}: {base['counts'][BETTER]}; "
-                         f"{s['lost']} lost and {s['gained']} gained, image by image), and the report's "
-                         f"conclusion reads **{s['verdict']}** there; the PSNR, image by image against "
-                         f"E = {base_steps}: {moves}.")
+        moves = "; ".join(
+            f"{name} {_direction(s['change'][name])} ({s['change'][name].mean:+.1f} dB)"
+            if s["change"][name]
+            else f"{name}: one image, no interval"
+            for name in (*ON_INCREMENT, BETTER)
+        )
+        sentences.append(
+            f"At ρ = {rho:g}, E = {steps} the better of the two makes {s['counts'][BETTER]} of "
+            f"{s['n']} {kind} recognisable (E = {base_steps}: {base['counts'][BETTER]}; "
+            f"{s['lost']} lost and {s['gained']} gained, image by image), and the report's "
+            f"conclusion reads **{s['verdict']}** there; the PSNR, image by image against "
+            f"E = {base_steps}: {moves}."
+        )
     return " ".join(sentences)
 
 
-def steps_rows(summaries: Mapping[tuple[float, int], Mapping], kind: str, *, differences: str,
-               budget: str) -> list[dict]:
+def steps_rows(
+    summaries: Mapping[tuple[float, int], Mapping],
+    kind: str,
+    *,
+    differences: str,
+    budget: str,
+) -> list[dict]:
     """One results row per ``(ρ, E)``: the fraction of ``kind``'s images the better of the two attacks makes
     recognisable (95 % Wilson interval); the report does not vary E (no paper value)."""
-    return [{"quantity": f"images recognisable from −Δ/η at E = {steps}, ρ = {rho:g} ({BETTER} attacks on it)",
-             "setting": f"{s['n']} images of {kind}, round 1, {budget}; the same images as the E = 1 rows",
-             "paper": "not studied", "this_run": round(s["rate"].mean, 3),
-             "unit": f"fraction; 95 % Wilson interval [{s['rate'].low:.2f}, {s['rate'].high:.2f}]",
-             "differences": differences, **interval_fields(s["rate"], 3)} for (rho, steps), s in summaries.items()]
+    return [
+        {
+            "quantity": f"images recognisable from −Δ/η at E = {steps}, ρ = {rho:g} ({BETTER} attacks on it)",
+            "setting": f"{s['n']} images of {kind}, round 1, {budget}; the same images as the E = 1 rows",
+            "paper": "not studied",
+            "this_run": round(s["rate"].mean, 3),
+            "unit": f"fraction; 95 % Wilson interval [{s['rate'].low:.2f}, {s['rate'].high:.2f}]",
+            "differences": differences,
+            **interval_fields(s["rate"], 3),
+        }
+        for (rho, steps), s in summaries.items()
+    ]
 
 
-def coverage_sentence(base_steps: int, attacked: Sequence[int], measured: Sequence[int]) -> str:
+def coverage_sentence(
+    base_steps: int, attacked: Sequence[int], measured: Sequence[int]
+) -> str:
     """Which numbers of local steps the two attacks ran at (``base_steps`` in the main table, ``attacked`` in
     the ablation) and at which of the cosine grid's ``measured`` E only the target's turn is measured."""
     ran = sorted(set(attacked) - {base_steps})
     unattacked = sorted(set(measured) - set(ran) - {base_steps})
     text = f"The two attacks on the increment ran at E = {base_steps}" + (
-        f" and, in the ablation, at E = {', '.join(map(str, ran))} (round 1)" if ran else "")
+        f" and, in the ablation, at E = {', '.join(map(str, ran))} (round 1)"
+        if ran
+        else ""
+    )
     if unattacked:
-        text += (f"; at E = {', '.join(map(str, unattacked))} only their target's turn is measured, not whether "
-                 "they recover the images")
+        text += (
+            f"; at E = {', '.join(map(str, unattacked))} only their target's turn is measured, not whether "
+            "they recover the images"
+        )
     return text + "."

@@ -9,6 +9,7 @@ fraction of images whose loss grew, with its 95 % Wilson interval, reads *reprod
 interval lies above ½ and *not reproduced* when it lies below ½; the claim reads reproduced / not
 reproduced when every kind and attack agrees, else *not resolved* (:func:`growth_judgement`).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -20,8 +21,10 @@ from gitutor.stats import success_interval
 #: The report's attacks on −Δ/η whose loss Fig. 2 shows growing.
 ADMM_ATTACKS = ("DLG-ADMM", "iDLG-ADMM")
 #: The report's words (§5, on Fig. 2; translated from "ADMM 算法的损失随迭代次数增加而线性上升").
-CLAIM = ("the loss of the ADMM algorithm rises linearly as the iterations increase (§5, on Fig. 2, MNIST; "
-         "the other two datasets similar; translated)")
+CLAIM = (
+    "the loss of the ADMM algorithm rises linearly as the iterations increase (§5, on Fig. 2, MNIST; "
+    "the other two datasets similar; translated)"
+)
 
 
 def loss_growth(result: AttackResult) -> float:
@@ -32,12 +35,15 @@ def loss_growth(result: AttackResult) -> float:
     """
     loss = result.history.get("loss") or []
     if not loss or loss[0] == 0:
-        raise ValueError(f"the attack must record a loss history with a non-zero first value, got {loss[:1]}")
+        raise ValueError(
+            f"the attack must record a loss history with a non-zero first value, got {loss[:1]}"
+        )
     return loss[-1] / loss[0]
 
 
-def growth_ratios(runs: Mapping, kinds: Sequence[str], attacks: Sequence[str] = ADMM_ATTACKS
-                  ) -> dict[tuple[str, str], list[float]]:
+def growth_ratios(
+    runs: Mapping, kinds: Sequence[str], attacks: Sequence[str] = ADMM_ATTACKS
+) -> dict[tuple[str, str], list[float]]:
     """``{(kind, attack): [loss_growth per image]}`` over every image of ``runs``
     (``{(kind, image index): {attack: AttackResult}}``) of each kind, images in index order.
 
@@ -66,19 +72,30 @@ def growth_judgement(ratios: Mapping[tuple[str, str], Sequence[float]]) -> str:
     rates = [success_interval([r > 1 for r in values]) for values in ratios.values()]
     if all(rate.low > 0.5 for rate in rates):
         return "reproduced"
-    return "not reproduced" if all(rate.high < 0.5 for rate in rates) else "not resolved"
+    return (
+        "not reproduced" if all(rate.high < 0.5 for rate in rates) else "not resolved"
+    )
 
 
-def growth_text(ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping[str, str]) -> str:
+def growth_text(
+    ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping[str, str]
+) -> str:
     """``"DLG-ADMM grew on 0/10 digits (median last/first 0.23), …"``: per (kind, attack), images whose
     loss grew and the median of last over first loss (the short name of a kind, before any bracket)."""
-    return ", ".join(f"{attack} grew on {sum(r > 1 for r in values)}/{len(values)} {names[kind].split(' (')[0]} "
-                     f"(median last/first {statistics.median(values):.2g})"
-                     for (kind, attack), values in ratios.items())
+    return ", ".join(
+        f"{attack} grew on {sum(r > 1 for r in values)}/{len(values)} {names[kind].split(' (')[0]} "
+        f"(median last/first {statistics.median(values):.2g})"
+        for (kind, attack), values in ratios.items()
+    )
 
 
-def growth_row(ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping[str, str], *, iterations: str,
-               differences: str) -> dict:
+def growth_row(
+    ratios: Mapping[tuple[str, str], Sequence[float]],
+    names: Mapping[str, str],
+    *,
+    iterations: str,
+    differences: str,
+) -> dict:
     """The results row of :data:`CLAIM`: ``this_run`` is the fraction of all (image, attack) runs whose loss
     grew, ``claim_outcome`` :func:`growth_judgement`, ``claim_reason`` :func:`growth_text` (shortened by the
     ledger if long); ``iterations`` names the L-BFGS budget per kind.
@@ -89,10 +106,16 @@ def growth_row(ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping
     outcome = growth_judgement(ratios)
     values = [r for rs in ratios.values() for r in rs]
     grew = sum(r > 1 for r in values)
-    return {"quantity": "matching loss of DLG-ADMM and iDLG-ADMM grows over the L-BFGS steps (last > first)",
-            "setting": f"every attacked image of every kind, round 1, {iterations}; target −Δ/η fixed",
-            "paper": "rises linearly (Fig. 2)", "this_run": f"{grew} of {len(values)}",
-            "unit": "runs (image × attack) whose loss grew", "differences": differences, "claim": CLAIM,
-            "claim_outcome": outcome, "claim_reason": growth_text(ratios, names),
-            "not_comparable": "the report shows its loss curves (Fig. 2) and states no number; judged from "
-                              "this chapter's runs"}
+    return {
+        "quantity": "matching loss of DLG-ADMM and iDLG-ADMM grows over the L-BFGS steps (last > first)",
+        "setting": f"every attacked image of every kind, round 1, {iterations}; target −Δ/η fixed",
+        "paper": "rises linearly (Fig. 2)",
+        "this_run": f"{grew} of {len(values)}",
+        "unit": "runs (image × attack) whose loss grew",
+        "differences": differences,
+        "claim": CLAIM,
+        "claim_outcome": outcome,
+        "claim_reason": growth_text(ratios, names),
+        "not_comparable": "the report shows its loss curves (Fig. 2) and states no number; judged from "
+        "this chapter's runs",
+    }

@@ -8,17 +8,17 @@ builds on); the attacked round is the first one (local model = global model, dua
 """
 
 QUICK = {
-    "image_size": 16,                       # DLG LeNet input side (paper 32): 10 images per kind afford it
-    "kinds": ["digits", "photos", "lfw"],   # stand-ins for MNIST, CIFAR-100, LFW
+    "image_size": 16,  # DLG LeNet input side (paper 32): 10 images per kind afford it
+    "kinds": ["digits", "photos", "lfw"],  # stand-ins for MNIST, CIFAR-100, LFW
     "num_classes": {"digits": 10, "photos": 100, "lfw": 100},
     "channels": {"digits": 1, "photos": 3, "lfw": 1},
-    "images_per_kind": 10,                  # attacked images; one more is the client's earlier batch
+    "images_per_kind": 10,  # attacked images; one more is the client's earlier batch
     # the paper runs 300 L-BFGS steps (Fig. 1 shows up to 280); at 16×16 DLG converges on digits and
     # faces within ~15 steps and on photographs within ~25–40; every attack gets the same budget
     "iterations": {"digits": 20, "photos": 30, "lfw": 20},
     "record_every": 2,
-    "cosine_iterations": 200,               # Adam steps of cosine matching (Inverting Gradients)
-    "tv_weight": 1e-4,                      # its α_TV
+    "cosine_iterations": 200,  # Adam steps of cosine matching (Inverting Gradients)
+    "tv_weight": 1e-4,  # its α_TV
     "rho": 0.01,
     "lr": 0.1,
     "local_steps": 1,
@@ -29,15 +29,19 @@ QUICK = {
     "ablation_settings": [(0.01, 1, 1), (0.01, 3, 1), (1.0, 3, 1), (0.01, 1, 2)],
     "cosine_rhos": [0.01, 0.1, 1.0],
     "cosine_local_steps": [1, 3, 10],
-    "torch_threads": 1,                     # LeNet-sized work gains nothing from intra-op threads
+    "torch_threads": 1,  # LeNet-sized work gains nothing from intra-op threads
     "data": "bundled: scikit-learn digits (MNIST stand-in), whole skimage photographs (CIFAR stand-in), "
-            "skimage LFW subset, resized to 16×16",
+    "skimage LFW subset, resized to 16×16",
 }
 
 FULL = {
     **QUICK,
     "kinds": ["mnist", "cifar100", "lfw_people"],
-    "num_classes": {"mnist": 10, "cifar100": 100, "lfw_people": 5749},   # LFWPeople identities
+    "num_classes": {
+        "mnist": 10,
+        "cifar100": 100,
+        "lfw_people": 5749,
+    },  # LFWPeople identities
     "channels": {"mnist": 1, "cifar100": 3, "lfw_people": 3},
     "image_size": 32,
     "images_per_kind": 20,
@@ -46,8 +50,15 @@ FULL = {
     "record_every": 20,
     "ablation_kind": "mnist",
     "ablation_iterations": 300,
-    "ablation_settings": [(0.01, 1, 1), (0.01, 3, 1), (1.0, 3, 1), (0.01, 1, 2), (0.01, 10, 1), (1.0, 10, 1)],
-    "torch_threads": None,                  # leave torch's default
+    "ablation_settings": [
+        (0.01, 1, 1),
+        (0.01, 3, 1),
+        (1.0, 3, 1),
+        (0.01, 1, 2),
+        (0.01, 10, 1),
+        (1.0, 10, 1),
+    ],
+    "torch_threads": None,  # leave torch's default
     "data": "MNIST and CIFAR-100 test images and LFW (LFWPeople) via torchvision, resized to 32×32",
 }
 
@@ -55,8 +66,12 @@ BUDGETS = {
     # `make smoke` (scripts/smoke.py): the profile's code path (every kind, attack, ablation setting and the
     # cosine grid) for a few L-BFGS steps on one image per kind
     "smoke": {
-        "images_per_kind": 2, "iterations": {"mnist": 3, "cifar100": 3, "lfw_people": 3}, "record_every": 1,
-        "cosine_iterations": 4, "ablation_iterations": 2, "torch_threads": 1,
+        "images_per_kind": 2,
+        "iterations": {"mnist": 3, "cifar100": 3, "lfw_people": 3},
+        "record_every": 1,
+        "cosine_iterations": 4,
+        "ablation_iterations": 2,
+        "torch_threads": 1,
     },
 }
 

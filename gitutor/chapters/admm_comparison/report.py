@@ -11,6 +11,7 @@ unbounded and the ADMM variants drive it far outside the range of an image, but 
 estimate of an image in [0, 1], so the attacker clips it before anyone looks at it. (The iDLG code takes
 the MSE of the raw dummy, which would make a dummy that left the range look worse than noise.)
 """
+
 from __future__ import annotations
 
 import statistics
@@ -27,14 +28,15 @@ from gitutor.chapters.admm_comparison.rounds import NAMES
 from gitutor.tables import markdown_table
 
 
-
 def scored(images: torch.Tensor) -> torch.Tensor:
     """``images`` ``(B, C, H, W)`` clipped to [0, 1]: the reconstruction every score of the chapter
     measures (see the module docstring); shape and device unchanged."""
     return images.clamp(0, 1)
 
 
-def snapshot_curve(result: AttackResult, truth: torch.Tensor, metric: Callable = mse) -> list[float]:
+def snapshot_curve(
+    result: AttackResult, truth: torch.Tensor, metric: Callable = mse
+) -> list[float]:
     """``metric(snapshot, truth)`` of every recorded snapshot of ``result``, the snapshot clipped to
     [0, 1] (:func:`scored`); truth ``(B, C, H, W)`` in [0, 1]. Returns one float per snapshot.
 
@@ -48,8 +50,15 @@ def _span(summary: Interval, digits: int) -> str:
     return f"[{summary.low:.{digits}f}, {summary.high:.{digits}f}]"
 
 
-def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgements: Mapping[str, Mapping],
-                 closed_form_error: float, lowest_cosine: float) -> list[dict]:
+def results_rows(
+    tables: Mapping,
+    cfg,
+    *,
+    gaps: Mapping[str, Interval],
+    judgements: Mapping[str, Mapping],
+    closed_form_error: float,
+    lowest_cosine: float,
+) -> list[dict]:
     """The paper-vs-run rows of the results record.
 
     The headline is the report's conclusion, that ADMM may protect privacy (§5), judged from this chapter's
@@ -78,49 +87,105 @@ def results_rows(tables: Mapping, cfg, *, gaps: Mapping[str, Interval], judgemen
     T = RECOGNISABLE_PSNR
 
     def row(quantity, paper, this_run, unit, setting=setting, **extra):
-        return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run, "unit": unit,
-                "differences": differences, **extra}
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "this_run": this_run,
+            "unit": unit,
+            "differences": differences,
+            **extra,
+        }
 
     outcome = claim_outcome(judgements)
     refuting = sum(j["verdict"] == "refuted" for j in judgements.values())
-    reason = (f"round 1, E = {cfg.local_steps}: −Δ/η = 2∇f; recognisable (≥ {T:.0f} dB) from it: "
-              f"{kinds_text(judgements, NAMES)}")  # ≤ 150 characters: the ledger's line
-    rows = [row("ADMM protects the training images from gradient inversion (the report's conclusion)",
-                "DLG-ADMM and iDLG-ADMM stay noise (Fig. 1)", refuting,
-                f"data kinds (of {len(judgements)}) that refute it: the 95 % Wilson interval of their images "
-                "recognisable from −Δ/η lies above ½",
-                headline=True, n=1, claim="ADMM may be an effective privacy-protection technique (§5, on Fig. 1; "
-                "translated)", claim_outcome=outcome, claim_reason=reason,
-                not_comparable="the report gives no number; judged per data kind from this chapter's evidence")]
+    reason = (
+        f"round 1, E = {cfg.local_steps}: −Δ/η = 2∇f; recognisable (≥ {T:.0f} dB) from it: "
+        f"{kinds_text(judgements, NAMES)}"
+    )  # ≤ 150 characters: the ledger's line
+    rows = [
+        row(
+            "ADMM protects the training images from gradient inversion (the report's conclusion)",
+            "DLG-ADMM and iDLG-ADMM stay noise (Fig. 1)",
+            refuting,
+            f"data kinds (of {len(judgements)}) that refute it: the 95 % Wilson interval of their images "
+            "recognisable from −Δ/η lies above ½",
+            headline=True,
+            n=1,
+            claim="ADMM may be an effective privacy-protection technique (§5, on Fig. 1; "
+            "translated)",
+            claim_outcome=outcome,
+            claim_reason=reason,
+            not_comparable="the report gives no number; judged per data kind from this chapter's evidence",
+        )
+    ]
     gap_words = "clear vs noise (Fig. 1); the report states no number"
-    rows += [row(f"log10(MSE of {name}-ADMM / MSE of {name})" + (", the smaller of X = DLG, iDLG per image"
-                                                                   if name == "X" else ""),
-                 gap_words, round(gaps[key].mean, 2), f"log10 ratio, mean; 95 % interval {_span(gaps[key], 2)}",
-                 not_comparable="the report states no number: the gap is this book's measure of clear vs noise",
-                 **interval_fields(gaps[key], 2)) for name, key in (("X", "both"), ("DLG", "DLG"), ("iDLG", "iDLG"))]
-    papers = {"gradient": "clear by ~280 iterations (Fig. 1)", "increment": "noise (Fig. 1; DLG-ADMM, iDLG-ADMM)"}
-    attacks = {"gradient": "the better of DLG, iDLG on ∇f", "increment": "the better of DLG on −Δ/(2η), cosine on −Δ/η"}
+    rows += [
+        row(
+            f"log10(MSE of {name}-ADMM / MSE of {name})"
+            + (", the smaller of X = DLG, iDLG per image" if name == "X" else ""),
+            gap_words,
+            round(gaps[key].mean, 2),
+            f"log10 ratio, mean; 95 % interval {_span(gaps[key], 2)}",
+            not_comparable="the report states no number: the gap is this book's measure of clear vs noise",
+            **interval_fields(gaps[key], 2),
+        )
+        for name, key in (("X", "both"), ("DLG", "DLG"), ("iDLG", "iDLG"))
+    ]
+    papers = {
+        "gradient": "clear by ~280 iterations (Fig. 1)",
+        "increment": "noise (Fig. 1; DLG-ADMM, iDLG-ADMM)",
+    }
+    attacks = {
+        "gradient": "the better of DLG, iDLG on ∇f",
+        "increment": "the better of DLG on −Δ/(2η), cosine on −Δ/η",
+    }
     for kind, judged in judgements.items():
         for source in ("gradient", "increment"):
             rate = judged[source]
-            rows.append(row(f"images recognisable (PSNR ≥ {T:.0f} dB): {attacks[source]}", papers[source],
-                            round(rate.mean, 3), f"fraction; 95 % Wilson interval {_span(rate, 2)}",
-                            setting=f"{cfg.images_per_kind} images of {NAMES[kind]}", **interval_fields(rate, 3)))
-    rows.append(row("relative error of −Δ/η vs 2∇f (one step, first round)", "not stated",
-                    float(f"{closed_form_error:.2g}"), "ratio", setting="float32, first image of the first kind"))
-    rows.append(row("lowest cos(−Δ/η, ∇f(w)), round 2", "not studied", round(lowest_cosine, 3), "cosine",
-                    setting=f"ρ ∈ {cfg.cosine_rhos}, E ∈ {cfg.cosine_local_steps}, one earlier round"))
+            rows.append(
+                row(
+                    f"images recognisable (PSNR ≥ {T:.0f} dB): {attacks[source]}",
+                    papers[source],
+                    round(rate.mean, 3),
+                    f"fraction; 95 % Wilson interval {_span(rate, 2)}",
+                    setting=f"{cfg.images_per_kind} images of {NAMES[kind]}",
+                    **interval_fields(rate, 3),
+                )
+            )
+    rows.append(
+        row(
+            "relative error of −Δ/η vs 2∇f (one step, first round)",
+            "not stated",
+            float(f"{closed_form_error:.2g}"),
+            "ratio",
+            setting="float32, first image of the first kind",
+        )
+    )
+    rows.append(
+        row(
+            "lowest cos(−Δ/η, ∇f(w)), round 2",
+            "not studied",
+            round(lowest_cosine, 3),
+            "cosine",
+            setting=f"ρ ∈ {cfg.cosine_rhos}, E ∈ {cfg.cosine_local_steps}, one earlier round",
+        )
+    )
     return rows
 
 
 def profile_differences(cfg) -> str:
     """How the profile's setting differs from the report's, in one line (every row's ``differences``)."""
-    return (f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
-            f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={cfg.rho}, η={cfg.lr}, "
-            f"E={cfg.local_steps}, first round")
+    return (
+        f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
+        f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={cfg.rho}, η={cfg.lr}, "
+        f"E={cfg.local_steps}, first round"
+    )
 
 
-def true_class_probabilities(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor) -> list[float]:
+def true_class_probabilities(
+    model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor
+) -> list[float]:
     """The probability ``model`` gives the true class of each of ``images`` ``(n, C, H, W)`` (int labels
     ``(n,)``). Below ½ the round-1 target −Δ/η = 2∇f has a last-layer bias entry 2(p_c − 1) < −1 that no
     image and label can produce (the entry p_c − 1 of a gradient lies in (−1, 0)).
@@ -129,7 +194,9 @@ def true_class_probabilities(model: torch.nn.Module, images: torch.Tensor, label
         ValueError: naming ``labels`` when images and labels are empty or differ in number.
     """
     if len(images) == 0 or len(labels) != len(images):
-        raise ValueError(f"labels must hold one label per image (≥ 1), got {len(labels)} for {len(images)}")
+        raise ValueError(
+            f"labels must hold one label per image (≥ 1), got {len(labels)} for {len(images)}"
+        )
     with torch.no_grad():
         probabilities = torch.softmax(model(images), dim=-1)
     return probabilities[torch.arange(len(labels)), labels].tolist()
@@ -160,11 +227,15 @@ def iterations_note(cfg) -> str:
     """``"20 L-BFGS steps on digits (MNIST stand-in), 80 on … and 20 on …"``: the attack budget per
     data kind."""
     parts = [f"{cfg.iterations[kind]} on {NAMES[kind]}" for kind in cfg.kinds]
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    listed = (
+        parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    )
     return listed.replace(" on ", " L-BFGS steps on ", 1)
 
 
-def rate_table(tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], threshold: float) -> str:
+def rate_table(
+    tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], threshold: float
+) -> str:
     """Markdown table: per data kind and attack, images recognisable (PSNR ≥ ``threshold`` dB) "k / n" and
     the median PSNR (dB) over the kind's images."""
     attacks = list(next(iter(tables.values())))
@@ -173,42 +244,66 @@ def rate_table(tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]]
         cells = []
         for name in attacks:
             values = [p for _, p in table[name]]
-            cells.append(f"{sum(v >= threshold for v in values)} / {len(values)} "
-                         f"({statistics.median(values):.0f} dB)")
+            cells.append(
+                f"{sum(v >= threshold for v in values)} / {len(values)} "
+                f"({statistics.median(values):.0f} dB)"
+            )
         lines.append([NAMES[kind], *cells])
     return markdown_table(["data", *attacks], lines)
 
 
-def gap_table(per_kind: Mapping[str, Mapping[str, Interval]], pooled: Mapping[str, Interval]) -> str:
+def gap_table(
+    per_kind: Mapping[str, Mapping[str, Interval]], pooled: Mapping[str, Interval]
+) -> str:
     """Markdown table of the paired log10 MSE gaps (mean [95 % interval] (n)) per data kind and pooled."""
     names = list(pooled)
-    lines = [[NAMES[kind], *(format_interval(gaps[name]) for name in names)] for kind, gaps in per_kind.items()]
+    lines = [
+        [NAMES[kind], *(format_interval(gaps[name]) for name in names)]
+        for kind, gaps in per_kind.items()
+    ]
     lines.append(["all kinds", *(format_interval(pooled[name]) for name in names)])
-    headers = {"DLG": "DLG-ADMM / DLG", "iDLG": "iDLG-ADMM / iDLG", "both": "smaller of the two"}
+    headers = {
+        "DLG": "DLG-ADMM / DLG",
+        "iDLG": "iDLG-ADMM / iDLG",
+        "both": "smaller of the two",
+    }
     return markdown_table(["data", *(headers.get(n, n) for n in names)], lines)
 
 
 def gap_sentence(gap: Interval, orders: float = 0.0) -> str:
     """Whether a pooled paired log10 gap is resolved above ``orders`` (default 0: the ADMM variant's MSE is
     larger than the gradient attack's at all; the report states no number to test against), in words."""
-    factor = 10 ** gap.low
+    factor = 10**gap.low
     if gap.low > orders:
-        return (f"its whole 95 % interval lies above {orders:g} (a geometric-mean MSE ratio of the ADMM variant "
-                f"to the same attack on the gradient of at least {factor:,.0f}×, 95 %; single images vary), so the increments resist DLG and iDLG as the report found, beyond "
-                "image-to-image variation")
-    return (f"its 95 % interval reaches down to {gap.low:.2f}, so whether the increments resist the attacks "
-            "is not resolved at this budget")
+        return (
+            f"its whole 95 % interval lies above {orders:g} (a geometric-mean MSE ratio of the ADMM variant "
+            f"to the same attack on the gradient of at least {factor:,.0f}×, 95 %; single images vary), so the increments resist DLG and iDLG as the report found, beyond "
+            "image-to-image variation"
+        )
+    return (
+        f"its 95 % interval reaches down to {gap.low:.2f}, so whether the increments resist the attacks "
+        "is not resolved at this budget"
+    )
 
 
-def cosine_table(cosines: Mapping[tuple[int, float, int], float], ratios: Mapping[tuple[int, float, int], float]
-                 ) -> str:
+def cosine_table(
+    cosines: Mapping[tuple[int, float, int], float],
+    ratios: Mapping[tuple[int, float, int], float],
+) -> str:
     """Markdown table of :func:`~gitutor.chapters.admm_comparison.rounds.alignment_grid`: per (round, ρ) row and E
     column, ``cos(−Δ/η, ∇f(w)) / ×‖−Δ/η‖ ÷ ‖∇f(w)‖``."""
     rounds = sorted({key[0] for key in cosines})
     rhos = sorted({key[1] for key in cosines})
     steps = sorted({key[2] for key in cosines})
-    rows = [[r, rho, *(f"{cosines[r, rho, e]:.3f} / ×{ratios[r, rho, e]:.2g}" for e in steps)]
-            for r in rounds for rho in rhos]
+    rows = [
+        [
+            r,
+            rho,
+            *(f"{cosines[r, rho, e]:.3f} / ×{ratios[r, rho, e]:.2g}" for e in steps),
+        ]
+        for r in rounds
+        for rho in rhos
+    ]
     return markdown_table(["round", "ρ", *(f"E = {e}" for e in steps)], rows)
 
 
@@ -223,39 +318,57 @@ def cosine_summary(cosines: Mapping[tuple[int, float, int], float]) -> dict:
     first = [v for (r, _, e), v in cosines.items() if r == 1 and e == 1]
     second = {key: v for key, v in cosines.items() if key[0] == 2}
     if not first or not second:
-        raise ValueError("cosines must hold round 1 with E = 1 and round 2, keyed (round, rho, E)")
+        raise ValueError(
+            "cosines must hold round 1 with E = 1 and round 2, keyed (round, rho, E)"
+        )
     lowest = min(second, key=second.get)
-    sign = ("All are negative: the earlier image's gradient outweighs the current one everywhere."
-            if max(second.values()) < 0 else
-            "Some are negative: the earlier image's gradient outweighs the current one there."
-            if second[lowest] < 0 else
-            "All are positive: the earlier image's gradient tilts the target away from ∇f(w) but does "
-            "not outweigh twice the current gradient.")
-    return {"round1_low": min(first), "round1_high": max(first), "round2_low": second[lowest],
-            "round2_high": max(second.values()), "lowest_rho": lowest[1], "lowest_steps": lowest[2],
-            "round2_sign": sign}
+    sign = (
+        "All are negative: the earlier image's gradient outweighs the current one everywhere."
+        if max(second.values()) < 0
+        else "Some are negative: the earlier image's gradient outweighs the current one there."
+        if second[lowest] < 0
+        else "All are positive: the earlier image's gradient tilts the target away from ∇f(w) but does "
+        "not outweigh twice the current gradient."
+    )
+    return {
+        "round1_low": min(first),
+        "round1_high": max(first),
+        "round2_low": second[lowest],
+        "round2_high": max(second.values()),
+        "lowest_rho": lowest[1],
+        "lowest_steps": lowest[2],
+        "round2_sign": sign,
+    }
 
 
 def ablation_table(ablation: Sequence[tuple[float, int, int, float, float]]) -> str:
     """Markdown table of :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr`'s ``(ρ, E, round, DLG-ADMM
     PSNR dB, adaptive PSNR dB)`` rows."""
-    return markdown_table(["ρ", "E", "round", "DLG-ADMM PSNR", "adaptive PSNR"],
-                          [[rho, e, r, f"{a:.1f} dB", f"{b:.1f} dB"] for rho, e, r, a, b in ablation])
+    return markdown_table(
+        ["ρ", "E", "round", "DLG-ADMM PSNR", "adaptive PSNR"],
+        [[rho, e, r, f"{a:.1f} dB", f"{b:.1f} dB"] for rho, e, r, a, b in ablation],
+    )
 
 
-def ablation_sentence(ablation: Sequence[tuple[float, int, int, float, float]], threshold: float) -> str:
+def ablation_sentence(
+    ablation: Sequence[tuple[float, int, int, float, float]], threshold: float
+) -> str:
     """Which ``(ρ, E, round)`` settings of :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr` the adaptive
     attack and DLG-ADMM recover (PSNR ≥ ``threshold`` dB), in one sentence."""
     name = lambda rho, steps, r: f"ρ = {rho:g}, E = {steps}, round {r}"  # noqa: E731
     won = [name(*row[:3]) for row in ablation if row[4] >= threshold]
     lost = [name(*row[:3]) for row in ablation if row[4] < threshold]
     naive = [name(*row[:3]) for row in ablation if row[3] >= threshold]
-    return (f"The adaptive attack recovers the image ({threshold:.0f} dB or more) at {'; '.join(won) or 'no setting'}"
-            f" and not at {'; '.join(lost) or 'any other'}; DLG-ADMM at {'; '.join(naive) or 'none'}.")
+    return (
+        f"The adaptive attack recovers the image ({threshold:.0f} dB or more) at {'; '.join(won) or 'no setting'}"
+        f" and not at {'; '.join(lost) or 'any other'}; DLG-ADMM at {'; '.join(naive) or 'none'}."
+    )
 
 
-def local_steps_summary(cosines: Mapping[tuple[int, float, int], float],
-                        ratios: Mapping[tuple[int, float, int], float]) -> dict:
+def local_steps_summary(
+    cosines: Mapping[tuple[int, float, int], float],
+    ratios: Mapping[tuple[int, float, int], float],
+) -> dict:
     """Glue-ready facts on E local steps in round 1 (w = z, π = 0): ``lowest`` cosine of −Δ/η with ∇f over
     every ρ and E, ``steps`` (the largest E), ``ratio_low``/``ratio_high`` (‖−Δ/η‖ ÷ ‖∇f‖ at that E over
     ρ) and ``twice_steps`` (2E, the ratio of E steps that all saw the gradient at z).
@@ -268,11 +381,21 @@ def local_steps_summary(cosines: Mapping[tuple[int, float, int], float],
         raise ValueError("cosines must hold round 1, keyed (round, rho, E)")
     steps = max(key[2] for key in first)
     at = [ratios[key] for key in first if key[2] == steps]
-    return {"lowest": min(first.values()), "steps": steps, "ratio_low": min(at), "ratio_high": max(at),
-            "twice_steps": 2 * steps}
+    return {
+        "lowest": min(first.values()),
+        "steps": steps,
+        "ratio_low": min(at),
+        "ratio_high": max(at),
+        "twice_steps": 2 * steps,
+    }
 
 
-def chapter_verdict(gap: Interval, judgements: Mapping[str, Mapping], threshold: float, local_steps: int = 1) -> str:
+def chapter_verdict(
+    gap: Interval,
+    judgements: Mapping[str, Mapping],
+    threshold: float,
+    local_steps: int = 1,
+) -> str:
     """The chapter's closing sentence: the headline gap (:func:`gap_sentence`) and, kind by kind, what the
     attacks on the increment and on the gradient recover in round 1 with ``local_steps`` local steps
     (images with PSNR ≥ ``threshold`` dB; ``judgements``:
@@ -280,9 +403,11 @@ def chapter_verdict(gap: Interval, judgements: Mapping[str, Mapping], threshold:
     from gitutor.chapters.admm_comparison.judgement import claim_outcome, kinds_text
 
     gradient = ", ".join(f"{j['gradient_count']}/{j['n']}" for j in judgements.values())
-    return (f"Over {gap.n} paired images the MSE gap between each ADMM variant and its attack on the gradient "
-            f"is {format_interval(gap)} in log10: {gap_sentence(gap)}. That gap is not privacy where the "
-            f"increment, read as what it is, leaks the images: in round 1 with E = {local_steps}, the better of DLG "
-            f"on −Δ/(2η) and cosine matching on −Δ/η makes recognisable (PSNR ≥ {threshold:.0f} dB) "
-            f"{kinds_text(judgements, NAMES)} (the better of DLG and iDLG on the gradient: {gradient}), so the "
-            f"report's conclusion reads **{claim_outcome(judgements)}** for round 1 with E = {local_steps}.")
+    return (
+        f"Over {gap.n} paired images the MSE gap between each ADMM variant and its attack on the gradient "
+        f"is {format_interval(gap)} in log10: {gap_sentence(gap)}. That gap is not privacy where the "
+        f"increment, read as what it is, leaks the images: in round 1 with E = {local_steps}, the better of DLG "
+        f"on −Δ/(2η) and cosine matching on −Δ/η makes recognisable (PSNR ≥ {threshold:.0f} dB) "
+        f"{kinds_text(judgements, NAMES)} (the better of DLG and iDLG on the gradient: {gradient}), so the "
+        f"report's conclusion reads **{claim_outcome(judgements)}** for round 1 with E = {local_steps}."
+    )

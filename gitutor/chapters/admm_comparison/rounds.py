@@ -9,6 +9,7 @@ ablation (:func:`alignment_grid` and :func:`ablation_psnr` run them over the pro
 ``chapter_model`` builds the attacked LeNet, ``model_at`` and ``relative_error`` are the small tools
 they need.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,10 +20,24 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gitutor.attacks import (AttackResult, adaptive_admm_inversion, cosine_gradient_distance, dlg, dlg_admm,
-                             fc_weight_index, idlg_admm)
-from gitutor.data import (REAL_PHOTOGRAPHS, OfflineDataError, digits, lfw_faces, resize, torchvision_images,
-                          whole_photographs)
+from gitutor.attacks import (
+    AttackResult,
+    adaptive_admm_inversion,
+    cosine_gradient_distance,
+    dlg,
+    dlg_admm,
+    fc_weight_index,
+    idlg_admm,
+)
+from gitutor.data import (
+    REAL_PHOTOGRAPHS,
+    OfflineDataError,
+    digits,
+    lfw_faces,
+    resize,
+    torchvision_images,
+    whole_photographs,
+)
 from gitutor.federated import client_gradients, fedadmm_client_update, pseudo_gradient
 from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
@@ -32,32 +47,57 @@ from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
 BUNDLED = ("digits", "photos", "lfw")
-TORCHVISION = {"mnist": "MNIST(root, train=False, download=True)", "cifar100": "CIFAR100(root, train=False, download=True)",
-               "lfw_people": "LFWPeople(root, split='test', download=True)"}
+TORCHVISION = {
+    "mnist": "MNIST(root, train=False, download=True)",
+    "cifar100": "CIFAR100(root, train=False, download=True)",
+    "lfw_people": "LFWPeople(root, split='test', download=True)",
+}
 #: Real photographs bundled with scikit-image (no drawings or silhouettes): the CIFAR-100 stand-in.
 PHOTOGRAPHS = REAL_PHOTOGRAPHS
 #: ``data_root`` value that loads the bundled stand-in of every torchvision kind (offline smoke runs).
 BUNDLED_ROOT = "bundled"
 STAND_INS = {"mnist": "digits", "cifar100": "photos", "lfw_people": "lfw"}
 #: Display names of the data kinds.
-NAMES = {"digits": "digits (MNIST stand-in)", "photos": "photographs (CIFAR stand-in)", "lfw": "LFW faces",
-         "mnist": "MNIST", "cifar100": "CIFAR-100", "lfw_people": "LFW"}
+NAMES = {
+    "digits": "digits (MNIST stand-in)",
+    "photos": "photographs (CIFAR stand-in)",
+    "lfw": "LFW faces",
+    "mnist": "MNIST",
+    "cifar100": "CIFAR-100",
+    "lfw_people": "LFW",
+}
 
 
-def _lfw_people(root: str | Path, n: int, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _lfw_people(
+    root: str | Path, n: int, size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     import torchvision
 
     try:
-        people = torchvision.datasets.LFWPeople(str(root), split="test", download=False,
-                                                transform=torchvision.transforms.ToTensor())
+        people = torchvision.datasets.LFWPeople(
+            str(root),
+            split="test",
+            download=False,
+            transform=torchvision.transforms.ToTensor(),
+        )
     except RuntimeError as error:  # torchvision: "Dataset not found or corrupted"
-        raise OfflineDataError(f"LFWPeople is not in {Path(root).resolve()} ({error})") from error
+        raise OfflineDataError(
+            f"LFWPeople is not in {Path(root).resolve()} ({error})"
+        ) from error
     pick = torch.randperm(len(people), generator=generator)[:n]
     images, labels = zip(*(people[int(i)] for i in pick))
     return resize(torch.stack(images), size), torch.as_tensor(labels)
 
 
-def _load(kind: str, n: int, size: int, seed: int, root: str | Path, classes: int, channels: int):
+def _load(
+    kind: str,
+    n: int,
+    size: int,
+    seed: int,
+    root: str | Path,
+    classes: int,
+    channels: int,
+):
     generator = make_generator(seed)
     if str(root) == BUNDLED_ROOT:
         kind = STAND_INS.get(kind, kind)
@@ -67,20 +107,33 @@ def _load(kind: str, n: int, size: int, seed: int, root: str | Path, classes: in
         return images[pick], labels[pick]
     if kind == "photos":
         if n > len(PHOTOGRAPHS):
-            raise ValueError(f"n={n} photographs asked, but only {len(PHOTOGRAPHS)} bundled photographs exist")
+            raise ValueError(
+                f"n={n} photographs asked, but only {len(PHOTOGRAPHS)} bundled photographs exist"
+            )
         photos = whole_photographs(size, PHOTOGRAPHS)
-        return photos[torch.randperm(len(photos), generator=generator)[:n]], torch.randint(classes, (n,), generator=generator)
+        return photos[
+            torch.randperm(len(photos), generator=generator)[:n]
+        ], torch.randint(classes, (n,), generator=generator)
     if kind == "lfw":
         faces = lfw_faces(size=25, channels=channels)
         pick = torch.randperm(len(faces), generator=generator)[:n]
-        return resize(faces[pick], size), torch.randint(classes, (n,), generator=generator)
+        return resize(faces[pick], size), torch.randint(
+            classes, (n,), generator=generator
+        )
     if kind == "lfw_people":
         return _lfw_people(root, n, size, generator)
     return torchvision_images(kind, n, root=root, size=size, seed=seed)
 
 
-def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: str | Path,
-               num_classes: Mapping[str, int], channels: Mapping[str, int]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def load_kinds(
+    kinds: Sequence[str],
+    n: int,
+    size: int,
+    seed: int,
+    data_root: str | Path,
+    num_classes: Mapping[str, int],
+    channels: Mapping[str, int],
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """``{kind: (images (n, C, size, size) in [0, 1], labels (n,))}`` for every data kind.
 
     Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs of
@@ -94,23 +147,32 @@ def load_kinds(kinds: Sequence[str], n: int, size: int, seed: int, data_root: st
     """
     unknown = [kind for kind in kinds if kind not in BUNDLED + tuple(TORCHVISION)]
     if unknown or n < 1:
-        raise ValueError(f"kinds must be in {BUNDLED + tuple(TORCHVISION)} and n >= 1, got {unknown} and n={n}")
+        raise ValueError(
+            f"kinds must be in {BUNDLED + tuple(TORCHVISION)} and n >= 1, got {unknown} and n={n}"
+        )
     data, missing = {}, []
     for kind in kinds:
         try:
-            data[kind] = _load(kind, n, size, seed, data_root, num_classes[kind], channels[kind])
+            data[kind] = _load(
+                kind, n, size, seed, data_root, num_classes[kind], channels[kind]
+            )
         except OfflineDataError:
             missing.append(kind)
     if missing:
-        commands = "; ".join(f"torchvision.datasets.{TORCHVISION[kind]}" for kind in missing)
+        commands = "; ".join(
+            f"torchvision.datasets.{TORCHVISION[kind]}" for kind in missing
+        )
         raise OfflineDataError(
             f"{len(missing)} dataset(s) not in {Path(data_root).resolve()}: {', '.join(missing)}. On a machine with "
-            f"internet run: python -c \"import torchvision; root = {str(data_root)!r}; {commands}\" — then copy "
-            f"the folder here, or set DATA_ROOT to the folder that holds them.")
+            f'internet run: python -c "import torchvision; root = {str(data_root)!r}; {commands}" — then copy '
+            f"the folder here, or set DATA_ROOT to the folder that holds them."
+        )
     return data
 
 
-def chapter_model(cfg, kind: str, seed: int, device: str | torch.device = "cpu") -> nn.Module:
+def chapter_model(
+    cfg, kind: str, seed: int, device: str | torch.device = "cpu"
+) -> nn.Module:
     """The attacked network for data ``kind``: the DLG LeNet (Sigmoid) for ``cfg.image_size``² inputs with
     ``cfg.channels[kind]`` channels and ``cfg.num_classes[kind]`` classes, every weight drawn from
     U(−0.5, 0.5) with ``seed`` (DLG's public code). The same seed gives the same weights.
@@ -118,7 +180,11 @@ def chapter_model(cfg, kind: str, seed: int, device: str | torch.device = "cpu")
     Raises:
         KeyError: for a ``kind`` the profile has no classes or channels for.
     """
-    model = LeNet(num_classes=cfg.num_classes[kind], in_channels=cfg.channels[kind], image_size=cfg.image_size)
+    model = LeNet(
+        num_classes=cfg.num_classes[kind],
+        in_channels=cfg.channels[kind],
+        image_size=cfg.image_size,
+    )
     return init_uniform_(model, generator=make_generator(seed)).to(device)
 
 
@@ -127,16 +193,34 @@ def _start(model: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     return z, [torch.zeros_like(p) for p in z]
 
 
-def first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float, local_steps: int
-                ) -> Case:
+def first_round(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+) -> Case:
     """The first FedADMM round (local model = global model z = the model's weights, dual π = 0) as a
     :func:`~gitutor.federated.case.fedadmm_case`: ``update`` is Δ, ``public`` holds z, π, ρ, η, E and −Δ/η."""
     z, zero = _start(model)
-    return fedadmm_case(model, x, y, global_params=z, dual=zero, rho=rho, lr=lr, local_steps=local_steps)
+    return fedadmm_case(
+        model, x, y, global_params=z, dual=zero, rho=rho, lr=lr, local_steps=local_steps
+    )
 
 
-def client_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
-                 rho: float, lr: float, local_steps: int, round_number: int):
+def client_round(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    round_number: int,
+):
     """``(z, w, π, update)`` of the attacked round on ``(x, y)``.
 
     Round 1: w = z, π = 0. Round 2: the client first trained one round on the ``earlier`` batch and the
@@ -151,10 +235,14 @@ def client_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tu
     z, pi = _start(model)
     w = z
     if round_number == 2:
-        before = fedadmm_client_update(model, *earlier, z, pi, rho=rho, lr=lr, local_steps=local_steps)
+        before = fedadmm_client_update(
+            model, *earlier, z, pi, rho=rho, lr=lr, local_steps=local_steps
+        )
         z = [zi + d for zi, d in zip(z, before.delta)]
         w, pi = before.local_params, before.dual
-    update = fedadmm_client_update(model, x, y, z, pi, rho=rho, lr=lr, local_steps=local_steps, local_params=w)
+    update = fedadmm_client_update(
+        model, x, y, z, pi, rho=rho, lr=lr, local_steps=local_steps, local_params=w
+    )
     return z, w, pi, update
 
 
@@ -169,62 +257,128 @@ def model_at(model: nn.Module, params: Sequence[torch.Tensor]) -> nn.Module:
 
 def relative_error(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> float:
     """‖a − b‖ / ‖b‖ over whole parameter lists."""
-    return float(sum(((u - v) ** 2).sum() for u, v in zip(a, b, strict=True)).sqrt()
-                 / sum((v ** 2).sum() for v in b).sqrt())
+    return float(
+        sum(((u - v) ** 2).sum() for u, v in zip(a, b, strict=True)).sqrt()
+        / sum((v**2).sum() for v in b).sqrt()
+    )
 
 
 ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "adaptive ADMM")
 
 
-def attack_first_round(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int, *, rho: float, lr: float,
-                       local_steps: int, **options) -> dict[str, AttackResult]:
+def attack_first_round(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int,
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    **options,
+) -> dict[str, AttackResult]:
     """The report's Fig. 1 comparison on one private batch ``(x, y)``: DLG and iDLG (label from the sign rule)
     against the SGD gradient, DLG-ADMM and iDLG-ADMM against −Δ/η of the first FedADMM round (Algorithm 2), and
     the adaptive attack that simulates the round. ``options`` (iterations, seed, record_every) go to every attack,
     so all five start from the same dummy. Returns ``{name: AttackResult}`` in the order of :data:`ATTACKS`."""
     gradient = client_gradients(model, x, y)
     view = first_round(model, x, y, rho=rho, lr=lr, local_steps=local_steps).server_view
-    label = torch.tensor([idlg_label(gradient[fc_weight_index(model)])], device=x.device)
+    label = torch.tensor(
+        [idlg_label(gradient[fc_weight_index(model)])], device=x.device
+    )
     return {
         "DLG": dlg(model, gradient, x.shape, num_classes, **options),
         "iDLG": dlg(model, gradient, x.shape, num_classes, labels=label, **options),
-        "DLG-ADMM": dlg_admm(model, view["update"], lr, x.shape, num_classes, **options),
-        "iDLG-ADMM": idlg_admm(model, view["update"], lr, x.shape, num_classes, **options),
-        "adaptive ADMM": adaptive_admm_inversion(model, view["update"], x.shape, num_classes,
-                                                 global_params=view["global_params"], dual=view["dual"], rho=rho,
-                                                 lr=lr, local_steps=local_steps, **options),
+        "DLG-ADMM": dlg_admm(
+            model, view["update"], lr, x.shape, num_classes, **options
+        ),
+        "iDLG-ADMM": idlg_admm(
+            model, view["update"], lr, x.shape, num_classes, **options
+        ),
+        "adaptive ADMM": adaptive_admm_inversion(
+            model,
+            view["update"],
+            x.shape,
+            num_classes,
+            global_params=view["global_params"],
+            dual=view["dual"],
+            rho=rho,
+            lr=lr,
+            local_steps=local_steps,
+            **options,
+        ),
     }
 
 
-def closed_form_errors(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float
-                       ) -> dict[str, float]:
+def closed_form_errors(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, rho: float, lr: float
+) -> dict[str, float]:
     """‖−Δ/η − 2∇f(z)‖ / ‖2∇f(z)‖ for one local step of the first round (the closed form −Δ/η = 2∇f(z)),
     in ``"float64"`` (a double copy of the model and batch: rounding only) and ``"float32"``."""
     errors = {}
-    for precision, net, inputs in (("float64", copy.deepcopy(model).double(), x.double()), ("float32", model, x)):
-        sent = first_round(net, inputs, y, rho=rho, lr=lr, local_steps=1).public["pseudo_gradient"]
-        errors[precision] = relative_error(sent, [2 * g for g in client_gradients(net, inputs, y)])
+    for precision, net, inputs in (
+        ("float64", copy.deepcopy(model).double(), x.double()),
+        ("float32", model, x),
+    ):
+        sent = first_round(net, inputs, y, rho=rho, lr=lr, local_steps=1).public[
+            "pseudo_gradient"
+        ]
+        errors[precision] = relative_error(
+            sent, [2 * g for g in client_gradients(net, inputs, y)]
+        )
     return errors
 
 
-def alignment(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
-              rho: float, lr: float, local_steps: int, round_number: int) -> tuple[float, float]:
+def alignment(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    round_number: int,
+) -> tuple[float, float]:
     """How close DLG-ADMM's target −Δ/η is to the gradient ∇f(w) at the client's starting point w in the
     :func:`client_round`: ``(cosine similarity, ‖−Δ/η‖ / ‖∇f(w)‖)``.
 
     Raises:
         ValueError: as :func:`client_round`.
     """
-    _, w, _, update = client_round(model, x, y, earlier, rho=rho, lr=lr, local_steps=local_steps,
-                                   round_number=round_number)
-    sent, gradient = pseudo_gradient(update.delta, lr), client_gradients(model_at(model, w), x, y)
-    norm = lambda tensors: sum((t ** 2).sum() for t in tensors).sqrt()  # noqa: E731 - over the whole list
-    return 1 - float(cosine_gradient_distance(sent, gradient)), float(norm(sent) / norm(gradient))
+    _, w, _, update = client_round(
+        model,
+        x,
+        y,
+        earlier,
+        rho=rho,
+        lr=lr,
+        local_steps=local_steps,
+        round_number=round_number,
+    )
+    sent, gradient = (
+        pseudo_gradient(update.delta, lr),
+        client_gradients(model_at(model, w), x, y),
+    )
+    norm = lambda tensors: sum((t**2).sum() for t in tensors).sqrt()  # noqa: E731 - over the whole list
+    return 1 - float(cosine_gradient_distance(sent, gradient)), float(
+        norm(sent) / norm(gradient)
+    )
 
 
-def naive_and_adaptive_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                            earlier: tuple[torch.Tensor, torch.Tensor], num_classes: int, *, rho: float, lr: float,
-                            local_steps: int, round_number: int, **options) -> tuple[float, float]:
+def naive_and_adaptive_psnr(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    num_classes: int,
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+    round_number: int,
+    **options,
+) -> tuple[float, float]:
     """PSNR (dB) of DLG-ADMM (at the server's global model z) and of the adaptive attack (which knows ρ, η,
     E, π and the local model w) on the increment of :func:`client_round`, each image clipped to [0, 1]
     first (it estimates an image in [0, 1]); ``options`` go to both attacks.
@@ -232,17 +386,47 @@ def naive_and_adaptive_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     Raises:
         ValueError: as :func:`client_round` and the attacks.
     """
-    z, w, pi, update = client_round(model, x, y, earlier, rho=rho, lr=lr, local_steps=local_steps,
-                                    round_number=round_number)
-    naive = dlg_admm(model_at(model, z), update.delta, lr, x.shape, num_classes, **options)
-    adaptive = adaptive_admm_inversion(model, update.delta, x.shape, num_classes, global_params=z, dual=pi,
-                                       local_params=w, rho=rho, lr=lr, local_steps=local_steps, **options)
-    return float(psnr(naive.images.clamp(0, 1), x)), float(psnr(adaptive.images.clamp(0, 1), x))
+    z, w, pi, update = client_round(
+        model,
+        x,
+        y,
+        earlier,
+        rho=rho,
+        lr=lr,
+        local_steps=local_steps,
+        round_number=round_number,
+    )
+    naive = dlg_admm(
+        model_at(model, z), update.delta, lr, x.shape, num_classes, **options
+    )
+    adaptive = adaptive_admm_inversion(
+        model,
+        update.delta,
+        x.shape,
+        num_classes,
+        global_params=z,
+        dual=pi,
+        local_params=w,
+        rho=rho,
+        lr=lr,
+        local_steps=local_steps,
+        **options,
+    )
+    return float(psnr(naive.images.clamp(0, 1), x)), float(
+        psnr(adaptive.images.clamp(0, 1), x)
+    )
 
 
-def alignment_grid(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor], *,
-                   rhos: Sequence[float], local_steps: Sequence[int], lr: float
-                   ) -> tuple[dict[tuple[int, float, int], float], dict[tuple[int, float, int], float]]:
+def alignment_grid(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    *,
+    rhos: Sequence[float],
+    local_steps: Sequence[int],
+    lr: float,
+) -> tuple[dict[tuple[int, float, int], float], dict[tuple[int, float, int], float]]:
     """:func:`alignment` for rounds 1 and 2 and every ρ in ``rhos`` and E in ``local_steps``: two dicts
     keyed ``(round, ρ, E)``, the cosines and the norm ratios.
 
@@ -251,14 +435,30 @@ def alignment_grid(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: 
     """
     cosines, ratios = {}, {}
     for key in itertools.product((1, 2), rhos, local_steps):
-        cosines[key], ratios[key] = alignment(model, x, y, earlier, round_number=key[0], rho=key[1], lr=lr,
-                                              local_steps=key[2])
+        cosines[key], ratios[key] = alignment(
+            model,
+            x,
+            y,
+            earlier,
+            round_number=key[0],
+            rho=key[1],
+            lr=lr,
+            local_steps=key[2],
+        )
     return cosines, ratios
 
 
-def ablation_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: tuple[torch.Tensor, torch.Tensor],
-                  num_classes: int, settings: Sequence[tuple[float, int, int]], *, lr: float,
-                  **options) -> list[tuple[float, int, int, float, float]]:
+def ablation_psnr(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    num_classes: int,
+    settings: Sequence[tuple[float, int, int]],
+    *,
+    lr: float,
+    **options,
+) -> list[tuple[float, int, int, float, float]]:
     """:func:`naive_and_adaptive_psnr` for every ``(ρ, E, round)`` of ``settings``: rows
     ``(ρ, E, round, DLG-ADMM PSNR dB, adaptive PSNR dB)``; ``options`` (iterations, seed, record_every)
     go to both attacks.
@@ -266,6 +466,23 @@ def ablation_psnr(model: nn.Module, x: torch.Tensor, y: torch.Tensor, earlier: t
     Raises:
         ValueError: as :func:`client_round` and the attacks.
     """
-    return [(rho, steps, r, *naive_and_adaptive_psnr(model, x, y, earlier, num_classes, rho=rho, lr=lr,
-                                                     local_steps=steps, round_number=r, **options))
-            for rho, steps, r in settings]
+    return [
+        (
+            rho,
+            steps,
+            r,
+            *naive_and_adaptive_psnr(
+                model,
+                x,
+                y,
+                earlier,
+                num_classes,
+                rho=rho,
+                lr=lr,
+                local_steps=steps,
+                round_number=r,
+                **options,
+            ),
+        )
+        for rho, steps, r in settings
+    ]

@@ -9,6 +9,7 @@ the server's observation ``[∇W^FC (C, m), ∇b^FC (C,) or absent]`` of a batch
 (:func:`observed_fc_update`), and ``recover(w, batch_size, seed, head)`` returning ``(labels, seconds)``
 (:func:`timed_recovery`). Scores are :func:`~gitutor.labels.batch_label_scores` dicts.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,18 +23,37 @@ from tqdm.auto import tqdm
 
 from gitutor.data import BUNDLED_CROP, OfflineDataError, load, resize
 from gitutor.federated import client_gradients, last_layer_case
-from gitutor.labels import (FeatureCV, batch_label_scores, bias_label_counts, class_evidence, coarse_labels,
-                            exhaustive_label_counts, idlg_batch_labels, recover_batch_labels, sample_pool_batch,
-                            yin_batch_labels)
+from gitutor.labels import (
+    FeatureCV,
+    batch_label_scores,
+    bias_label_counts,
+    class_evidence,
+    coarse_labels,
+    exhaustive_label_counts,
+    idlg_batch_labels,
+    recover_batch_labels,
+    sample_pool_batch,
+    yin_batch_labels,
+)
 from gitutor.labels.llg import LLGPlus, llg_label_counts
 from gitutor.models import fc_input_features
 
 #: The methods of the comparison: Ye et al.'s search, Eq. 6's exact minimum and five baselines (LLG and
 #: LLG+ of Wainakh et al. 2022; LLG+ only where its auxiliary fit is given).
-METHODS = ("ours", "Eq. 6 exhaustive", "Yin et al.", "iDLG rule", "bias count", "LLG", "LLG+")
+METHODS = (
+    "ours",
+    "Eq. 6 exhaustive",
+    "Yin et al.",
+    "iDLG rule",
+    "bias count",
+    "LLG",
+    "LLG+",
+)
 
 
-def chapter_images(cfg, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def chapter_images(
+    cfg, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``(aux_images, pool_images, pool_labels)``: ``cfg.aux_images`` (at least ``max(cfg.aux_counts)`` when
     bundled) auxiliary and ``cfg.target_pool`` attacked images at ``cfg.image_size``. A root of "bundled" takes
     the disjoint pool="aux" / pool="target" halves of the bundled photographs (no labels: labels are assigned
@@ -45,38 +65,77 @@ def chapter_images(cfg, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Te
     """
     size, crop = cfg.image_size, min(cfg.image_size, BUNDLED_CROP)
     if cfg.aux_root == "bundled":
-        aux_images = resize(load("photos", max(cfg.aux_counts), size=crop, seed=seed, pool="aux")[0], size)
+        aux_images = resize(
+            load("photos", max(cfg.aux_counts), size=crop, seed=seed, pool="aux")[0],
+            size,
+        )
     else:
         try:
-            aux_images, _ = load("imagefolder", cfg.aux_images, root=cfg.aux_root, size=size, seed=seed)
+            aux_images, _ = load(
+                "imagefolder", cfg.aux_images, root=cfg.aux_root, size=size, seed=seed
+            )
         except OfflineDataError as error:
-            raise OfflineDataError(f"auxiliary images not found in {cfg.aux_root}: put {cfg.aux_images} public web "
-                                   "images in a sub-folder of it (e.g. aux_web/web/*.jpg), or set AUX_ROOT") from error
+            raise OfflineDataError(
+                f"auxiliary images not found in {cfg.aux_root}: put {cfg.aux_images} public web "
+                "images in a sub-folder of it (e.g. aux_web/web/*.jpg), or set AUX_ROOT"
+            ) from error
     if cfg.image_root == "bundled":
-        pool_images, pool_labels = resize(load("photos", cfg.target_pool, size=crop, seed=seed + 1, pool="target")[0],
-                                          size), None
+        pool_images, pool_labels = (
+            resize(
+                load(
+                    "photos", cfg.target_pool, size=crop, seed=seed + 1, pool="target"
+                )[0],
+                size,
+            ),
+            None,
+        )
     else:
-        pool_images, pool_labels = load("imagefolder", cfg.target_pool, root=cfg.image_root, size=size, seed=seed + 1)
+        pool_images, pool_labels = load(
+            "imagefolder",
+            cfg.target_pool,
+            root=cfg.image_root,
+            size=size,
+            seed=seed + 1,
+        )
     return aux_images, pool_images, pool_labels
 
 
-def penultimate_features(model: nn.Module, images: torch.Tensor, device="cpu", chunk: int = 128) -> torch.Tensor:
+def penultimate_features(
+    model: nn.Module, images: torch.Tensor, device="cpu", chunk: int = 128
+) -> torch.Tensor:
     """``(n, m)`` features h = Φ(x), the FC layer's input, on the CPU (in eval mode independent of the batch)."""
-    return torch.cat([fc_input_features(model, part.to(device)) for part in images.split(chunk)]).cpu()
+    return torch.cat(
+        [fc_input_features(model, part.to(device)) for part in images.split(chunk)]
+    ).cpu()
 
 
-def observed_fc_update(head: nn.Linear, features: torch.Tensor, labels: torch.Tensor, device="cpu"):
+def observed_fc_update(
+    head: nn.Linear, features: torch.Tensor, labels: torch.Tensor, device="cpu"
+):
     """``[∇W^FC, ∇b^FC]`` (CPU) the server observes in the last-layer case (:func:`~gitutor.federated.last_layer_case`)
     of a batch with these ``(N, m)`` features and ``(N,)`` labels (no ∇b for a bias-free head)."""
-    return [g.cpu() for g in last_layer_case(head, features.to(device), labels.to(device)).update]
+    return [
+        g.cpu()
+        for g in last_layer_case(head, features.to(device), labels.to(device)).update
+    ]
 
 
-def timed_recovery(head: nn.Module, w: torch.Tensor, batch_size: int, stats: FeatureCV, cfg, seed: int):
+def timed_recovery(
+    head: nn.Module, w: torch.Tensor, batch_size: int, stats: FeatureCV, cfg, seed: int
+):
     """Stage I (:func:`~gitutor.labels.recover_batch_labels` with the profile's population, generations and
     crossover rate): ``((N,) labels, seconds taken)``."""
     start = time.perf_counter()
-    labels = recover_batch_labels(head, w, batch_size, stats, population=cfg.population, iterations=cfg.iterations,
-                                  crossover=cfg.crossover, seed=seed)
+    labels = recover_batch_labels(
+        head,
+        w,
+        batch_size,
+        stats,
+        population=cfg.population,
+        iterations=cfg.iterations,
+        crossover=cfg.crossover,
+        seed=seed,
+    )
     return labels, time.perf_counter() - start
 
 
@@ -89,12 +148,17 @@ def bias_count_labels(b: torch.Tensor, batch_size: int) -> torch.Tensor:
     return _multiset(bias_label_counts(b, batch_size))
 
 
-def baseline_predictions(w: torch.Tensor, b: torch.Tensor, batch_size: int,
-                         llg_plus: LLGPlus | None = None) -> dict[str, torch.Tensor]:
+def baseline_predictions(
+    w: torch.Tensor, b: torch.Tensor, batch_size: int, llg_plus: LLGPlus | None = None
+) -> dict[str, torch.Tensor]:
     """The baselines' labels: Yin et al.'s N most negative rows, the iDLG rule on a batch, the bias count,
     LLG and (with its fitted parameters, :func:`~gitutor.labels.llg.fit_llg_plus`) LLG+."""
-    found = {"Yin et al.": yin_batch_labels(w, batch_size), "iDLG rule": idlg_batch_labels(w, batch_size),
-             "bias count": bias_count_labels(b, batch_size), "LLG": _multiset(llg_label_counts(w, batch_size))}
+    found = {
+        "Yin et al.": yin_batch_labels(w, batch_size),
+        "iDLG rule": idlg_batch_labels(w, batch_size),
+        "bias count": bias_count_labels(b, batch_size),
+        "LLG": _multiset(llg_label_counts(w, batch_size)),
+    }
     if llg_plus is not None:
         found["LLG+"] = _multiset(llg_label_counts(w, batch_size, llg_plus))
     return found
@@ -108,11 +172,20 @@ def summary(values: Sequence[dict]) -> tuple[float, float]:
     """
     if not values:
         raise ValueError("values is empty: no batch was scored")
-    return float(np.mean([v["accuracy"] for v in values])), float(np.mean([v["exact"] for v in values]))
+    return float(np.mean([v["accuracy"] for v in values])), float(
+        np.mean([v["exact"] for v in values])
+    )
 
 
-def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_gradient: Callable, recover: Callable,
-                    stats: FeatureCV, batch_size: int, progress: bool = False, llg_plus: LLGPlus | None = None) -> dict:
+def compare_methods(
+    trials: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    fc_gradient: Callable,
+    recover: Callable,
+    stats: FeatureCV,
+    batch_size: int,
+    progress: bool = False,
+    llg_plus: LLGPlus | None = None,
+) -> dict:
     """Every :data:`METHODS` entry on each ``(indices, labels)`` batch of ``trials`` (the seed of batch t is t;
     LLG+ only with ``llg_plus``); ``progress`` shows a tqdm bar over the batches.
 
@@ -128,50 +201,83 @@ def compare_methods(trials: Sequence[tuple[torch.Tensor, torch.Tensor]], fc_grad
     if not trials:
         raise ValueError("trials is empty: give at least one (indices, labels) batch")
     names = [name for name in METHODS if name != "LLG+" or llg_plus is not None]
-    out = {"scores": {name: [] for name in names}, "seconds": [], "failures": [], "agree": 0, "coarse_right": 0,
-           "spread": {"exact": [], "failed": []}}
-    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches", disable=not progress)):
+    out = {
+        "scores": {name: [] for name in names},
+        "seconds": [],
+        "failures": [],
+        "agree": 0,
+        "coarse_right": 0,
+        "spread": {"exact": [], "failed": []},
+    }
+    for trial, (indices, labels) in enumerate(
+        tqdm(trials, desc="batches", disable=not progress)
+    ):
         w, b = fc_gradient(indices, labels)
         ours, took = recover(w, batch_size, seed=trial)
         out["seconds"].append(took)
         classes = coarse_labels(w)
         best = exhaustive_label_counts(w, classes, batch_size, stats)
         out["agree"] += torch.equal(ours, classes.repeat_interleave(best))
-        predictions = {"ours": ours, "Eq. 6 exhaustive": classes.repeat_interleave(best),
-                       **baseline_predictions(w, b, batch_size, llg_plus)}
+        predictions = {
+            "ours": ours,
+            "Eq. 6 exhaustive": classes.repeat_interleave(best),
+            **baseline_predictions(w, b, batch_size, llg_plus),
+        }
         for name, predicted in predictions.items():
             out["scores"][name].append(batch_label_scores(predicted, labels))
         if set(classes.tolist()) != set(labels.tolist()):
             continue  # a wrong coarse label set
         out["coarse_right"] += 1
         truth = torch.bincount(labels, minlength=w.shape[0])[classes]
-        ratio = class_evidence(w, classes, stats) / truth  # a_k / n_k: the same for every class if Eq. 6 held
-        out["spread"]["exact" if torch.equal(best, truth) else "failed"].append(float(ratio.std() / ratio.mean()))
+        ratio = (
+            class_evidence(w, classes, stats) / truth
+        )  # a_k / n_k: the same for every class if Eq. 6 held
+        out["spread"]["exact" if torch.equal(best, truth) else "failed"].append(
+            float(ratio.std() / ratio.mean())
+        )
         if not torch.equal(best, truth):
             out["failures"].append((truth.tolist(), best.tolist()))
     return out
 
 
-def batch_size_sweep(pool_labels, pool_size: int, fc_gradient: Callable, recover: Callable, cfg,
-                     generator: torch.Generator, progress: bool = False,
-                     llg_plus: LLGPlus | None = None) -> tuple[dict, list[float]]:
+def batch_size_sweep(
+    pool_labels,
+    pool_size: int,
+    fc_gradient: Callable,
+    recover: Callable,
+    cfg,
+    generator: torch.Generator,
+    progress: bool = False,
+    llg_plus: LLGPlus | None = None,
+) -> tuple[dict, list[float]]:
     """Per N in ``cfg.batch_sizes``, ``cfg.sweep_trials`` batches with at most max(2, N·``cfg.sweep_class_fraction``)
     classes. Returns ``{method: {"accuracy": [...], "exact": [...], "flags": [[0/1 per batch], ...]}}`` (one entry
     per N; all methods but the exhaustive one, LLG+ only with ``llg_plus``) and the mean seconds per recovery of
     ours per N; ``progress`` shows a tqdm bar over N."""
-    sweep = {name: {"accuracy": [], "exact": [], "flags": []} for name in METHODS
-             if name != "Eq. 6 exhaustive" and (name != "LLG+" or llg_plus is not None)}
+    sweep = {
+        name: {"accuracy": [], "exact": [], "flags": []}
+        for name in METHODS
+        if name != "Eq. 6 exhaustive" and (name != "LLG+" or llg_plus is not None)
+    }
     seconds = []
     for batch_size in tqdm(cfg.batch_sizes, desc="batch sizes", disable=not progress):
         max_classes = max(2, int(batch_size * cfg.sweep_class_fraction))
         per_method, took = {name: [] for name in sweep}, []
         for trial in range(cfg.sweep_trials):
-            indices, labels = sample_pool_batch(pool_labels, pool_size, batch_size, cfg.num_classes, max_classes,
-                                                generator)
+            indices, labels = sample_pool_batch(
+                pool_labels,
+                pool_size,
+                batch_size,
+                cfg.num_classes,
+                max_classes,
+                generator,
+            )
             w, b = fc_gradient(indices, labels)
             ours, seconds_taken = recover(w, batch_size, seed=trial)
             took.append(seconds_taken)
-            for name, predicted in ({"ours": ours} | baseline_predictions(w, b, batch_size, llg_plus)).items():
+            for name, predicted in (
+                {"ours": ours} | baseline_predictions(w, b, batch_size, llg_plus)
+            ).items():
                 per_method[name].append(batch_label_scores(predicted, labels))
         for name, values in per_method.items():
             for key, value in zip(("accuracy", "exact"), summary(values)):
@@ -181,7 +287,9 @@ def batch_size_sweep(pool_labels, pool_size: int, fc_gradient: Callable, recover
     return sweep, seconds
 
 
-def aux_and_m_effects(trials, gradients, batch_size: int, aux_features: torch.Tensor, cfg) -> tuple[dict, dict]:
+def aux_and_m_effects(
+    trials, gradients, batch_size: int, aux_features: torch.Tensor, cfg
+) -> tuple[dict, dict]:
     """Eq. 6's exhaustive minimum (:func:`eq6_scores`) with the statistics of Eq. 5 refitted
     (:meth:`~gitutor.labels.FeatureCV.from_features`) for every M in ``cfg.m_values`` (on ``cfg.aux_images``
     auxiliary features) and every number of auxiliary images in ``cfg.aux_counts`` that ``aux_features``
@@ -190,15 +298,32 @@ def aux_and_m_effects(trials, gradients, batch_size: int, aux_features: torch.Te
     Returns:
         ``(by_m, by_aux)``: ``{M: (per-label accuracy, exact-batch rate)}`` and ``{count: (…)}``.
     """
-    by_m = {m: eq6_scores(trials, gradients, batch_size,
-                          FeatureCV.from_features(aux_features[:cfg.aux_images], top_m=m)) for m in cfg.m_values}
+    by_m = {
+        m: eq6_scores(
+            trials,
+            gradients,
+            batch_size,
+            FeatureCV.from_features(aux_features[: cfg.aux_images], top_m=m),
+        )
+        for m in cfg.m_values
+    }
     top_m = min(cfg.top_m, aux_features.shape[1])
-    by_aux = {n: eq6_scores(trials, gradients, batch_size, FeatureCV.from_features(aux_features[:n], top_m=top_m))
-              for n in cfg.aux_counts if n <= len(aux_features)}
+    by_aux = {
+        n: eq6_scores(
+            trials,
+            gradients,
+            batch_size,
+            FeatureCV.from_features(aux_features[:n], top_m=top_m),
+        )
+        for n in cfg.aux_counts
+        if n <= len(aux_features)
+    }
     return by_m, by_aux
 
 
-def eq6_scores(trials, gradients, batch_size: int, stats: FeatureCV) -> tuple[float, float]:
+def eq6_scores(
+    trials, gradients, batch_size: int, stats: FeatureCV
+) -> tuple[float, float]:
     """:func:`summary` of the exhaustive minimum of Eq. 6 with ``stats`` on each trial batch (``gradients``
     holds each batch's ``(w, b)``)."""
     values = []
@@ -209,8 +334,9 @@ def eq6_scores(trials, gradients, batch_size: int, stats: FeatureCV) -> tuple[fl
     return summary(values)
 
 
-def confident_head(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor,
-                   steps: int, lr: float):
+def confident_head(
+    fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor, steps: int, lr: float
+):
     """A copy of ``fc`` after ``steps`` plain SGD steps of rate ``lr`` on this batch's
     ``(N, m)`` features (the client's own update rule, emulating a trained model) and
     the mean probability of the true class after them."""
@@ -225,8 +351,16 @@ def confident_head(fc: nn.Linear, features: torch.Tensor, labels: torch.Tensor,
     return head, float(probability.mean())
 
 
-def late_training(trials, fc: nn.Linear, features: torch.Tensor, fc_gradient: Callable, recover: Callable, cfg,
-                  device="cpu", progress: bool = False) -> tuple[dict, list[float], int]:
+def late_training(
+    trials,
+    fc: nn.Linear,
+    features: torch.Tensor,
+    fc_gradient: Callable,
+    recover: Callable,
+    cfg,
+    device="cpu",
+    progress: bool = False,
+) -> tuple[dict, list[float], int]:
     """The bias count and ours late in training: ours on a bias-free copy of ``fc``, and both on a
     :func:`confident_head` of each trial batch (``features`` are the pool's ``(n, m)`` features); ``progress``
     shows a tqdm bar over the batches.
@@ -238,20 +372,40 @@ def late_training(trials, fc: nn.Linear, features: torch.Tensor, fc_gradient: Ca
     bias_free = nn.Linear(fc.in_features, fc.out_features, bias=False).to(device)
     with torch.no_grad():
         bias_free.weight.copy_(fc.weight)
-    late = {"ours (bias-free FC)": [], "ours (confident head)": [], "bias count (confident head)": []}
+    late = {
+        "ours (bias-free FC)": [],
+        "ours (confident head)": [],
+        "bias count (confident head)": [],
+    }
     probabilities, rejected = [], 0
-    for trial, (indices, labels) in enumerate(tqdm(trials, desc="batches", disable=not progress)):
-        w_free, = fc_gradient(indices, labels, head=bias_free)
-        late["ours (bias-free FC)"].append(batch_label_scores(recover(w_free, len(labels), trial, head=bias_free)[0],
-                                                              labels))
-        head, probability = confident_head(fc, features[indices].to(device), labels.to(device), cfg.head_steps,
-                                           cfg.head_lr)
+    for trial, (indices, labels) in enumerate(
+        tqdm(trials, desc="batches", disable=not progress)
+    ):
+        (w_free,) = fc_gradient(indices, labels, head=bias_free)
+        late["ours (bias-free FC)"].append(
+            batch_label_scores(
+                recover(w_free, len(labels), trial, head=bias_free)[0], labels
+            )
+        )
+        head, probability = confident_head(
+            fc,
+            features[indices].to(device),
+            labels.to(device),
+            cfg.head_steps,
+            cfg.head_lr,
+        )
         probabilities.append(probability)
         w, b = fc_gradient(indices, labels, head=head)
-        late["bias count (confident head)"].append(batch_label_scores(bias_count_labels(b, len(labels)), labels))
+        late["bias count (confident head)"].append(
+            batch_label_scores(bias_count_labels(b, len(labels)), labels)
+        )
         try:
-            late["ours (confident head)"].append(batch_label_scores(recover(w, len(labels), trial, head=head)[0], labels))
-        except ValueError:  # more negative rows than images: the early-training assumption is gone
+            late["ours (confident head)"].append(
+                batch_label_scores(recover(w, len(labels), trial, head=head)[0], labels)
+            )
+        except (
+            ValueError
+        ):  # more negative rows than images: the early-training assumption is gone
             rejected += 1
             late["ours (confident head)"].append({"accuracy": 0.0, "exact": 0.0})
     return late, probabilities, rejected

@@ -17,6 +17,7 @@ photographs and their true labels (chapter 03's headline).
 What varies across batches is the classes, their counts and the views; the 20 photographs stay the same, so an
 interval covers batches drawn from these photographs, not ImageNet at large.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,12 +32,22 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from gitutor.data import load
-from gitutor.labels import (FeatureCV, batch_label_scores, coarse_labels, exhaustive_label_counts,
-                            recover_batch_labels, sample_repeated_labels)
+from gitutor.labels import (
+    FeatureCV,
+    batch_label_scores,
+    coarse_labels,
+    exhaustive_label_counts,
+    recover_batch_labels,
+    sample_repeated_labels,
+)
 from gitutor.labels.llg import fit_llg_plus, llg_label_counts
 from gitutor.models import last_linear
 from gitutor.stats import interval, success_interval
-from gitutor.chapters.cv_batch_labels.experiments import bias_count_labels, observed_fc_update, penultimate_features
+from gitutor.chapters.cv_batch_labels.experiments import (
+    bias_count_labels,
+    observed_fc_update,
+    penultimate_features,
+)
 
 #: The methods of the ImageNet comparison: ours, Eq. 6's exhaustive minimum (B small enough), three count
 #: baselines (Yin et al. and the iDLG rule cannot count repeats: they stay with the chapter's own network).
@@ -77,9 +88,14 @@ def torch_threads(count: int | None):
         torch.set_num_threads(before)
 
 
-def augmented_views(images: torch.Tensor, views: int, size: int, generator: torch.Generator,
-                    scale: tuple[float, float] = (0.25, 1.0), ratio: tuple[float, float] = (3 / 4, 4 / 3)
-                    ) -> torch.Tensor:
+def augmented_views(
+    images: torch.Tensor,
+    views: int,
+    size: int,
+    generator: torch.Generator,
+    scale: tuple[float, float] = (0.25, 1.0),
+    ratio: tuple[float, float] = (3 / 4, 4 / 3),
+) -> torch.Tensor:
     """``views`` random resized crops with a random horizontal flip of each of the ``(P, C, H, W)`` images:
     ``(P, views, C, size, size)`` in [0, 1] (torchvision's RandomResizedCrop and RandomHorizontalFlip, drawn
     from ``generator``; after 10 draws that do not fit, the whole image).
@@ -88,9 +104,13 @@ def augmented_views(images: torch.Tensor, views: int, size: int, generator: torc
         ValueError: if ``views`` < 1 or ``scale`` is not within (0, 1].
     """
     if views < 1 or not 0 < scale[0] <= scale[1] <= 1:
-        raise ValueError(f"need views ≥ 1 and 0 < scale[0] ≤ scale[1] ≤ 1, got {views} and {scale}")
+        raise ValueError(
+            f"need views ≥ 1 and 0 < scale[0] ≤ scale[1] ≤ 1, got {views} and {scale}"
+        )
     height, width = images.shape[-2:]
-    uniform = lambda low, high: low + (high - low) * float(torch.rand(1, generator=generator))
+    uniform = lambda low, high: (
+        low + (high - low) * float(torch.rand(1, generator=generator))
+    )
     out = []
     for image in images:
         for _ in range(views):
@@ -98,15 +118,27 @@ def augmented_views(images: torch.Tensor, views: int, size: int, generator: torc
             for _ in range(10):
                 area = height * width * uniform(*scale)
                 aspect = math.exp(uniform(math.log(ratio[0]), math.log(ratio[1])))
-                cw, ch = round(math.sqrt(area * aspect)), round(math.sqrt(area / aspect))
+                cw, ch = (
+                    round(math.sqrt(area * aspect)),
+                    round(math.sqrt(area / aspect)),
+                )
                 if 0 < cw <= width and 0 < ch <= height:
                     h, w = ch, cw
                     break
             top = int(torch.randint(height - h + 1, (1,), generator=generator))
             left = int(torch.randint(width - w + 1, (1,), generator=generator))
-            crop = F.interpolate(image[None, :, top:top + h, left:left + w], size=(size, size), mode="bilinear",
-                                 antialias=True, align_corners=False).clamp(0, 1)
-            out.append(crop.flip(-1) if float(torch.rand(1, generator=generator)) < 0.5 else crop)
+            crop = F.interpolate(
+                image[None, :, top : top + h, left : left + w],
+                size=(size, size),
+                mode="bilinear",
+                antialias=True,
+                align_corners=False,
+            ).clamp(0, 1)
+            out.append(
+                crop.flip(-1)
+                if float(torch.rand(1, generator=generator)) < 0.5
+                else crop
+            )
     return torch.cat(out).view(len(images), views, *images.shape[1:2], size, size)
 
 
@@ -116,19 +148,34 @@ def view_bank(model: nn.Module, cfg, seed: int, device="cpu") -> ViewBank:
     resize-and-crop), and the ``cfg.imagenet_size`` px centre crops (seeded by ``seed``)."""
     source, labels = load("imagenet", size=cfg.imagenet_source)
     centre, _ = load("imagenet", size=cfg.imagenet_size)
-    views = augmented_views(source, cfg.imagenet_views, cfg.imagenet_size, torch.Generator().manual_seed(seed),
-                            tuple(cfg.imagenet_scale))
+    views = augmented_views(
+        source,
+        cfg.imagenet_views,
+        cfg.imagenet_size,
+        torch.Generator().manual_seed(seed),
+        tuple(cfg.imagenet_scale),
+    )
     flat = views.flatten(0, 1)
     features = penultimate_features(model, flat, device, chunk=32)
     with torch.no_grad():
         p = last_linear(model)(features.to(device)).softmax(-1).cpu()
     true = p[torch.arange(len(flat)), labels.repeat_interleave(cfg.imagenet_views)]
-    return ViewBank(views, features.view(*views.shape[:2], -1), penultimate_features(model, centre, device), labels,
-                    true.view(*views.shape[:2]))
+    return ViewBank(
+        views,
+        features.view(*views.shape[:2], -1),
+        penultimate_features(model, centre, device),
+        labels,
+        true.view(*views.shape[:2]),
+    )
 
 
-def sample_view_batch(bank: ViewBank, batch_size: int, max_classes: int, generator: torch.Generator,
-                      tries: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_view_batch(
+    bank: ViewBank,
+    batch_size: int,
+    max_classes: int,
+    generator: torch.Generator,
+    tries: int = 1000,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch with repeated true labels: ``(picks (N, 2) of (photograph, view), labels (N,))``.
 
     The count pattern is :func:`~gitutor.labels.sample_repeated_labels`'s (K uniform in [2, min(max_classes,
@@ -142,12 +189,15 @@ def sample_view_batch(bank: ViewBank, batch_size: int, max_classes: int, generat
     photos = {int(c): torch.nonzero(bank.labels == c).flatten() for c in classes}
     views = bank.features.shape[1]
     for _ in range(tries):
-        chosen, counts = classes[sample_repeated_labels(batch_size, len(classes), max_classes, generator)].unique(
-            return_counts=True)
+        chosen, counts = classes[
+            sample_repeated_labels(batch_size, len(classes), max_classes, generator)
+        ].unique(return_counts=True)
         if all(int(n) <= views * len(photos[int(c)]) for c, n in zip(chosen, counts)):
             break
     else:
-        raise ValueError(f"no batch of {batch_size} with ≤ {max_classes} classes fits {views} views per photograph")
+        raise ValueError(
+            f"no batch of {batch_size} with ≤ {max_classes} classes fits {views} views per photograph"
+        )
     picks = []
     for c, n in zip(chosen.tolist(), counts.tolist()):
         slots = torch.cartesian_prod(photos[c], torch.arange(views))
@@ -156,7 +206,9 @@ def sample_view_batch(bank: ViewBank, batch_size: int, max_classes: int, generat
     return picks, bank.labels[picks[:, 0]]
 
 
-def premise_gradient(num_classes: int, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def premise_gradient(
+    num_classes: int, features: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """``(C, m)`` FC weight gradient of the same batch if every softmax output were 0 (Eq. 2–3 with p = 0,
     the premise of Eq. 6): ∇W_k = −(1/N) Σ_{n: y_n = k} h_n."""
     onehot = F.one_hot(labels, num_classes).to(features.dtype)
@@ -168,12 +220,24 @@ def _multiset(counts: torch.Tensor) -> torch.Tensor:
 
 
 def _failed(batch_size: int) -> torch.Tensor:
-    return torch.empty(0, dtype=torch.int64)  # scored as a wrong batch (a method that refused this gradient)
+    return torch.empty(
+        0, dtype=torch.int64
+    )  # scored as a wrong batch (a method that refused this gradient)
 
 
-def imagenet_trials(model: nn.Module, bank: ViewBank, cfg, batch_size: int, trials: int, max_classes: int,
-                    generator: torch.Generator, *, exhaustive: bool = True, progress: bool = False,
-                    device="cpu") -> dict:
+def imagenet_trials(
+    model: nn.Module,
+    bank: ViewBank,
+    cfg,
+    batch_size: int,
+    trials: int,
+    max_classes: int,
+    generator: torch.Generator,
+    *,
+    exhaustive: bool = True,
+    progress: bool = False,
+    device="cpu",
+) -> dict:
     """Every :data:`METHODS` entry (the exhaustive minimum only with ``exhaustive``) on ``trials`` batches of
     :func:`sample_view_batch`, the auxiliary statistics and LLG+ refitted per batch on the photographs whose
     class is not in it (seed of batch t: t).
@@ -186,9 +250,18 @@ def imagenet_trials(model: nn.Module, bank: ViewBank, cfg, batch_size: int, tria
     """
     head = last_linear(model)
     names = [name for name in METHODS if exhaustive or name != "Eq. 6 exhaustive"]
-    out = {"scores": {name: [] for name in names}, "coarse": [], "premise": [], "seconds": [], "n_aux": [],
-           "refused": 0, "first": None}
-    for trial in tqdm(range(trials), desc=f"ImageNet batches, N = {batch_size}", disable=not progress):
+    out = {
+        "scores": {name: [] for name in names},
+        "coarse": [],
+        "premise": [],
+        "seconds": [],
+        "n_aux": [],
+        "refused": 0,
+        "first": None,
+    }
+    for trial in tqdm(
+        range(trials), desc=f"ImageNet batches, N = {batch_size}", disable=not progress
+    ):
         picks, labels = sample_view_batch(bank, batch_size, max_classes, generator)
         out["first"] = out["first"] or (picks, labels)
         features = bank.features[picks[:, 0], picks[:, 1]]
@@ -197,25 +270,45 @@ def imagenet_trials(model: nn.Module, bank: ViewBank, cfg, batch_size: int, tria
         w, b = observed_fc_update(head, features, labels, device)
         start = time.perf_counter()
         try:
-            ours = recover_batch_labels(head, w, batch_size, stats, population=cfg.population,
-                                        iterations=cfg.iterations, crossover=cfg.crossover, seed=trial)
+            ours = recover_batch_labels(
+                head,
+                w,
+                batch_size,
+                stats,
+                population=cfg.population,
+                iterations=cfg.iterations,
+                crossover=cfg.crossover,
+                seed=trial,
+            )
         except ValueError:  # no negative row, or more negative rows than images
             ours, out["refused"] = _failed(batch_size), out["refused"] + 1
         out["seconds"].append(time.perf_counter() - start)
         classes = coarse_labels(w)
-        found = {"ours": ours, "bias count": bias_count_labels(b, batch_size),
-                 "LLG": _multiset(llg_label_counts(w, batch_size)),
-                 "LLG+": _multiset(llg_label_counts(w, batch_size, fit_llg_plus(head, aux.to(device))))}
+        found = {
+            "ours": ours,
+            "bias count": bias_count_labels(b, batch_size),
+            "LLG": _multiset(llg_label_counts(w, batch_size)),
+            "LLG+": _multiset(
+                llg_label_counts(w, batch_size, fit_llg_plus(head, aux.to(device)))
+            ),
+        }
         if exhaustive:
             try:
                 found["Eq. 6 exhaustive"] = classes.repeat_interleave(
-                    exhaustive_label_counts(w, classes, batch_size, stats))
+                    exhaustive_label_counts(w, classes, batch_size, stats)
+                )
             except ValueError:
                 found["Eq. 6 exhaustive"] = _failed(batch_size)
             w0 = premise_gradient(w.shape[0], features, labels)
             c0 = coarse_labels(w0)
-            out["premise"].append(batch_label_scores(
-                c0.repeat_interleave(exhaustive_label_counts(w0, c0, batch_size, stats)), labels)["exact"])
+            out["premise"].append(
+                batch_label_scores(
+                    c0.repeat_interleave(
+                        exhaustive_label_counts(w0, c0, batch_size, stats)
+                    ),
+                    labels,
+                )["exact"]
+            )
         for name in names:
             out["scores"][name].append(batch_label_scores(found[name], labels))
         out["coarse"].append(float(set(classes.tolist()) == set(labels.tolist())))
@@ -233,26 +326,52 @@ def imagenet_summary(result: dict) -> dict:
     scores, coarse = result["scores"], result["coarse"]
     flags = {name: [s["exact"] for s in values] for name, values in scores.items()}
     right = [i for i, c in enumerate(coarse) if c]
-    given = {name: success_interval([f[i] for i in right]) if right else None for name, f in flags.items()}
+    given = {
+        name: success_interval([f[i] for i in right]) if right else None
+        for name, f in flags.items()
+    }
     ours = np.asarray(flags["ours"])
     paired, discordant = {}, {}
     for name in BASELINES:
         other = np.asarray(flags[name])
         paired[name] = interval(ours - other, bounds=(-1.0, 1.0))
-        discordant[name] = (int(((ours == 1) & (other == 0)).sum()), int(((ours == 0) & (other == 1)).sum()))
-    return {"exact": {name: success_interval(f) for name, f in flags.items()}, "given_coarse": given,
-            "accuracy": {name: interval([s["accuracy"] for s in v], bounds=(0.0, 1.0)) for name, v in scores.items()},
-            "paired": paired, "discordant": discordant, "coarse": success_interval(coarse),
-            "coarse_right": len(right), "trials": len(coarse),
-            "premise": success_interval(result["premise"]) if result["premise"] else None,
-            "premise_paired": (interval(np.asarray(result["premise"], float) - ours, bounds=(-1.0, 1.0))
-                               if result["premise"] else None),
-            "n_aux": (min(result["n_aux"]), max(result["n_aux"])), "refused": result["refused"],
-            "seconds": float(np.mean(result["seconds"]))}
+        discordant[name] = (
+            int(((ours == 1) & (other == 0)).sum()),
+            int(((ours == 0) & (other == 1)).sum()),
+        )
+    return {
+        "exact": {name: success_interval(f) for name, f in flags.items()},
+        "given_coarse": given,
+        "accuracy": {
+            name: interval([s["accuracy"] for s in v], bounds=(0.0, 1.0))
+            for name, v in scores.items()
+        },
+        "paired": paired,
+        "discordant": discordant,
+        "coarse": success_interval(coarse),
+        "coarse_right": len(right),
+        "trials": len(coarse),
+        "premise": success_interval(result["premise"]) if result["premise"] else None,
+        "premise_paired": (
+            interval(np.asarray(result["premise"], float) - ours, bounds=(-1.0, 1.0))
+            if result["premise"]
+            else None
+        ),
+        "n_aux": (min(result["n_aux"]), max(result["n_aux"])),
+        "refused": result["refused"],
+        "seconds": float(np.mean(result["seconds"])),
+    }
 
 
-def imagenet_sweep(model: nn.Module, bank: ViewBank, cfg, headline: dict, generator: torch.Generator,
-                   progress: bool = False, device="cpu") -> tuple[dict, list[float], list[int]]:
+def imagenet_sweep(
+    model: nn.Module,
+    bank: ViewBank,
+    cfg,
+    headline: dict,
+    generator: torch.Generator,
+    progress: bool = False,
+    device="cpu",
+) -> tuple[dict, list[float], list[int]]:
     """The batch-size sweep in the ImageNet setting: per N of ``cfg.imagenet_batch_sizes``,
     ``cfg.imagenet_sweep_trials`` batches with at most max(2, min(N·``cfg.sweep_class_fraction``,
     ``cfg.imagenet_max_classes``)) classes (so that some photographs stay auxiliary); N = ``cfg.batch_size``
@@ -266,12 +385,26 @@ def imagenet_sweep(model: nn.Module, bank: ViewBank, cfg, headline: dict, genera
         if n == cfg.batch_size:
             result = headline
         else:
-            cap = max(2, min(int(n * cfg.sweep_class_fraction), cfg.imagenet_max_classes))
-            result = imagenet_trials(model, bank, cfg, n, cfg.imagenet_sweep_trials, cap, generator,
-                                     exhaustive=False, progress=progress, device=device)
+            cap = max(
+                2, min(int(n * cfg.sweep_class_fraction), cfg.imagenet_max_classes)
+            )
+            result = imagenet_trials(
+                model,
+                bank,
+                cfg,
+                n,
+                cfg.imagenet_sweep_trials,
+                cap,
+                generator,
+                exhaustive=False,
+                progress=progress,
+                device=device,
+            )
         for name in names:
             values = result["scores"][name]
-            sweep[name]["accuracy"].append(float(np.mean([v["accuracy"] for v in values])))
+            sweep[name]["accuracy"].append(
+                float(np.mean([v["accuracy"] for v in values]))
+            )
             sweep[name]["exact"].append(float(np.mean([v["exact"] for v in values])))
             sweep[name]["flags"].append([float(v["exact"]) for v in values])
         seconds.append(float(np.mean(result["seconds"])))
@@ -283,6 +416,8 @@ def view_spread(bank: ViewBank, top_m: int) -> tuple[float, float]:
     """What augmented views change: the mean CV at the M kept ranks of Eq. 5 (fitted on all the centre crops)
     across the views of one photograph (averaged over photographs), and across the photographs' centre crops."""
     stats = FeatureCV.from_features(bank.centre_features, top_m=top_m)
-    ranked = bank.features.double().sort(dim=-1, descending=True).values[..., stats.indices]  # (P, V, M)
+    ranked = (
+        bank.features.double().sort(dim=-1, descending=True).values[..., stats.indices]
+    )  # (P, V, M)
     within = (ranked.std(dim=1) / ranked.mean(dim=1)).mean()
     return float(within), float(stats.cv[stats.indices].mean())

@@ -1,25 +1,28 @@
 """What chapter 03 shows of its random-vs-trained comparison (:mod:`gitutor.chapters.cv_batch_labels.substitute`): the table
 and figure per network, the sentences its prose pastes in (myst-nb ``glue``) and the results-record rows, the
 chapter's headline among them (exact label counts on the trained network)."""
+
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
 from gitutor.paired import compare_paired, paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, format_interval
+from gitutor.stats import NOT_RESOLVED, format_interval, sign_test
 from gitutor.viz import interval_errorbars, legible
 from gitutor.tables import markdown_table
 from gitutor.chapters.cv_batch_labels.imagenet_report import SUBSTITUTE_REASON
 
 #: Row names of the random-vs-trained table, by the keys of
 #: :func:`~gitutor.chapters.cv_batch_labels.experiments.substitute_networks` (plus ``"chapter"``: the ResNet34 above).
-NETWORK_NAMES = {"chapter": "ResNet34, random (the network above)", "random": "ResNet-20, random",
-                 "trained": "ResNet-20, trained substitute",
-                 "trained, new head": "ResNet-20, trained features, new head"}
+NETWORK_NAMES = {
+    "chapter": "ResNet34, random (the network above)",
+    "random": "ResNet-20, random",
+    "trained": "ResNet-20, trained substitute",
+    "trained, new head": "ResNet-20, trained features, new head",
+}
 
 
 #: The label-count methods the network table and figure show beside ours (exact-batch rate each).
@@ -31,42 +34,81 @@ def networks_table(summaries: Mapping[str, Mapping]) -> str:
     :data:`NETWORK_NAMES`): classes, input size, batches with the right coarse label set, mean top softmax
     probability, mean CV at the kept ranks, ours' mean per-label accuracy and the exact-batch rate with its
     95 % interval of ours and of every :data:`BASELINES` method the comparison ran."""
-    header = ["network", "classes", "input", "coarse set right", "mean top p", "CV at t",
-              "per-label accuracy, ours", "exact, ours", *(f"exact, {name}" for name in BASELINES)]
-    cell = lambda s, name: format_interval(s["methods"][name], count=False) if name in s["methods"] else "n/a"
-    lines = [[NETWORK_NAMES.get(key, key), s["classes"], f"{s['image_size']} px",
-              f"{s['coarse_right']} / {s['trials']}", f"{s['top_probability']:.2f}", f"{s['kept_cv']:.2f}",
-              f"{s['accuracy'].mean:.2f}", format_interval(s["exact"], count=False),
-              *(cell(s, name) for name in BASELINES)] for key, s in summaries.items()]
+    header = [
+        "network",
+        "classes",
+        "input",
+        "coarse set right",
+        "mean top p",
+        "CV at t",
+        "per-label accuracy, ours",
+        "exact, ours",
+        *(f"exact, {name}" for name in BASELINES),
+    ]
+    cell = lambda s, name: (
+        format_interval(s["methods"][name], count=False)
+        if name in s["methods"]
+        else "n/a"
+    )
+    lines = [
+        [
+            NETWORK_NAMES.get(key, key),
+            s["classes"],
+            f"{s['image_size']} px",
+            f"{s['coarse_right']} / {s['trials']}",
+            f"{s['top_probability']:.2f}",
+            f"{s['kept_cv']:.2f}",
+            f"{s['accuracy'].mean:.2f}",
+            format_interval(s["exact"], count=False),
+            *(cell(s, name) for name in BASELINES),
+        ]
+        for key, s in summaries.items()
+    ]
     return markdown_table(header, lines)
 
 
 def networks_figure(summaries: Mapping[str, Mapping]):
     """Exact-batch rate per network of ours and of each :data:`BASELINES` method, with 95 % intervals."""
-    names = [NETWORK_NAMES.get(key, key).replace(", ", ",\n").replace(" (", "\n(") for key in summaries]
+    names = [
+        NETWORK_NAMES.get(key, key).replace(", ", ",\n").replace(" (", "\n(")
+        for key in summaries
+    ]
     fig, ax = plt.subplots(figsize=(8, 4.2))
     methods = ("ours", *BASELINES)
     for j, method in enumerate(methods):
-        where = [(i, s["methods"][method]) for i, s in enumerate(summaries.values()) if method in s["methods"]]
+        where = [
+            (i, s["methods"][method])
+            for i, s in enumerate(summaries.values())
+            if method in s["methods"]
+        ]
         offset = (j - (len(methods) - 1) / 2) * 0.16
-        interval_errorbars(ax, [i + offset for i, _ in where], [v for _, v in where], linestyle="none",
-                           label=method)
+        interval_errorbars(
+            ax,
+            [i + offset for i, _ in where],
+            [v for _, v in where],
+            linestyle="none",
+            label=method,
+        )
     ax.set_xticks(range(len(names)), names)
-    ax.set(ylabel="exact-batch rate", ylim=(0, 1.02), xlim=(-0.5, len(names) - 0.5),
-           title="Label counts, B = 8: exact batches with 95 % intervals")
+    ax.set(
+        ylabel="exact-batch rate",
+        ylim=(0, 1.02),
+        xlim=(-0.5, len(names) - 0.5),
+        title="Label counts, B = 8: exact batches with 95 % intervals",
+    )
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(ncols=len(methods), loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+    ax.legend(
+        ncols=len(methods),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.28),
+        frameon=False,
+    )
     return legible(fig)
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign (McNemar) test of ``wins`` against ``losses`` discordant pairs: the probability of a
-    split at least this uneven when each discordant pair is a fair coin (1.0 with none)."""
-    n, k = wins + losses, max(wins, losses)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n) if n else 1.0
-
-
-def paired_sentence(first: Sequence[float], second: Sequence[float], names: tuple[str, str]) -> str:
+def paired_sentence(
+    first: Sequence[float], second: Sequence[float], names: tuple[str, str]
+) -> str:
     """Whether ``names[0]`` gets more (or fewer) batches exact than ``names[1]`` on the *same* batches, as words:
     the 95 % interval of the paired differences of their 0/1 exact flags (:func:`gitutor.paired.paired_difference`,
     in [−1, 1]) and the batches only one of the two got exact. A direction is claimed only when the interval
@@ -77,42 +119,62 @@ def paired_sentence(first: Sequence[float], second: Sequence[float], names: tupl
         ValueError: if the flags differ in length or are empty.
     """
     difference = paired_difference(first, second)
-    only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
-    said = (f"paired difference {format_interval(difference, count=False)} over {difference.n} batches; exact "
-            f"for the first only: {only[0]}, for the second only: {only[1]}")
+    only = (
+        sum(a > b for a, b in zip(first, second)),
+        sum(b > a for a, b in zip(first, second)),
+    )
+    said = (
+        f"paired difference {format_interval(difference, count=False)} over {difference.n} batches; exact "
+        f"for the first only: {only[0]}, for the second only: {only[1]}"
+    )
     if separated(first, second):
         higher, lower = names if difference.low > 0 else names[::-1]
         return f"{higher} gets more batches exact than {lower} ({said})"
-    why = ("the interval holds 0" if difference.low <= 0 <= difference.high else
-           f"too few discordant batches: exact sign test p = {sign_test(*only):.2g}")
+    why = (
+        "the interval holds 0"
+        if difference.low <= 0 <= difference.high
+        else f"too few discordant batches: exact sign test p = {sign_test(*only):.2g}"
+    )
     return f"this run does not separate {names[0]} from {names[1]} ({said}; {why})"
 
 
 def separated(first: Sequence[float], second: Sequence[float]) -> bool:
     """True when 0/1 flags of two methods on the same trials differ beyond noise: the 95 % interval of the
     paired differences excludes 0 (:func:`gitutor.paired.compare_paired`) and the discordant trials split
-    unevenly by the exact sign test (:func:`sign_test`, p < 0.05)."""
-    only = (sum(a > b for a, b in zip(first, second)), sum(b > a for a, b in zip(first, second)))
+    unevenly by the exact sign test (:func:`gitutor.stats.sign_test`, p < 0.05)."""
+    only = (
+        sum(a > b for a, b in zip(first, second)),
+        sum(b > a for a, b in zip(first, second)),
+    )
     return compare_paired(first, second) != NOT_RESOLVED and sign_test(*only) < 0.05
 
 
-def difference_sentence(summaries: Mapping[str, Mapping], first: str, second: str) -> str:
+def difference_sentence(
+    summaries: Mapping[str, Mapping], first: str, second: str
+) -> str:
     """Whether networks ``first`` and ``second``, run on the same batches, differ in ours' exact-batch rate:
     :func:`paired_sentence` of their per-batch flags (``summaries[name]["flags"]["ours"]``).
 
     Raises:
         KeyError: if a name is not in ``summaries``.
     """
-    names = (f"the {NETWORK_NAMES.get(first, first)}", f"the {NETWORK_NAMES.get(second, second)}")
-    return paired_sentence(summaries[first]["flags"]["ours"], summaries[second]["flags"]["ours"], names)
+    names = (
+        f"the {NETWORK_NAMES.get(first, first)}",
+        f"the {NETWORK_NAMES.get(second, second)}",
+    )
+    return paired_sentence(
+        summaries[first]["flags"]["ours"], summaries[second]["flags"]["ours"], names
+    )
 
 
 #: Why the chapter's headline is the ImageNet network's exact-batch rate (the sentence the page shows).
-HEADLINE_REASON = ("Ye et al.'s Stage I claims the exact count of every label of a batch with repeated labels, "
-                   "on an ImageNet-trained network with ImageNet images and their true labels (their pretrained "
-                   "ResNet34, Fig. 4(a)); so the headline is the share of batches whose counts come out exactly "
-                   "right on this book's ImageNet-trained network with true labels, not a rate on a random or "
-                   "self-trained stand-in.")
+HEADLINE_REASON = (
+    "Ye et al.'s Stage I claims the exact count of every label of a batch with repeated labels, "
+    "on an ImageNet-trained network with ImageNet images and their true labels (their pretrained "
+    "ResNet34, Fig. 4(a)); so the headline is the share of batches whose counts come out exactly "
+    "right on this book's ImageNet-trained network with true labels, not a rate on a random or "
+    "self-trained stand-in."
+)
 
 
 def substitute_rows(summaries: Mapping[str, Mapping], cfg, profile: str) -> list[dict]:
@@ -125,18 +187,28 @@ def substitute_rows(summaries: Mapping[str, Mapping], cfg, profile: str) -> list
     for key, s in summaries.items():
         if key == "chapter":
             continue
-        setting = (f"{profile} profile: {s['trials']} batches of B = {cfg.batch_size}, repeats over ≤ "
-                   f"{cfg.max_classes} of {s['classes']} classes, {s['image_size']}-px crops of photographs the "
-                   "substitute never saw")
-        row = {"quantity": f"exact-batch rate, ours, {NETWORK_NAMES.get(key, key)}",
-               "setting": f"B = {cfg.batch_size}, {s['trials']} batches", "paper": "not reported",
-               "this_run": round(s["exact"].mean, 3), "unit": "fraction",
-               **interval_fields(s["exact"], 3),
-               "differences": f"{setting}; paper: pretrained ResNet34 on ImageNet"}
+        setting = (
+            f"{profile} profile: {s['trials']} batches of B = {cfg.batch_size}, repeats over ≤ "
+            f"{cfg.max_classes} of {s['classes']} classes, {s['image_size']}-px crops of photographs the "
+            "substitute never saw"
+        )
+        row = {
+            "quantity": f"exact-batch rate, ours, {NETWORK_NAMES.get(key, key)}",
+            "setting": f"B = {cfg.batch_size}, {s['trials']} batches",
+            "paper": "not reported",
+            "this_run": round(s["exact"].mean, 3),
+            "unit": "fraction",
+            **interval_fields(s["exact"], 3),
+            "differences": f"{setting}; paper: pretrained ResNet34 on ImageNet",
+        }
         if key == "trained":
-            row |= {"quantity": "exact label counts, ours (Stage I), trained substitute (the former headline)",
-                    "paper": 1.0, "better": "higher", "not_comparable": SUBSTITUTE_REASON,
-                    "differences": f"{setting}; the contrast to the ImageNet headline"}
+            row |= {
+                "quantity": "exact label counts, ours (Stage I), trained substitute (the former headline)",
+                "paper": 1.0,
+                "better": "higher",
+                "not_comparable": SUBSTITUTE_REASON,
+                "differences": f"{setting}; the contrast to the ImageNet headline",
+            }
         rows.append(row)
     return rows
 
@@ -149,13 +221,20 @@ def network_values(summaries: Mapping[str, Mapping]) -> dict[str, float | int]:
     values = {}
     for key, s in summaries.items():
         name = "sub_" + key.replace(", ", "_").replace(" ", "_")
-        values |= {f"{name}_exact": 100 * s["exact"].mean, f"{name}_low": 100 * s["exact"].low,
-                   f"{name}_high": 100 * s["exact"].high, f"{name}_cv": s["kept_cv"],
-                   f"{name}_p": s["top_probability"], f"{name}_coarse": s["coarse_right"]}
+        values |= {
+            f"{name}_exact": 100 * s["exact"].mean,
+            f"{name}_low": 100 * s["exact"].low,
+            f"{name}_high": 100 * s["exact"].high,
+            f"{name}_cv": s["kept_cv"],
+            f"{name}_p": s["top_probability"],
+            f"{name}_coarse": s["coarse_right"],
+        }
     return values
 
 
-def exact_sentence(scores: Mapping[str, Sequence[Mapping]], first: str, second: str) -> str:
+def exact_sentence(
+    scores: Mapping[str, Sequence[Mapping]], first: str, second: str
+) -> str:
     """Whether method ``first`` gets more (or fewer) batches exact than ``second`` on the same batches
     (``scores``: :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s), by
     :func:`paired_sentence`.
@@ -172,10 +251,18 @@ def best_method_sentence(flags: Mapping[str, Sequence[float]]) -> str:
     batches for every method, as :func:`~gitutor.chapters.cv_batch_labels.substitute.comparison_summary`'s
     ``flags``; Eq. 6's exhaustive minimum left out) and whether its lead over the next (or over ours) holds on
     the paired differences, as a sentence."""
-    rates = {name: sum(f) / len(f) for name, f in flags.items() if name != "Eq. 6 exhaustive"}
+    rates = {
+        name: sum(f) / len(f) for name, f in flags.items() if name != "Eq. 6 exhaustive"
+    }
     best = max(rates, key=rates.get)
-    other = max((n for n in rates if n != "ours"), key=rates.get) if best == "ours" else "ours"
+    other = (
+        max((n for n in rates if n != "ours"), key=rates.get)
+        if best == "ours"
+        else "ours"
+    )
     difference = paired_difference(flags[best], flags[other])
     lead = "ahead of" if difference.low > 0 else "but not separated from"
-    return (f"{best} gets the most batches exact, {lead} {other} (paired difference "
-            f"{format_interval(difference, count=False)} over {difference.n} batches).")
+    return (
+        f"{best} gets the most batches exact, {lead} {other} (paired difference "
+        f"{format_interval(difference, count=False)} over {difference.n} batches)."
+    )

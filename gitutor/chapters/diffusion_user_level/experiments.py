@@ -4,6 +4,7 @@ The shared classifier, the image prior, the users, Algorithm 1 from the server's
 (:func:`gitutor.federated.case.gradient_case` with known labels) and the two Inverting Gradients baselines
 of Table 1a on the same budget, scored per user with :mod:`gitutor.attacks.user_level.evaluation`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -13,9 +14,17 @@ from torch import nn
 
 from gitutor.attacks import inverting_gradients
 from gitutor.attacks.result import AttackResult
-from gitutor.attacks.user_level import (Augmentation, LayerWindow, TauSchedule, ZetaSchedule, intra_user_scores,
-                                        paired_scores, representative_scores, user_level_inversion,
-                                        user_level_inverting_gradients)
+from gitutor.attacks.user_level import (
+    Augmentation,
+    LayerWindow,
+    TauSchedule,
+    ZetaSchedule,
+    intra_user_scores,
+    paired_scores,
+    representative_scores,
+    user_level_inversion,
+    user_level_inverting_gradients,
+)
 from gitutor.face_detection import face_detection_rate
 from gitutor.federated.case import Case
 from gitutor.federated.users import celeba_users, lfw_user
@@ -24,7 +33,12 @@ from gitutor.models import GapCNN, LeNet, resnet18
 from gitutor.seeding import trial_seeds
 
 #: Table 1a's rows in order: the user's own photos, the two baselines, DiffULA.
-METHODS = ("intra-user", "IG sample-level (matched)", "IG user-level, no prior", "DiffULA (diffusion prior)")
+METHODS = (
+    "intra-user",
+    "IG sample-level (matched)",
+    "IG user-level, no prior",
+    "DiffULA (diffusion prior)",
+)
 
 
 def shared_model(name: str, cfg) -> nn.Module:
@@ -35,7 +49,12 @@ def shared_model(name: str, cfg) -> nn.Module:
         ValueError: for an unknown ``name``.
     """
     if name == "lenet":
-        return LeNet(num_classes=2, in_channels=cfg.channels, image_size=cfg.image_size, activation="relu")
+        return LeNet(
+            num_classes=2,
+            in_channels=cfg.channels,
+            image_size=cfg.image_size,
+            activation="relu",
+        )
     if name == "gap-cnn":
         return GapCNN(num_classes=2, in_channels=cfg.channels)
     if name == "resnet18":
@@ -43,7 +62,9 @@ def shared_model(name: str, cfg) -> nn.Module:
     raise ValueError(f"model must be 'lenet', 'gap-cnn' or 'resnet18', got {name!r}")
 
 
-def untrained_face_ddpm(image_size: int, channels: int, seed: int = 0, device: str | torch.device = "cpu"):
+def untrained_face_ddpm(
+    image_size: int, channels: int, seed: int = 0, device: str | torch.device = "cpu"
+):
     """A DDPM of the shipped prior's architecture at ``image_size``/``channels`` with random weights drawn
     from ``seed`` (torch's global generator is left as it was): the offline stand-in for the hub prior
     in smoke runs. It is not an image prior; results with it mean nothing."""
@@ -53,9 +74,20 @@ def untrained_face_ddpm(image_size: int, channels: int, seed: int = 0, device: s
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        unet = UNet2DModel(**dict(FACE_DDPM_CONFIG, sample_size=image_size, in_channels=channels, out_channels=channels))
-    return DiffusionPrior(unet=unet.to(device).eval().requires_grad_(False), scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
-                          image_size=image_size, channels=channels)
+        unet = UNet2DModel(
+            **dict(
+                FACE_DDPM_CONFIG,
+                sample_size=image_size,
+                in_channels=channels,
+                out_channels=channels,
+            )
+        )
+    return DiffusionPrior(
+        unet=unet.to(device).eval().requires_grad_(False),
+        scheduler=DDPMScheduler(**FACE_DDPM_SCHEDULER),
+        image_size=image_size,
+        channels=channels,
+    )
 
 
 def load_prior(cfg, device: str | torch.device = "cpu", seed: int = 0):
@@ -65,29 +97,48 @@ def load_prior(cfg, device: str | torch.device = "cpu", seed: int = 0):
     Raises:
         PriorChecksumError / FileNotFoundError / RuntimeError: as the loaders in :mod:`gitutor.priors`.
     """
-    from gitutor.priors import FACE_DDPM_SHA256, PRIOR_TRAIN_FACES, face_ddpm, pretrained_face_ddpm
+    from gitutor.priors import (
+        FACE_DDPM_SHA256,
+        PRIOR_TRAIN_FACES,
+        face_ddpm,
+        pretrained_face_ddpm,
+    )
 
     if cfg.prior == "lfw32":
-        return face_ddpm(device), (f"shipped 32×32 grey LFW DDPM, trained on the first {PRIOR_TRAIN_FACES} LFW faces "
-                                   f"(sha256 of weights + config {FACE_DDPM_SHA256[:12]}… verified)")
+        return face_ddpm(device), (
+            f"shipped 32×32 grey LFW DDPM, trained on the first {PRIOR_TRAIN_FACES} LFW faces "
+            f"(sha256 of weights + config {FACE_DDPM_SHA256[:12]}… verified)"
+        )
     if cfg.prior == "untrained":
-        return untrained_face_ddpm(cfg.image_size, cfg.channels, seed, device), "UNTRAINED DDPM (smoke run, no prior)"
+        return untrained_face_ddpm(
+            cfg.image_size, cfg.channels, seed, device
+        ), "UNTRAINED DDPM (smoke run, no prior)"
     return pretrained_face_ddpm(cfg.prior, device), f"hub DDPM {cfg.prior}"
 
 
-def chapter_users(cfg, data_root: str, seed: int, device: str | torch.device = "cpu") -> list[tuple[torch.Tensor, torch.Tensor]]:
+def chapter_users(
+    cfg, data_root: str, seed: int, device: str | torch.device = "cpu"
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``[(x (B, C, s, s) in [0, 1], y (B,))]`` per user: variations of held-out LFW faces ``cfg.users``
     (``cfg.data == "lfw"``) or the first ``cfg.users`` CelebA identities with >= B images, on ``device``.
 
     Raises:
         ValueError / OfflineDataError: as :func:`~gitutor.federated.users.lfw_user` and ``celeba_users``.
     """
-    if cfg.data == "lfw":  # each user's variations from its own seed (independent users)
+    if (
+        cfg.data == "lfw"
+    ):  # each user's variations from its own seed (independent users)
         seeds = trial_seeds(seed, len(cfg.users), "users")
-        users = [lfw_user(face, cfg.batch_size, size=cfg.image_size, channels=cfg.channels, seed=s)
-                 for face, s in zip(cfg.users, seeds)]
+        users = [
+            lfw_user(
+                face, cfg.batch_size, size=cfg.image_size, channels=cfg.channels, seed=s
+            )
+            for face, s in zip(cfg.users, seeds)
+        ]
     else:
-        users = celeba_users(cfg.users, cfg.batch_size, root=data_root, size=cfg.image_size)
+        users = celeba_users(
+            cfg.users, cfg.batch_size, root=data_root, size=cfg.image_size
+        )
     return [(x.to(device), y.to(device)) for x, y in users]
 
 
@@ -99,22 +150,55 @@ def distinct_photographs(cfg) -> bool:
 
 def attack_schedules(cfg) -> dict:
     """Keyword arguments of Algorithm 1 from the profile: τ, ζ, the layer window (App. C) and 𝒯."""
-    return dict(tau_schedule=TauSchedule(**cfg.tau), zeta_schedule=ZetaSchedule(**cfg.zeta),
-                layer_window=LayerWindow(**cfg.window), augment=Augmentation())
+    return dict(
+        tau_schedule=TauSchedule(**cfg.tau),
+        zeta_schedule=ZetaSchedule(**cfg.zeta),
+        layer_window=LayerWindow(**cfg.window),
+        augment=Augmentation(),
+    )
 
 
-def diffula(case: Case, prior, cfg, schedules: Mapping, *, seed: int, matching_weight: float | None = None) -> AttackResult:
+def diffula(
+    case: Case,
+    prior,
+    cfg,
+    schedules: Mapping,
+    *,
+    seed: int,
+    matching_weight: float | None = None,
+) -> AttackResult:
     """Algorithm 1 (:func:`~gitutor.attacks.user_level.user_level_inversion`) from ``case.server_view``
     (labels known, B = the batch size) with the profile's steps, η, t*, λ (``matching_weight`` overrides it)."""
     view = case.server_view
-    return user_level_inversion(view["model"], view["update"], view["labels"], prior, batch_size=view["batch_size"],
-                                steps=cfg.steps, lr=cfg.lr, t_star=cfg.t_star, image_size=cfg.image_size, seed=seed,
-                                matching_weight=cfg.matching_weight if matching_weight is None else matching_weight,
-                                record_every=cfg.record_every, **schedules)
+    return user_level_inversion(
+        view["model"],
+        view["update"],
+        view["labels"],
+        prior,
+        batch_size=view["batch_size"],
+        steps=cfg.steps,
+        lr=cfg.lr,
+        t_star=cfg.t_star,
+        image_size=cfg.image_size,
+        seed=seed,
+        matching_weight=cfg.matching_weight
+        if matching_weight is None
+        else matching_weight,
+        record_every=cfg.record_every,
+        **schedules,
+    )
 
 
-def diffula_users(cases: Sequence[Case], prior, cfg, schedules: Mapping, seed: int, *,
-                  matching_weight: float | None = None, users: int | None = None) -> list[AttackResult]:
+def diffula_users(
+    cases: Sequence[Case],
+    prior,
+    cfg,
+    schedules: Mapping,
+    seed: int,
+    *,
+    matching_weight: float | None = None,
+    users: int | None = None,
+) -> list[AttackResult]:
     """:func:`diffula` on the first ``users`` (default: all) of ``cases``, user k seeded by
     :func:`~gitutor.seeding.trial_seeds` ``(seed, len(cases), "DiffULA")[k]``: users are independent
     trials (their own x_T, ε draws, τ jitter, augmentations), and a call with another ``matching_weight``
@@ -124,25 +208,52 @@ def diffula_users(cases: Sequence[Case], prior, cfg, schedules: Mapping, seed: i
         ValueError: naming ``users`` if it is not in [1, len(cases)].
     """
     count = len(cases) if users is None else users
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= len(cases):
+    if (
+        isinstance(count, bool)
+        or not isinstance(count, int)
+        or not 1 <= count <= len(cases)
+    ):
         raise ValueError(f"users must be an int in [1, {len(cases)}], got {users!r}")
     seeds = trial_seeds(seed, len(cases), "DiffULA")
-    return [diffula(case, prior, cfg, schedules, seed=s, matching_weight=matching_weight)
-            for case, s in zip(cases[:count], seeds)]
+    return [
+        diffula(case, prior, cfg, schedules, seed=s, matching_weight=matching_weight)
+        for case, s in zip(cases[:count], seeds)
+    ]
 
 
-def baselines(case: Case, cfg, augment: Augmentation, seed: int) -> tuple[AttackResult, AttackResult]:
+def baselines(
+    case: Case, cfg, augment: Augmentation, seed: int
+) -> tuple[AttackResult, AttackResult]:
     """Inverting Gradients on the same budget (``cfg.ig_steps``): sample level (B images) and user level
     without prior (one image, the augmented objective, TV instead of the DDPM)."""
     view, shape = case.server_view, tuple(case.inputs.shape)
-    common = dict(tv_weight=cfg.ig_tv_weight, lr=cfg.ig_lr, seed=seed, record_every=cfg.ig_steps)
-    sample = inverting_gradients(view["model"], view["update"], view["labels"], shape, iterations=cfg.ig_steps, **common)
-    user = user_level_inverting_gradients(view["model"], view["update"], view["labels"], shape[1:],
-                                          batch_size=view["batch_size"], steps=cfg.ig_steps, augment=augment, **common)
+    common = dict(
+        tv_weight=cfg.ig_tv_weight, lr=cfg.ig_lr, seed=seed, record_every=cfg.ig_steps
+    )
+    sample = inverting_gradients(
+        view["model"],
+        view["update"],
+        view["labels"],
+        shape,
+        iterations=cfg.ig_steps,
+        **common,
+    )
+    user = user_level_inverting_gradients(
+        view["model"],
+        view["update"],
+        view["labels"],
+        shape[1:],
+        batch_size=view["batch_size"],
+        steps=cfg.ig_steps,
+        augment=augment,
+        **common,
+    )
     return sample, user
 
 
-def evaluate_users(cases: Sequence[Case], attack, cfg, augment: Augmentation, seed: int):
+def evaluate_users(
+    cases: Sequence[Case], attack, cfg, augment: Augmentation, seed: int
+):
     """DiffULA (``attack(index, case)``, which seeds each user's run itself) and both :func:`baselines` on
     every user (user k's baselines seeded by :func:`~gitutor.seeding.trial_seeds` ``(seed, …)[k]``), scored
     (Table 1a).
@@ -153,16 +264,20 @@ def evaluate_users(cases: Sequence[Case], attack, cfg, augment: Augmentation, se
     """
     rows, examples = {name: [] for name in METHODS}, []
     seconds = {name: [] for name in METHODS}
-    starts = trial_seeds(seed, len(cases), "baseline starts")  # each user's baselines start from their own noise
+    starts = trial_seeds(
+        seed, len(cases), "baseline starts"
+    )  # each user's baselines start from their own noise
     for index, case in enumerate(cases):
         truth = case.inputs.cpu()
         diff = attack(index, case)
         sample_level, user_ig = baselines(case, cfg, augment, starts[index])
         matched = match_batch(sample_level.images, truth)
-        entries = {METHODS[0]: (intra_user_scores(truth), truth),
-                   METHODS[1]: (paired_scores(matched, truth), sample_level.images),
-                   METHODS[2]: (representative_scores(user_ig.images, truth), user_ig.images),
-                   METHODS[3]: (representative_scores(diff.images, truth), diff.images)}
+        entries = {
+            METHODS[0]: (intra_user_scores(truth), truth),
+            METHODS[1]: (paired_scores(matched, truth), sample_level.images),
+            METHODS[2]: (representative_scores(user_ig.images, truth), user_ig.images),
+            METHODS[3]: (representative_scores(diff.images, truth), diff.images),
+        }
         for name, (scores, images) in entries.items():
             rows[name].append(dict(scores, face_rate=face_detection_rate(images)))
         for name, result in ((METHODS[2], user_ig), (METHODS[3], diff)):

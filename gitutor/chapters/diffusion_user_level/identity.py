@@ -14,6 +14,7 @@ person (CelebA identities). When every user is one photograph and its variations
 profile's LFW users), the reference is that photograph, any image that carries its layout wins, and
 the test cannot separate the prior from no prior: :func:`prior_effect` then leaves it out and says so.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -21,23 +22,51 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from gitutor.attacks.user_level import own_user_match_rate, own_user_matches, user_distance_matrix
-from gitutor.attacks.user_level.identity import correlation_matrix, pairing_scores, score_interval
-from gitutor.stats import Interval, NOT_RESOLVED, format_interval, interval, success_interval
+from gitutor.attacks.user_level import (
+    own_user_match_rate,
+    own_user_matches,
+    user_distance_matrix,
+)
+from gitutor.attacks.user_level.identity import (
+    correlation_matrix,
+    pairing_scores,
+    score_interval,
+)
+from gitutor.stats import (
+    Interval,
+    NOT_RESOLVED,
+    format_interval,
+    interval,
+    success_interval,
+)
 from gitutor.tables import markdown_table
 
 #: The row name of the brightness-only control (a constant image at the user's mean grey level).
-BRIGHTNESS_ONLY = "brightness only: a flat image at the user's mean grey level (control)"
+BRIGHTNESS_ONLY = (
+    "brightness only: a flat image at the user's mean grey level (control)"
+)
 #: Scores of Table 1a compared between DiffULA and the prior-free baseline, with their ranges
 #: (the range of a difference) and which direction is better.
-PRIOR_METRICS = {"mse": ((-1.0, 1.0), "lower", 4), "psnr": ((-np.inf, np.inf), "higher", 2),
-                 "ssim": ((-2.0, 2.0), "higher", 3), "lpips": ((-np.inf, np.inf), "lower", 3)}
+PRIOR_METRICS = {
+    "mse": ((-1.0, 1.0), "lower", 4),
+    "psnr": ((-np.inf, np.inf), "higher", 2),
+    "ssim": ((-2.0, 2.0), "higher", 3),
+    "lpips": ((-np.inf, np.inf), "lower", 3),
+}
 #: Why the identity test cannot separate the prior from no prior when every user is one photograph.
-ONE_PHOTOGRAPH = ("each user's photos are variations of one photograph, so the reference is that photograph and "
-                  "any image that carries its layout of light and dark matches it; the test asks whether an image "
-                  "is this photograph, not this person")
+ONE_PHOTOGRAPH = (
+    "each user's photos are variations of one photograph, so the reference is that photograph and "
+    "any image that carries its layout of light and dark matches it; the test asks whether an image "
+    "is this photograph, not this person"
+)
 #: Display names of the compared scores.
-METRIC_NAMES = {"mse": "MSE", "psnr": "PSNR", "ssim": "SSIM", "lpips": "LPIPS", "pairing": "the identity test"}
+METRIC_NAMES = {
+    "mse": "MSE",
+    "psnr": "PSNR",
+    "ssim": "SSIM",
+    "lpips": "LPIPS",
+    "pairing": "the identity test",
+}
 
 
 def brightness_only(means: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -47,14 +76,18 @@ def brightness_only(means: Sequence[torch.Tensor]) -> list[torch.Tensor]:
 
 
 #: The controls of the identity test, by role (:func:`identity_controls`), with their row names on the page.
-CONTROLS = {"mean_photo": "the user's mean photo (the reference itself: the ceiling)",
-            "real_photo": "one photo of the user (control)",
-            "prior_sample": "a sample of the prior, not conditioned on the user (control)",
-            "other_user": "another user's photo (control)",
-            "brightness": BRIGHTNESS_ONLY}
+CONTROLS = {
+    "mean_photo": "the user's mean photo (the reference itself: the ceiling)",
+    "real_photo": "one photo of the user (control)",
+    "prior_sample": "a sample of the prior, not conditioned on the user (control)",
+    "other_user": "another user's photo (control)",
+    "brightness": BRIGHTNESS_ONLY,
+}
 
 
-def identity_controls(users: Sequence[torch.Tensor], samples: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+def identity_controls(
+    users: Sequence[torch.Tensor], samples: torch.Tensor
+) -> dict[str, list[torch.Tensor]]:
     """The controls of the identity test, ``{CONTROLS name: one (1, C, H, W) image per user}``: the user's
     mean photo (the test's reference), the user's first photo, prior sample ``k mod len(samples)`` for user
     k resized to the users' side (it knows nothing of the user), user k + 1's first photo (mod U) for user
@@ -73,18 +106,28 @@ def identity_controls(users: Sequence[torch.Tensor], samples: torch.Tensor) -> d
         raise ValueError(f"users must hold >= 2 users, got {len(users)}")
     side, channels = users[0].shape[-1], users[0].shape[1]
     if samples.dim() != 4 or len(samples) < 1 or samples.shape[1] != channels:
-        raise ValueError(f"samples must be (N >= 1, {channels}, H, W), got {tuple(samples.shape)}")
+        raise ValueError(
+            f"samples must be (N >= 1, {channels}, H, W), got {tuple(samples.shape)}"
+        )
     means = [x.cpu().mean(0, keepdim=True) for x in users]
     shrunk = resize(samples.cpu().float(), side)
-    roles = {"mean_photo": means, "real_photo": [x[:1].cpu() for x in users],
-             "prior_sample": [shrunk[k % len(shrunk)][None] for k in range(len(users))],
-             "other_user": [users[(k + 1) % len(users)][:1].cpu() for k in range(len(users))],
-             "brightness": brightness_only(means)}
+    roles = {
+        "mean_photo": means,
+        "real_photo": [x[:1].cpu() for x in users],
+        "prior_sample": [shrunk[k % len(shrunk)][None] for k in range(len(users))],
+        "other_user": [
+            users[(k + 1) % len(users)][:1].cpu() for k in range(len(users))
+        ],
+        "brightness": brightness_only(means),
+    }
     return {CONTROLS[role]: images for role, images in roles.items()}
 
 
-def identity_study(candidates: Mapping[str, Sequence[torch.Tensor]], means: Sequence[torch.Tensor],
-                   labels: Sequence[int]) -> dict:
+def identity_study(
+    candidates: Mapping[str, Sequence[torch.Tensor]],
+    means: Sequence[torch.Tensor],
+    labels: Sequence[int],
+) -> dict:
     """The identity test of every candidate's representatives ``(1, C, H, W)`` against the users'
     references ``means`` (each user's mean photo, one per user, same order; ``labels`` one per user).
 
@@ -100,24 +143,50 @@ def identity_study(candidates: Mapping[str, Sequence[torch.Tensor]], means: Sequ
     Raises:
         ValueError: as :func:`~gitutor.attacks.user_level.identity.correlation_matrix` (< 2 users, shapes).
     """
-    keys = ("scores", "same_label", "intervals", "same_intervals", "identified", "mse_match", "correlations")
+    keys = (
+        "scores",
+        "same_label",
+        "intervals",
+        "same_intervals",
+        "identified",
+        "mse_match",
+        "correlations",
+    )
     out = {key: {} for key in keys}
     for name, reps in candidates.items():
         similarity = correlation_matrix(reps, means)
         out["correlations"][name] = similarity
-        out["scores"][name], out["same_label"][name] = pairing_scores(similarity), pairing_scores(similarity, labels)
+        out["scores"][name], out["same_label"][name] = (
+            pairing_scores(similarity),
+            pairing_scores(similarity, labels),
+        )
         out["intervals"][name] = score_interval(out["scores"][name])
         finite = out["same_label"][name][np.isfinite(out["same_label"][name])]
         out["same_intervals"][name] = score_interval(finite) if finite.size else None
-        out["identified"][name] = success_interval(own_user_matches(similarity, better="higher"))
+        out["identified"][name] = success_interval(
+            own_user_matches(similarity, better="higher")
+        )
         out["mse_match"][name] = own_user_match_rate(user_distance_matrix(reps, means))
-    rows = [[name, format_interval(out["identified"][name], 2, count=False),
-             format_interval(out["intervals"][name], 2, count=False),
-             "n/a" if out["same_intervals"][name] is None
-             else format_interval(out["same_intervals"][name], 2, count=False)]
-            for name in candidates]
-    out["table"] = markdown_table(["representative", f"identified among {len(means)} users [95 %]",
-                                   "pairing score [95 %]", "same-label pairs only [95 %]"], rows)
+    rows = [
+        [
+            name,
+            format_interval(out["identified"][name], 2, count=False),
+            format_interval(out["intervals"][name], 2, count=False),
+            "n/a"
+            if out["same_intervals"][name] is None
+            else format_interval(out["same_intervals"][name], 2, count=False),
+        ]
+        for name in candidates
+    ]
+    out["table"] = markdown_table(
+        [
+            "representative",
+            f"identified among {len(means)} users [95 %]",
+            "pairing score [95 %]",
+            "same-label pairs only [95 %]",
+        ],
+        rows,
+    )
     return out
 
 
@@ -131,8 +200,13 @@ def above_chance(summary: Interval | None) -> str:
     return "at or below chance" if summary.high <= 0.5 else NOT_RESOLVED
 
 
-def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_prior: str, without: str,
-                 distinct_photographs: bool = True) -> dict:
+def prior_effect(
+    rows: Mapping[str, Sequence[Mapping]],
+    identity: Mapping,
+    with_prior: str,
+    without: str,
+    distinct_photographs: bool = True,
+) -> dict:
     """What the diffusion prior changes, user by user: the paired differences ``with_prior`` −
     ``without`` of MSE, PSNR, SSIM and LPIPS (``rows``:
     :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`; LPIPS only when every user of both
@@ -149,62 +223,112 @@ def prior_effect(rows: Mapping[str, Sequence[Mapping]], identity: Mapping, with_
     Raises:
         KeyError: for a method missing from ``rows`` or ``identity``; ValueError: fewer than 2 users.
     """
-    directions = {metric: better for metric, (_, better, _) in PRIOR_METRICS.items()} | {"pairing": "higher"}
+    directions = {
+        metric: better for metric, (_, better, _) in PRIOR_METRICS.items()
+    } | {"pairing": "higher"}
     digits = {metric: d for metric, (_, _, d) in PRIOR_METRICS.items()} | {"pairing": 2}
     pairs = list(zip(rows[with_prior], rows[without]))
-    scored = [m for m in PRIOR_METRICS if all(a.get(m) is not None and b.get(m) is not None for a, b in pairs)]
-    intervals = {metric: interval([a[metric] - b[metric] for a, b in pairs], bounds=PRIOR_METRICS[metric][0])
-                 for metric in scored}
+    scored = [
+        m
+        for m in PRIOR_METRICS
+        if all(a.get(m) is not None and b.get(m) is not None for a, b in pairs)
+    ]
+    intervals = {
+        metric: interval(
+            [a[metric] - b[metric] for a, b in pairs], bounds=PRIOR_METRICS[metric][0]
+        )
+        for metric in scored
+    }
     if distinct_photographs:
-        intervals["pairing"] = interval(list(identity["scores"][with_prior] - identity["scores"][without]),
-                                        bounds=(-1.0, 1.0))
+        intervals["pairing"] = interval(
+            list(identity["scores"][with_prior] - identity["scores"][without]),
+            bounds=(-1.0, 1.0),
+        )
     helps = {}
     for metric, summary in intervals.items():
         sign = 1 if directions[metric] == "higher" else -1
-        good, bad = (summary.low, summary.high) if sign > 0 else (-summary.high, -summary.low)
+        good, bad = (
+            (summary.low, summary.high) if sign > 0 else (-summary.high, -summary.low)
+        )
         helps[metric] = "helps" if good > 0 else "hurts" if bad < 0 else NOT_RESOLVED
     names = METRIC_NAMES
     hurts = [names[m] for m in scored if helps[m] == "hurts"]
     gains = [names[m] for m in scored if helps[m] == "helps"]
-    identity_text = _identity_text(identity, intervals, helps, with_prior, without, distinct_photographs)
+    identity_text = _identity_text(
+        identity, intervals, helps, with_prior, without, distinct_photographs
+    )
     if gains:
-        sentence = ("In this run Algorithm 1 with its diffusion prior, against the prior-free recipe, helps on "
-                    + ", ".join(gains))
+        sentence = (
+            "In this run Algorithm 1 with its diffusion prior, against the prior-free recipe, helps on "
+            + ", ".join(gains)
+        )
         sentence += f" and hurts on {', '.join(hurts)}" if hurts else ""
         sentence += f"; {identity_text}."
     elif hurts:
-        sentence = (f"In this run Algorithm 1 with its diffusion prior does not help: the prior-free recipe on the same "
-                    f"user-level objective is "
-                    f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
-                    f"differences lies on the prior's losing side of 0), and {identity_text}.")
+        sentence = (
+            f"In this run Algorithm 1 with its diffusion prior does not help: the prior-free recipe on the same "
+            f"user-level objective is "
+            f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
+            f"differences lies on the prior's losing side of 0), and {identity_text}."
+        )
     else:
-        sentence = (f"In this run the intervals do not resolve whether Algorithm 1 with its diffusion prior helps or "
-                    f"hurts; {identity_text}.")
-    table = markdown_table(["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],
-                           [[names[m], directions[m], format_interval(intervals[m], digits[m]), helps[m]]
-                            for m in intervals])
-    return {"intervals": intervals, "helps": helps, "sentence": sentence, "table": table}
+        sentence = (
+            f"In this run the intervals do not resolve whether Algorithm 1 with its diffusion prior helps or "
+            f"hurts; {identity_text}."
+        )
+    table = markdown_table(
+        ["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],
+        [
+            [
+                names[m],
+                directions[m],
+                format_interval(intervals[m], digits[m]),
+                helps[m],
+            ]
+            for m in intervals
+        ],
+    )
+    return {
+        "intervals": intervals,
+        "helps": helps,
+        "sentence": sentence,
+        "table": table,
+    }
 
 
-def _identity_text(identity: Mapping, intervals: Mapping, helps: Mapping, with_prior: str, without: str,
-                   distinct_photographs: bool) -> str:
+def _identity_text(
+    identity: Mapping,
+    intervals: Mapping,
+    helps: Mapping,
+    with_prior: str,
+    without: str,
+    distinct_photographs: bool,
+) -> str:
     """The clause of :func:`prior_effect`'s sentence on the identity test."""
     if not distinct_photographs:
         found = {m: identity["identified"][m].mean for m in (with_prior, without)}
-        return (f"the identity test cannot separate the prior from no prior at this setting (identified "
-                f"{found[with_prior]:.2f} with the prior, {found[without]:.2f} without; each user is one photograph "
-                "and its variations, so it tests the photograph, not the person) and no conclusion on identity "
-                "is drawn from it")
+        return (
+            f"the identity test cannot separate the prior from no prior at this setting (identified "
+            f"{found[with_prior]:.2f} with the prior, {found[without]:.2f} without; each user is one photograph "
+            "and its variations, so it tests the photograph, not the person) and no conclusion on identity "
+            "is drawn from it"
+        )
     if all(float(np.min(identity["scores"][m])) == 1.0 for m in (with_prior, without)):
-        return ("the identity test cannot separate it from no prior: both pair every user with its own "
-                "photographs (pairing score 1.00 for each user), the test's ceiling")
+        return (
+            "the identity test cannot separate it from no prior: both pair every user with its own "
+            "photographs (pairing score 1.00 for each user), the test's ceiling"
+        )
     if helps["pairing"] == NOT_RESOLVED:
-        return (f"the identity test does not separate it from no prior (paired difference "
-                f"{format_interval(intervals['pairing'], 2, count=False)}: its interval includes 0)")
+        return (
+            f"the identity test does not separate it from no prior (paired difference "
+            f"{format_interval(intervals['pairing'], 2, count=False)}: its interval includes 0)"
+        )
     return f"on the identity test the prior {helps['pairing']}"
 
 
-def identity_sentence(identity: Mapping, with_prior: str, without: str, distinct_photographs: bool) -> str:
+def identity_sentence(
+    identity: Mapping, with_prior: str, without: str, distinct_photographs: bool
+) -> str:
     """The page's sentence on the identity test: the closed-set identification rates of the two attacks
     (candidate names ``with_prior``, ``without``) and of the :data:`CONTROLS`, and whether the test can
     separate the prior from no prior (``distinct_photographs``: each user's photos are different
@@ -214,17 +338,32 @@ def identity_sentence(identity: Mapping, with_prior: str, without: str, distinct
         KeyError: for a candidate or control missing from ``identity`` (:func:`identity_study`).
     """
     rate = {role: identity["identified"][name] for role, name in CONTROLS.items()}
-    rate |= {"with_prior": identity["identified"][with_prior], "without": identity["identified"][without]}
+    rate |= {
+        "with_prior": identity["identified"][with_prior],
+        "without": identity["identified"][without],
+    }
     users = rate["with_prior"].n
-    text = (f"Identified among {users} users (chance {1 / users:.2f}): with the prior "
-            f"{format_interval(rate['with_prior'], 2, count=False)}, without it "
-            f"{format_interval(rate['without'], 2, count=False)}; the controls score "
-            f"{rate['mean_photo'].mean:.2f} (the user's mean photo, the reference itself), "
-            f"{rate['real_photo'].mean:.2f} (one photo of the user), {rate['prior_sample'].mean:.2f} (a sample "
-            f"of the prior) and {rate['other_user'].mean:.2f} (another user's photograph).")
+    text = (
+        f"Identified among {users} users (chance {1 / users:.2f}): with the prior "
+        f"{format_interval(rate['with_prior'], 2, count=False)}, without it "
+        f"{format_interval(rate['without'], 2, count=False)}; the controls score "
+        f"{rate['mean_photo'].mean:.2f} (the user's mean photo, the reference itself), "
+        f"{rate['real_photo'].mean:.2f} (one photo of the user), {rate['prior_sample'].mean:.2f} (a sample "
+        f"of the prior) and {rate['other_user'].mean:.2f} (another user's photograph)."
+    )
     if distinct_photographs:
-        return text + " Each user's photos are different photographs of the person, so the test reads identity."
-    level = min(rate["with_prior"].mean, rate["without"].mean) >= rate["real_photo"].mean
-    return text + (" Both attacks score as high as one photo of the user." if level else "") + (
-        f" At this setting the test cannot separate the prior from no prior: {ONE_PHOTOGRAPH}. "
-        "No verdict on identity, or on the prior's effect on it, is drawn from it.")
+        return (
+            text
+            + " Each user's photos are different photographs of the person, so the test reads identity."
+        )
+    level = (
+        min(rate["with_prior"].mean, rate["without"].mean) >= rate["real_photo"].mean
+    )
+    return (
+        text
+        + (" Both attacks score as high as one photo of the user." if level else "")
+        + (
+            f" At this setting the test cannot separate the prior from no prior: {ONE_PHOTOGRAPH}. "
+            "No verdict on identity, or on the prior's effect on it, is drawn from it."
+        )
+    )

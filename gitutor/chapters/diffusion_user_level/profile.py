@@ -13,25 +13,61 @@ images, "Attractive" labels, random ResNet-18, a 256×256 hub face DDPM, 4 000 s
 at the profile's size; ``PRETRAINED = False``: an untrained DDPM of the shipped architecture at the
 profile's size) let ``make smoke`` run the full profile's code path for a few steps offline.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 QUICK = dict(
-    data="lfw", users=[81, 84, 87, 90, 93, 86, 89, 95, 97, 98], image_size=32, channels=1, batch_size=30, large_batch_size=None,
-    model="lenet", prior="lfw32", steps=100, lr=0.1, t_star=100, matching_weight=1e5,
-    tau=dict(t_max=999, t_min=200, noise=50), zeta=dict(start=1.5, end=1.0), window=dict(width=2.0, open_at=0.5),
-    ig_steps=100, ig_tv_weight=1e-2, ig_lr=0.1, record_every=20, prior_samples=8, prior_sampling_steps=50,
+    data="lfw",
+    users=[81, 84, 87, 90, 93, 86, 89, 95, 97, 98],
+    image_size=32,
+    channels=1,
+    batch_size=30,
+    large_batch_size=None,
+    model="lenet",
+    prior="lfw32",
+    steps=100,
+    lr=0.1,
+    t_star=100,
+    matching_weight=1e5,
+    tau=dict(t_max=999, t_min=200, noise=50),
+    zeta=dict(start=1.5, end=1.0),
+    window=dict(width=2.0, open_at=0.5),
+    ig_steps=100,
+    ig_tv_weight=1e-2,
+    ig_lr=0.1,
+    record_every=20,
+    prior_samples=8,
+    prior_sampling_steps=50,
     weight_users=5,  # users attacked again with λ = 1 (same seed) for the paired λ comparison
     torch_threads=1,  # the attack runs many tiny ops: one thread avoids OpenMP contention on a shared CPU
 )
 
 FULL = dict(
-    data="celeba", users=50, image_size=64, channels=3, batch_size=30, large_batch_size=None,
-    model="resnet18", prior="google/ddpm-celebahq-256", steps=4000, lr=0.01, t_star=200, matching_weight=1e5,
-    tau=dict(t_max=999, t_min=500, noise=50), zeta=dict(start=1.5, end=1.0), window=dict(width=6.0, open_at=0.5),
-    ig_steps=24000, ig_tv_weight=1e-4, ig_lr=0.1, record_every=500, prior_samples=16, prior_sampling_steps=1000,
-    weight_users=10, torch_threads=4,
+    data="celeba",
+    users=50,
+    image_size=64,
+    channels=3,
+    batch_size=30,
+    large_batch_size=None,
+    model="resnet18",
+    prior="google/ddpm-celebahq-256",
+    steps=4000,
+    lr=0.01,
+    t_star=200,
+    matching_weight=1e5,
+    tau=dict(t_max=999, t_min=500, noise=50),
+    zeta=dict(start=1.5, end=1.0),
+    window=dict(width=6.0, open_at=0.5),
+    ig_steps=24000,
+    ig_tv_weight=1e-4,
+    ig_lr=0.1,
+    record_every=500,
+    prior_samples=16,
+    prior_sampling_steps=1000,
+    weight_users=10,
+    torch_threads=4,
 )
 
 
@@ -44,28 +80,47 @@ def missing_inputs(settings, data_root: str | Path) -> list[str]:
     from gitutor.priors import hub_download_command, hub_prior_cached
 
     missing = []
-    if settings.prior not in ("lfw32", "untrained") and not hub_prior_cached(settings.prior):
-        missing.append(f"the diffusion prior {settings.prior!r} is not in the Hugging Face cache: run "
-                       f"`{hub_download_command(settings.prior)}` on a machine with network (≈450 MB), "
-                       "then copy the cache here (or point the environment variable $HF_HOME at it); PRETRAINED = False "
-                       "runs an untrained DDPM instead (a smoke test of the code path, not a result)")
+    if settings.prior not in ("lfw32", "untrained") and not hub_prior_cached(
+        settings.prior
+    ):
+        missing.append(
+            f"the diffusion prior {settings.prior!r} is not in the Hugging Face cache: run "
+            f"`{hub_download_command(settings.prior)}` on a machine with network (≈450 MB), "
+            "then copy the cache here (or point the environment variable $HF_HOME at it); PRETRAINED = False "
+            "runs an untrained DDPM instead (a smoke test of the code path, not a result)"
+        )
     if settings.data == "celeba" and celeba_missing(data_root):
-        missing.append(f"CelebA is incomplete under DATA_ROOT = {str(data_root)!r}: missing "
-                       f"{', '.join(celeba_missing(data_root))}; download img_align_celeba.zip (unzipped) and the "
-                       "list_*.txt / identity_CelebA.txt files from the CelebA page "
-                       "(https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html) into DATA_ROOT/celeba, or set DATA_ROOT "
-                       "to the folder that holds celeba/ (or DATA_ROOT = 'bundled': LFW users, an offline substitute)")
+        missing.append(
+            f"CelebA is incomplete under DATA_ROOT = {str(data_root)!r}: missing "
+            f"{', '.join(celeba_missing(data_root))}; download img_align_celeba.zip (unzipped) and the "
+            "list_*.txt / identity_CelebA.txt files from the CelebA page "
+            "(https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html) into DATA_ROOT/celeba, or set DATA_ROOT "
+            "to the folder that holds celeba/ (or DATA_ROOT = 'bundled': LFW users, an offline substitute)"
+        )
     return missing
 
 
 #: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``;
 #: ``"smoke"``: ``make smoke``).
 BUDGETS = {
-    "smoke": dict(users=[81, 84], weight_users=2, steps=3, ig_steps=3, record_every=1, prior_samples=2, prior_sampling_steps=2),
+    "smoke": dict(
+        users=[81, 84],
+        weight_users=2,
+        steps=3,
+        ig_steps=3,
+        record_every=1,
+        prior_samples=2,
+        prior_sampling_steps=2,
+    ),
 }
 
 
-def chapter_settings(cfg, budget: str | None = None, data_root: str | Path = "data", pretrained: bool | None = None):
+def chapter_settings(
+    cfg,
+    budget: str | None = None,
+    data_root: str | Path = "data",
+    pretrained: bool | None = None,
+):
     """The notebook's settings: the profile of ``cfg`` with :data:`BUDGETS` ``[budget]``
     (:func:`gitutor.chapters.get_profile`) and the offline substitutes: ``data_root == "bundled"``: LFW users
     at the profile's size (the quick profile's faces unless the budget names faces); ``pretrained`` False:
@@ -76,9 +131,14 @@ def chapter_settings(cfg, budget: str | None = None, data_root: str | Path = "da
     """
     from gitutor.chapters import get_profile
 
-    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    cfg = (
+        cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    )
     if str(data_root) == "bundled":
-        cfg = cfg.replace(data="lfw", users=cfg.users if isinstance(cfg.users, list) else list(QUICK["users"]))
+        cfg = cfg.replace(
+            data="lfw",
+            users=cfg.users if isinstance(cfg.users, list) else list(QUICK["users"]),
+        )
     return cfg.replace(prior="untrained") if pretrained is False else cfg
 
 

@@ -5,6 +5,7 @@ Paper numbers (CelebA 64×64, 50 users, B = 30, FFHQ-256 DDPM, Table 1a): MSE of
 DiffULA 0.4210, intra-user 0.4981; LPIPS DiffULA 0.5039, IG (matched) 0.7165; face detection rates DiffULA 1.00, IG 0.03,
 original batches 0.95; DiffULA run time 23.3 min per user on an A100.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -28,10 +29,20 @@ def _fmt(value: float | None, digits: int) -> str:
 
 def method_table(rows: Mapping[str, Sequence[Mapping]]) -> str:
     """Table 1a in shape: one Markdown row per method with the users' mean MSE, PSNR, SSIM, LPIPS, face rate."""
-    return markdown_table(["method", "MSE ↓", "PSNR (dB) ↑", "SSIM ↑", "LPIPS ↓", "face detection rate"],
-                          [[name, _fmt(average(rows, name, "mse"), 4), _fmt(average(rows, name, "psnr"), 2),
-                            _fmt(average(rows, name, "ssim"), 3), _fmt(average(rows, name, "lpips"), 3),
-                            f"{average(rows, name, 'face_rate'):.2f}"] for name in rows])
+    return markdown_table(
+        ["method", "MSE ↓", "PSNR (dB) ↑", "SSIM ↑", "LPIPS ↓", "face detection rate"],
+        [
+            [
+                name,
+                _fmt(average(rows, name, "mse"), 4),
+                _fmt(average(rows, name, "psnr"), 2),
+                _fmt(average(rows, name, "ssim"), 3),
+                _fmt(average(rows, name, "lpips"), 3),
+                f"{average(rows, name, 'face_rate'):.2f}",
+            ]
+            for name in rows
+        ],
+    )
 
 
 def mean_pairwise_mse(images: Sequence[torch.Tensor]) -> float:
@@ -42,7 +53,11 @@ def mean_pairwise_mse(images: Sequence[torch.Tensor]) -> float:
     """
     if len(images) < 2:
         raise ValueError(f"images must hold >= 2 images, got {len(images)}")
-    return float(np.mean([mse(a, b).item() for i, a in enumerate(images) for b in images[i + 1:]]))
+    return float(
+        np.mean(
+            [mse(a, b).item() for i, a in enumerate(images) for b in images[i + 1 :]]
+        )
+    )
 
 
 def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
@@ -50,18 +65,28 @@ def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
     from gitutor.priors import PRIOR_TRAIN_FACES
 
     if profile == "quick":
-        return (f"quick profile: 32×32 grey LFW users (variations of one held-out face), {users} users, {cfg.steps} steps "
-                f"(τ to {cfg.tau['t_min']}, t* = {cfg.t_star}), λ = {cfg.matching_weight:g}, untrained {cfg.model} instead of "
-                f"ResNet-18, {prior_parameters / 1e6:.1f} M-parameter DDPM trained on {PRIOR_TRAIN_FACES} LFW faces, LBP "
-                "detector instead of MTCNN, [0, 1] intensity scale")
-    return (f"{profile} profile; CelebA-HQ-256 DDPM instead of FFHQ-256, λ = {cfg.matching_weight:g}, LBP detector "
-            "instead of MTCNN" + ("" if cfg.prior != "untrained" and cfg.data == "celeba" else
-                                  f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"))
+        return (
+            f"quick profile: 32×32 grey LFW users (variations of one held-out face), {users} users, {cfg.steps} steps "
+            f"(τ to {cfg.tau['t_min']}, t* = {cfg.t_star}), λ = {cfg.matching_weight:g}, untrained {cfg.model} instead of "
+            f"ResNet-18, {prior_parameters / 1e6:.1f} M-parameter DDPM trained on {PRIOR_TRAIN_FACES} LFW faces, LBP "
+            "detector instead of MTCNN, [0, 1] intensity scale"
+        )
+    return (
+        f"{profile} profile; CelebA-HQ-256 DDPM instead of FFHQ-256, λ = {cfg.matching_weight:g}, LBP detector "
+        "instead of MTCNN"
+        + (
+            ""
+            if cfg.prior != "untrained" and cfg.data == "celeba"
+            else f"; OFFLINE SUBSTITUTES (data {cfg.data}, prior {cfg.prior}): not a result"
+        )
+    )
 
 
 #: Li et al.'s central claim, in their words (Abstract), and where they say how to read it (§3, Image Quality).
-CLAIM = ("we propose a novel gradient inversion attack that applies a denoising diffusion model as a strong image "
-         "prior in order to enhance recovery in the large batch setting (Abstract)")
+CLAIM = (
+    "we propose a novel gradient inversion attack that applies a denoising diffusion model as a strong image "
+    "prior in order to enhance recovery in the large batch setting (Abstract)"
+)
 #: The metric the paper reads image quality by: "LPIPS is the most interpretable metric that is better aligned
 #: with human perception" (§3, Image Quality).
 CLAIM_METRIC = "lpips"
@@ -70,7 +95,11 @@ CLAIM_METRIC = "lpips"
 def paper_prior(cfg, profile: str) -> bool:
     """Whether this run's prior and data are the paper's kind (the full profile's pretrained face DDPM on CelebA):
     only then can the prior's measured effect confirm or refute the claim (:data:`CLAIM`)."""
-    return profile == "full" and cfg.prior not in ("lfw32", "untrained") and cfg.data == "celeba"
+    return (
+        profile == "full"
+        and cfg.prior not in ("lfw32", "untrained")
+        and cfg.data == "celeba"
+    )
 
 
 def prior_note(cfg, profile: str, prior_parameters: int) -> str:
@@ -81,12 +110,16 @@ def prior_note(cfg, profile: str, prior_parameters: int) -> str:
     if paper_prior(cfg, profile):
         return f"prior {cfg.prior}"
     if cfg.prior == "lfw32":
-        return (f"stand-in prior ({prior_parameters / 1e6:.1f} M-param DDPM, {PRIOR_TRAIN_FACES} LFW faces, "
-                f"{cfg.image_size} px)")
+        return (
+            f"stand-in prior ({prior_parameters / 1e6:.1f} M-param DDPM, {PRIOR_TRAIN_FACES} LFW faces, "
+            f"{cfg.image_size} px)"
+        )
     return f"stand-in prior ({cfg.prior}, data {cfg.data})"
 
 
-def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: str) -> dict:
+def claim_judgement(
+    effect: Mapping, users: int, comparable: bool, prior_note: str
+) -> dict:
     """The row fields ``claim``, ``claim_outcome`` and ``claim_reason`` of :data:`CLAIM` from the prior's paired
     effect (:func:`~gitutor.chapters.diffusion_user_level.identity.prior_effect`; ``users``: its n).
 
@@ -97,8 +130,11 @@ def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: s
     """
     metric = CLAIM_METRIC if CLAIM_METRIC in effect["helps"] else "mse"
     names = {"mse": "MSE", "ssim": "SSIM", "lpips": "LPIPS", "psnr": "PSNR"}
-    measured = ", ".join(f"{effect['helps'][m]} {names[m]} ({effect['intervals'][m].mean:+.3g})"
-                         for m in ("lpips", "mse", "ssim") if m in effect["helps"])
+    measured = ", ".join(
+        f"{effect['helps'][m]} {names[m]} ({effect['intervals'][m].mean:+.3g})"
+        for m in ("lpips", "mse", "ssim")
+        if m in effect["helps"]
+    )
     measured = measured.replace("not resolved at this budget", "unresolved on")
     if not comparable:
         outcome = "not comparable"
@@ -112,10 +148,19 @@ def claim_judgement(effect: Mapping, users: int, comparable: bool, prior_note: s
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
-def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, effect: Mapping, ordering: str,
-                 intervals: Mapping[str, tuple[float, float]], users: int, differences: str,
-                 claim: Mapping | None = None, distinct_photographs: bool = True,
-                 lpips_step: tuple | None = None) -> list[dict]:
+def chapter_rows(
+    rows: Mapping[str, Sequence[Mapping]],
+    *,
+    identity: Mapping,
+    effect: Mapping,
+    ordering: str,
+    intervals: Mapping[str, tuple[float, float]],
+    users: int,
+    differences: str,
+    claim: Mapping | None = None,
+    distinct_photographs: bool = True,
+    lpips_step: tuple | None = None,
+) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
 
     Headline: the paper's central claim (:data:`CLAIM`), that the diffusion prior enhances recovery, as the
@@ -142,80 +187,245 @@ def chapter_rows(rows: Mapping[str, Sequence[Mapping]], *, identity: Mapping, ef
     from gitutor.results import interval_fields
     from gitutor.stats import NOT_RESOLVED, interval, success_interval
 
-    from gitutor.chapters.diffusion_user_level.identity import ONE_PHOTOGRAPH, above_chance, score_interval
+    from gitutor.chapters.diffusion_user_level.identity import (
+        ONE_PHOTOGRAPH,
+        above_chance,
+        score_interval,
+    )
 
-    def row(quantity, setting, paper, value, unit, better=None, summary=None, digits=4, **extra):
-        return dict(quantity=quantity, setting=setting, paper=paper, this_run=value, unit=unit,
-                    differences=differences) | ({"better": better} if better else {}) \
-            | interval_fields(summary, digits) | extra
+    def row(
+        quantity,
+        setting,
+        paper,
+        value,
+        unit,
+        better=None,
+        summary=None,
+        digits=4,
+        **extra,
+    ):
+        return (
+            dict(
+                quantity=quantity,
+                setting=setting,
+                paper=paper,
+                this_run=value,
+                unit=unit,
+                differences=differences,
+            )
+            | ({"better": better} if better else {})
+            | interval_fields(summary, digits)
+            | extra
+        )
 
-    diff, ig, intra, user_ig = "DiffULA (diffusion prior)", "IG sample-level (matched)", "intra-user", "IG user-level, no prior"
-    order_text = "; ".join(f"{name.split(' (')[0]} {m:.4f} ± {h:.4f}" for name, (m, h) in intervals.items())
+    diff, ig, intra, user_ig = (
+        "DiffULA (diffusion prior)",
+        "IG sample-level (matched)",
+        "intra-user",
+        "IG user-level, no prior",
+    )
+    order_text = "; ".join(
+        f"{name.split(' (')[0]} {m:.4f} ± {h:.4f}" for name, (m, h) in intervals.items()
+    )
     small = f"{users} users: n small, intervals wide"
     pairing, same = identity["intervals"], identity["same_intervals"]
-    rates = {diff: success_interval([r["face_rate"] > 0.5 for r in rows[diff]]),
-             ig: score_interval([r["face_rate"] for r in rows[ig]]),
-             intra: score_interval([r["face_rate"] for r in rows[intra]])}
-    mses = {name: interval([r["mse"] for r in rows[name]], bounds=(0.0, 1.0)) for name in (diff, intra, ig, user_ig)}
+    rates = {
+        diff: success_interval([r["face_rate"] > 0.5 for r in rows[diff]]),
+        ig: score_interval([r["face_rate"] for r in rows[ig]]),
+        intra: score_interval([r["face_rate"] for r in rows[intra]]),
+    }
+    mses = {
+        name: interval([r["mse"] for r in rows[name]], bounds=(0.0, 1.0))
+        for name in (diff, intra, ig, user_ig)
+    }
     no_prior = "not reported (the paper has no user-level run without the prior)"
     found = identity["identified"]
 
     def beyond(summary) -> str:  # closed-set identification against chance 1/U
         return "above chance" if summary.low > 1 / users else NOT_RESOLVED
 
-    blind = {} if distinct_photographs else {
-        "not_comparable": f"{ONE_PHOTOGRAPH}; the test cannot separate the prior from no prior and no verdict uses it"}
+    blind = (
+        {}
+        if distinct_photographs
+        else {
+            "not_comparable": f"{ONE_PHOTOGRAPH}; the test cannot separate the prior from no prior and no verdict uses it"
+        }
+    )
     deepface = "not reported (its identity evidence: DeepFace facial similarity 0.574)"
     out = [
-        row(f"own user identified among {users} users (closed set, images standardised), DiffULA",
-            f"chance {1 / users:.2f}: {beyond(found[diff])}; {small}", deepface, round(found[diff].mean, 3),
-            "fraction of users", "higher", found[diff], 3, **blind),
-        row(f"own user identified among {users} users, IG user level without prior",
-            f"chance {1 / users:.2f}: {beyond(found[user_ig])}", no_prior, round(found[user_ig].mean, 3),
-            "fraction of users", None, found[user_ig], 3, **blind),
-        row("own user identified: pairing score, DiffULA",
-            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}", "not reported",
-            round(pairing[diff].mean, 3), "fraction of pairs", None, pairing[diff], 3, **blind),
-        row("own user identified: pairing score, same-label users only, DiffULA",
-            f"chance 0.50: {above_chance(same[diff])}", "not reported",
-            "n/a" if same[diff] is None else round(same[diff].mean, 3), "fraction of pairs", None, same[diff], 3,
-            **blind),
+        row(
+            f"own user identified among {users} users (closed set, images standardised), DiffULA",
+            f"chance {1 / users:.2f}: {beyond(found[diff])}; {small}",
+            deepface,
+            round(found[diff].mean, 3),
+            "fraction of users",
+            "higher",
+            found[diff],
+            3,
+            **blind,
+        ),
+        row(
+            f"own user identified among {users} users, IG user level without prior",
+            f"chance {1 / users:.2f}: {beyond(found[user_ig])}",
+            no_prior,
+            round(found[user_ig].mean, 3),
+            "fraction of users",
+            None,
+            found[user_ig],
+            3,
+            **blind,
+        ),
+        row(
+            "own user identified: pairing score, DiffULA",
+            f"all pairs of {users} users, chance 0.50: {above_chance(pairing[diff])}",
+            "not reported",
+            round(pairing[diff].mean, 3),
+            "fraction of pairs",
+            None,
+            pairing[diff],
+            3,
+            **blind,
+        ),
+        row(
+            "own user identified: pairing score, same-label users only, DiffULA",
+            f"chance 0.50: {above_chance(same[diff])}",
+            "not reported",
+            "n/a" if same[diff] is None else round(same[diff].mean, 3),
+            "fraction of pairs",
+            None,
+            same[diff],
+            3,
+            **blind,
+        ),
     ]
     # The prior's paired effect per metric; PSNR's (a signed dB difference, on the page's table) is left out of
     # the record: it is −10·log10 of the same per-image MSEs, and a record reads a dB number as a PSNR (≥ 0).
     effects = []
-    for metric, unit, digits in (("lpips", "LPIPS", 3), ("mse", "MSE", 4), ("ssim", "SSIM", 3)):
+    for metric, unit, digits in (
+        ("lpips", "LPIPS", 3),
+        ("mse", "MSE", 4),
+        ("ssim", "SSIM", 3),
+    ):
         if metric not in effect["intervals"]:  # LPIPS without its backbone
             continue
         summary = effect["intervals"][metric]
-        effects.append(row(f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
-                           f"paired over {users} users: the prior {effect['helps'][metric]}", no_prior,
-                           round(summary.mean, digits), f"{unit} difference", None, summary, digits))
+        effects.append(
+            row(
+                f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
+                f"paired over {users} users: the prior {effect['helps'][metric]}",
+                no_prior,
+                round(summary.mean, digits),
+                f"{unit} difference",
+                None,
+                summary,
+                digits,
+            )
+        )
     effects[0] |= {"headline": True, **(claim or {})}
     out = effects + out
     out += [
-        row("ordering of MSE to the user's photos", "IG matched < DiffULA < intra-user, 95 % intervals over users",
-            "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981", f"{ordering}: {order_text}", "MSE"),
-        row("face detection rate, DiffULA (realism, not identity)", f"B = 30, one image per user, {small}", 1.00,
-            round(rates[diff].mean, 2), "fraction", "higher", rates[diff], 2,
-            not_comparable=(f"this book's LBP detector finds {rates[intra].mean:.2f} of the users' real photographs "
-                            "(the paper's MTCNN: 0.95), so its rates are not on the paper's scale")),
-        row("face detection rate, Inverting Gradients", "B = 30 (paper: sample level)", 0.03,
-            round(rates[ig].mean, 2), "fraction", None, rates[ig], 2),
-        row("face detection rate, original batch", "B = 30", 0.95, round(rates[intra].mean, 2), "fraction",
-            None, rates[intra], 2),
-        row("MSE, DiffULA", "B = 30", 0.4210, round(mses[diff].mean, 4), "MSE", None, mses[diff]),
-        row("MSE, intra-user", "B = 30", 0.4981, round(mses[intra].mean, 4), "MSE", None, mses[intra]),
-        row("MSE, Inverting Gradients (matched)", "B = 30", 0.3192, round(mses[ig].mean, 4), "MSE", None, mses[ig]),
-        row("MSE, IG user level without prior", "B = 30", "not reported", round(mses[user_ig].mean, 4), "MSE",
-            None, mses[user_ig]),
+        row(
+            "ordering of MSE to the user's photos",
+            "IG matched < DiffULA < intra-user, 95 % intervals over users",
+            "IG 0.3192 < DiffULA 0.4210 < intra-user 0.4981",
+            f"{ordering}: {order_text}",
+            "MSE",
+        ),
+        row(
+            "face detection rate, DiffULA (realism, not identity)",
+            f"B = 30, one image per user, {small}",
+            1.00,
+            round(rates[diff].mean, 2),
+            "fraction",
+            "higher",
+            rates[diff],
+            2,
+            not_comparable=(
+                f"this book's LBP detector finds {rates[intra].mean:.2f} of the users' real photographs "
+                "(the paper's MTCNN: 0.95), so its rates are not on the paper's scale"
+            ),
+        ),
+        row(
+            "face detection rate, Inverting Gradients",
+            "B = 30 (paper: sample level)",
+            0.03,
+            round(rates[ig].mean, 2),
+            "fraction",
+            None,
+            rates[ig],
+            2,
+        ),
+        row(
+            "face detection rate, original batch",
+            "B = 30",
+            0.95,
+            round(rates[intra].mean, 2),
+            "fraction",
+            None,
+            rates[intra],
+            2,
+        ),
+        row(
+            "MSE, DiffULA",
+            "B = 30",
+            0.4210,
+            round(mses[diff].mean, 4),
+            "MSE",
+            None,
+            mses[diff],
+        ),
+        row(
+            "MSE, intra-user",
+            "B = 30",
+            0.4981,
+            round(mses[intra].mean, 4),
+            "MSE",
+            None,
+            mses[intra],
+        ),
+        row(
+            "MSE, Inverting Gradients (matched)",
+            "B = 30",
+            0.3192,
+            round(mses[ig].mean, 4),
+            "MSE",
+            None,
+            mses[ig],
+        ),
+        row(
+            "MSE, IG user level without prior",
+            "B = 30",
+            "not reported",
+            round(mses[user_ig].mean, 4),
+            "MSE",
+            None,
+            mses[user_ig],
+        ),
     ]
     if lpips_step is not None and lpips_step[0] is not None:
-        out.append(row("LPIPS difference, DiffULA − IG sample-level (matched), paired", f"paper: Table 1a 0.5039 − 0.7165; paired "
-                       f"over {users} users: {lpips_step[1]}", round(0.5039 - 0.7165, 4), round(lpips_step[0].mean, 3),
-                       "LPIPS difference", None, lpips_step[0], 3))
+        out.append(
+            row(
+                "LPIPS difference, DiffULA − IG sample-level (matched), paired",
+                f"paper: Table 1a 0.5039 − 0.7165; paired "
+                f"over {users} users: {lpips_step[1]}",
+                round(0.5039 - 0.7165, 4),
+                round(lpips_step[0].mean, 3),
+                "LPIPS difference",
+                None,
+                lpips_step[0],
+                3,
+            )
+        )
     lpips = average(rows, diff, "lpips")
-    out.append(row("LPIPS, DiffULA", "B = 30", 0.5039, LPIPS_NA if lpips is None else round(lpips, 3), "LPIPS"))
+    out.append(
+        row(
+            "LPIPS, DiffULA",
+            "B = 30",
+            0.5039,
+            LPIPS_NA if lpips is None else round(lpips, 3),
+            "LPIPS",
+        )
+    )
     return out
 
 
@@ -252,22 +462,62 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
         steps[low_name, high_name] = paired_difference(high, low)
         names = tuple(name.split(" (")[0] for name in (low_name, high_name))
         verdict = compare_paired(low, high, names)
-        read[low_name, high_name] = verdict if verdict != NOT_RESOLVED else f"{' vs '.join(names)}: {verdict}"
+        read[low_name, high_name] = (
+            verdict if verdict != NOT_RESOLVED else f"{' vs '.join(names)}: {verdict}"
+        )
     below = [key for key, summary in steps.items() if summary.high < 0]
-    order = "reversed" if below else "holds" if all(s.low > 0 for s in steps.values()) else NOT_RESOLVED
-    table = markdown_table(["method or paired step", "MSE mean", "95 % interval over users", "users"],
-                           [[name, f"{s.mean:.4f}", f"[{s.low:.4f}, {s.high:.4f}]", str(len(values))]
-                            for (name, values), s in zip(groups, bounded.values())]
-                           + [[f"{high} − {low} (paired)", *format_interval(summary, 4, count=False).split(" ", 1),
-                               str(summary.n)] for (low, high), summary in steps.items()])
+    order = (
+        "reversed"
+        if below
+        else "holds"
+        if all(s.low > 0 for s in steps.values())
+        else NOT_RESOLVED
+    )
+    table = markdown_table(
+        ["method or paired step", "MSE mean", "95 % interval over users", "users"],
+        [
+            [name, f"{s.mean:.4f}", f"[{s.low:.4f}, {s.high:.4f}]", str(len(values))]
+            for (name, values), s in zip(groups, bounded.values())
+        ]
+        + [
+            [
+                f"{high} − {low} (paired)",
+                *format_interval(summary, 4, count=False).split(" ", 1),
+                str(summary.n),
+            ]
+            for (low, high), summary in steps.items()
+        ],
+    )
     measured = "; ".join(read.values())
-    lpips = [[r["lpips"] for r in rows[name]] for name in ORDER[:2]]  # Table 1a's LPIPS: DiffULA < IG matched
-    step = paired_difference(lpips[1], lpips[0]) if all(v is not None for v in lpips[0] + lpips[1]) else None
-    read_lpips = None if step is None else compare_paired(lpips[1], lpips[0], ("DiffULA", "IG sample-level"))
-    text = ("LPIPS is not installed" if step is None else f"DiffULA − IG sample-level (matched) "
-            f"{format_interval(step, 3, count=False)} (paper: 0.5039 − 0.7165 = −0.2126): {read_lpips}.")
-    return {"intervals": intervals, "steps": steps, "paper_order": order, "measured": measured, "table": table,
-            "lpips": step, "lpips_read": read_lpips, "lpips_text": text}
+    lpips = [
+        [r["lpips"] for r in rows[name]] for name in ORDER[:2]
+    ]  # Table 1a's LPIPS: DiffULA < IG matched
+    step = (
+        paired_difference(lpips[1], lpips[0])
+        if all(v is not None for v in lpips[0] + lpips[1])
+        else None
+    )
+    read_lpips = (
+        None
+        if step is None
+        else compare_paired(lpips[1], lpips[0], ("DiffULA", "IG sample-level"))
+    )
+    text = (
+        "LPIPS is not installed"
+        if step is None
+        else f"DiffULA − IG sample-level (matched) "
+        f"{format_interval(step, 3, count=False)} (paper: 0.5039 − 0.7165 = −0.2126): {read_lpips}."
+    )
+    return {
+        "intervals": intervals,
+        "steps": steps,
+        "paper_order": order,
+        "measured": measured,
+        "table": table,
+        "lpips": step,
+        "lpips_read": read_lpips,
+        "lpips_text": text,
+    }
 
 
 def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> dict:
@@ -284,17 +534,42 @@ def failure_case(rows: Mapping[str, Sequence[Mapping]], examples: Sequence) -> d
     worst = int(np.argmax([row["mse"] for row in diff_rows]))
     truth, _, _, diff = examples[worst]
     floor = representative_scores(truth.mean(0, keepdim=True), truth)["mse"]
-    return {"user": worst, "truth": truth, "result": diff, "mse": float(diff_rows[worst]["mse"]),
-            "intra": float(rows["intra-user"][worst]["mse"]), "mean_image": float(floor)}
+    return {
+        "user": worst,
+        "truth": truth,
+        "result": diff,
+        "mse": float(diff_rows[worst]["mse"]),
+        "intra": float(rows["intra-user"][worst]["mse"]),
+        "mean_image": float(floor),
+    }
 
 
-def timing_rows(cfg, seconds: Mapping[str, Sequence[float]], wall_seconds: float, profile: str,
-                differences: str) -> list[dict]:
+def timing_rows(
+    cfg,
+    seconds: Mapping[str, Sequence[float]],
+    wall_seconds: float,
+    profile: str,
+    differences: str,
+) -> list[dict]:
     """Wall-clock rows for :func:`gitutor.results.save_results`'s ``timings``: DiffULA's mean seconds
     per user (``seconds``: :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`'s third
     output; paper: 23.3 min on an A100) and the whole notebook's ``wall_seconds``."""
     diffula = round(float(np.mean(seconds["DiffULA (diffusion prior)"])), 1)
-    return [dict(quantity="run time, DiffULA", setting=f"{cfg.steps} steps (paper 4 000 on an A100)",
-                 paper=23.3 * 60, this_run=diffula, unit="s per user", differences=differences),
-            dict(quantity="run time, whole notebook", setting=profile, paper="not reported",
-                 this_run=round(wall_seconds, 1), unit="s", differences=differences)]
+    return [
+        dict(
+            quantity="run time, DiffULA",
+            setting=f"{cfg.steps} steps (paper 4 000 on an A100)",
+            paper=23.3 * 60,
+            this_run=diffula,
+            unit="s per user",
+            differences=differences,
+        ),
+        dict(
+            quantity="run time, whole notebook",
+            setting=profile,
+            paper="not reported",
+            this_run=round(wall_seconds, 1),
+            unit="s",
+            differences=differences,
+        ),
+    ]

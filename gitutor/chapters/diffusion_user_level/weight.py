@@ -5,6 +5,7 @@ seed (the same x_T, ε draws, τ jitter and augmentations), the two runs differi
 (:func:`gitutor.chapters.diffusion_user_level.experiments.diffula_users`). The evidence is the
 per-user difference λ_profile − λ = 1 and its 95 % interval over users (:mod:`gitutor.paired`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,7 +24,9 @@ def clip_share(result) -> float:
     return float(np.mean(np.asarray(result.history["clip_scale"]) < 1))
 
 
-def own_user_margin(representatives: Sequence[torch.Tensor], references: Sequence[torch.Tensor]) -> np.ndarray:
+def own_user_margin(
+    representatives: Sequence[torch.Tensor], references: Sequence[torch.Tensor]
+) -> np.ndarray:
     """Per representative i ``(1, C, H, W)``: its correlation with user i's reference minus its mean
     correlation with the other users' references (``references``: one per user, images standardised,
     :func:`~gitutor.attacks.user_level.correlation_matrix`), in [−2, 2]; 0 when the image does not
@@ -34,15 +37,19 @@ def own_user_margin(representatives: Sequence[torch.Tensor], references: Sequenc
     """
     k, users = len(representatives), len(references)
     if not 1 <= k <= users or users < 2:
-        raise ValueError(f"representatives must hold 1 to {users} images (one per user, first users first) "
-                         f"and references >= 2; got {k} and {users}")
+        raise ValueError(
+            f"representatives must hold 1 to {users} images (one per user, first users first) "
+            f"and references >= 2; got {k} and {users}"
+        )
     padded = list(representatives) + list(references[k:])  # rows beyond k are not read
     matrix = correlation_matrix(padded, references)[:k]
     own = np.diag(matrix[:, :k])
     return own - (matrix.sum(1) - own) / (users - 1)
 
 
-def matching_weight_study(plain: Sequence, weighted: Sequence, users: Sequence[torch.Tensor], weight: float) -> dict:
+def matching_weight_study(
+    plain: Sequence, weighted: Sequence, users: Sequence[torch.Tensor], weight: float
+) -> dict:
     """λ = 1 (``plain``) against λ = ``weight`` (``weighted``), paired per user: result k of each ran on
     user k's gradient with user k's seed (:func:`~gitutor.chapters.diffusion_user_level.experiments.diffula_users`).
 
@@ -65,35 +72,74 @@ def matching_weight_study(plain: Sequence, weighted: Sequence, users: Sequence[t
     """
     n = len(plain)
     if not 2 <= n <= len(weighted) <= len(users):
-        raise ValueError(f"plain must hold >= 2 results, paired with the first of the {len(weighted)} weighted "
-                         f"ones and {len(users)} users; got {n}")
+        raise ValueError(
+            f"plain must hold >= 2 results, paired with the first of the {len(weighted)} weighted "
+            f"ones and {len(users)} users; got {n}"
+        )
     references = [x.cpu().mean(0, keepdim=True) for x in users]
-    margins = {name: own_user_margin([r.images.cpu() for r in runs[:n]], references)
-               for name, runs in (("plain", plain), ("weighted", weighted))}
-    mses = {name: [representative_scores(r.images.cpu(), x.cpu())["mse"] for r, x in zip(runs[:n], users)]
-            for name, runs in (("plain", plain), ("weighted", weighted))}
+    margins = {
+        name: own_user_margin([r.images.cpu() for r in runs[:n]], references)
+        for name, runs in (("plain", plain), ("weighted", weighted))
+    }
+    mses = {
+        name: [
+            representative_scores(r.images.cpu(), x.cpu())["mse"]
+            for r, x in zip(runs[:n], users)
+        ]
+        for name, runs in (("plain", plain), ("weighted", weighted))
+    }
     labels = (f"λ = {weight:g}", "λ = 1")
-    intervals = {"margin": paired_difference(margins["weighted"], margins["plain"]),
-                 "mse": paired_difference(mses["weighted"], mses["plain"])}
-    read = {"margin": compare_paired(margins["weighted"], margins["plain"], labels),
-            "mse": compare_paired(mses["weighted"], mses["plain"], labels)}
-    words = {"margin": ("the own-user margin (correlation with its own user's mean photo minus the mean with "
-                        "the others', images standardised)"),
-             "mse": "the MSE to the user's photos"}
+    intervals = {
+        "margin": paired_difference(margins["weighted"], margins["plain"]),
+        "mse": paired_difference(mses["weighted"], mses["plain"]),
+    }
+    read = {
+        "margin": compare_paired(margins["weighted"], margins["plain"], labels),
+        "mse": compare_paired(mses["weighted"], mses["plain"], labels),
+    }
+    words = {
+        "margin": (
+            "the own-user margin (correlation with its own user's mean photo minus the mean with "
+            "the others', images standardised)"
+        ),
+        "mse": "the MSE to the user's photos",
+    }
 
     def clause(key: str, digits: int) -> str:
         summary = intervals[key]
-        where = ("includes 0: not resolved" if read[key] == NOT_RESOLVED
-                 else "lies above 0" if summary.low > 0 else "lies below 0")
+        where = (
+            "includes 0: not resolved"
+            if read[key] == NOT_RESOLVED
+            else "lies above 0"
+            if summary.low > 0
+            else "lies below 0"
+        )
         return f"{words[key]} changes by {format_interval(summary, digits, count=False)} (its 95 % interval {where})"
 
-    alone = interval(margins["plain"].tolist(), bounds=(-2.0, 2.0))  # λ = 1 against 0: does its image depend on its user?
-    alone_read = ("includes 0: no dependence on the user's gradient is resolved" if alone.low <= 0 <= alone.high
-                  else "lies above 0: the image already depends on its user" if alone.low > 0 else "lies below 0")
-    sentence = (f"With λ = 1 the own-user margin is {format_interval(alone, 3, count=False)} (its 95 % interval "
-                f"{alone_read}). Paired over {n} users (each user's two runs share its gradient and its seed and "
-                f"differ only in λ), going from λ = 1 to λ = {weight:g} {clause('margin', 3)}, and {clause('mse', 4)}.")
-    return {"n": n, "margin_plain": alone, "ratio_plain": float(np.median([np.median(r.history["grad_ratio"]) for r in plain])),
-            "clip_plain": float(np.mean([clip_share(r) for r in plain])),
-            "clip_weighted": float(np.mean([clip_share(r) for r in weighted[:n]])),
-            "intervals": intervals, "read": read, "sentence": sentence}
+    alone = interval(
+        margins["plain"].tolist(), bounds=(-2.0, 2.0)
+    )  # λ = 1 against 0: does its image depend on its user?
+    alone_read = (
+        "includes 0: no dependence on the user's gradient is resolved"
+        if alone.low <= 0 <= alone.high
+        else "lies above 0: the image already depends on its user"
+        if alone.low > 0
+        else "lies below 0"
+    )
+    sentence = (
+        f"With λ = 1 the own-user margin is {format_interval(alone, 3, count=False)} (its 95 % interval "
+        f"{alone_read}). Paired over {n} users (each user's two runs share its gradient and its seed and "
+        f"differ only in λ), going from λ = 1 to λ = {weight:g} {clause('margin', 3)}, and {clause('mse', 4)}."
+    )
+    return {
+        "n": n,
+        "margin_plain": alone,
+        "ratio_plain": float(
+            np.median([np.median(r.history["grad_ratio"]) for r in plain])
+        ),
+        "clip_plain": float(np.mean([clip_share(r) for r in plain])),
+        "clip_weighted": float(np.mean([clip_share(r) for r in weighted[:n]])),
+        "intervals": intervals,
+        "read": read,
+        "sentence": sentence,
+    }

@@ -7,6 +7,7 @@ the study's ``stop_loss``) hold the image (PSNR ≥ the book's :data:`gitutor.co
 every control)? (A run of the study stops once its distance is below ``stop_loss``, so a count at a stricter
 PSNR would score where it stopped, not how exact it can get.)
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,9 @@ from gitutor.stats import success_interval
 CLAIM = "for images, the recovery is pixel-wise accurate (Zhu et al. 2019, Abstract; translated)"
 
 
-def claim_judgement(seed_rows: Sequence[Mapping], recognisable: float, stop_loss: float) -> tuple[str, str]:
+def claim_judgement(
+    seed_rows: Sequence[Mapping], recognisable: float, stop_loss: float
+) -> tuple[str, str]:
     """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from the seed study's
     :func:`~gitutor.chapters.dlg.sweeps.score_run` rows (``psnr`` dB, final gradient distance ``loss``).
 
@@ -39,11 +42,18 @@ def claim_judgement(seed_rows: Sequence[Mapping], recognisable: float, stop_loss
     matched = [row["psnr"] for row in seed_rows if row["loss"] < stop_loss]
     n, k = len(seed_rows), len(matched)
     if not matched:
-        return "refuted", f"0 of {n} seeds match the gradient (distance < {stop_loss:g}) in the study"
+        return (
+            "refuted",
+            f"0 of {n} seeds match the gradient (distance < {stop_loss:g}) in the study",
+        )
     below = [p for p in matched if p < recognisable]
     if below:
-        return "refuted", (f"{len(below)} of the {k} runs that match the gradient (distance < {stop_loss:g}) end "
-                           f"below {recognisable:.0f} dB ({min(below):.1f} dB)")
-    return "consistent", (f"{k} of {n} runs match the gradient (distance < {stop_loss:g}), end at "
-                          f"{min(matched):.1f}–{max(matched):.1f} dB (≥ {recognisable:.0f} dB, above all controls); "
-                          f"the rate [{rate.low:.2f}, {rate.high:.2f}] depends on the seed (§6)")
+        return "refuted", (
+            f"{len(below)} of the {k} runs that match the gradient (distance < {stop_loss:g}) end "
+            f"below {recognisable:.0f} dB ({min(below):.1f} dB)"
+        )
+    return "consistent", (
+        f"{k} of {n} runs match the gradient (distance < {stop_loss:g}), end at "
+        f"{min(matched):.1f}–{max(matched):.1f} dB (≥ {recognisable:.0f} dB, above all controls); "
+        f"the rate [{rate.low:.2f}, {rate.high:.2f}] depends on the seed (§6)"
+    )

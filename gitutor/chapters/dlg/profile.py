@@ -17,40 +17,54 @@ against them with :func:`gitutor.controls.check_threshold`); ``success_psnr`` =
 40 — near pixel-exact, DLG's "pixel-wise accurate". The full profile runs 20 seeds of torchvision's
 CIFAR-100 and 32×32 everywhere.
 """
+
 from gitutor.controls import RECOGNISABLE_PSNR
 
 QUICK = {
-    "torch_threads": 1,              # pinned: LeNet-sized work is fastest single-threaded, same numbers anywhere
+    "torch_threads": 1,  # pinned: LeNet-sized work is fastest single-threaded, same numbers anywhere
     "image_size": 32,
-    "num_classes": 100,              # DLG LeNet for CIFAR-100
-    "iterations": 300,               # L-BFGS steps of the main setting (the paper's 300)
+    "num_classes": 100,  # DLG LeNet for CIFAR-100
+    "iterations": 300,  # L-BFGS steps of the main setting (the paper's 300)
     "record_every": 10,
     "data": "foolbox's 20 real CIFAR-100 test samples with their true labels, 32×32 (the DLG paper's data)",
-    "source": "cifar100_samples",    # gitutor.data.load("cifar100"): seed s attacks sample s
-    "extra_sources": ["mnist_samples"],  # foolbox's real MNIST samples (the report's MNIST)
-    "progress": False,               # no progress bars in the rendered book
-    "known_iterations": 30,          # label-known run (iDLG setting), compared at the same step
-    "seeds": list(range(10)),        # seed study at the main setting (seed 0 is the main run)
-    "stop_loss": 1e-5,               # seed study: stop once the gradient distance is below this
-    "restart_offset": 1000,          # a failed seed restarts from dummy seed + this
-    "sweep_image_size": 16,          # batch and MNIST sweeps on 16×16 images (CPU budget)
-    "defense_image_size": 32,        # the defense sweep at the paper's 32×32
+    "source": "cifar100_samples",  # gitutor.data.load("cifar100"): seed s attacks sample s
+    "extra_sources": [
+        "mnist_samples"
+    ],  # foolbox's real MNIST samples (the report's MNIST)
+    "progress": False,  # no progress bars in the rendered book
+    "known_iterations": 30,  # label-known run (iDLG setting), compared at the same step
+    "seeds": list(range(10)),  # seed study at the main setting (seed 0 is the main run)
+    "stop_loss": 1e-5,  # seed study: stop once the gradient distance is below this
+    "restart_offset": 1000,  # a failed seed restarts from dummy seed + this
+    "sweep_image_size": 16,  # batch and MNIST sweeps on 16×16 images (CPU budget)
+    "defense_image_size": 32,  # the defense sweep at the paper's 32×32
     "batch_sizes": [2, 4],
     "batch_iterations": 50,
     "extra_iterations": 50,
-    "restart_limit": 2,              # quick: rerun at most the first 2 failed seeds (CPU budget); full: all
-    "prune_rates": [0.01, 0.1, 0.2, 0.3],           # DLG Fig. 7's pruning ratios up to its 20 % / 30 % claim
-    "noise_variances": [1e-4, 1e-2],                # DLG §5's two noise claims (1e-4 recognisable, 1e-2 not)
-    "defense_iterations": 120,        # L-BFGS steps of every defended run
-    "ladder_psnr": [20.0, 31.0],     # dB: pixel noise at these PSNRs beside the controls (threshold figure)
-    "thumbnail": 4,                  # px: side of the thumbnail control
-    "success_psnr": 40.0,            # dB: near pixel-exact (DLG's "pixel-wise accurate")
+    "restart_limit": 2,  # quick: rerun at most the first 2 failed seeds (CPU budget); full: all
+    "prune_rates": [
+        0.01,
+        0.1,
+        0.2,
+        0.3,
+    ],  # DLG Fig. 7's pruning ratios up to its 20 % / 30 % claim
+    "noise_variances": [
+        1e-4,
+        1e-2,
+    ],  # DLG §5's two noise claims (1e-4 recognisable, 1e-2 not)
+    "defense_iterations": 120,  # L-BFGS steps of every defended run
+    "ladder_psnr": [
+        20.0,
+        31.0,
+    ],  # dB: pixel noise at these PSNRs beside the controls (threshold figure)
+    "thumbnail": 4,  # px: side of the thumbnail control
+    "success_psnr": 40.0,  # dB: near pixel-exact (DLG's "pixel-wise accurate")
     "recognisable_psnr": RECOGNISABLE_PSNR,  # dB: the book's one "recognisable" (gitutor.controls)
 }
 
 FULL = {
     **QUICK,
-    "torch_threads": None,           # leave torch's default (GPU run)
+    "torch_threads": None,  # leave torch's default (GPU run)
     "record_every": 20,
     "data": "CIFAR-100 and MNIST test images via torchvision",
     "source": "cifar100",
@@ -71,13 +85,26 @@ FULL = {
 #: Budgets applied on top of a profile by the notebook's ``BUDGET`` parameter (``get_profile(..., budget=)``); ``"smoke"`` runs the
 #: profile's code path for a handful of L-BFGS steps (``make smoke``).
 BUDGETS = {
-    "smoke": {"torch_threads": 1, "seeds": [0, 1], "iterations": 4, "record_every": 2, "known_iterations": 4, "batch_sizes": [2],
-              "batch_iterations": 2, "extra_iterations": 5, "prune_rates": [0.1, 0.5], "noise_variances": [1e-2],
-              "defense_iterations": 2},
+    "smoke": {
+        "torch_threads": 1,
+        "seeds": [0, 1],
+        "iterations": 4,
+        "record_every": 2,
+        "known_iterations": 4,
+        "batch_sizes": [2],
+        "batch_iterations": 2,
+        "extra_iterations": 5,
+        "prune_rates": [0.1, 0.5],
+        "noise_variances": [1e-2],
+        "defense_iterations": 2,
+    },
 }
 #: What ``DATA_ROOT = "bundled"`` puts in place of the torchvision datasets (offline, no download).
-BUNDLED = {"source": "cifar100_samples", "extra_sources": ["mnist_samples"],
-           "data": "foolbox's 20 CIFAR-100 and MNIST samples (offline substitute for the torchvision test sets)"}
+BUNDLED = {
+    "source": "cifar100_samples",
+    "extra_sources": ["mnist_samples"],
+    "data": "foolbox's 20 CIFAR-100 and MNIST samples (offline substitute for the torchvision test sets)",
+}
 
 
 def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
@@ -90,7 +117,9 @@ def chapter_settings(cfg, budget: str | None = None, data_root: str = "data"):
     """
     from gitutor.chapters import get_profile
 
-    cfg = cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    cfg = (
+        cfg if budget is None else get_profile(cfg.notebook, cfg.profile, budget=budget)
+    )
     return cfg.replace(**BUNDLED) if data_root == "bundled" else cfg
 
 

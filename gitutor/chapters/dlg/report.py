@@ -9,6 +9,7 @@ restarts (report §6), the batch sweep and DLG §5's defense thresholds (a stopp
 level tried is a bound, "≤"). The Markdown tables and short strings the chapter's prose pastes in (myst-nb
 ``glue``) are built here too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -26,16 +27,32 @@ from gitutor.tables import markdown_table
 def _span(rate: Interval) -> str:
     return f"[{rate.low:.2f}, {rate.high:.2f}]"
 
+
 #: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
 #: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch and defense sweeps at 16×16
 #: with 50 / 40 L-BFGS steps), quoted by the page's "old setting → new" sentences.
-PHOTOGRAPHS_RUN = {"recognisable": 0.7, "labels": 0.8, "batch_psnr": 27.0, "prune_stops": 0.7, "noise_stops": 1e-3}
+PHOTOGRAPHS_RUN = {
+    "recognisable": 0.7,
+    "labels": 0.8,
+    "batch_psnr": 27.0,
+    "prune_stops": 0.7,
+    "noise_stops": 1e-3,
+}
 
 
-def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows: Sequence[Mapping],
-                 rescued: Mapping[str, Mapping[int, Mapping]], batch_rows: Sequence[Mapping],
-                 stopping: Mapping[str, float | None], scale: Mapping[str, float],
-                 unknown_psnr: float | None = None) -> list[dict]:
+def chapter_rows(
+    cfg,
+    seed: int,
+    *,
+    main: Mapping,
+    known_psnr: float,
+    seed_rows: Sequence[Mapping],
+    rescued: Mapping[str, Mapping[int, Mapping]],
+    batch_rows: Sequence[Mapping],
+    stopping: Mapping[str, float | None],
+    scale: Mapping[str, float],
+    unknown_psnr: float | None = None,
+) -> list[dict]:
     """The results rows of chapter 01 (see :mod:`gitutor.results`) from the chapter's measurements.
 
     Args:
@@ -51,63 +68,140 @@ def chapter_rows(cfg, seed: int, *, main: Mapping, known_psnr: float, seed_rows:
 
     Raises KeyError naming a missing rescue or defense kind, ValueError if ``seed_rows`` is empty.
     """
-    S, n, T, D = cfg.sweep_image_size, len(seed_rows), cfg.recognisable_psnr, cfg.defense_image_size
-    differences = (f"{cfg.profile} profile: {cfg.data}; random-init LeNet as the DLG code; "
-                   f"batch/MNIST sweeps on {S}×{S} images with {cfg.batch_iterations}/{cfg.extra_iterations} "
-                   f"steps; defense sweep {D}×{D}, {cfg.defense_iterations} steps")
-    study = (f"{n} seeds (each: model, image, true label, dummy start), {cfg.image_size}×{cfg.image_size}, "
-             f"≤ {cfg.iterations} L-BFGS steps, stop at gradient distance < {cfg.stop_loss:g}")
+    S, n, T, D = (
+        cfg.sweep_image_size,
+        len(seed_rows),
+        cfg.recognisable_psnr,
+        cfg.defense_image_size,
+    )
+    differences = (
+        f"{cfg.profile} profile: {cfg.data}; random-init LeNet as the DLG code; "
+        f"batch/MNIST sweeps on {S}×{S} images with {cfg.batch_iterations}/{cfg.extra_iterations} "
+        f"steps; defense sweep {D}×{D}, {cfg.defense_iterations} steps"
+    )
+    study = (
+        f"{n} seeds (each: model, image, true label, dummy start), {cfg.image_size}×{cfg.image_size}, "
+        f"≤ {cfg.iterations} L-BFGS steps, stop at gradient distance < {cfg.stop_loss:g}"
+    )
     recognisable = success_interval([row["psnr"] >= T for row in seed_rows])
     outcome, reason = claim_judgement(seed_rows, T, cfg.stop_loss)
     labels = success_interval([row["label_ok"] for row in seed_rows])
     failed = [row["seed"] for row in seed_rows if row["psnr"] < T]
-    saved = {name: sum(rows[s]["psnr"] >= T for s in failed if s in rows) for name, rows in rescued.items()}
+    saved = {
+        name: sum(rows[s]["psnr"] >= T for s in failed if s in rows)
+        for name, rows in rescued.items()
+    }
     rerun = len(rescued["restart"])
     units = {"prune": "fraction pruned", "noise": "noise variance"}
 
     def row(quantity, setting, paper, this_run, unit, **extra):
-        return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run, "unit": unit,
-                "differences": differences, **extra}
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "this_run": this_run,
+            "unit": unit,
+            "differences": differences,
+            **extra,
+        }
 
     rows = [
-        row(f"DLG recovers the B = 1 image: seeds with PSNR ≥ {T:.0f} dB (the book's recognisable)", study,
-            "pixel-wise accurate (Abstract; examples, no rate stated)", round(recognisable.mean, 3),
-            f"fraction of {n} seeds; 95 % Wilson interval {_span(recognisable)}", headline=True,
-            claim=CLAIM, claim_outcome=outcome, claim_reason=reason, **interval_fields(recognisable, 3)),
-        row("DLG label accuracy, B = 1", study, 0.833, round(labels.mean, 3),
+        row(
+            f"DLG recovers the B = 1 image: seeds with PSNR ≥ {T:.0f} dB (the book's recognisable)",
+            study,
+            "pixel-wise accurate (Abstract; examples, no rate stated)",
+            round(recognisable.mean, 3),
+            f"fraction of {n} seeds; 95 % Wilson interval {_span(recognisable)}",
+            headline=True,
+            claim=CLAIM,
+            claim_outcome=outcome,
+            claim_reason=reason,
+            **interval_fields(recognisable, 3),
+        ),
+        row(
+            "DLG label accuracy, B = 1",
+            study,
+            0.833,
+            round(labels.mean, 3),
             f"fraction of {n} seeds (iDLG paper, Table 1, CIFAR-100); 95 % Wilson interval {_span(labels)}",
-            better="higher", **interval_fields(labels, 3)),
-        row("PSNR, DLG, B = 1 (main run)", f"{cfg.iterations} L-BFGS steps, seed {seed}",
-            "pixel-wise accurate (MSE ≈ 0)", round(main["psnr"], 2), "dB"),
-        row(f"seeds that fail (PSNR < {T:.0f} dB)", study, "strongly seed dependent (report §6)",
+            better="higher",
+            **interval_fields(labels, 3),
+        ),
+        row(
+            "PSNR, DLG, B = 1 (main run)",
+            f"{cfg.iterations} L-BFGS steps, seed {seed}",
+            "pixel-wise accurate (MSE ≈ 0)",
+            round(main["psnr"], 2),
+            "dB",
+        ),
+        row(
+            f"seeds that fail (PSNR < {T:.0f} dB)",
+            study,
+            "strongly seed dependent (report §6)",
             round(1 - recognisable.mean, 3),
             f"fraction of {n} seeds; 95 % Wilson interval [{1 - recognisable.high:.2f}, {1 - recognisable.low:.2f}]",
-            low=round(1 - recognisable.high, 3), high=round(1 - recognisable.low, 3)),
-        row("failed seeds recognisable after one restart (new dummy start)",
-            f"{len(failed)} failed of {n}, {rerun} rerun", "not in the paper (beyond-the-paper row)",
-            f"{saved['restart']} of {rerun}", "seeds"),
-        row("PSNR, label known (iDLG setting)", f"{cfg.known_iterations} L-BFGS steps, seed {seed}, one image"
-            + ("" if unknown_psnr is None else f"; label unknown at the same step: {unknown_psnr:.1f} dB"),
-            "clear by ~280 iterations (report Fig. 1, no number)", round(known_psnr, 2), "dB", n=1,
+            low=round(1 - recognisable.high, 3),
+            high=round(1 - recognisable.low, 3),
+        ),
+        row(
+            "failed seeds recognisable after one restart (new dummy start)",
+            f"{len(failed)} failed of {n}, {rerun} rerun",
+            "not in the paper (beyond-the-paper row)",
+            f"{saved['restart']} of {rerun}",
+            "seeds",
+        ),
+        row(
+            "PSNR, label known (iDLG setting)",
+            f"{cfg.known_iterations} L-BFGS steps, seed {seed}, one image"
+            + (
+                ""
+                if unknown_psnr is None
+                else f"; label unknown at the same step: {unknown_psnr:.1f} dB"
+            ),
+            "clear by ~280 iterations (report Fig. 1, no number)",
+            round(known_psnr, 2),
+            "dB",
+            n=1,
             not_comparable=f"the report shows images at ~280 iterations and states no PSNR; this is one image "
-                           f"after {cfg.known_iterations} steps"),
-        row(f"mean PSNR, B = {batch_rows[-1]['B']}", f"{cfg.batch_iterations} steps, matched, one batch",
-            "recovered (DLG Fig. 4, up to B = 8)", round(batch_rows[-1]["psnr"], 2), "dB"),
+            f"after {cfg.known_iterations} steps",
+        ),
+        row(
+            f"mean PSNR, B = {batch_rows[-1]['B']}",
+            f"{cfg.batch_iterations} steps, matched, one batch",
+            "recovered (DLG Fig. 4, up to B = 8)",
+            round(batch_rows[-1]["psnr"], 2),
+            "dB",
+        ),
     ]
-    for kind, paper, tried in (("prune", "> 0.2 (DLG §5: no longer recognisable)", cfg.prune_rates),
-                               ("noise", "1e-2 (DLG §5; 1e-4 does not stop it)", cfg.noise_variances)):
+    for kind, paper, tried in (
+        ("prune", "> 0.2 (DLG §5: no longer recognisable)", cfg.prune_rates),
+        ("noise", "1e-2 (DLG §5; 1e-4 does not stop it)", cfg.noise_variances),
+    ):
         value = stopping[kind]
-        setting = (f"{units[kind]} {tried}, one image, {D}×{D}, PSNR < {T:.0f} dB at this and every "
-                   "stronger level")
+        setting = (
+            f"{units[kind]} {tried}, one image, {D}×{D}, PSNR < {T:.0f} dB at this and every "
+            "stronger level"
+        )
         if kind == "noise":
             setting += f"; gradient RMS {scale['rms']:.2g}"
-        rows.append(row(f"weakest {units[kind]} that stops DLG (unrecognisable)", setting, paper,
-                        "none tried" if value is None else _bound(value, tried), units[kind]))
+        rows.append(
+            row(
+                f"weakest {units[kind]} that stops DLG (unrecognisable)",
+                setting,
+                paper,
+                "none tried" if value is None else _bound(value, tried),
+                units[kind],
+            )
+        )
     return rows
 
 
-def seed_table(studies: Mapping[str, Sequence[Mapping]], reached: Mapping[tuple[str, int], int | None],
-               success: float, recognisable: float) -> str:
+def seed_table(
+    studies: Mapping[str, Sequence[Mapping]],
+    reached: Mapping[tuple[str, int], int | None],
+    success: float,
+    recognisable: float,
+) -> str:
     """A Markdown table with one line per run of the seed study (report §6): run, seed, PSNR (dB), SSIM,
     recognisable (✓ when PSNR ≥ ``recognisable`` dB), label recovered, L-BFGS steps run, final gradient
     distance (what the attacker sees) and the first recorded step at or above ``recognisable`` (from
@@ -117,13 +211,35 @@ def seed_table(studies: Mapping[str, Sequence[Mapping]], reached: Mapping[tuple[
     Raises:
         KeyError: if ``reached`` lacks a ``(name, seed)`` of ``studies``.
     """
-    header = ["run", "seed", "PSNR (dB)", "SSIM", f"≥ {recognisable:.0f} dB", "label", "steps",
-              "final distance", f"first step ≥ {recognisable:.0f} dB"]
+    header = [
+        "run",
+        "seed",
+        "PSNR (dB)",
+        "SSIM",
+        f"≥ {recognisable:.0f} dB",
+        "label",
+        "steps",
+        "final distance",
+        f"first step ≥ {recognisable:.0f} dB",
+    ]
     mark = lambda ok: "✓" if ok else "✗"  # noqa: E731
-    lines = [[name, row["seed"], f"{row['psnr']:.1f}", f"{row['ssim']:.3f}", mark(row["psnr"] >= recognisable),
-              mark(row["label_ok"]), row["steps"], f"{row['loss']:.1e}",
-              "not reached" if reached[name, row["seed"]] is None else reached[name, row["seed"]]]
-             for name, rows in studies.items() for row in rows]
+    lines = [
+        [
+            name,
+            row["seed"],
+            f"{row['psnr']:.1f}",
+            f"{row['ssim']:.3f}",
+            mark(row["psnr"] >= recognisable),
+            mark(row["label_ok"]),
+            row["steps"],
+            f"{row['loss']:.1e}",
+            "not reached"
+            if reached[name, row["seed"]] is None
+            else reached[name, row["seed"]],
+        ]
+        for name, rows in studies.items()
+        for row in rows
+    ]
     return markdown_table(header, lines)
 
 
@@ -139,13 +255,30 @@ def controls_table(scores: Mapping[str, Sequence[float]], recognisable: float) -
         values = sorted(float(v) for v in values)
         if not values:
             raise ValueError(f"control {name!r} has no scores")
-        lines.append([name, f"{values[0]:.1f}", f"{values[(len(values) - 1) // 2]:.1f}", f"{values[-1]:.1f}",
-                      f"{sum(v >= recognisable for v in values)} of {len(values)}"])
-    return markdown_table(["control", "lowest (dB)", "median (dB)", "highest (dB)",
-                           f"images ≥ {recognisable:.0f} dB"], lines)
+        lines.append(
+            [
+                name,
+                f"{values[0]:.1f}",
+                f"{values[(len(values) - 1) // 2]:.1f}",
+                f"{values[-1]:.1f}",
+                f"{sum(v >= recognisable for v in values)} of {len(values)}",
+            ]
+        )
+    return markdown_table(
+        [
+            "control",
+            "lowest (dB)",
+            "median (dB)",
+            "highest (dB)",
+            f"images ≥ {recognisable:.0f} dB",
+        ],
+        lines,
+    )
 
 
-def noise_scale_table(noise_variances: Sequence[float], scale: Mapping[str, float]) -> str:
+def noise_scale_table(
+    noise_variances: Sequence[float], scale: Mapping[str, float]
+) -> str:
     """A Markdown table of each noise variance v of the defense sweep, its σ = √v, and σ in units of the
     shared gradient's median absolute entry and RMS (``scale`` from
     :func:`~gitutor.chapters.dlg.sweeps.gradient_scale`): how much of the gradient a noise level drowns.
@@ -154,10 +287,22 @@ def noise_scale_table(noise_variances: Sequence[float], scale: Mapping[str, floa
         ValueError: if the gradient's median or RMS is not positive.
     """
     if not (scale["median_abs"] > 0 and scale["rms"] > 0):
-        raise ValueError(f"scale must have positive median_abs and rms, got {dict(scale)!r}")
+        raise ValueError(
+            f"scale must have positive median_abs and rms, got {dict(scale)!r}"
+        )
     header = ["noise variance v", "σ = √v", "σ / median |entry|", "σ / RMS"]
-    return markdown_table(header, [[f"{v:g}", f"{v ** 0.5:.2g}", f"{v ** 0.5 / scale['median_abs']:.3g}",
-                                    f"{v ** 0.5 / scale['rms']:.3g}"] for v in noise_variances])
+    return markdown_table(
+        header,
+        [
+            [
+                f"{v:g}",
+                f"{v**0.5:.2g}",
+                f"{v**0.5 / scale['median_abs']:.3g}",
+                f"{v**0.5 / scale['rms']:.3g}",
+            ]
+            for v in noise_variances
+        ],
+    )
 
 
 def _bound(value: float, tried: Sequence[float]) -> str:
@@ -172,28 +317,51 @@ def stopping_strength(value: float | None, unit: str, tried: Sequence[float]) ->
     tried)"`` at the sweep's edge, or ``"none of the strengths tried"`` for None."""
     if value is None:
         return "none of the strengths tried"
-    return f"≤ {value:g} ({unit}, the weakest tried)" if value <= min(tried) else f"{value:g} ({unit})"
+    return (
+        f"≤ {value:g} ({unit}, the weakest tried)"
+        if value <= min(tried)
+        else f"{value:g} ({unit})"
+    )
 
 
-def defense_table(sweep: Mapping[tuple[str, float], tuple[float, object]], recognisable: float) -> str:
+def defense_table(
+    sweep: Mapping[tuple[str, float], tuple[float, object]], recognisable: float
+) -> str:
     """A Markdown table of a :func:`~gitutor.chapters.dlg.sweeps.defense_sweep`: defense, strength, PSNR (dB)
     and whether the reconstruction is still recognisable (PSNR ≥ ``recognisable`` dB)."""
-    names = {"none": "no defense", "prune": "pruning (fraction)", "noise": "Gaussian noise (variance)"}
-    return markdown_table(["defense", "strength", "PSNR (dB)", f"recognisable (≥ {recognisable:.0f} dB)"],
-                          [[names[kind], "–" if kind == "none" else f"{strength:g}", f"{value:.1f}",
-                            "yes" if value >= recognisable else "no"]
-                           for (kind, strength), (value, _) in sweep.items()])
+    names = {
+        "none": "no defense",
+        "prune": "pruning (fraction)",
+        "noise": "Gaussian noise (variance)",
+    }
+    return markdown_table(
+        ["defense", "strength", "PSNR (dB)", f"recognisable (≥ {recognisable:.0f} dB)"],
+        [
+            [
+                names[kind],
+                "–" if kind == "none" else f"{strength:g}",
+                f"{value:.1f}",
+                "yes" if value >= recognisable else "no",
+            ]
+            for (kind, strength), (value, _) in sweep.items()
+        ],
+    )
 
 
 def batch_summary(batch_rows: Sequence[Mapping], recognisable: float) -> str:
     """``"B = 2: 14.1 dB, 0 of 2 images ≥ 30 dB; …"``: the mean matched PSNR of each
     :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` row (DLG Fig. 4) and how many of its images reach
     ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions)."""
+
     def count(row):
         b = row["B"]
         return int((psnr(row["images"][b:], row["images"][:b]) >= recognisable).sum())
-    return "; ".join(f"B = {row['B']}: {row['psnr']:.1f} dB, {count(row)} of {row['B']} images ≥ "
-                     f"{recognisable:.0f} dB" for row in batch_rows)
+
+    return "; ".join(
+        f"B = {row['B']}: {row['psnr']:.1f} dB, {count(row)} of {row['B']} images ≥ "
+        f"{recognisable:.0f} dB"
+        for row in batch_rows
+    )
 
 
 def source_summary(extra: Mapping[str, tuple[float, object, object]]) -> str:
@@ -204,8 +372,13 @@ def source_summary(extra: Mapping[str, tuple[float, object, object]]) -> str:
     Raises:
         KeyError: naming a source that is not in ``SOURCE_NAMES``.
     """
-    return "; ".join(f"{SOURCE_NAMES[name]}: {value:.1f} dB" for name, (value, _, _) in extra.items()) or \
-        "no other source in this profile"
+    return (
+        "; ".join(
+            f"{SOURCE_NAMES[name]}: {value:.1f} dB"
+            for name, (value, _, _) in extra.items()
+        )
+        or "no other source in this profile"
+    )
 
 
 def seed_dependence(seed_rows: Sequence[Mapping], recognisable: float) -> str:
@@ -220,19 +393,28 @@ def seed_dependence(seed_rows: Sequence[Mapping], recognisable: float) -> str:
     k, n = round(rate.mean * rate.n), rate.n
     span = f"95 % interval [{rate.low:.0%}, {rate.high:.0%}]"
     if k == 0:
-        return (f"No seed of {n} failed, so this run shows no seed dependence; the failure rate is at most "
-                f"{rate.high:.0%} ({span}).")
+        return (
+            f"No seed of {n} failed, so this run shows no seed dependence; the failure rate is at most "
+            f"{rate.high:.0%} ({span})."
+        )
     if k == n:
         return f"Every seed of {n} failed ({span}): DLG does not recover these images at all."
-    strength = (f"failures are common, at least {rate.low:.0%} of seeds ({span}): the outcome depends "
-                "strongly on the seed, as the report says" if rate.low >= 0.1 else
-                f"the outcome depends on the seed, but with {n} seeds the {span} cannot rule out that "
-                "failures are rare")
+    strength = (
+        f"failures are common, at least {rate.low:.0%} of seeds ({span}): the outcome depends "
+        "strongly on the seed, as the report says"
+        if rate.low >= 0.1
+        else f"the outcome depends on the seed, but with {n} seeds the {span} cannot rule out that "
+        "failures are rare"
+    )
     return f"{k} of {n} seeds failed: {strength}."
 
 
-def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str, float], tuple[float, object]],
-                     recognisable: float) -> str:
+def defense_sentence(
+    kind: str,
+    stopping: float | None,
+    sweep: Mapping[tuple[str, float], tuple[float, object]],
+    recognisable: float,
+) -> str:
     """One sentence comparing the defense sweep's ``kind`` (``"prune"`` or ``"noise"``) with DLG §5: from
     which strength the reconstruction stays unrecognisable (``stopping``, from
     :func:`~gitutor.chapters.dlg.sweeps.stopping_from`) and whether that agrees with the paper (pruning:
@@ -241,42 +423,68 @@ def defense_sentence(kind: str, stopping: float | None, sweep: Mapping[tuple[str
     Raises:
         ValueError: for an unknown ``kind``.
     """
-    papers = {"prune": ("pruning", 0.2, "more than 20 % of the entries"),
-              "noise": ("Gaussian noise", 1e-4, "variance 1e-2 or more")}
+    papers = {
+        "prune": ("pruning", 0.2, "more than 20 % of the entries"),
+        "noise": ("Gaussian noise", 1e-4, "variance 1e-2 or more"),
+    }
     if kind not in papers:
         raise ValueError(f"kind must be 'prune' or 'noise', got {kind!r}")
     name, weak, paper = papers[kind]
-    tried = {strength: value for (k, strength), (value, _) in sweep.items() if k == kind}
-    paper_stop = {"prune": min((s for s in tried if s > 0.2), default=None), "noise": 1e-2}[kind]
-    where = ("no strength tried stops it" if stopping is None else
-             f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on"
-             + (", the weakest level tried" if stopping <= min(tried) else ""))
+    tried = {
+        strength: value for (k, strength), (value, _) in sweep.items() if k == kind
+    }
+    paper_stop = {
+        "prune": min((s for s in tried if s > 0.2), default=None),
+        "noise": 1e-2,
+    }[kind]
+    where = (
+        "no strength tried stops it"
+        if stopping is None
+        else f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on"
+        + (", the weakest level tried" if stopping <= min(tried) else "")
+    )
     if stopping is None or paper_stop is None or stopping == paper_stop:
-        compared = "" if stopping is None or paper_stop is None else " — the paper's threshold"
+        compared = (
+            "" if stopping is None or paper_stop is None else " — the paper's threshold"
+        )
     else:
-        compared = (f" (the paper: {paper} at 300 steps; a slower run counts as "
-                    "stopped here, so this is a lower bound on the strength that stops DLG at 300 steps)"
-                    if stopping < paper_stop else " — a stronger defense than the paper needed")
+        compared = (
+            f" (the paper: {paper} at 300 steps; a slower run counts as "
+            "stopped here, so this is a lower bound on the strength that stops DLG at 300 steps)"
+            if stopping < paper_stop
+            else " — a stronger defense than the paper needed"
+        )
     where += compared
     agree = []
     if weak in tried:
         still = tried[weak] >= recognisable
-        visible = "" if still else " — below the book's threshold an object can still be visible, see the grid"
-        agree.append(f"at {weak:g} the reconstruction is {'above' if still else 'below'} {recognisable:.0f} dB "
-                     f"({tried[weak]:.1f} dB; the paper: still recognisable{visible})")
+        visible = (
+            ""
+            if still
+            else " — below the book's threshold an object can still be visible, see the grid"
+        )
+        agree.append(
+            f"at {weak:g} the reconstruction is {'above' if still else 'below'} {recognisable:.0f} dB "
+            f"({tried[weak]:.1f} dB; the paper: still recognisable{visible})"
+        )
     return f"Under {name}, {where}; DLG §5 reports that {paper} stop it" + (
-        f", and {agree[0]}." if agree else ".")
+        f", and {agree[0]}." if agree else "."
+    )
 
 
 def lost_sentence(lost: Sequence[int], n: int, recognisable: float, every: int) -> str:
     """How many of the ``n`` seed-study runs reached ``recognisable`` dB at some recorded snapshot (one every
     ``every`` steps) and ended below it (``lost``: their seeds), in one sentence."""
     if not lost:
-        return (f"None of the {n} runs reached {recognisable:.0f} dB at a recorded snapshot (one every {every} "
-                "steps) and then ended below it.")
+        return (
+            f"None of the {n} runs reached {recognisable:.0f} dB at a recorded snapshot (one every {every} "
+            "steps) and then ended below it."
+        )
     seeds = ("seed " if len(lost) == 1 else "seeds ") + ", ".join(map(str, lost))
-    return (f"{len(lost)} of the {n} runs ({seeds}) reached {recognisable:.0f} dB at a recorded snapshot (one "
-            f"every {every} steps) and then ended below it.")
+    return (
+        f"{len(lost)} of the {n} runs ({seeds}) reached {recognisable:.0f} dB at a recorded snapshot (one "
+        f"every {every} steps) and then ended below it."
+    )
 
 
 def restart_sentence(failed: int, saved: int) -> str:
@@ -284,11 +492,17 @@ def restart_sentence(failed: int, saved: int) -> str:
     if failed == 0:
         return "No seed failed, so there was nothing to restart."
     if saved == failed:
-        return ("Every failure was the dummy start's: the seed dependence the report describes is then a property "
-                "of one run, not a limit on the attacker, who sees which runs failed and reruns them.")
+        return (
+            "Every failure was the dummy start's: the seed dependence the report describes is then a property "
+            "of one run, not a limit on the attacker, who sees which runs failed and reruns them."
+        )
     if saved == 0:
-        return (f"None of the {failed} failures is rescued by one new start; one restart does not show that they "
-                "cannot be recovered.")
-    return (f"A restart rescues {saved} of {failed} failures: some failures are the dummy start's; the others "
-            "failed again from one new start, which does not show that they cannot be recovered (the seed table "
-            "shows whether a run passed the threshold before losing the image).")
+        return (
+            f"None of the {failed} failures is rescued by one new start; one restart does not show that they "
+            "cannot be recovered."
+        )
+    return (
+        f"A restart rescues {saved} of {failed} failures: some failures are the dummy start's; the others "
+        "failed again from one new start, which does not show that they cannot be recovered (the seed table "
+        "shows whether a run passed the threshold before losing the image)."
+    )

@@ -10,6 +10,7 @@ it stays below a PSNR level); ``dummy_start`` is DLG's N(0, 1) start as a contro
 recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
 be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,12 +39,26 @@ from gitutor.stats import Interval, success_interval
 #: ``dlg_case`` sources: ``"<set>_samples"`` are foolbox's 20 real samples with their true labels (offline).
 SOURCES = ("cifar100_samples", "mnist_samples", "photos", "digits", "cifar100", "mnist")
 #: What the page calls each source (its data set; the prose says whether samples or the test set).
-SOURCE_NAMES = {"cifar100_samples": "CIFAR-100", "mnist_samples": "MNIST", "photos": "photographs",
-                "digits": "scikit-learn digits", "cifar100": "CIFAR-100", "mnist": "MNIST"}
+SOURCE_NAMES = {
+    "cifar100_samples": "CIFAR-100",
+    "mnist_samples": "MNIST",
+    "photos": "photographs",
+    "digits": "scikit-learn digits",
+    "cifar100": "CIFAR-100",
+    "mnist": "MNIST",
+}
 
 
-def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", batch_size: int = 1, num_classes: int = 100,
-             data_root: str = "data", device: str | torch.device = "cpu"):
+def dlg_case(
+    seed: int,
+    *,
+    size: int = 32,
+    source: str = "cifar100_samples",
+    batch_size: int = 1,
+    num_classes: int = 100,
+    data_root: str = "data",
+    device: str | torch.device = "cpu",
+):
     """``(model, x, y)``: the DLG LeNet (U(−0.5, 0.5) from ``seed``) and a private batch drawn by ``seed``.
 
     ``"cifar100_samples"`` / ``"mnist_samples"``: foolbox's 20 real CIFAR-100 / MNIST test samples
@@ -59,8 +74,14 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", bat
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     generator = make_generator(seed)
-    model = init_uniform_(LeNet(num_classes=num_classes, in_channels=3, image_size=size), 0.5, make_generator(seed))
-    if source.endswith("_samples"):  # sample ``seed + i`` (mod 20): distinct images for distinct seeds
+    model = init_uniform_(
+        LeNet(num_classes=num_classes, in_channels=3, image_size=size),
+        0.5,
+        make_generator(seed),
+    )
+    if source.endswith(
+        "_samples"
+    ):  # sample ``seed + i`` (mod 20): distinct images for distinct seeds
         pool, pool_labels = sample_set(source.removesuffix("_samples"), size)
         index = torch.tensor([(seed + i) % len(pool) for i in range(batch_size)])
         images, labels = pool[index], pool_labels[index]
@@ -73,11 +94,19 @@ def dlg_case(seed: int, *, size: int = 32, source: str = "cifar100_samples", bat
         index = torch.randperm(len(pool), generator=generator)[:batch_size]
         images, labels = pool[index], pool_labels[index]
     else:
-        images, labels = torchvision_images(source, batch_size, root=data_root, size=size, seed=seed)
-    return model.to(device), images.expand(-1, 3, -1, -1).contiguous().to(device), labels.to(device)
+        images, labels = torchvision_images(
+            source, batch_size, root=data_root, size=size, seed=seed
+        )
+    return (
+        model.to(device),
+        images.expand(-1, 3, -1, -1).contiguous().to(device),
+        labels.to(device),
+    )
 
 
-def score_run(seed: int, result: AttackResult, x: torch.Tensor, y: torch.Tensor) -> dict:
+def score_run(
+    seed: int, result: AttackResult, x: torch.Tensor, y: torch.Tensor
+) -> dict:
     """``{seed, psnr (dB, mean over the batch), ssim, label_ok, loss, steps, truth, result}`` of one DLG run on
     ``(x, y)``. The reconstruction is scored clipped to [0, 1] (it estimates an image in [0, 1]); ``loss`` is
     the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps it ran (up to
@@ -85,15 +114,32 @@ def score_run(seed: int, result: AttackResult, x: torch.Tensor, y: torch.Tensor)
     truth, images = x.cpu(), result.images.clamp(0, 1)
     losses = result.history.get("loss") or [math.nan]
     info = result.info  # the step it stopped at (stop_loss), or reached a fixed point, else every step run
-    steps = info.get("stopped_at", info.get("converged_at", len(result.history.get("loss", []))))
-    return {"seed": seed, "psnr": float(psnr(images, truth).mean()), "ssim": float(ssim(images, truth).mean()),
-            "label_ok": bool((result.labels == y.cpu()).all()), "loss": float(losses[-1]), "steps": steps,
-            "truth": truth, "result": result}
+    steps = info.get(
+        "stopped_at", info.get("converged_at", len(result.history.get("loss", [])))
+    )
+    return {
+        "seed": seed,
+        "psnr": float(psnr(images, truth).mean()),
+        "ssim": float(ssim(images, truth).mean()),
+        "label_ok": bool((result.labels == y.cpu()).all()),
+        "loss": float(losses[-1]),
+        "steps": steps,
+        "truth": truth,
+        "result": result,
+    }
 
 
-def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None = None, record_every: int = 10,
-               stop_loss: float | None = None, dummy_offset: int = 0, progress: bool = False,
-               **case) -> list[dict]:
+def seed_study(
+    seeds: Sequence[int],
+    *,
+    iterations: int,
+    line_search: str | None = None,
+    record_every: int = 10,
+    stop_loss: float | None = None,
+    dummy_offset: int = 0,
+    progress: bool = False,
+    **case,
+) -> list[dict]:
     """DLG (label unknown) on ``dlg_case(seed, **case)`` for every seed: one :func:`score_run` dict per seed.
 
     The seed draws the model, the image, the label and (shifted by ``dummy_offset``) the dummy start
@@ -103,19 +149,43 @@ def seed_study(seeds: Sequence[int], *, iterations: int, line_search: str | None
     size 1 each; the same algorithm, several times cheaper on a CPU); with a line search one after another.
     """
     views = [gradient_case(*dlg_case(seed, **case)) for seed in seeds]
-    options = dict(iterations=iterations, record_every=record_every, stop_loss=stop_loss)
+    options = dict(
+        iterations=iterations, record_every=record_every, stop_loss=stop_loss
+    )
     if line_search is None and views:
-        results = batched_dlg([v.server_view["model"] for v in views], [v.server_view["update"] for v in views],
-                              tuple(views[0].inputs.shape[1:]), views[0].server_view["model"].fc.out_features,
-                              seeds=[seed + dummy_offset for seed in seeds], **options)
+        results = batched_dlg(
+            [v.server_view["model"] for v in views],
+            [v.server_view["update"] for v in views],
+            tuple(views[0].inputs.shape[1:]),
+            views[0].server_view["model"].fc.out_features,
+            seeds=[seed + dummy_offset for seed in seeds],
+            **options,
+        )
     else:
-        results = [attack(view, seed=seed + dummy_offset, line_search=line_search, progress=progress, **options)
-                   for seed, view in zip(seeds, views)]
-    return [score_run(seed, result, view.inputs, view.labels) for seed, result, view in zip(seeds, results, views)]
+        results = [
+            attack(
+                view,
+                seed=seed + dummy_offset,
+                line_search=line_search,
+                progress=progress,
+                **options,
+            )
+            for seed, view in zip(seeds, views)
+        ]
+    return [
+        score_run(seed, result, view.inputs, view.labels)
+        for seed, result, view in zip(seeds, results, views)
+    ]
 
 
-def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 1000, limit: int | None = None,
-                     **study) -> dict[int, dict]:
+def restart_failures(
+    rows: Sequence[dict],
+    *,
+    stop_loss: float,
+    offset: int = 1000,
+    limit: int | None = None,
+    **study,
+) -> dict[int, dict]:
     """Rerun, from a new dummy start (seed + ``offset``), every :func:`seed_study` run whose final gradient
     distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image
     (only the first ``limit`` of them, in the rows' order, when ``limit`` is given: a CPU budget).
@@ -124,13 +194,22 @@ def restart_failures(rows: Sequence[dict], *, stop_loss: float, offset: int = 10
     to :func:`seed_study`.
     """
     failed = [row["seed"] for row in rows if not row["loss"] < stop_loss][:limit]
-    return {row["seed"]: row for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)}
+    return {
+        row["seed"]: row
+        for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)
+    }
 
 
 def attack(case: Case, **options) -> AttackResult:
     """DLG (labels unknown) from the server's view of ``case``; ``options`` go to :func:`gitutor.attacks.dlg`."""
     view = case.server_view
-    return dlg(view["model"], view["update"], tuple(case.inputs.shape), view["model"].fc.out_features, **options)
+    return dlg(
+        view["model"],
+        view["update"],
+        tuple(case.inputs.shape),
+        view["model"].fc.out_features,
+        **options,
+    )
 
 
 def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
@@ -143,25 +222,42 @@ def psnr_curves(studies: Mapping[str, Sequence[dict]], threshold: float):
     curves, reached = {}, {}
     for name, rows in studies.items():
         for row in rows:
-            steps, values = zip(*[(step, float(psnr(images.clamp(0, 1), row["truth"]).mean()))
-                                  for step, images in row["result"].snapshots])
+            steps, values = zip(
+                *[
+                    (step, float(psnr(images.clamp(0, 1), row["truth"]).mean()))
+                    for step, images in row["result"].snapshots
+                ]
+            )
             curves[f"{name}, seed {row['seed']}"] = (steps, values)
-            reached[name, row["seed"]] = next((s for s, v in zip(steps, values) if v >= threshold), None)
+            reached[name, row["seed"]] = next(
+                (s for s, v in zip(steps, values) if v >= threshold), None
+            )
     return curves, reached
 
 
-def success_rates(studies: Mapping[str, Sequence[dict]], threshold: float) -> dict[str, Interval]:
+def success_rates(
+    studies: Mapping[str, Sequence[dict]], threshold: float
+) -> dict[str, Interval]:
     """Per study name, the fraction of :func:`seed_study` runs with PSNR ≥ ``threshold`` dB and its 95 %
     Wilson interval (:func:`gitutor.stats.success_interval`; the report's "success rate", §6).
 
     Raises:
         ValueError: if a study has no runs.
     """
-    return {name: success_interval([row["psnr"] >= threshold for row in rows]) for name, rows in studies.items()}
+    return {
+        name: success_interval([row["psnr"] >= threshold for row in rows])
+        for name, rows in studies.items()
+    }
 
 
-def batch_sweep(batch_sizes: Sequence[int], *, iterations: int, seed: int = 0, progress: bool = False,
-                **case) -> list[dict]:
+def batch_sweep(
+    batch_sizes: Sequence[int],
+    *,
+    iterations: int,
+    seed: int = 0,
+    progress: bool = False,
+    **case,
+) -> list[dict]:
     """DLG on a batch of each size (DLG Fig. 4): ``[{"B", "psnr" (dB, mean after clipping to [0, 1] and
     Hungarian matching on MSE),
     "images" ((2B, C, H, W): the truth, then the matched reconstructions)}]``; ``case`` goes to :func:`dlg_case`."""
@@ -169,26 +265,59 @@ def batch_sweep(batch_sizes: Sequence[int], *, iterations: int, seed: int = 0, p
     for batch_size in batch_sizes:
         view = gradient_case(*dlg_case(seed, batch_size=batch_size, **case))
         truth = view.inputs.cpu()
-        found = attack(view, iterations=iterations, seed=seed, progress=progress).images.clamp(0, 1)
+        found = attack(
+            view, iterations=iterations, seed=seed, progress=progress
+        ).images.clamp(0, 1)
         matched = match_batch(found, truth)
-        rows.append({"B": batch_size, "psnr": float(psnr(matched, truth).mean()), "images": torch.cat([truth, matched])})
+        rows.append(
+            {
+                "B": batch_size,
+                "psnr": float(psnr(matched, truth).mean()),
+                "images": torch.cat([truth, matched]),
+            }
+        )
     return rows
 
 
-def source_sweep(sources: Sequence[str], *, iterations: int, seed: int = 0, progress: bool = False,
-                 **case) -> dict[str, tuple[float, AttackResult, torch.Tensor]]:
+def source_sweep(
+    sources: Sequence[str],
+    *,
+    iterations: int,
+    seed: int = 0,
+    progress: bool = False,
+    **case,
+) -> dict[str, tuple[float, AttackResult, torch.Tensor]]:
     """DLG on one image of each source: ``{source: (psnr dB of the image clipped to [0, 1], result with 5
     snapshots, (1, 3, H, W) truth)}``."""
     out = {}
     for source in sources:
         view = gradient_case(*dlg_case(seed, **dict(case, source=source)))
-        run = attack(view, iterations=iterations, seed=seed, record_every=max(1, iterations // 5), progress=progress)
-        out[source] = (float(psnr(run.images.clamp(0, 1), view.inputs.cpu())[0]), run, view.inputs.cpu())
+        run = attack(
+            view,
+            iterations=iterations,
+            seed=seed,
+            record_every=max(1, iterations // 5),
+            progress=progress,
+        )
+        out[source] = (
+            float(psnr(run.images.clamp(0, 1), view.inputs.cpu())[0]),
+            run,
+            view.inputs.cpu(),
+        )
     return out
 
 
-def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_rates: Sequence[float],
-                  noise_variances: Sequence[float], iterations: int, seed: int = 0, progress: bool = False) -> dict:
+def defense_sweep(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    prune_rates: Sequence[float],
+    noise_variances: Sequence[float],
+    iterations: int,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
     """DLG against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients, every
     strength at once (:func:`gitutor.attacks.batched_dlg.batched_dlg`; ``x`` is one image, the model a DLG LeNet).
 
@@ -197,13 +326,33 @@ def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_r
     reconstruction clipped to [0, 1], the image the PSNR scores.
     """
     defenses = {("none", 0.0): None}
-    defenses |= {("prune", rate): Defense("prune", partial(prune_gradients, rate=rate)) for rate in prune_rates}
-    defenses |= {("noise", var): Defense("noise", partial(add_gaussian_noise, sigma=math.sqrt(var),
-                                                          generator=make_generator(seed, x.device)))
-                 for var in noise_variances}
-    views = {key: gradient_case(model, x, y, defense=defense).server_view for key, defense in defenses.items()}
-    runs = batched_dlg([model] * len(views), [view["update"] for view in views.values()], tuple(x.shape[1:]),
-                       model.fc.out_features, seeds=[seed] * len(views), iterations=iterations)
+    defenses |= {
+        ("prune", rate): Defense("prune", partial(prune_gradients, rate=rate))
+        for rate in prune_rates
+    }
+    defenses |= {
+        ("noise", var): Defense(
+            "noise",
+            partial(
+                add_gaussian_noise,
+                sigma=math.sqrt(var),
+                generator=make_generator(seed, x.device),
+            ),
+        )
+        for var in noise_variances
+    }
+    views = {
+        key: gradient_case(model, x, y, defense=defense).server_view
+        for key, defense in defenses.items()
+    }
+    runs = batched_dlg(
+        [model] * len(views),
+        [view["update"] for view in views.values()],
+        tuple(x.shape[1:]),
+        model.fc.out_features,
+        seeds=[seed] * len(views),
+        iterations=iterations,
+    )
     out = {}
     for key, run in zip(views, runs):
         images = run.images.clamp(0, 1)
@@ -211,15 +360,25 @@ def defense_sweep(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, prune_r
     return out
 
 
-def first_stopping(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], kind: str,
-                   level: float) -> float | None:
+def first_stopping(
+    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
+    kind: str,
+    level: float,
+) -> float | None:
     """Smallest strength of defense ``kind`` in a :func:`defense_sweep` whose PSNR falls below ``level`` dB, or None."""
-    broken = [strength for (k, strength), (value, _) in sweep.items() if k == kind and value < level]
+    broken = [
+        strength
+        for (k, strength), (value, _) in sweep.items()
+        if k == kind and value < level
+    ]
     return min(broken) if broken else None
 
 
-def stopping_from(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]], kind: str,
-                  level: float) -> float | None:
+def stopping_from(
+    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
+    kind: str,
+    level: float,
+) -> float | None:
     """The weakest strength of defense ``kind`` from which EVERY stronger strength tried also keeps the
     reconstruction below ``level`` dB (the defense "stops DLG from there on"), or None when the strongest
     strength tried still leaves it at or above ``level``. Unlike :func:`first_stopping` a weaker level that
@@ -228,7 +387,9 @@ def stopping_from(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
     Raises:
         ValueError: if the sweep has no strength of ``kind``.
     """
-    values = sorted((strength, value) for (k, strength), (value, _) in sweep.items() if k == kind)
+    values = sorted(
+        (strength, value) for (k, strength), (value, _) in sweep.items() if k == kind
+    )
     if not values:
         raise ValueError(f"the sweep has no {kind!r} defense")
     stopping = None
@@ -239,7 +400,9 @@ def stopping_from(sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
     return stopping
 
 
-def noise_ladder(image: torch.Tensor, levels: Sequence[float], seed: int = 0) -> list[tuple[float, torch.Tensor]]:
+def noise_ladder(
+    image: torch.Tensor, levels: Sequence[float], seed: int = 0
+) -> list[tuple[float, torch.Tensor]]:
     """``image`` ``(1, C, H, W)`` in [0, 1] with Gaussian pixel noise of σ = 10^(−level/20) added for every
     PSNR ``level`` (dB) and the result clipped to [0, 1]: ``[(measured PSNR dB, noisy image)]``. The
     yardstick for a recognisability threshold: how the photograph looks at a given PSNR.
@@ -248,7 +411,9 @@ def noise_ladder(image: torch.Tensor, levels: Sequence[float], seed: int = 0) ->
         ValueError: for an image that is not one ``(1, C, H, W)`` image or an empty ``levels``.
     """
     if image.dim() != 4 or image.shape[0] != 1 or not levels:
-        raise ValueError(f"image must be (1, C, H, W) and levels non-empty, got {tuple(image.shape)} and {levels!r}")
+        raise ValueError(
+            f"image must be (1, C, H, W) and levels non-empty, got {tuple(image.shape)} and {levels!r}"
+        )
     generator = make_generator(seed)
     out = []
     for level in levels:
@@ -277,4 +442,8 @@ def gradient_scale(grads: Sequence[torch.Tensor]) -> dict[str, float]:
     A Gaussian defense of standard deviation σ drowns entries smaller than σ: compare σ with these.
     """
     flat = torch.cat([g.detach().flatten().abs() for g in grads])
-    return {"rms": float(flat.pow(2).mean().sqrt()), "median_abs": float(flat.median()), "max_abs": float(flat.max())}
+    return {
+        "rms": float(flat.pow(2).mean().sqrt()),
+        "median_abs": float(flat.median()),
+        "max_abs": float(flat.max()),
+    }

@@ -31,8 +31,11 @@ def chance_words(acc, chance: float = CHANCE) -> str:
     return "not resolved from chance"
 
 
-def accuracy_words(outcomes: Sequence[bool], baseline: Sequence[bool] | None = None,
-                   chance: float = CHANCE) -> str:
+def accuracy_words(
+    outcomes: Sequence[bool],
+    baseline: Sequence[bool] | None = None,
+    chance: float = CHANCE,
+) -> str:
     """Test accuracy with its Wilson interval over the test images (one bool per image in ``outcomes``),
     whether that interval lies above or below ``chance``, and — given the undefended run's ``baseline``
     outcomes on the same test images — the paired difference and whether its interval excludes 0."""
@@ -41,10 +44,19 @@ def accuracy_words(outcomes: Sequence[bool], baseline: Sequence[bool] | None = N
     if baseline is None:
         return text
     diff = _difference(outcomes, baseline)
-    verdict = ("a resolved loss" if diff.high < 0 else "a resolved gain" if diff.low > 0
-               else "the same outcome on every test image" if diff.low == diff.high == 0
-               else "not resolved (the interval covers 0)")
-    return text + f"; minus the undefended run, paired: {format_interval(diff, 2, False)}, {verdict}"
+    verdict = (
+        "a resolved loss"
+        if diff.high < 0
+        else "a resolved gain"
+        if diff.low > 0
+        else "the same outcome on every test image"
+        if diff.low == diff.high == 0
+        else "not resolved (the interval covers 0)"
+    )
+    return (
+        text
+        + f"; minus the undefended run, paired: {format_interval(diff, 2, False)}, {verdict}"
+    )
 
 
 def paired_sentence(point: dict, plain: dict) -> str:
@@ -56,7 +68,10 @@ def paired_sentence(point: dict, plain: dict) -> str:
         return text + ": the noise costs accuracy here."
     if diff.low > 0:
         return text + ": the noisy model is more accurate on this test set."
-    return text + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
+    return (
+        text
+        + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
+    )
 
 
 def smallest_accuracy_row(points: Sequence[dict]) -> dict:
@@ -67,12 +82,22 @@ def smallest_accuracy_row(points: Sequence[dict]) -> dict:
     smallest, plain = min(points, key=lambda p: p["epsilon"]), points[0]
     acc, none = smallest["accuracy_interval"], plain["accuracy_interval"]
     diff = _difference(smallest["outcomes"], plain["outcomes"])
-    outcome = "consistent" if diff.high < 0 else "refuted" if diff.low > 0 else "not resolved"
+    outcome = (
+        "consistent" if diff.high < 0 else "refuted" if diff.low > 0 else "not resolved"
+    )
     reason = f"minus σ = 0 ({format_interval(none, 2, False)}), paired: {format_interval(diff, 2, False)}"
-    setting = (f"Opacus DP-SGD, σ = {smallest['sigma']:g}, ε = {smallest['epsilon']:.3g} per example over all "
-               f"rounds: {format_interval(acc, 2, False)} over the {acc.n} test images of one trained model, "
-               f"{chance_words(acc)}; {reason}")
-    return {"setting": setting, "paper": "strict DP costs utility significantly (Ye et al. 2024 §2)",
-            "this_run": round(acc.mean, 3), "unit": "fraction of test images", "claim": "strict DP guarantees "
-            "need noise that significantly hurts utility", "claim_outcome": outcome,
-            "claim_reason": reason, **interval_fields(acc, 3)}
+    setting = (
+        f"Opacus DP-SGD, σ = {smallest['sigma']:g}, ε = {smallest['epsilon']:.3g} per example over all "
+        f"rounds: {format_interval(acc, 2, False)} over the {acc.n} test images of one trained model, "
+        f"{chance_words(acc)}; {reason}"
+    )
+    return {
+        "setting": setting,
+        "paper": "strict DP costs utility significantly (Ye et al. 2024 §2)",
+        "this_run": round(acc.mean, 3),
+        "unit": "fraction of test images",
+        "claim": "strict DP guarantees need noise that significantly hurts utility",
+        "claim_outcome": outcome,
+        "claim_reason": reason,
+        **interval_fields(acc, 3),
+    }

@@ -16,22 +16,40 @@ import math
 
 import torch
 
-from gitutor.chapters.flower_dp.experiments import attack_deltas, averaged_deltas, test_outcomes
+from gitutor.chapters.flower_dp.experiments import (
+    attack_deltas,
+    averaged_deltas,
+    test_outcomes,
+)
 from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partitions
 from gitutor.controls import check_threshold, control_scores
 from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.flower_defenses import defended_round
 from gitutor.stats import success_interval
 
-ARMS = ("none", "secagg+", "central-dp-server-clipping", "central-dp-client-clipping", "local-dp")
+ARMS = (
+    "none",
+    "secagg+",
+    "central-dp-server-clipping",
+    "central-dp-client-clipping",
+    "local-dp",
+)
 
 
 def arm_settings(defense: str, cfg) -> dict:
     """The keyword arguments of :func:`defended_round` for ``defense`` from the profile."""
     if defense.startswith("central-dp"):
-        return {"clip": cfg.central_clip, "noise_multiplier": cfg.central_z, "delta": cfg.delta}
+        return {
+            "clip": cfg.central_clip,
+            "noise_multiplier": cfg.central_z,
+            "delta": cfg.delta,
+        }
     if defense == "local-dp":
-        return {"clip": cfg.local_clip, "epsilon": cfg.local_epsilon, "delta": cfg.delta}
+        return {
+            "clip": cfg.local_clip,
+            "epsilon": cfg.local_epsilon,
+            "delta": cfg.delta,
+        }
     return {}
 
 
@@ -44,30 +62,56 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
     None under SecAgg+) and, under LocalDpMod, on the mean of its ``cfg.rounds`` updates
     (``"average"``). ``seed`` draws the clients' secrets (client side) and the server's noise."""
     attacked = attacked_partitions(data, cfg.attacked_clients, 1)
-    partitions = attacked + utility_partitions(data, cfg.utility_clients, cfg.attacked_clients)
-    view = defended_round(model, partitions, {"lr": cfg.defense_lr}, defense, num_rounds=cfg.rounds,
-                          engine=cfg.engine, client_seeds=client_secrets(len(partitions), seed),
-                          server_seed=seed, weighting="uniform", **arm_settings(defense, cfg))
+    partitions = attacked + utility_partitions(
+        data, cfg.utility_clients, cfg.attacked_clients
+    )
+    view = defended_round(
+        model,
+        partitions,
+        {"lr": cfg.defense_lr},
+        defense,
+        num_rounds=cfg.rounds,
+        engine=cfg.engine,
+        client_seeds=client_secrets(len(partitions), seed),
+        server_seed=seed,
+        weighting="uniform",
+        **arm_settings(defense, cfg),
+    )
     final = copy.deepcopy(model)
     with torch.no_grad():
         for parameter, value in zip(final.parameters(), view.aggregates[-1]):
             parameter.copy_(value)
     outcomes = test_outcomes(final, data["test_x"], data["test_y"])
-    out = {"defense": defense, "view": view, "round1": None, "average": None, "outcomes": outcomes,
-           "accuracy": success_interval(outcomes)}
+    out = {
+        "defense": defense,
+        "view": view,
+        "round1": None,
+        "average": None,
+        "outcomes": outcomes,
+        "accuracy": success_interval(outcomes),
+    }
     if defense == "secagg+":
         return out
     held = view.clipped if defense.startswith("central-dp") else view.updates
-    deltas = {u.partition: view.update(u) for u in held
-              if u.round == 1 and u.partition < len(attacked)}
-    out["round1"] = attack_deltas(model, deltas, attacked, cfg, lr=cfg.defense_lr, seed=seed)
+    deltas = {
+        u.partition: view.update(u)
+        for u in held
+        if u.round == 1 and u.partition < len(attacked)
+    }
+    out["round1"] = attack_deltas(
+        model, deltas, attacked, cfg, lr=cfg.defense_lr, seed=seed
+    )
     if defense == "local-dp":
         mean = averaged_deltas(view.updates, view.starts, len(attacked))
-        out["average"] = attack_deltas(model, mean, attacked, cfg, lr=cfg.defense_lr, seed=seed)
+        out["average"] = attack_deltas(
+            model, mean, attacked, cfg, lr=cfg.defense_lr, seed=seed
+        )
     return out
 
 
-def local_noise_ratio(epsilon: float, delta: float, m: int, sensitivity_per_clip: float = 2.0) -> float:
+def local_noise_ratio(
+    epsilon: float, delta: float, m: int, sensitivity_per_clip: float = 2.0
+) -> float:
     """The norm of LocalDpMod's noise over ``m`` parameters as a multiple of its clipping norm C: per
     coordinate it adds std s·√(2 ln(1.25/δ))/ε with s = ``sensitivity_per_clip``·C (the chapter's 2C),
     so the ratio (s/C)·√(2 ln(1.25/δ))·√m/ε does not depend on C. Against an update of norm ≤ C it is the
@@ -77,11 +121,18 @@ def local_noise_ratio(epsilon: float, delta: float, m: int, sensitivity_per_clip
         ValueError: for ε ≤ 0, δ outside (0, 1), m < 1 or a sensitivity factor ≤ 0.
     """
     if not epsilon > 0 or not 0 < delta < 1 or not sensitivity_per_clip > 0:
-        raise ValueError(f"epsilon must be > 0, delta in (0, 1), sensitivity_per_clip > 0; got {epsilon!r}, "
-                         f"{delta!r}, {sensitivity_per_clip!r}")
+        raise ValueError(
+            f"epsilon must be > 0, delta in (0, 1), sensitivity_per_clip > 0; got {epsilon!r}, "
+            f"{delta!r}, {sensitivity_per_clip!r}"
+        )
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ValueError(f"m must be the number of parameters, an int ≥ 1, got {m!r}")
-    return sensitivity_per_clip * math.sqrt(2 * math.log(1.25 / delta)) * math.sqrt(m) / epsilon
+    return (
+        sensitivity_per_clip
+        * math.sqrt(2 * math.log(1.25 / delta))
+        * math.sqrt(m)
+        / epsilon
+    )
 
 
 def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
@@ -93,16 +144,29 @@ def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
     images, labels, out = data["train_x"], data["train_y"], {}
     for k in cfg.secagg_k:
         if k * cfg.secagg_groups > len(images):
-            raise ValueError(f"secagg_k × secagg_groups = {k * cfg.secagg_groups} exceeds the "
-                             f"{len(images)} training images")
+            raise ValueError(
+                f"secagg_k × secagg_groups = {k * cfg.secagg_groups} exceeds the "
+                f"{len(images)} training images"
+            )
         batches, deltas = [], {}
         for g in range(cfg.secagg_groups):
-            group = [(images[i:i + 1], labels[i:i + 1]) for i in range(g * k, g * k + k)]
-            view = defended_round(model, group, {"lr": cfg.defense_lr}, "secagg+", engine=cfg.engine,
-                                  client_seeds=client_secrets(k, seed + g), weighting="uniform")
+            group = [
+                (images[i : i + 1], labels[i : i + 1]) for i in range(g * k, g * k + k)
+            ]
+            view = defended_round(
+                model,
+                group,
+                {"lr": cfg.defense_lr},
+                "secagg+",
+                engine=cfg.engine,
+                client_seeds=client_secrets(k, seed + g),
+                weighting="uniform",
+            )
             deltas[g] = [a - s for a, s in zip(view.aggregates[0], view.starts[0])]
-            batches.append((images[g * k:g * k + k], labels[g * k:g * k + k]))
-        out[k] = attack_deltas(model, deltas, batches, cfg, lr=cfg.defense_lr, seed=seed)
+            batches.append((images[g * k : g * k + k], labels[g * k : g * k + k]))
+        out[k] = attack_deltas(
+            model, deltas, batches, cfg, lr=cfg.defense_lr, seed=seed
+        )
     return out
 
 
@@ -110,7 +174,9 @@ def face_controls(data: dict, cfg) -> dict:
     """PSNR (dB) of :func:`gitutor.controls.control_images` on the attacked images and the highest
     control, checked below :data:`~gitutor.controls.RECOGNISABLE_PSNR` (:func:`check_threshold`
     raises otherwise). Returns ``{"scores": {control: (N,)}, "best": dB, "best_name": str}``."""
-    images = torch.cat([x for x, _ in attacked_partitions(data, cfg.attacked_clients, 1)])
+    images = torch.cat(
+        [x for x, _ in attacked_partitions(data, cfg.attacked_clients, 1)]
+    )
     scores = control_scores(images)
     best = check_threshold(scores)
     name = max(scores, key=lambda k: float(scores[k].max()))

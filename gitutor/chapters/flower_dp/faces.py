@@ -13,7 +13,9 @@ from gitutor.controls import RECOGNISABLE_PSNR, control_scores
 from gitutor.data.bundled import resize
 
 
-def face_data(size: int, seed: int = 0, test_per_class: int = 50) -> dict[str, torch.Tensor]:
+def face_data(
+    size: int, seed: int = 0, test_per_class: int = 50
+) -> dict[str, torch.Tensor]:
     """LFW faces / non-faces at ``size`` px: ``test_x``/``test_y`` (``test_per_class`` of each, the
     server's test set) and ``train_x``/``train_y`` (the rest). Training images that a control knowing
     only their 4×4 thumbnail or mean already reproduces at ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR`
@@ -28,9 +30,14 @@ def face_data(size: int, seed: int = 0, test_per_class: int = 50) -> dict[str, t
 
     if isinstance(size, bool) or not isinstance(size, int) or size < 8:
         raise ValueError(f"size must be an int ≥ 8 (pixels), got {size!r}")
-    if isinstance(test_per_class, bool) or not isinstance(test_per_class, int) \
-            or not 1 <= test_per_class <= 99:
-        raise ValueError(f"test_per_class must be an int in [1, 99], got {test_per_class!r}")
+    if (
+        isinstance(test_per_class, bool)
+        or not isinstance(test_per_class, int)
+        or not 1 <= test_per_class <= 99
+    ):
+        raise ValueError(
+            f"test_per_class must be an int in [1, 99], got {test_per_class!r}"
+        )
     images = torch.as_tensor(np.asarray(skimage.data.lfw_subset(), dtype=np.float32))
     images = resize(images[:, None], size).clamp(0, 1)
     order = torch.randperm(100, generator=torch.Generator().manual_seed(seed))
@@ -40,13 +47,35 @@ def face_data(size: int, seed: int = 0, test_per_class: int = 50) -> dict[str, t
     test_y = torch.cat([torch.ones(t), torch.zeros(t)]).long()
     pools = [faces[t:], others[t:]]
     flat = [per_image_control(pool) >= RECOGNISABLE_PSNR for pool in pools]
-    (f, o), n = [pool[~mask] for pool, mask in zip(pools, flat)], min(int((~m).sum()) for m in flat)
-    train_x = torch.cat([torch.stack([f[:n], o[:n]], dim=1).flatten(0, 1), f[n:], o[n:],
-                         pools[0][flat[0]], pools[1][flat[1]]])
-    train_y = torch.cat([torch.tensor([1, 0]).repeat(n), torch.ones(len(f) - n), torch.zeros(len(o) - n),
-                         torch.ones(int(flat[0].sum())), torch.zeros(int(flat[1].sum()))]).long()
-    return {"train_x": train_x, "train_y": train_y, "test_x": test_x, "test_y": test_y,
-            "flat": sum(int(m.sum()) for m in flat)}
+    (f, o), n = (
+        [pool[~mask] for pool, mask in zip(pools, flat)],
+        min(int((~m).sum()) for m in flat),
+    )
+    train_x = torch.cat(
+        [
+            torch.stack([f[:n], o[:n]], dim=1).flatten(0, 1),
+            f[n:],
+            o[n:],
+            pools[0][flat[0]],
+            pools[1][flat[1]],
+        ]
+    )
+    train_y = torch.cat(
+        [
+            torch.tensor([1, 0]).repeat(n),
+            torch.ones(len(f) - n),
+            torch.zeros(len(o) - n),
+            torch.ones(int(flat[0].sum())),
+            torch.zeros(int(flat[1].sum())),
+        ]
+    ).long()
+    return {
+        "train_x": train_x,
+        "train_y": train_y,
+        "test_x": test_x,
+        "test_y": test_y,
+        "flat": sum(int(m.sum()) for m in flat),
+    }
 
 
 def per_image_control(images: torch.Tensor) -> torch.Tensor:
@@ -61,9 +90,13 @@ def attacked_partitions(data: dict, clients: int, batch: int) -> list:
     ``train_x`` (faces and non-faces alternate there)."""
     images, labels = data["train_x"], data["train_y"]
     if clients * batch > len(images):
-        raise ValueError(f"clients × batch = {clients * batch} exceeds the {len(images)} training images")
-    return [(images[k * batch:(k + 1) * batch], labels[k * batch:(k + 1) * batch])
-            for k in range(clients)]
+        raise ValueError(
+            f"clients × batch = {clients * batch} exceeds the {len(images)} training images"
+        )
+    return [
+        (images[k * batch : (k + 1) * batch], labels[k * batch : (k + 1) * batch])
+        for k in range(clients)
+    ]
 
 
 def utility_partitions(data: dict, clients: int, skip: int) -> list:

@@ -18,60 +18,65 @@ profile runs more clients, rounds, noise levels and attack steps on Flower's sim
 """
 
 QUICK = {
-    "torch_threads": 1,              # LeNet-sized work is fastest on one thread; same numbers anywhere
+    "torch_threads": 1,  # LeNet-sized work is fastest on one thread; same numbers anywhere
     "image_size": 32,
-    "test_per_class": 50,            # server's test set: 50 faces + 50 non-faces (100 left to train)
-    "engine": "in-process",          # Flower apps driven in this process (no Ray, no sockets)
-    "lr": 0.05,                      # clients' SGD learning rate η
-    "attacked_clients": 5,           # clients whose updates the server attacks (one interval each)
-    "batch_sizes": [1, 2, 4],        # images per client, FedSGD (one step on the whole batch)
-    "local_epochs": [1, 2, 5],       # FedAvg: E local steps on a client's one image
-    "attack_iterations": 200,        # Inverting Gradients steps (signed Adam, lr 0.1)
+    "test_per_class": 50,  # server's test set: 50 faces + 50 non-faces (100 left to train)
+    "engine": "in-process",  # Flower apps driven in this process (no Ray, no sockets)
+    "lr": 0.05,  # clients' SGD learning rate η
+    "attacked_clients": 5,  # clients whose updates the server attacks (one interval each)
+    "batch_sizes": [1, 2, 4],  # images per client, FedSGD (one step on the whole batch)
+    "local_epochs": [1, 2, 5],  # FedAvg: E local steps on a client's one image
+    "attack_iterations": 200,  # Inverting Gradients steps (signed Adam, lr 0.1)
     "tv_weight": 1e-2,
     "record_every": 50,
-    "utility_clients": 8,            # clients holding the rest of the training faces / non-faces
-    "rounds": 10,                    # federated rounds of the DP sweep (utility after them)
+    "utility_clients": 8,  # clients holding the rest of the training faces / non-faces
+    "rounds": 10,  # federated rounds of the DP sweep (utility after them)
     # σ of the sweep (0: clipping only, ε = ∞; ε ≈ 5.5e6 … 1.1 for the 10 rounds): the attack breaks
     # where the noise's norm σC√m (m = 9 074 parameters) is a fraction of C, so the small σ bracket
     # it inside the sweep; 1 (the decision table's) and 12 show the accuracy side
     "noise_multipliers": [0.0, 0.001, 0.003, 0.01, 1.0, 12.0],
-    "max_grad_norm": 1.0,            # C, per-example clipping norm
+    "max_grad_norm": 1.0,  # C, per-example clipping norm
     "delta": 1e-5,
     "accountant": "rdp",
-    "handwritten_variance": 1e-2,    # chapter 01's Gaussian-noise defense (DLG §5), for comparison
+    "handwritten_variance": 1e-2,  # chapter 01's Gaussian-noise defense (DLG §5), for comparison
     # Flower's defenses (same clients and rounds; FedSGD, every reply weighted once)
     # η of the defense study: of 0.05, 0.1, 0.2 the best final training accuracy of the undefended,
     # equally weighted federation on the clients' own images (0.2 oscillates, 0.05 learns slowly)
     "defense_lr": 0.1,
-    "central_clip": 0.1,             # C of central DP, parameter units
-    "central_z": 1.0,                # z: the server's noise std z·C on the clipped sum
-    "local_clip": 0.01,              # LocalDpMod's C (noise std 19·C per coordinate at ε = 0.5)
-    "local_epsilon": 0.5,            # LocalDpMod's ε per update (Gaussian mechanism, ε < 1)
-    "secagg_k": [2, 5],              # clients in the aggregate SecAgg+ leaves to the server
-    "secagg_groups": 3,              # disjoint groups of k images per k (one aggregate each)
-    "table_sigma": 1.0,              # the DP-SGD point of the decision table
+    "central_clip": 0.1,  # C of central DP, parameter units
+    "central_z": 1.0,  # z: the server's noise std z·C on the clipped sum
+    "local_clip": 0.01,  # LocalDpMod's C (noise std 19·C per coordinate at ε = 0.5)
+    "local_epsilon": 0.5,  # LocalDpMod's ε per update (Gaussian mechanism, ε < 1)
+    "secagg_k": [2, 5],  # clients in the aggregate SecAgg+ leaves to the server
+    "secagg_groups": 3,  # disjoint groups of k images per k (one aggregate each)
+    "table_sigma": 1.0,  # the DP-SGD point of the decision table
     # the strongest adversary per defense (decision table): IG restarts, multi-round mean, LTI
-    "restarts": 3,                   # IG starts per client, the lowest gradient distance kept
-    "lti_hidden": 256,               # LTI's MLP hidden size (Wu et al.: 3 000)
+    "restarts": 3,  # IG starts per client, the lowest gradient distance kept
+    "lti_hidden": 256,  # LTI's MLP hidden size (Wu et al.: 3 000)
     "lti_epochs": 40,
-    "lti_lr": 2e-3,                  # Adam (chapter 06's quick setting; Wu et al.: 1e-4, 200 epochs)
-    "lti_copies": 4,                 # noise draws per auxiliary image under a noised defense
+    "lti_lr": 2e-3,  # Adam (chapter 06's quick setting; Wu et al.: 1e-4, 200 epochs)
+    "lti_copies": 4,  # noise draws per auxiliary image under a noised defense
     "progress": False,
 }
 
 FULL = {
     **QUICK,
     "torch_threads": None,
-    "engine": "simulation",          # flwr.simulation.run_simulation (local Ray cluster)
+    "engine": "simulation",  # flwr.simulation.run_simulation (local Ray cluster)
     "attacked_clients": 20,
-    "batch_sizes": [1, 2, 4],        # 20 clients × 4 = 80 of the 100 training images
+    "batch_sizes": [1, 2, 4],  # 20 clients × 4 = 80 of the 100 training images
     "local_epochs": [1, 2, 5, 10],
     "attack_iterations": 2000,
     "record_every": 250,
     "utility_clients": 16,
     "rounds": 30,
     "noise_multipliers": [0.0, 0.001, 0.002, 0.003, 0.005, 0.01, 0.1, 1.0, 4.0, 12.0],
-    "secagg_k": [2, 5, 10, 20],      # (quick: 2, 5 — a batch-k attack costs k times one image's)
+    "secagg_k": [
+        2,
+        5,
+        10,
+        20,
+    ],  # (quick: 2, 5 — a batch-k attack costs k times one image's)
     "restarts": 8,
     "lti_hidden": 1000,
     "lti_epochs": 200,
@@ -85,14 +90,29 @@ BUDGETS = {
     # Ray cluster started per federation): a recorded page (`make record`), too slow for the book build
     "simulation": {"engine": "simulation"},
     # `make smoke`: the profile's code path for a few attack steps and rounds
-    "smoke": {"attacked_clients": 2, "batch_sizes": [1, 2], "local_epochs": [1, 2],
-              "attack_iterations": 5, "record_every": 5, "utility_clients": 2, "rounds": 2,
-              "noise_multipliers": [0.0, 1.0], "secagg_k": [2], "secagg_groups": 2,
-              "torch_threads": 1, "restarts": 2, "lti_hidden": 16, "lti_epochs": 2, "lti_copies": 2},
+    "smoke": {
+        "attacked_clients": 2,
+        "batch_sizes": [1, 2],
+        "local_epochs": [1, 2],
+        "attack_iterations": 5,
+        "record_every": 5,
+        "utility_clients": 2,
+        "rounds": 2,
+        "noise_multipliers": [0.0, 1.0],
+        "secagg_k": [2],
+        "secagg_groups": 2,
+        "torch_threads": 1,
+        "restarts": 2,
+        "lti_hidden": 16,
+        "lti_epochs": 2,
+        "lti_copies": 2,
+    },
 }
 
 #: What a recording at a budget is, in its page's title (scripts/record.py).
-RECORDING_TITLES = {"simulation": "on Flower's simulation engine, at the quick profile's sizes"}
+RECORDING_TITLES = {
+    "simulation": "on Flower's simulation engine, at the quick profile's sizes"
+}
 
 #: Papermill parameters of ``make smoke`` (scripts/smoke.py).
 SMOKE_PARAMETERS = {"BUDGET": "smoke"}

@@ -29,14 +29,19 @@ def eps_text(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value:.3g}"
 
 
-def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], title: str = "",
-                        columns: Sequence[str] | None = None):
+def reconstruction_grid(
+    truth: torch.Tensor,
+    rows: Mapping[str, torch.Tensor],
+    title: str = "",
+    columns: Sequence[str] | None = None,
+):
     """Rows of images (first row: the clients' private photographs), optional column titles;
     returns the figure."""
     grids = {"private": truth, **rows}
     cols = len(truth)
-    fig, axes = plt.subplots(len(grids), cols, figsize=(1.3 * cols + 1.4, 1.35 * len(grids)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(grids), cols, figsize=(1.3 * cols + 1.4, 1.35 * len(grids)), squeeze=False
+    )
     for r, (name, images) in enumerate(grids.items()):
         for c in range(cols):
             ax = axes[r, c]
@@ -52,12 +57,16 @@ def reconstruction_grid(truth: torch.Tensor, rows: Mapping[str, torch.Tensor], t
     return legible(fig)
 
 
-def degradation_figure(epochs: Mapping[int, dict], batches: Mapping[int, dict], success: float):
+def degradation_figure(
+    epochs: Mapping[int, dict], batches: Mapping[int, dict], success: float
+):
     """PSNR (dB; mean, 95 % interval over clients) against local steps E and images per client B,
     with the line ``success`` (the book's recognisable, dB)."""
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
-    for ax, study, label in ((axes[0], epochs, "local steps E (FedAvg, B = 1)"),
-                             (axes[1], batches, "images per client B (FedSGD)")):
+    for ax, study, label in (
+        (axes[0], epochs, "local steps E (FedAvg, B = 1)"),
+        (axes[1], batches, "images per client B (FedSGD)"),
+    ):
         keys = list(study)
         interval_errorbars(ax, keys, [study[k]["psnr"] for k in keys])
         ax.axhline(success, color="grey", ls="--", lw=1)
@@ -80,56 +89,112 @@ def regime_table(studies: Mapping[str, dict]) -> str:
     """One line per regime: PSNR and SSIM intervals over the attacked clients, labels (sign rule
     beside chance, or given)."""
     header = ["what the client ran", "PSNR (dB)", "SSIM", "labels recovered"]
-    lines = [[name, format_interval(s["psnr"], 1, False), format_interval(s["ssim"], 2, False),
-              label_text(s)] for name, s in studies.items()]
+    lines = [
+        [
+            name,
+            format_interval(s["psnr"], 1, False),
+            format_interval(s["ssim"], 2, False),
+            label_text(s),
+        ]
+        for name, s in studies.items()
+    ]
     return markdown_table(header, lines)
 
 
-def chapter_rows(cfg, *, fedsgd: dict, handwritten: dict, points: Sequence[dict], threshold: str,
-                 epochs: Mapping[int, dict]) -> list[dict]:
+def chapter_rows(
+    cfg,
+    *,
+    fedsgd: dict,
+    handwritten: dict,
+    points: Sequence[dict],
+    threshold: str,
+    epochs: Mapping[int, dict],
+) -> list[dict]:
     """The paper-vs-run rows of chapter 08 (see :mod:`gitutor.results`); ``threshold``: the DP row's ε,
     :func:`~gitutor.chapters.flower_dp.curve.threshold_text` of the attacker's envelope along the sweep."""
-    differences = (f"{cfg.profile} profile: LFW subset faces and non-faces at "
-                   f"{cfg.image_size}×{cfg.image_size} "
-                   "grey, LeNet (tanh, default init), "
-                   f"{cfg.attack_iterations} Inverting Gradients steps, "
-                   f"{cfg.attacked_clients} attacked Flower clients")
+    differences = (
+        f"{cfg.profile} profile: LFW subset faces and non-faces at "
+        f"{cfg.image_size}×{cfg.image_size} "
+        "grey, LeNet (tanh, default init), "
+        f"{cfg.attack_iterations} Inverting Gradients steps, "
+        f"{cfg.attacked_clients} attacked Flower clients"
+    )
     mse = [r["mse"] for r in fedsgd["rows"]]
     noisy = [r["mse"] for r in handwritten["rows"]]
 
     def row(quantity, setting, paper, this_run, unit, **extra):
-        return {"quantity": quantity, "setting": setting, "paper": paper, "this_run": this_run,
-                "unit": unit, "differences": differences, **extra}
+        return {
+            "quantity": quantity,
+            "setting": setting,
+            "paper": paper,
+            "this_run": this_run,
+            "unit": unit,
+            "differences": differences,
+            **extra,
+        }
 
     from gitutor.stats import BOUNDS, interval
 
-    fed, hand = interval(mse, bounds=BOUNDS["MSE"]), interval(noisy, bounds=BOUNDS["MSE"])
+    fed, hand = (
+        interval(mse, bounds=BOUNDS["MSE"]),
+        interval(noisy, bounds=BOUNDS["MSE"]),
+    )
     labels = success_interval([r["label_ok"] for r in handwritten["rows"]])
-    other_data = (f"Wu et al.'s MSE is on colour CIFAR-10; this run attacks {cfg.image_size} px grey LFW "
-                  "faces and non-faces, and an MSE depends on the images")
+    other_data = (
+        f"Wu et al.'s MSE is on colour CIFAR-10; this run attacks {cfg.image_size} px grey LFW "
+        "faces and non-faces, and an MSE depends on the images"
+    )
     return [
-        row("MSE, IG on a FedSGD update, B = 1", "Flower client's update, no defense",
-            0.022, round(fed.mean, 4), "MSE (Wu et al. 2023, Tab. 1, LeNet)",
-            better="lower", headline=True, not_comparable=other_data, **interval_fields(fed, 4)),
-        row("MSE, IG under Gaussian noise σ = 0.1, no clipping",
+        row(
+            "MSE, IG on a FedSGD update, B = 1",
+            "Flower client's update, no defense",
+            0.022,
+            round(fed.mean, 4),
+            "MSE (Wu et al. 2023, Tab. 1, LeNet)",
+            better="lower",
+            headline=True,
+            not_comparable=other_data,
+            **interval_fields(fed, 4),
+        ),
+        row(
+            "MSE, IG under Gaussian noise σ = 0.1, no clipping",
             f"noise of variance {cfg.handwritten_variance:g} on the gradient (chapter 01)",
-            0.150, round(hand.mean, 4), "MSE (Wu et al. 2023, Tab. 1)", better="lower",
-            not_comparable=other_data, **interval_fields(hand, 4)),
-        row("label accuracy under noise of variance 1e-2", "bias-gradient sign rule, B = 1; a constant "
+            0.150,
+            round(hand.mean, 4),
+            "MSE (Wu et al. 2023, Tab. 1)",
+            better="lower",
+            not_comparable=other_data,
+            **interval_fields(hand, 4),
+        ),
+        row(
+            "label accuracy under noise of variance 1e-2",
+            "bias-gradient sign rule, B = 1; a constant "
             f"guess of the commoner class gets {handwritten['label_chance']:.0%} of these clients; "
             f"{labels.n} clients (Wilson interval): every label right resolves ≥ 95 % from "
-            f"n = {clients_to_resolve(0.95)} clients", 1.0, round(labels.mean, 3),
-            "fraction (Wang et al. 2024, Tab. 5)", better="higher", **interval_fields(labels, 3)),
-        row(f"ε at which the strongest adversary stops recognising any photograph (PSNR ≥ "
+            f"n = {clients_to_resolve(0.95)} clients",
+            1.0,
+            round(labels.mean, 3),
+            "fraction (Wang et al. 2024, Tab. 5)",
+            better="higher",
+            **interval_fields(labels, 3),
+        ),
+        row(
+            f"ε at which the strongest adversary stops recognising any photograph (PSNR ≥ "
             f"{RECOGNISABLE_PSNR:g} dB; attacker's envelope of IG one start, restarts, mean of rounds, LTI)",
             f"Opacus DP-SGD, C = {cfg.max_grad_norm:g}, "
             f"δ = {cfg.delta:g}, {cfg.rounds} rounds, q = 1",
             "noise of variance ≥ 1e-2 stops DLG (Zhu et al. 2019 §5; no ε)",
-            threshold, "ε"),
+            threshold,
+            "ε",
+        ),
         row("test accuracy at the smallest ε", **smallest_accuracy_row(points)),
-        row(f"SSIM after E = {max(epochs)} local steps", "FedAvg, B = 1, −Δ/(η·E) as gradient",
+        row(
+            f"SSIM after E = {max(epochs)} local steps",
+            "FedAvg, B = 1, −Δ/(η·E) as gradient",
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
-            round(epochs[max(epochs)]["ssim"].mean, 3), "SSIM"),
+            round(epochs[max(epochs)]["ssim"].mean, 3),
+            "SSIM",
+        ),
     ]
 
 
@@ -143,7 +208,10 @@ def clients_to_resolve(level: float, limit: int = 10_000) -> int:
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    n = next((n for n in range(2, limit + 1) if success_interval([True] * n).low >= level), None)
+    n = next(
+        (n for n in range(2, limit + 1) if success_interval([True] * n).low >= level),
+        None,
+    )
     if n is None:
         raise ValueError(f"no n ≤ {limit} resolves {level}")
     return n
@@ -165,8 +233,10 @@ def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):
 def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
     """One line per candidate network, one column per step count (mean [95 % interval])."""
     steps = list(next(iter(curves.values())))
-    lines = [[name] + [format_interval(curve[s], 1, False) for s in steps]
-             for name, curve in curves.items()]
+    lines = [
+        [name] + [format_interval(curve[s], 1, False) for s in steps]
+        for name, curve in curves.items()
+    ]
     return markdown_table(["network"] + [f"{s} steps" for s in steps], lines)
 
 
@@ -181,8 +251,11 @@ def flat_step(curve: Mapping[int, object], tolerance: float = 1.0) -> int:
     ``tolerance`` (dB) of the last one: where the budget curve flattens."""
     steps = sorted(curve)
     last = curve[steps[-1]].mean
-    return next(s for i, s in enumerate(steps) if all(abs(curve[t].mean - last) < tolerance
-                                                      for t in steps[i:]))
+    return next(
+        s
+        for i, s in enumerate(steps)
+        if all(abs(curve[t].mean - last) < tolerance for t in steps[i:])
+    )
 
 
 def control_table(scores: Mapping[str, torch.Tensor]) -> str:
@@ -190,8 +263,14 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
     interval] over the images, and the highest."""
     from gitutor.stats import BOUNDS, interval
 
-    lines = [[name, format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
-              f"{float(values.max()):.1f}"] for name, values in scores.items()]
+    lines = [
+        [
+            name,
+            format_interval(interval(values.tolist(), bounds=BOUNDS["PSNR"]), 1, False),
+            f"{float(values.max()):.1f}",
+        ]
+        for name, values in scores.items()
+    ]
     return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
 
 
@@ -199,7 +278,9 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
 MEASURED = ("quantity", "setting", "this_run", "low", "high", "n")
 
 
-def engine_sentence(rows: Sequence[Mapping], recording: Mapping | None, profile: str, budget: str | None) -> str:
+def engine_sentence(
+    rows: Sequence[Mapping], recording: Mapping | None, profile: str, budget: str | None
+) -> str:
     """Whether this run's results ``rows`` equal those of the chapter's recording on Flower's
     simulation engine (``recording``: its results record, ``book/recorded/08_flower_dp.json``, or
     None when absent), field by field (:data:`MEASURED`), as a Markdown sentence. Only a quick run
@@ -215,9 +296,14 @@ def engine_sentence(rows: Sequence[Mapping], recording: Mapping | None, profile:
     mine = [{k: r.get(k) for k in MEASURED} for r in rows]
     theirs = [{k: r.get(k) for k in MEASURED} for r in recording["rows"]]
     if mine == theirs:
-        return (f"The recording (commit {commit}) holds the same {len(mine)} result rows as this run, "
-                "number for number: the engine does not change a result.")
-    differ = [m["quantity"] for m, t in zip(mine, theirs) if m != t] + \
-        [r["quantity"] for r in (mine[len(theirs):] or theirs[len(mine):])]
-    return (f"The recording (commit {commit}) differs from this run in {len(differ)} result row(s) "
-            f"({'; '.join(differ)}): it ran older code, or the engines disagree — record it again to tell.")
+        return (
+            f"The recording (commit {commit}) holds the same {len(mine)} result rows as this run, "
+            "number for number: the engine does not change a result."
+        )
+    differ = [m["quantity"] for m, t in zip(mine, theirs) if m != t] + [
+        r["quantity"] for r in (mine[len(theirs) :] or theirs[len(mine) :])
+    ]
+    return (
+        f"The recording (commit {commit}) differs from this run in {len(differ)} result row(s) "
+        f"({'; '.join(differ)}): it ran older code, or the engines disagree — record it again to tell."
+    )

@@ -34,6 +34,7 @@ from gitutor.chapters.flower_dp.experiments import (
     score_row,
     summarise,
 )
+from gitutor.checks import check_int, check_real, check_seed
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.federated.client import gradient_dimension
 from gitutor.federated.flower_defenses import clip_update
@@ -53,16 +54,29 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
     """
-    if isinstance(cfg.restarts, bool) or not isinstance(cfg.restarts, int) or cfg.restarts < 1:
+    if (
+        isinstance(cfg.restarts, bool)
+        or not isinstance(cfg.restarts, int)
+        or cfg.restarts < 1
+    ):
         raise ValueError(f"cfg.restarts must be an int ≥ 1, got {cfg.restarts!r}")
     rows = []
     for row in summary["rows"]:
         keep = {k: row[k] for k in ("partition", "truth", "truth_labels")}
-        tries = [row] + [attack_gradient(model, row["gradient"], row["truth"], row["truth_labels"],
-                                         iterations=cfg.attack_iterations, tv_weight=cfg.tv_weight,
-                                         seed=seed + row["partition"] + RESTART_STRIDE * r,
-                                         record_every=cfg.record_every) | keep
-                         for r in range(1, cfg.restarts)]
+        tries = [row] + [
+            attack_gradient(
+                model,
+                row["gradient"],
+                row["truth"],
+                row["truth_labels"],
+                iterations=cfg.attack_iterations,
+                tv_weight=cfg.tv_weight,
+                seed=seed + row["partition"] + RESTART_STRIDE * r,
+                record_every=cfg.record_every,
+            )
+            | keep
+            for r in range(1, cfg.restarts)
+        ]
         rows.append(min(tries, key=lambda t: t["matching"]))
     return summarise(rows)
 
@@ -79,36 +93,94 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
     """
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
         raise ValueError(f"factor must be an int ≥ 2, got {factor!r}")
-    rows = [attack_gradient(model, row["gradient"], row["truth"], row["truth_labels"],
-                            iterations=factor * cfg.attack_iterations, tv_weight=cfg.tv_weight,
-                            seed=seed + row["partition"], record_every=cfg.record_every)
-            | {k: row[k] for k in ("partition", "truth", "truth_labels")} for row in summary["rows"]]
+    rows = [
+        attack_gradient(
+            model,
+            row["gradient"],
+            row["truth"],
+            row["truth_labels"],
+            iterations=factor * cfg.attack_iterations,
+            tv_weight=cfg.tv_weight,
+            seed=seed + row["partition"],
+            record_every=cfg.record_every,
+        )
+        | {k: row[k] for k in ("partition", "truth", "truth_labels")}
+        for row in summary["rows"]
+    ]
     return summarise(rows)
 
 
 def psnr_curve(summary: dict) -> dict:
     """PSNR (dB; interval over the rows) of each row's kept run at every recorded step:
-    ``{step: Interval}``, for :func:`~gitutor.chapters.flower_dp.report.flat_step`."""
+    ``{step: Interval}``, for :func:`~gitutor.chapters.flower_dp.report.flat_step`.
+
+    Raises:
+        ValueError: naming ``summary`` when it holds no rows.
+    """
+    if not summary.get("rows"):
+        raise ValueError(
+            "summary must hold at least one client's row (summarise of an attack)"
+        )
     steps = [s for s, _ in summary["rows"][0]["result"].snapshots if s > 0]
-    return {s: interval([float(psnr(match_batch(dict(r["result"].snapshots)[s].clamp(0, 1), r["truth"]),
-                                    r["truth"]).mean()) for r in summary["rows"]], bounds=BOUNDS["PSNR"])
-            for s in steps}
+    return {
+        s: interval(
+            [
+                float(
+                    psnr(
+                        match_batch(
+                            dict(r["result"].snapshots)[s].clamp(0, 1), r["truth"]
+                        ),
+                        r["truth"],
+                    ).mean()
+                )
+                for r in summary["rows"]
+            ],
+            bounds=BOUNDS["PSNR"],
+        )
+        for s in steps
+    }
 
 
 def defense_transform(clip: float | None, noise_std: float, generator: torch.Generator):
     """The defense as the server reads it, on one gradient list (units of −Δ/η): clip the whole
     list to L2 norm ``clip`` (None: no clipping; Flower's :func:`clip_update`), then add
-    N(0, noise_std²) to every entry from ``generator``."""
+    N(0, noise_std²) to every entry from ``generator``.
+
+    Raises:
+        TypeError: naming ``clip`` or ``noise_std`` when not a real number (``"0.1"``, ``True``), or
+            ``generator`` when not a ``torch.Generator``.
+        ValueError: naming ``clip`` (NaN, infinite or ≤ 0) or ``noise_std`` (NaN, infinite or < 0), when
+            the transform is made, before any gradient passes it.
+    """
+    if clip is not None:
+        clip = check_real(clip, "clip", low=0.0, low_open=True)
+    noise_std = check_real(noise_std, "noise_std", low=0.0)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator, got {type(generator).__name__}"
+        )
+
     def apply(grads):
         out = list(grads) if clip is None else clip_update(grads, clip)
         if noise_std:
-            out = [g + noise_std * torch.randn(g.shape, generator=generator) for g in out]
+            out = [
+                g + noise_std * torch.randn(g.shape, generator=generator) for g in out
+            ]
         return out
+
     return apply
 
 
-def train_lti(model, aux: tuple[torch.Tensor, torch.Tensor], batch: int, cfg, *, clip: float | None = None,
-              noise_std: float = 0.0, seed: int = 0) -> InversionMLP:
+def train_lti(
+    model,
+    aux: tuple[torch.Tensor, torch.Tensor],
+    batch: int,
+    cfg,
+    *,
+    clip: float | None = None,
+    noise_std: float = 0.0,
+    seed: int = 0,
+) -> InversionMLP:
     """Learning To Invert's g_θ for batches of ``batch`` images (hidden ``cfg.lti_hidden``,
     ``cfg.lti_epochs`` epochs, Adam ``cfg.lti_lr``, standardised input), trained on the auxiliary
     ``aux = (images (N, 1, H, W), labels (N,))`` whose gradients at ``model`` pass through
@@ -116,21 +188,50 @@ def train_lti(model, aux: tuple[torch.Tensor, torch.Tensor], batch: int, cfg, *,
     random distinct images.
 
     Raises:
-        ValueError: for an auxiliary set smaller than 2·B, or from :func:`train_inversion_model`.
+        TypeError: naming ``batch`` or ``seed`` when not an int, or as :func:`defense_transform`.
+        ValueError: for ``batch`` < 1, an auxiliary set smaller than 2·B, as :func:`defense_transform`
+            (``clip``, ``noise_std``), or from :func:`train_inversion_model`.
     """
+    check_int(batch, "batch")
+    check_seed(seed)
+    defense_transform(
+        clip, noise_std, torch.Generator()
+    )  # its arguments, before any training
     images, labels = aux
     if len(images) < 2 * batch:
-        raise ValueError(f"aux holds {len(images)} images; learned inversion needs at least {2 * batch}")
+        raise ValueError(
+            f"aux holds {len(images)} images; learned inversion needs at least {2 * batch}"
+        )
     defense = defense_transform(clip, noise_std, torch.Generator().manual_seed(seed))
     copies = cfg.lti_copies if noise_std else 1
     repeated = (images.repeat(copies, 1, 1, 1), labels.repeat(copies))
     count = (len(repeated[1]) // batch) * (1 if batch == 1 else cfg.lti_copies)
-    features, targets = make_gradient_dataset(model, *repeated, defense, batch,
-                                              num_batches=None if batch == 1 else count, seed=seed)
-    g = InversionMLP(gradient_dimension(model), tuple(images.shape[1:]), batch, hidden=cfg.lti_hidden,
-                     seed=seed)
-    train_inversion_model(g, features, targets, epochs=cfg.lti_epochs, lr=cfg.lti_lr, batch_size=32,
-                          seed=seed, progress=False, standardise=True)
+    features, targets = make_gradient_dataset(
+        model,
+        *repeated,
+        defense,
+        batch,
+        num_batches=None if batch == 1 else count,
+        seed=seed,
+    )
+    g = InversionMLP(
+        gradient_dimension(model),
+        tuple(images.shape[1:]),
+        batch,
+        hidden=cfg.lti_hidden,
+        seed=seed,
+    )
+    train_inversion_model(
+        g,
+        features,
+        targets,
+        epochs=cfg.lti_epochs,
+        lr=cfg.lti_lr,
+        batch_size=32,
+        seed=seed,
+        progress=False,
+        standardise=True,
+    )
     return g
 
 
@@ -138,15 +239,27 @@ def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
     """Learning To Invert (:func:`train_lti`'s ``g``) on the gradients of ``summary``'s rows (their own
     ``gradient``). Each row's ``matching``: the lowest gradient distance over the orders of its used
     labels (g_θ returns no labels). Returns :func:`summarise` of the rows."""
-    observed = torch.stack([torch.cat([t.flatten() for t in r["gradient"]]) for r in summary["rows"]])
+    observed = torch.stack(
+        [torch.cat([t.flatten() for t in r["gradient"]]) for r in summary["rows"]]
+    )
     found = reconstruct(g, observed.float()).images
     rows = []
     for row, images in zip(summary["rows"], found):
         orders = set(itertools.permutations(row["used"].tolist()))
-        matching = min(matching_loss(model, row["gradient"], images, torch.tensor(o)) for o in orders)
-        rows.append(score_row(images, row["truth"]) | {
-            "matching": matching, "label_ok": row["label_ok"], "gradient": row["gradient"],
-            "used": row["used"], **{k: row[k] for k in ("partition", "truth", "truth_labels")}})
+        matching = min(
+            matching_loss(model, row["gradient"], images, torch.tensor(o))
+            for o in orders
+        )
+        rows.append(
+            score_row(images, row["truth"])
+            | {
+                "matching": matching,
+                "label_ok": row["label_ok"],
+                "gradient": row["gradient"],
+                "used": row["used"],
+                **{k: row[k] for k in ("partition", "truth", "truth_labels")},
+            }
+        )
     return summarise(rows)
 
 
@@ -154,16 +267,34 @@ def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict
     """Per client, the best of ``candidates`` (name → summary, rows aligned by client; None: not
     run): ``"attacker"`` keeps the lowest gradient distance to the update the server holds
     (``reference``'s row ``gradient``, round 1), ``"oracle"`` the highest PSNR (an upper bound: it
-    needs the truth). Returns both summaries and ``"wins"``: how often each candidate was kept."""
+    needs the truth). Returns both summaries and ``"wins"``: how often each candidate was kept.
+
+    Raises:
+        ValueError: naming ``reference`` when it holds no rows, ``candidates`` when none was run, or the
+            candidate whose rows are not one per client of ``reference``.
+    """
     run = {name: s for name, s in candidates.items() if s is not None}
+    if not reference.get("rows") or not run:
+        raise ValueError(
+            "reference must hold one row per client and candidates at least one run summary"
+        )
+    for name, found in run.items():
+        if len(found["rows"]) != len(reference["rows"]):
+            raise ValueError(
+                f"candidates[{name!r}] holds {len(found['rows'])} rows, reference "
+                f"{len(reference['rows'])}: one per client each"
+            )
     attacker, oracle, wins = [], [], dict.fromkeys(run, 0)
     for i, ref in enumerate(reference["rows"]):
         tries = {}
         for name, s in run.items():
             row = s["rows"][i]
             same = row["gradient"] is ref["gradient"] or len(row["truth"]) > 1
-            tries[name] = row | {"matching": row["matching"] if same else
-                                 matching_loss(model, ref["gradient"], row["images"], ref["used"])}
+            tries[name] = row | {
+                "matching": row["matching"]
+                if same
+                else matching_loss(model, ref["gradient"], row["images"], ref["used"])
+            }
         chosen = min(tries, key=lambda n: tries[n]["matching"])
         wins[chosen] += 1
         attacker.append(tries[chosen])
@@ -171,7 +302,9 @@ def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict
     return {"attacker": summarise(attacker), "oracle": summarise(oracle), "wins": wins}
 
 
-def adversaries(model, summary: dict, average: dict | None, g: InversionMLP, cfg, *, seed: int = 0) -> dict:
+def adversaries(
+    model, summary: dict, average: dict | None, g: InversionMLP, cfg, *, seed: int = 0
+) -> dict:
     """The adversaries on what the server holds of each client and their envelope: ``summary`` (the
     one-start IG on round 1's update, :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`),
     :func:`restarted` on the same gradients, ``average`` (IG on the mean of the rounds; None where the
@@ -179,11 +312,23 @@ def adversaries(model, summary: dict, average: dict | None, g: InversionMLP, cfg
     0, so it never changes the attacker's pick (ties go to the restarts); the oracle's it can.
     Returns ``{"single", "restarts", "average", "lti", "curve"`` (:func:`psnr_curve` of the
     restarts), ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
-    found = {"single": summary, "restarts": restarted(model, summary, cfg, seed=seed), "average": average,
-             "lti": learned_inversion(model, summary, g)}
-    candidates = {"IG, restarts": found["restarts"], "IG, one start": summary, "IG, mean of rounds": average,
-                  "LTI": found["lti"]}
-    return found | {"curve": psnr_curve(found["restarts"])} | envelope(model, candidates, summary)
+    found = {
+        "single": summary,
+        "restarts": restarted(model, summary, cfg, seed=seed),
+        "average": average,
+        "lti": learned_inversion(model, summary, g),
+    }
+    candidates = {
+        "IG, restarts": found["restarts"],
+        "IG, one start": summary,
+        "IG, mean of rounds": average,
+        "LTI": found["lti"],
+    }
+    return (
+        found
+        | {"curve": psnr_curve(found["restarts"])}
+        | envelope(model, candidates, summary)
+    )
 
 
 def dp_sgd_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> dict:
@@ -199,10 +344,19 @@ def dp_sgd_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> d
     """
     batch = len(point["rows"][0]["truth"])
     if batch != 1:
-        raise ValueError(f"point: DP-SGD's transform here is for one-image clients, got {batch} images")
+        raise ValueError(
+            f"point: DP-SGD's transform here is for one-image clients, got {batch} images"
+        )
     clip = cfg.max_grad_norm
-    g = train_lti(model, (data["test_x"], data["test_y"]), batch, cfg, clip=clip,
-                  noise_std=point["sigma"] * clip, seed=seed)
+    g = train_lti(
+        model,
+        (data["test_x"], data["test_y"]),
+        batch,
+        cfg,
+        clip=clip,
+        noise_std=point["sigma"] * clip,
+        seed=seed,
+    )
     return adversaries(model, point, point["average"], g, cfg, seed=seed)
 
 
@@ -213,21 +367,38 @@ def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -
     :func:`~gitutor.chapters.flower_dp.defenses.face_controls`' ``"scores"``).
 
     Raises:
-        ValueError: for a row of more than one image, or a partition the controls do not cover.
+        ValueError: naming ``controls`` when it holds no control, for a row of more than one image, or a
+            partition the controls do not cover.
     """
+    if not controls:
+        raise ValueError(
+            "controls must hold at least one control's scores (face_controls' 'scores')"
+        )
     for row in summary["rows"]:
         k = row["partition"]
-        if len(row["psnrs"]) != 1 or any(k >= len(scores) for scores in controls.values()):
-            raise ValueError(f"controls must score partition {k}'s one image; got {len(row['psnrs'])} "
-                             f"images and {min(len(s) for s in controls.values())} control scores")
+        if len(row["psnrs"]) != 1 or any(
+            k >= len(scores) for scores in controls.values()
+        ):
+            raise ValueError(
+                f"controls must score partition {k}'s one image; got {len(row['psnrs'])} "
+                f"images and {min(len(s) for s in controls.values())} control scores"
+            )
         floor = max(float(scores[k]) for scores in controls.values())
         if not (row["psnrs"][0] >= RECOGNISABLE_PSNR and row["psnrs"][0] > floor):
             return False
     return True
 
 
-def sweep_strongest(model, data: dict, points: Sequence[dict], controls: Mapping[str, torch.Tensor], cfg, *,
-                    keep: float | None = None, seed: int = 0) -> list[dict | None]:
+def sweep_strongest(
+    model,
+    data: dict,
+    points: Sequence[dict],
+    controls: Mapping[str, torch.Tensor],
+    cfg,
+    *,
+    keep: float | None = None,
+    seed: int = 0,
+) -> list[dict | None]:
     """:func:`dp_sgd_strongest` at every σ of the DP-SGD sweep where the one-start IG does not already
     recover every attacked client (:func:`recovers_every_client` with ``controls``), and at σ = ``keep``
     whatever it does (the decision table's, which reuses the run); None at the others: there the
@@ -238,8 +409,12 @@ def sweep_strongest(model, data: dict, points: Sequence[dict], controls: Mapping
     """
     if keep is not None and all(p["sigma"] != keep for p in points):
         raise ValueError(f"keep must be a σ of the sweep, got {keep!r}")
-    return [dp_sgd_strongest(model, data, p, cfg, seed=seed)
-            if p["sigma"] == keep or not recovers_every_client(p, controls) else None for p in points]
+    return [
+        dp_sgd_strongest(model, data, p, cfg, seed=seed)
+        if p["sigma"] == keep or not recovers_every_client(p, controls)
+        else None
+        for p in points
+    ]
 
 
 def same_updates(a: dict, b: dict) -> bool:
@@ -249,11 +424,13 @@ def same_updates(a: dict, b: dict) -> bool:
     return len(a["rows"]) == len(b["rows"]) and all(
         len(r["gradient"]) == len(q["gradient"])
         and all(torch.equal(x, y) for x, y in zip(r["gradient"], q["gradient"]))
-        for r, q in zip(a["rows"], b["rows"]))
+        for r, q in zip(a["rows"], b["rows"])
+    )
 
 
-def strongest_by_defense(model, data: dict, runs: dict, aggregates: dict, dp_sgd: dict, cfg, *,
-                         seed: int = 0) -> dict:
+def strongest_by_defense(
+    model, data: dict, runs: dict, aggregates: dict, dp_sgd: dict, cfg, *, seed: int = 0
+) -> dict:
     """:func:`adversaries` for every defense of the decision table: the runs of
     :func:`~gitutor.chapters.flower_dp.defenses.defense_run` (SecAgg+: its smallest aggregate of
     :func:`~gitutor.chapters.flower_dp.defenses.secagg_aggregates`); ``dp_sgd`` (key ``"dp-sgd"``) is
@@ -262,21 +439,40 @@ def strongest_by_defense(model, data: dict, runs: dict, aggregates: dict, dp_sgd
     (clip, noise, B); a defense whose updates are :func:`same_updates` as an earlier one's under the
     same transform (both central-DP clippings) shares its run."""
     aux, eta = (data["test_x"], data["test_y"]), cfg.defense_lr
-    settings = {"none": (runs["none"]["round1"], None, 0.0, None),
-                "secagg+": (aggregates[min(aggregates)], None, 0.0, None),
-                "local-dp": (runs["local-dp"]["round1"], cfg.local_clip / eta,
-                             runs["local-dp"]["view"].sigma / eta, runs["local-dp"]["average"])}
+    settings = {
+        "none": (runs["none"]["round1"], None, 0.0, None),
+        "secagg+": (aggregates[min(aggregates)], None, 0.0, None),
+        "local-dp": (
+            runs["local-dp"]["round1"],
+            cfg.local_clip / eta,
+            runs["local-dp"]["view"].sigma / eta,
+            runs["local-dp"]["average"],
+        ),
+    }
     for name in ("central-dp-server-clipping", "central-dp-client-clipping"):
         settings[name] = (runs[name]["round1"], cfg.central_clip / eta, 0.0, None)
     out, trained = {}, {}
     for name, (summary, clip, noise, average) in settings.items():
         batch = len(summary["rows"][0]["truth"])
-        twin = next((n for n in out if average is None and settings[n][3] is None
-                     and settings[n][1:3] == (clip, noise) and same_updates(settings[n][0], summary)), None)
+        twin = next(
+            (
+                n
+                for n in out
+                if average is None
+                and settings[n][3] is None
+                and settings[n][1:3] == (clip, noise)
+                and same_updates(settings[n][0], summary)
+            ),
+            None,
+        )
         if twin is not None:
             out[name] = out[twin]
             continue
         if (clip, noise, batch) not in trained:
-            trained[clip, noise, batch] = train_lti(model, aux, batch, cfg, clip=clip, noise_std=noise, seed=seed)
-        out[name] = adversaries(model, summary, average, trained[clip, noise, batch], cfg, seed=seed)
+            trained[clip, noise, batch] = train_lti(
+                model, aux, batch, cfg, clip=clip, noise_std=noise, seed=seed
+            )
+        out[name] = adversaries(
+            model, summary, average, trained[clip, noise, batch], cfg, seed=seed
+        )
     return out | {"dp-sgd": dp_sgd}

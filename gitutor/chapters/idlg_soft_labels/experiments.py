@@ -8,6 +8,7 @@ Every experiment takes a ``sample(kind, index)`` callable returning ``(x (1, C, 
 chapter's images and generator) and calls it in a fixed order, so one seed gives the same numbers.
 The server's view of each sample is :func:`~gitutor.federated.gradient_case`.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,17 @@ from gitutor.attacks import invert_fcn
 from gitutor.federated import add_gaussian_noise, gradient_case
 from gitutor.labels import idlg_label, lambda_problem, recover_soft_label
 from gitutor.metrics import lpips_or_none, psnr, ssim
-from gitutor.chapters.idlg_soft_labels.matching import MATCHING_SETTINGS, cosine_diagnosis, matching_table  # noqa: F401
-from gitutor.chapters.idlg_soft_labels.trials import KINDS, label_l1, local_minima, true_lambda
+from gitutor.chapters.idlg_soft_labels.matching import (
+    MATCHING_SETTINGS,
+    cosine_diagnosis,
+    matching_table,
+)  # noqa: F401
+from gitutor.chapters.idlg_soft_labels.trials import (
+    KINDS,
+    label_l1,
+    local_minima,
+    true_lambda,
+)
 
 Sample = Callable[[str, int], tuple[torch.Tensor, torch.Tensor, int]]
 
@@ -34,12 +44,19 @@ def _check_count(n, name: str) -> None:
         raise ValueError(f"{name} must be a positive int, got {n!r}")
 
 
-def observed(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device: torch.device | str = "cpu"):
+def observed(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    device: torch.device | str = "cpu",
+):
     """The update the server observes for one sample (``gradient_case``), moved to the CPU."""
     return [g.cpu() for g in gradient_case(model, x.to(device), y.to(device)).update]
 
 
-def idlg_rule_accuracy(model: nn.Module, sample: Sample, n: int, tolerance: float, device="cpu") -> dict:
+def idlg_rule_accuracy(
+    model: nn.Module, sample: Sample, n: int, tolerance: float, device="cpu"
+) -> dict:
     """Per kind in ``("one-hot", "smoothing", "mixup")``: (% where iDLG's class is the label's largest entry,
     % where iDLG's one-hot answer is within L1 ``tolerance`` of the label), over ``n`` samples each.
 
@@ -54,12 +71,19 @@ def idlg_rule_accuracy(model: nn.Module, sample: Sample, n: int, tolerance: floa
             x, y, _ = sample(kind, index)
             guess = idlg_label(observed(model, x, y, device)[-1])
             top_class.append(guess == int(y.argmax()))
-            exact.append(label_l1(F.one_hot(torch.tensor(guess), y.shape[-1]), y) <= tolerance)
+            exact.append(
+                label_l1(F.one_hot(torch.tensor(guess), y.shape[-1]), y) <= tolerance
+            )
         rates[kind] = (100 * float(np.mean(top_class)), 100 * float(np.mean(exact)))
     return rates
 
 
-def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: int, tolerance: float, device="cpu"):
+def label_recovery_table(
+    networks: Mapping[str, tuple[nn.Module, Sample]],
+    n: int,
+    tolerance: float,
+    device="cpu",
+):
     """Table 2: per ``(network, kind)`` the accuracy (%) and mean L1 error L_r of ``recover_soft_label``
     over ``n`` samples, the mean seconds per recovery, how often each search method was used and every L_r.
 
@@ -79,20 +103,30 @@ def label_recovery_table(networks: Mapping[str, tuple[nn.Module, Sample]], n: in
                 x, y, k = sample(kind, index)
                 grad = observed(model, x, y, device)[-1]
                 start = time.perf_counter()
-                result = recover_soft_label(model.fc, grad, exclude_top=k, seed=index,
-                                            prediction=model(x.to(device))[0].detach().cpu())
+                result = recover_soft_label(
+                    model.fc,
+                    grad,
+                    exclude_top=k,
+                    seed=index,
+                    prediction=model(x.to(device))[0].detach().cpu(),
+                )
                 took.append(time.perf_counter() - start)
                 errors.append(label_l1(result.label, y))
                 used.append(result.method)
             all_errors[name, kind] = errors
             errors = np.array(errors)
-            table[name, kind] = (100 * float((errors <= tolerance).mean()), float(errors.mean()))
+            table[name, kind] = (
+                100 * float((errors <= tolerance).mean()),
+                float(errors.mean()),
+            )
             seconds[name, kind] = float(np.mean(took))
             methods[name, kind] = {m: used.count(m) for m in sorted(set(used))}
     return table, seconds, methods, all_errors
 
 
-def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, device="cpu") -> dict:
+def landscape_example(
+    model: nn.Module, sample: Sample, n: int, *, first: bool, device="cpu"
+) -> dict:
     """The sample whose λ landscape Fig. 1 shows: the first one (``first``), else the first of ``n``
     label-smoothing samples whose search needed PSO or found |λ| > 3 (a far minimum), else the last.
 
@@ -110,11 +144,18 @@ def landscape_example(model: nn.Module, sample: Sample, n: int, *, first: bool, 
         result = recover_soft_label(model.fc, grad, exclude_top=k)
         if first or result.method == "pso" or abs(result.lam) > 3:
             break
-    return {"grad": grad, "exclude_top": k, "result": result, "scanned": index + 1,
-            "lam_star": true_lambda(model, x.to(device), y, result.row)}
+    return {
+        "grad": grad,
+        "exclude_top": k,
+        "result": result,
+        "scanned": index + 1,
+        "lam_star": true_lambda(model, x.to(device), y, result.row),
+    }
 
 
-def landscape_examples(cases: Mapping[str, tuple[nn.Module, Sample, bool]], n: int, device="cpu") -> dict:
+def landscape_examples(
+    cases: Mapping[str, tuple[nn.Module, Sample, bool]], n: int, device="cpu"
+) -> dict:
     """Fig. 1's examples: per name, :func:`landscape_example` of ``(model, sample, first)`` plus the λ
     ``problem`` (:func:`~gitutor.labels.lambda_problem`, Eq. 4–5) and the λ of its local ``minima`` on
     [−reach, reach], reach = max(8, 1.3 |recovered λ|) (:func:`~gitutor.chapters.idlg_soft_labels.trials.local_minima`).
@@ -125,18 +166,26 @@ def landscape_examples(cases: Mapping[str, tuple[nn.Module, Sample, bool]], n: i
     examples = {}
     for name, (model, sample, first) in cases.items():
         example = landscape_example(model, sample, n, first=first, device=device)
-        problem = lambda_problem(model.fc, example["grad"], exclude_top=example["exclude_top"])
+        problem = lambda_problem(
+            model.fc, example["grad"], exclude_top=example["exclude_top"]
+        )
         reach = max(8.0, 1.3 * abs(example["result"].lam))
-        examples[name] = example | {"problem": problem, "minima": local_minima(problem, reach)}
+        examples[name] = example | {
+            "problem": problem,
+            "minima": local_minima(problem, reach),
+        }
     return examples
 
 
-def pso_share(methods: Mapping[tuple[str, str], Mapping[str, int]], network: str) -> list[bool]:
+def pso_share(
+    methods: Mapping[tuple[str, str], Mapping[str, int]], network: str
+) -> list[bool]:
     """One bool per label of ``network`` in :func:`label_recovery_table`'s ``methods``: whether the λ search
     needed particle swarm optimisation (App. E: L-BFGS from ±1 found no λ below the acceptance bar)."""
     counts = [used for (name, _), used in methods.items() if name == network]
     return [True] * sum(c.get("pso", 0) for c in counts) + [False] * sum(
-        n for c in counts for m, n in c.items() if m != "pso")
+        n for c in counts for m, n in c.items() if m != "pso"
+    )
 
 
 def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
@@ -157,12 +206,17 @@ def fcn_inversion(fcn: nn.Module, sample: Sample, n: int, kind: str):
         truths.append(x)
     truths, reconstructions = torch.cat(truths), torch.cat(reconstructions)
     lp = lpips_or_none(reconstructions.clamp(0, 1), truths)
-    scores = (float(ssim(reconstructions, truths).mean()), float(psnr(reconstructions, truths).mean()),
-              None if lp is None else float(lp.mean()))
+    scores = (
+        float(ssim(reconstructions, truths).mean()),
+        float(psnr(reconstructions, truths).mean()),
+        None if lp is None else float(lp.mean()),
+    )
     return truths, reconstructions, scores
 
 
-def noise_table(model: nn.Module, sample: Sample, cfg, generator: torch.Generator, device="cpu"):
+def noise_table(
+    model: nn.Module, sample: Sample, cfg, generator: torch.Generator, device="cpu"
+):
     """Table 5: Gaussian noise of each variance in ``cfg.noise_variances`` on the last-layer gradient of
     ``cfg.noise_samples`` smoothed labels, λ searched by PSO only up to ``cfg.noise_bound``.
 
@@ -178,12 +232,25 @@ def noise_table(model: nn.Module, sample: Sample, cfg, generator: torch.Generato
             x, y, k = sample("smoothing", index)
             clean = observed(model, x, y, device)[-1]
             signal.append(float(clean.pow(2).mean().sqrt()))
-            grad = add_gaussian_noise([clean], math.sqrt(variance), generator=generator)[0]
-            result = recover_soft_label(model.fc, grad, exclude_top=k, seed=index, bound=cfg.noise_bound, search="pso")
+            grad = add_gaussian_noise(
+                [clean], math.sqrt(variance), generator=generator
+            )[0]
+            result = recover_soft_label(
+                model.fc,
+                grad,
+                exclude_top=k,
+                seed=index,
+                bound=cfg.noise_bound,
+                search="pso",
+            )
             lam_star = true_lambda(model, x.to(device), y, result.row)
             gaps.append(abs(result.lam - lam_star))
             errors.append(label_l1(result.label, y))
             hits.append(gaps[-1] < 0.1 * abs(lam_star))
-        table[variance] = (100 * float(np.mean(hits)), float(np.mean(gaps)), float(np.mean(errors)))
+        table[variance] = (
+            100 * float(np.mean(hits)),
+            float(np.mean(gaps)),
+            float(np.mean(errors)),
+        )
         samples[variance] = {"hits": hits, "gaps": gaps}
     return table, signal, samples

@@ -1,6 +1,7 @@
 """Chapter 02's figures (Wang, Liang & He, ICLR 2024): the λ landscape (Fig. 1), the FCN reconstructions
 (Table 6) and the reduced Table 3's reconstructions, each readable at page width
 (:func:`gitutor.viz.legible`: text at least the body's size, no hidden titles)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,13 +13,22 @@ from gitutor.labels import LambdaProblem
 from gitutor.viz import legible, show_grid
 
 
-def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float] | Mapping], curve_lambdas):
+def plot_landscapes(
+    landscapes: Mapping[str, tuple[LambdaProblem, object, float] | Mapping],
+    curve_lambdas,
+):
     """Fig. 1: Eq. 5's loss against λ per network, ``{name: (problem, SoftLabelResult, true λ)}`` (or the dicts of
     :func:`~gitutor.chapters.idlg_soft_labels.experiments.landscape_examples`), on a ``curve_lambdas = (low, high, steps)``
     grid widened to 1.3 |recovered λ| (|λ| > 0.5). Returns the figure."""
-    landscapes = {name: (v["problem"], v["result"], v["lam_star"]) if isinstance(v, Mapping) else v
-                  for name, v in landscapes.items()}
-    fig, axes = plt.subplots(1, len(landscapes), figsize=(5.5 * len(landscapes), 5.0), squeeze=False)
+    landscapes = {
+        name: (v["problem"], v["result"], v["lam_star"])
+        if isinstance(v, Mapping)
+        else v
+        for name, v in landscapes.items()
+    }
+    fig, axes = plt.subplots(
+        1, len(landscapes), figsize=(5.5 * len(landscapes), 5.0), squeeze=False
+    )
     for ax, (name, (problem, result, lam_star)) in zip(axes[0], landscapes.items()):
         _, high, steps = curve_lambdas
         reach = max(high, 1.3 * abs(result.lam))
@@ -26,9 +36,17 @@ def plot_landscapes(landscapes: Mapping[str, tuple[LambdaProblem, object, float]
         grid = grid[grid.abs() > 0.5]
         ax.semilogy(grid, problem.loss(grid).clamp_min(1e-14), lw=1)
         ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
-        ax.plot([result.lam], [max(result.loss, 1e-14)], "r*", ms=12, label=f"recovered ({result.method}) {result.lam:.3f}")
+        ax.plot(
+            [result.lam],
+            [max(result.loss, 1e-14)],
+            "r*",
+            ms=12,
+            label=f"recovered ({result.method}) {result.lam:.3f}",
+        )
         ax.set(title=name, xlabel="λ", ylabel="1000 · label variance (Eq. 5)")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)  # below: clear of the star
+        ax.legend(
+            loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False
+        )  # below: clear of the star
     return legible(fig)
 
 
@@ -43,12 +61,16 @@ def fcn_grid(runs: Mapping[str, tuple[torch.Tensor, torch.Tensor, object]]):
     if not runs:
         raise ValueError("runs must hold at least one augmentation")
     n = len(next(iter(runs.values()))[0])
-    images = torch.cat([t for truths, recovered, _ in runs.values() for t in (truths, recovered)])
-    titles = [f"{kind}\n{what}" if i == 0 else "" for kind in runs for what in ("truth", "recovered")
-              for i in range(n)]  # a row's name on its first image
+    images = torch.cat(
+        [t for truths, recovered, _ in runs.values() for t in (truths, recovered)]
+    )
+    titles = [
+        f"{kind}\n{what}" if i == 0 else ""
+        for kind in runs
+        for what in ("truth", "recovered")
+        for i in range(n)
+    ]  # a row's name on its first image
     return legible(show_grid(images, titles=titles, ncols=n, scale=1.4))
-
-
 
 
 def table3_grid(matching: Mapping, settings, recognisable: float):
@@ -64,9 +86,13 @@ def table3_grid(matching: Mapping, settings, recognisable: float):
         raise ValueError("matching holds no images")
     titles = []
     for kind in matching["first"]:
-        titles += [f"{kind}\ntruth"] + [f"{s.replace(' / ', ' ')}\n{matching['scores'][kind, s][0][0]:.1f} dB "
-                                         f"{'✓' if matching['scores'][kind, s][0][0] >= recognisable else '✗'}"
-                                         for s in settings]
+        titles += [f"{kind}\ntruth"] + [
+            f"{s.replace(' / ', ' ')}\n{matching['scores'][kind, s][0][0]:.1f} dB "
+            f"{'✓' if matching['scores'][kind, s][0][0] >= recognisable else '✗'}"
+            for s in settings
+        ]
     images = torch.cat(matching["images"]).clamp(0, 1)
-    columns = (len(settings) + 1) // 2 if len(settings) % 2 else len(settings) + 1  # two lines per kind
+    columns = (
+        (len(settings) + 1) // 2 if len(settings) % 2 else len(settings) + 1
+    )  # two lines per kind
     return legible(show_grid(images, titles=titles, ncols=columns, scale=1.8))

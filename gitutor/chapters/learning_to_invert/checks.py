@@ -13,6 +13,7 @@
 Intervals of MSE lie in [0, 1] (:func:`gitutor.stats.interval` with ``bounds``); paired differences
 come from :func:`gitutor.paired.paired_difference`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,9 @@ from gitutor.tables import markdown_table
 DEFENDED = ("sign", "prune", "gauss")
 
 
-def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batch_size: int = 1) -> dict:
+def paired_comparison(
+    cells: Mapping, model: str, names: Mapping[str, str], batch_size: int = 1
+) -> dict:
     """LTI against Inverting Gradients (and, where it ran, DLG) per defense on the target batches all attacked
     (:meth:`~gitutor.chapters.learning_to_invert.experiments.Comparison.per_batch_mse`), paired.
 
@@ -56,17 +59,39 @@ def paired_comparison(cells: Mapping, model: str, names: Mapping[str, str], batc
             verdicts[b][d] = compare_paired(errors["LTI"], errors[b], ("LTI", b))
     n = intervals[next(iter(names)), "IG"].n
     columns = [*methods, *(f"LTI − {b}" for b in baselines)]
-    table = markdown_table(["defense", *columns[:len(methods)], *(f"{c} (paired)" for c in columns[len(methods):]),
-                            *(f"LTI vs {b}" for b in baselines)],
-                           [[names[d], *(format_interval(intervals[d, c], 4, count=False) for c in columns),
-                             *(verdicts[b][d] for b in baselines)] for d in names])
-    return {"intervals": intervals, "verdicts": verdicts["IG"], "dlg_verdicts": verdicts.get("DLG", {}), "n": n,
-            "table": table, "wins": sum(verdicts["IG"][d] == "LTI < IG" for d in DEFENDED),
-            "defended": "; ".join(f"{names[d]}: {verdicts['IG'][d]}" for d in DEFENDED)}
+    table = markdown_table(
+        [
+            "defense",
+            *columns[: len(methods)],
+            *(f"{c} (paired)" for c in columns[len(methods) :]),
+            *(f"LTI vs {b}" for b in baselines),
+        ],
+        [
+            [
+                names[d],
+                *(format_interval(intervals[d, c], 4, count=False) for c in columns),
+                *(verdicts[b][d] for b in baselines),
+            ]
+            for d in names
+        ],
+    )
+    return {
+        "intervals": intervals,
+        "verdicts": verdicts["IG"],
+        "dlg_verdicts": verdicts.get("DLG", {}),
+        "n": n,
+        "table": table,
+        "wins": sum(verdicts["IG"][d] == "LTI < IG" for d in DEFENDED),
+        "defended": "; ".join(f"{names[d]}: {verdicts['IG'][d]}" for d in DEFENDED),
+    }
 
 
-def smallest_aux_paired(errors: Mapping[str, Sequence[Sequence[float]]], cells: Mapping, model: str,
-                        names: Mapping[str, str]) -> dict:
+def smallest_aux_paired(
+    errors: Mapping[str, Sequence[Sequence[float]]],
+    cells: Mapping,
+    model: str,
+    names: Mapping[str, str],
+) -> dict:
     """Does g_θ trained on the smallest auxiliary set still beat IG? Per defense of :data:`DEFENDED`, the
     paired differences of its per-target MSE (``errors[d][0]``, every held-out target, from
     :func:`~gitutor.chapters.learning_to_invert.experiments.aux_size_errors`) and IG's on the targets IG attacked.
@@ -77,9 +102,12 @@ def smallest_aux_paired(errors: Mapping[str, Sequence[Sequence[float]]], cells: 
     verdicts = {}
     for d in DEFENDED:
         ig = cells[model, 1, d].per_batch_mse("IG")
-        verdicts[d] = compare_paired(errors[d][0][:len(ig)], ig, ("LTI", "IG"))
-    return {"verdicts": verdicts, "wins": sum(v == "LTI < IG" for v in verdicts.values()),
-            "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED)}
+        verdicts[d] = compare_paired(errors[d][0][: len(ig)], ig, ("LTI", "IG"))
+    return {
+        "verdicts": verdicts,
+        "wins": sum(v == "LTI < IG" for v in verdicts.values()),
+        "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED),
+    }
 
 
 def held_out_errors(cell) -> list[float]:
@@ -87,8 +115,15 @@ def held_out_errors(cell) -> list[float]:
     return mse(cell.lti_images[:, 0], cell.truth[:, 0]).tolist()
 
 
-def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: torch.Tensor, cells: Mapping,
-                      model: str, names: Mapping[str, str], defenses: Sequence[str] = ("none", "sign")) -> dict:
+def input_scale_check(
+    setup,
+    aux_features: Mapping[str, torch.Tensor],
+    aux_x: torch.Tensor,
+    cells: Mapping,
+    model: str,
+    names: Mapping[str, str],
+    defenses: Sequence[str] = ("none", "sign"),
+) -> dict:
     """Why can the undefended g_θ be *worse* than the sign-compressed one? For each of ``defenses``:
     the mean size of a gradient-feature coordinate (``aux_features[d]`` ``(N, k)``), and the held-out
     MSE of g_θ trained on the raw features (as Wu et al.), of Table 1's g_θ (input standardised,
@@ -105,8 +140,11 @@ def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: to
     other two are trained here.
     """
     cfg = setup.cfg
-    variants = {"raw": cfg.replace(standardise=False), "standardised": cfg.replace(standardise=True),
-                "longer": cfg.replace(standardise=True, epochs=2 * cfg.epochs)}
+    variants = {
+        "raw": cfg.replace(standardise=False),
+        "standardised": cfg.replace(standardise=True),
+        "longer": cfg.replace(standardise=True, epochs=2 * cfg.epochs),
+    }
     table1 = "standardised" if cfg.standardise else "raw"
     errors = {kind: {} for kind in variants}
     for d in defenses:
@@ -115,36 +153,71 @@ def input_scale_check(setup, aux_features: Mapping[str, torch.Tensor], aux_x: to
         for kind, variant in variants.items():
             if kind == table1:
                 continue
-            other = type(setup)(variant, setup.seed, setup.device, setup.progress, setup.image_shape)
+            other = type(setup)(
+                variant, setup.seed, setup.device, setup.progress, setup.image_shape
+            )
             inversion, _ = other.fit(aux_features[d], aux_x[:, None], 1)
-            errors[kind][d] = mse(reconstruct(inversion, observed).images[:, 0], truth).tolist()
+            errors[kind][d] = mse(
+                reconstruct(inversion, observed).images[:, 0], truth
+            ).tolist()
     size = {d: float(aux_features[d].abs().mean()) for d in defenses}
-    summary = {kind: {d: interval(errors[kind][d], bounds=(0.0, 1.0)) for d in defenses} for kind in errors}
+    summary = {
+        kind: {d: interval(errors[kind][d], bounds=(0.0, 1.0)) for d in defenses}
+        for kind in errors
+    }
     first, second = defenses[0], defenses[1]
-    verdicts = {kind: compare_paired(errors[kind][first], errors[kind][second], (first, second)) for kind in errors}
-    header = ["defense", "mean abs. feature", f"raw, {cfg.epochs} epochs", f"standardised, {cfg.epochs}",
-              f"standardised, {2 * cfg.epochs}"]
+    verdicts = {
+        kind: compare_paired(errors[kind][first], errors[kind][second], (first, second))
+        for kind in errors
+    }
+    header = [
+        "defense",
+        "mean abs. feature",
+        f"raw, {cfg.epochs} epochs",
+        f"standardised, {cfg.epochs}",
+        f"standardised, {2 * cfg.epochs}",
+    ]
     header[2 if table1 == "raw" else 3] += " (Table 1)"
-    rows = [[names[d], f"{size[d]:.3f}", *(format_interval(summary[k][d], 4, count=False) for k in errors)]
-            for d in defenses]
+    rows = [
+        [
+            names[d],
+            f"{size[d]:.3f}",
+            *(format_interval(summary[k][d], 4, count=False) for k in errors),
+        ]
+        for d in defenses
+    ]
     rows.append([f"paired {first} − {second}", "", *(verdicts[k] for k in errors)])
     anomaly, a, b = f"{first} > {second}", f"“{names[first]}”", f"“{names[second]}”"
     if verdicts["raw"] == anomaly and verdicts["longer"] != anomaly:
-        sentence = (f"The inverse for {a} is the slower one to train: with twice the epochs the gap is no longer "
-                    f"resolved, so here a lower MSE under {b} says how far training has got, not that the defense "
-                    "helps the attacker.")
+        sentence = (
+            f"The inverse for {a} is the slower one to train: with twice the epochs the gap is no longer "
+            f"resolved, so here a lower MSE under {b} says how far training has got, not that the defense "
+            "helps the attacker."
+        )
     elif verdicts["longer"] == anomaly:
-        sentence = (f"Even with twice the epochs the inverse for {a} stays behind the one for {b}: in this run "
-                    f"{b} does not hurt LTI, and the rest of the gap is not explained by the input's size or "
-                    "the training length measured here.")
+        sentence = (
+            f"Even with twice the epochs the inverse for {a} stays behind the one for {b}: in this run "
+            f"{b} does not hurt LTI, and the rest of the gap is not explained by the input's size or "
+            "the training length measured here."
+        )
     else:
-        sentence = f"Here the inverse for {a} is not behind the one for {b} beyond noise."
-    return {"size": size, **summary, "verdicts": verdicts, "table": markdown_table(header, rows),
-            "sentence": sentence}
+        sentence = (
+            f"Here the inverse for {a} is not behind the one for {b} beyond noise."
+        )
+    return {
+        "size": size,
+        **summary,
+        "verdicts": verdicts,
+        "table": markdown_table(header, rows),
+        "sentence": sentence,
+    }
 
 
-def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], reference: Sequence[float],
-                  names: Mapping[str, str]) -> dict:
+def ood_reference(
+    table2_errors: Mapping[str, Mapping[str, Sequence[float]]],
+    reference: Sequence[float],
+    names: Mapping[str, str],
+) -> dict:
     """Table 2 against the mean-image reference: per defense and auxiliary set, the paired per-target
     differences MSE(LTI) − MSE(mean OOD auxiliary image) (``reference``, per target).
 
@@ -154,35 +227,60 @@ def ood_reference(table2_errors: Mapping[str, Mapping[str, Sequence[float]]], re
         the reference row), ``beats`` ``{variant: how many defenses beat the reference}`` and
         ``sentence`` (what that says, for the page; the last variant is LTI-OOD).
     """
-    words = {"LTI < mean": "beats the mean image", "LTI > mean": "worse than the mean image"}
+    words = {
+        "LTI < mean": "beats the mean image",
+        "LTI > mean": "worse than the mean image",
+    }
     variants = list(next(iter(table2_errors.values())))
     verdicts, cells = {}, {}
     for d, by_variant in table2_errors.items():
         for v in variants:
             verdict = compare_paired(by_variant[v], reference, ("LTI", "mean"))
             verdicts[d, v] = words.get(verdict, verdict)
-            cells[d, v] = f"{format_interval(interval(by_variant[v], bounds=(0.0, 1.0)), 4, count=False)}: {verdicts[d, v]}"
+            cells[d, v] = (
+                f"{format_interval(interval(by_variant[v], bounds=(0.0, 1.0)), 4, count=False)}: {verdicts[d, v]}"
+            )
     ref = interval(reference, bounds=(0.0, 1.0))
     rows = [[v] + [cells[d, v] for d in table2_errors] for v in variants]
-    rows.append(["mean OOD auxiliary image (ignores the gradient)"]
-                + [format_interval(ref, 4, count=False)] * len(table2_errors))
+    rows.append(
+        ["mean OOD auxiliary image (ignores the gradient)"]
+        + [format_interval(ref, 4, count=False)] * len(table2_errors)
+    )
     table = markdown_table(["auxiliary set", *(names[d] for d in table2_errors)], rows)
-    beats = {v: sum(verdicts[d, v] == words["LTI < mean"] for d in table2_errors) for v in variants}
+    beats = {
+        v: sum(verdicts[d, v] == words["LTI < mean"] for d in table2_errors)
+        for v in variants
+    }
     n, lti_ood = len(table2_errors), variants[-1]
     if beats[lti_ood] == n:
         sentence = "So LTI-OOD reads something about targets of classes it never saw under every defense."
     elif beats[lti_ood] == 0:
-        sentence = ("So under no defense does LTI-OOD beat the image that ignores the gradient: an inverse "
-                    "trained on the other digits draws their strokes, and for a digit it never saw that is "
-                    "no closer than the blurry mean image.")
+        sentence = (
+            "So under no defense does LTI-OOD beat the image that ignores the gradient: an inverse "
+            "trained on the other digits draws their strokes, and for a digit it never saw that is "
+            "no closer than the blurry mean image."
+        )
     else:
-        sentence = (f"So LTI-OOD reads something about targets of unseen classes under {beats[lti_ood]} of the "
-                    f"{n} defenses, and under the others no more than the image that ignores the gradient.")
-    return {"verdicts": verdicts, "reference": ref, "table": table, "beats": beats, "sentence": sentence}
+        sentence = (
+            f"So LTI-OOD reads something about targets of unseen classes under {beats[lti_ood]} of the "
+            f"{n} defenses, and under the others no more than the image that ignores the gradient."
+        )
+    return {
+        "verdicts": verdicts,
+        "reference": ref,
+        "table": table,
+        "beats": beats,
+        "sentence": sentence,
+    }
 
 
-def recognisable(cells: Mapping, model: str, names: Mapping[str, str], targets: torch.Tensor,
-                 threshold: float = RECOGNISABLE_PSNR) -> dict:
+def recognisable(
+    cells: Mapping,
+    model: str,
+    names: Mapping[str, str],
+    targets: torch.Tensor,
+    threshold: float = RECOGNISABLE_PSNR,
+) -> dict:
     """The book's "recognisable" (PSNR ≥ ``threshold`` dB, :mod:`gitutor.controls`) on the B = 1 targets the
     attacks reconstructed, checked first against the controls on the chapter's own ``targets`` ``(N, C, H, W)``
     (mean colour, 4×4 thumbnail, batch mean, a different digit); beside it the count of reconstructions
@@ -203,17 +301,51 @@ def recognisable(cells: Mapping, model: str, names: Mapping[str, str], targets: 
     best = check_threshold(scores, threshold)
     first = cells[model, 1, next(iter(names))]
     methods = ("IG", "DLG", "LTI") if first.dlg_images is not None else ("IG", "LTI")
-    truth = first.truth[:len(first.ig_images), 0]
-    floor = torch.stack(list(control_scores(truth).values())).max(0).values  # best control per target
+    truth = first.truth[: len(first.ig_images), 0]
+    floor = (
+        torch.stack(list(control_scores(truth).values())).max(0).values
+    )  # best control per target
     counts, above, n = {}, {}, len(truth)
     for d in names:
         for method in methods:
-            found = torch.tensor([float(psnr(r, x).min()) for r, x in cells[model, 1, d].matched(method)])
-            counts[d, method], above[d, method] = int((found >= threshold).sum()), int((found > floor).sum())
-    table = markdown_table(["method", *(f"{v}: ≥ {threshold:.0f} dB / above its controls" for v in names.values())],
-                           [[m, *(f"{counts[d, m]} / {n} · {above[d, m]} / {n}" for d in names)] for m in methods])
-    controls = {k: {"median": float(np.median(v.numpy())), "max": float(v.max())} for k, v in scores.items()}
-    controls_table = markdown_table([f"control ({len(targets)} held-out digits)", "median PSNR (dB)", "max PSNR (dB)"],
-                                    [[k, f"{c['median']:.1f}", f"{c['max']:.1f}"] for k, c in controls.items()])
-    return {"controls": controls, "best_control": best, "counts": counts, "above_controls": above, "n": n,
-            "table": table, "controls_table": controls_table}
+            found = torch.tensor(
+                [float(psnr(r, x).min()) for r, x in cells[model, 1, d].matched(method)]
+            )
+            counts[d, method], above[d, method] = (
+                int((found >= threshold).sum()),
+                int((found > floor).sum()),
+            )
+    table = markdown_table(
+        [
+            "method",
+            *(
+                f"{v}: ≥ {threshold:.0f} dB / above its controls"
+                for v in names.values()
+            ),
+        ],
+        [
+            [m, *(f"{counts[d, m]} / {n} · {above[d, m]} / {n}" for d in names)]
+            for m in methods
+        ],
+    )
+    controls = {
+        k: {"median": float(np.median(v.numpy())), "max": float(v.max())}
+        for k, v in scores.items()
+    }
+    controls_table = markdown_table(
+        [
+            f"control ({len(targets)} held-out digits)",
+            "median PSNR (dB)",
+            "max PSNR (dB)",
+        ],
+        [[k, f"{c['median']:.1f}", f"{c['max']:.1f}"] for k, c in controls.items()],
+    )
+    return {
+        "controls": controls,
+        "best_control": best,
+        "counts": counts,
+        "above_controls": above,
+        "n": n,
+        "table": table,
+        "controls_table": controls_table,
+    }

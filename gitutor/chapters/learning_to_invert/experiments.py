@@ -9,6 +9,7 @@ what the server sees of the targets through :func:`~gitutor.federated.case.defen
 :func:`lti_vs_ig` is one cell of Table 1, :func:`aux_size_errors` one curve of Fig. 3a and
 :func:`ood_errors` one column of Table 2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,12 @@ import torch
 from torch import nn
 
 from gitutor.attacks import FeatureHasher, InversionMLP, dlg, make_gradient_dataset
-from gitutor.attacks.lti import aggregate_batches, gradient_features, reconstruct, train_inversion_model
+from gitutor.attacks.lti import (
+    aggregate_batches,
+    gradient_features,
+    reconstruct,
+    train_inversion_model,
+)
 from gitutor.chapters.learning_to_invert.tuning import run_ig
 from gitutor.data import digits, torchvision_images
 from gitutor.federated import Defense, gradient_dimension
@@ -31,8 +37,9 @@ from gitutor.seeding import make_generator
 BUNDLED = "bundled"
 
 
-def load_split(cfg, seed: int, data_root: str | Path = "data"
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def load_split(
+    cfg, seed: int, data_root: str | Path = "data"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The auxiliary set and the held-out targets: ``(aux_x, aux_y, target_x, target_y)``.
 
     ``cfg.dataset == "digits"`` or ``data_root == "bundled"``: scikit-learn's digits at
@@ -51,13 +58,31 @@ def load_split(cfg, seed: int, data_root: str | Path = "data"
     if cfg.dataset == "digits" or str(data_root) == BUNDLED:
         images, labels = digits(size=cfg.image_size, channels=cfg.channels)
         if not 0 < cfg.n_heldout < len(images):
-            raise ValueError(f"n_heldout must be in [1, {len(images) - 1}] for the digits, got {cfg.n_heldout!r}")
+            raise ValueError(
+                f"n_heldout must be in [1, {len(images) - 1}] for the digits, got {cfg.n_heldout!r}"
+            )
         order = torch.randperm(len(images), generator=make_generator(seed))
-        held_out, auxiliary = order[:cfg.n_heldout], order[cfg.n_heldout:][:cfg.n_aux]
+        held_out, auxiliary = (
+            order[: cfg.n_heldout],
+            order[cfg.n_heldout :][: cfg.n_aux],
+        )
         return images[auxiliary], labels[auxiliary], images[held_out], labels[held_out]
-    aux = torchvision_images(cfg.dataset, cfg.n_aux, root=data_root, train=True, size=cfg.image_size, seed=seed)
-    targets = torchvision_images(cfg.dataset, cfg.n_heldout, root=data_root, train=False, size=cfg.image_size,
-                                 seed=seed)
+    aux = torchvision_images(
+        cfg.dataset,
+        cfg.n_aux,
+        root=data_root,
+        train=True,
+        size=cfg.image_size,
+        seed=seed,
+    )
+    targets = torchvision_images(
+        cfg.dataset,
+        cfg.n_heldout,
+        root=data_root,
+        train=False,
+        size=cfg.image_size,
+        seed=seed,
+    )
     return (*aux, *targets)
 
 
@@ -69,10 +94,16 @@ def build_model(name: str, cfg, device: str | torch.device = "cpu") -> nn.Module
         ValueError: for another name.
     """
     if name == "lenet":
-        model = LeNet(num_classes=cfg.num_classes, in_channels=cfg.channels, image_size=cfg.image_size)
+        model = LeNet(
+            num_classes=cfg.num_classes,
+            in_channels=cfg.channels,
+            image_size=cfg.image_size,
+        )
         init_uniform_(model, a=cfg.init_a, generator=make_generator(cfg.model_seed))
     elif name == "resnet20":
-        model = resnet20(num_classes=cfg.num_classes, in_channels=cfg.channels, seed=cfg.model_seed)
+        model = resnet20(
+            num_classes=cfg.num_classes, in_channels=cfg.channels, seed=cfg.model_seed
+        )
     else:
         raise ValueError(f"name must be 'lenet' or 'resnet20', got {name!r}")
     return model.to(device)
@@ -96,8 +127,9 @@ class Setup:
     progress: bool
     image_shape: tuple[int, int, int]
 
-    def fit(self, features: torch.Tensor, batches: torch.Tensor, batch_size: int
-            ) -> tuple[InversionMLP, dict[str, list[float]]]:
+    def fit(
+        self, features: torch.Tensor, batches: torch.Tensor, batch_size: int
+    ) -> tuple[InversionMLP, dict[str, list[float]]]:
         """A fresh g_θ (hidden size ``cfg.hidden[batch_size]``) trained on ``features`` ``(N, in_dim)`` →
         ``batches`` ``(N, B, C, H, W)`` (Eq. 2–3), its input standardised when ``cfg.standardise``;
         returns it and its loss curves.
@@ -107,16 +139,37 @@ class Setup:
                 batch size without a hidden size in the profile.
         """
         cfg = self.cfg
-        inversion = InversionMLP(features.shape[1], self.image_shape, batch_size, cfg.hidden[batch_size],
-                                 seed=self.seed)
-        history = train_inversion_model(inversion, features, batches, epochs=cfg.epochs, lr=cfg.lr,
-                                        batch_size=cfg.train_batch, val_fraction=cfg.val_fraction,
-                                        lr_drop_at=cfg.lr_drop_at, seed=self.seed, device=self.device,
-                                        progress=self.progress, standardise=cfg.standardise)
+        inversion = InversionMLP(
+            features.shape[1],
+            self.image_shape,
+            batch_size,
+            cfg.hidden[batch_size],
+            seed=self.seed,
+        )
+        history = train_inversion_model(
+            inversion,
+            features,
+            batches,
+            epochs=cfg.epochs,
+            lr=cfg.lr,
+            batch_size=cfg.train_batch,
+            val_fraction=cfg.val_fraction,
+            lr_drop_at=cfg.lr_drop_at,
+            seed=self.seed,
+            device=self.device,
+            progress=self.progress,
+            standardise=cfg.standardise,
+        )
         return inversion, history
 
-    def ig(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-           defense_name: str) -> torch.Tensor:
+    def ig(
+        self,
+        model: nn.Module,
+        observed: list[torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        defense_name: str,
+    ) -> torch.Tensor:
         """Defense-aware Inverting Gradients on one observed gradient of the batch ``x`` ``(B, C, H, W)``
         with known labels ``y``, at ``cfg.ig_iterations`` and the settings ``cfg.ig_settings[defense_name]``
         (:func:`~gitutor.chapters.learning_to_invert.tuning.run_ig`), tuned for B = 1: a batch (B > 1) runs
@@ -127,22 +180,51 @@ class Setup:
         """
         settings = self.cfg.ig_settings[defense_name]
         settings = settings if len(x) == 1 else {**settings, "restarts": 1}
-        return run_ig(model, observed, x, y, defense_name, self.cfg.ig_iterations, settings, self.seed,
-                      self.progress)
+        return run_ig(
+            model,
+            observed,
+            x,
+            y,
+            defense_name,
+            self.cfg.ig_iterations,
+            settings,
+            self.seed,
+            self.progress,
+        )
 
-    def dlg(self, model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def dlg(
+        self,
+        model: nn.Module,
+        observed: list[torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+    ) -> torch.Tensor:
         """DLG (Zhu et al. 2019, Alg. 1) with the labels known (the iDLG setting, as IG is given them): L-BFGS
         on the L2 distance to the observed (defended) gradient for ``cfg.dlg_iterations`` steps, stopped once
         it is below ``cfg.dlg_stop_loss``; the image clamped to the pixel box [0, 1] for scoring (DLG itself
         does not clamp). Returns ``(1, B, C, H, W)``."""
-        result = dlg(model, observed, tuple(x.shape), self.cfg.num_classes, labels=y.to(observed[0].device),
-                     iterations=self.cfg.dlg_iterations, stop_loss=self.cfg.dlg_stop_loss, seed=self.seed,
-                     progress=self.progress)
+        result = dlg(
+            model,
+            observed,
+            tuple(x.shape),
+            self.cfg.num_classes,
+            labels=y.to(observed[0].device),
+            iterations=self.cfg.dlg_iterations,
+            stop_loss=self.cfg.dlg_stop_loss,
+            seed=self.seed,
+            progress=self.progress,
+        )
         return result.images.clamp(0, 1)[None]
 
 
-def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | None, images: torch.Tensor,
-            labels: torch.Tensor, batch_size: int) -> tuple[torch.Tensor, list[list[torch.Tensor]], torch.Tensor]:
+def observe(
+    model: nn.Module,
+    hasher: FeatureHasher | None,
+    defense: Defense | None,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int,
+) -> tuple[torch.Tensor, list[list[torch.Tensor]], torch.Tensor]:
     """What the server sees of the targets: consecutive groups of ``batch_size`` clients with one image
     each send defended gradients, the server receives their mean
     (:func:`~gitutor.federated.case.defended_clients_case`, §3.1).
@@ -155,13 +237,23 @@ def observe(model: nn.Module, hasher: FeatureHasher | None, defense: Defense | N
         ValueError: if ``batch_size`` is not in [1, N]; as ``defended_clients_case``.
     """
     if not 1 <= batch_size <= len(images):
-        raise ValueError(f"batch_size must be in [1, {len(images)}], got {batch_size!r}")
+        raise ValueError(
+            f"batch_size must be in [1, {len(images)}], got {batch_size!r}"
+        )
     device = next(model.parameters()).device
     n = len(images) // batch_size
     groups = torch.arange(n * batch_size).view(n, batch_size)
-    observed = [defended_clients_case(model, images[g].to(device), labels[g].to(device), defense).update
-                for g in groups]
-    return groups, observed, torch.stack([gradient_features(o, hasher) for o in observed])
+    observed = [
+        defended_clients_case(
+            model, images[g].to(device), labels[g].to(device), defense
+        ).update
+        for g in groups
+    ]
+    return (
+        groups,
+        observed,
+        torch.stack([gradient_features(o, hasher) for o in observed]),
+    )
 
 
 @dataclass(frozen=True)
@@ -201,15 +293,29 @@ class Comparison:
         Raises:
             ValueError: for a method other than ``"IG"``, ``"DLG"`` or ``"LTI"``, or DLG in a cell without it.
         """
-        if method not in ("IG", "DLG", "LTI") or (method == "DLG" and self.dlg_images is None):
-            raise ValueError(f"method must be 'IG', 'LTI' or (B = 1) 'DLG', got {method!r}")
-        images = {"IG": self.ig_images, "DLG": self.dlg_images}.get(method, self.lti_images[:len(self.ig_images)])
-        return [(match_batch(r, x), x) for r, x in zip(images, self.truth[:len(images)])]
+        if method not in ("IG", "DLG", "LTI") or (
+            method == "DLG" and self.dlg_images is None
+        ):
+            raise ValueError(
+                f"method must be 'IG', 'LTI' or (B = 1) 'DLG', got {method!r}"
+            )
+        images = {"IG": self.ig_images, "DLG": self.dlg_images}.get(
+            method, self.lti_images[: len(self.ig_images)]
+        )
+        return [
+            (match_batch(r, x), x) for r, x in zip(images, self.truth[: len(images)])
+        ]
 
 
-def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defense: Defense,
-              aux: tuple[torch.Tensor, torch.Tensor], targets: tuple[torch.Tensor, torch.Tensor], batch_size: int
-              ) -> Comparison:
+def lti_vs_ig(
+    setup: Setup,
+    model: nn.Module,
+    hasher: FeatureHasher | None,
+    defense: Defense,
+    aux: tuple[torch.Tensor, torch.Tensor],
+    targets: tuple[torch.Tensor, torch.Tensor],
+    batch_size: int,
+) -> Comparison:
     """Table 1, one model × defense × B: train g_θ on the aggregated auxiliary ``(features, batches)``
     (B = 1 pairs from :func:`~gitutor.attacks.make_gradient_dataset`; ``cfg.b4_batches`` random
     B-batches for B > 1), observe the targets ``(images, labels)`` (:func:`observe`), reconstruct all
@@ -220,26 +326,64 @@ def lti_vs_ig(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defe
         ValueError: as :func:`observe`, :func:`~gitutor.attacks.lti.aggregate_batches` and the attacks.
     """
     cfg, (target_x, target_y) = setup.cfg, targets
-    groups, observed, features = observe(model, hasher, defense, target_x, target_y, batch_size)
-    train_f, train_b = aggregate_batches(*aux, batch_size, num_batches=None if batch_size == 1 else cfg.b4_batches,
-                                         seed=setup.seed)
+    groups, observed, features = observe(
+        model, hasher, defense, target_x, target_y, batch_size
+    )
+    train_f, train_b = aggregate_batches(
+        *aux,
+        batch_size,
+        num_batches=None if batch_size == 1 else cfg.b4_batches,
+        seed=setup.seed,
+    )
     inversion, history = setup.fit(train_f, train_b, batch_size)
     lti_images = reconstruct(inversion, features, device=setup.device).images
     n_ig = cfg.n_ig_targets if batch_size == 1 else cfg.n_ig_batches
-    ig_images = torch.cat([setup.ig(model, observed[i], target_x[groups[i]], target_y[groups[i]], defense.name)
-                           for i in range(n_ig)])
-    dlg_images = None if batch_size > 1 else torch.cat(
-        [setup.dlg(model, observed[i], target_x[groups[i]], target_y[groups[i]]) for i in range(n_ig)]).cpu()
+    ig_images = torch.cat(
+        [
+            setup.ig(
+                model,
+                observed[i],
+                target_x[groups[i]],
+                target_y[groups[i]],
+                defense.name,
+            )
+            for i in range(n_ig)
+        ]
+    )
+    dlg_images = (
+        None
+        if batch_size > 1
+        else torch.cat(
+            [
+                setup.dlg(model, observed[i], target_x[groups[i]], target_y[groups[i]])
+                for i in range(n_ig)
+            ]
+        ).cpu()
+    )
     truth = target_x[groups]
-    scores = {"IG": score_batch(ig_images, truth[:n_ig], lpips=True),
-              **({} if dlg_images is None else {"DLG": score_batch(dlg_images, truth[:n_ig], lpips=True)}),
-              "LTI": score_batch(lti_images[:n_ig], truth[:n_ig], lpips=True),
-              "LTI (all held-out)": score_batch(lti_images, truth, lpips=True)}
-    return Comparison(scores, history, ig_images, lti_images, truth, features, dlg_images)
+    scores = {
+        "IG": score_batch(ig_images, truth[:n_ig], lpips=True),
+        **(
+            {}
+            if dlg_images is None
+            else {"DLG": score_batch(dlg_images, truth[:n_ig], lpips=True)}
+        ),
+        "LTI": score_batch(lti_images[:n_ig], truth[:n_ig], lpips=True),
+        "LTI (all held-out)": score_batch(lti_images, truth, lpips=True),
+    }
+    return Comparison(
+        scores, history, ig_images, lti_images, truth, features, dlg_images
+    )
 
 
-def aux_size_errors(setup: Setup, features: torch.Tensor, aux_x: torch.Tensor, sizes: list[int],
-                    target_features: torch.Tensor, target_x: torch.Tensor) -> list[list[float]]:
+def aux_size_errors(
+    setup: Setup,
+    features: torch.Tensor,
+    aux_x: torch.Tensor,
+    sizes: list[int],
+    target_features: torch.Tensor,
+    target_x: torch.Tensor,
+) -> list[list[float]]:
     """Fig. 3a for one defense: per size, g_θ (B = 1) trained on the first ``size`` auxiliary pairs
     (``features`` ``(N, d)``, ``aux_x`` ``(N, C, H, W)``) and the MSE of each held-out target.
 
@@ -251,13 +395,27 @@ def aux_size_errors(setup: Setup, features: torch.Tensor, aux_x: torch.Tensor, s
     errors = []
     for size in sizes:
         inversion, _ = setup.fit(features[:size], aux_x[:size, None], 1)
-        errors.append(mse(reconstruct(inversion, target_features, device=setup.device).images[:, 0], target_x).tolist())
+        errors.append(
+            mse(
+                reconstruct(inversion, target_features, device=setup.device).images[
+                    :, 0
+                ],
+                target_x,
+            ).tolist()
+        )
     return errors
 
 
-def ood_errors(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, defense: Defense,
-               ood: tuple[torch.Tensor, torch.Tensor], synthetic: tuple[torch.Tensor, torch.Tensor],
-               target_features: torch.Tensor, target_x: torch.Tensor) -> dict[str, list[float]]:
+def ood_errors(
+    setup: Setup,
+    model: nn.Module,
+    hasher: FeatureHasher | None,
+    defense: Defense,
+    ood: tuple[torch.Tensor, torch.Tensor],
+    synthetic: tuple[torch.Tensor, torch.Tensor],
+    target_features: torch.Tensor,
+    target_x: torch.Tensor,
+) -> dict[str, list[float]]:
     """Table 2 for one defense: per-target MSE on the targets of g_θ trained on the out-of-distribution
     auxiliary pairs ``ood`` = (features, images) alone, and with the DCT-Gaussian ``synthetic`` (images,
     labels) added (LTI-OOD, §4.1.2), whose defended gradients are computed here.
@@ -265,9 +423,16 @@ def ood_errors(setup: Setup, model: nn.Module, hasher: FeatureHasher | None, def
     Returns:
         ``{"LTI, OOD only": [mse per target], "LTI-OOD (+ DCT samples)": [...]}``.
     """
-    synthetic_features, _ = make_gradient_dataset(model, *synthetic, defense, 1, hasher=hasher)
-    variants = {"LTI, OOD only": ood,
-                "LTI-OOD (+ DCT samples)": (torch.cat([ood[0], synthetic_features]), torch.cat([ood[1], synthetic[0]]))}
+    synthetic_features, _ = make_gradient_dataset(
+        model, *synthetic, defense, 1, hasher=hasher
+    )
+    variants = {
+        "LTI, OOD only": ood,
+        "LTI-OOD (+ DCT samples)": (
+            torch.cat([ood[0], synthetic_features]),
+            torch.cat([ood[1], synthetic[0]]),
+        ),
+    }
     result = {}
     for variant, (features, images) in variants.items():
         inversion, _ = setup.fit(features, images[:, None], 1)

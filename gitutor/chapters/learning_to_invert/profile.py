@@ -18,75 +18,116 @@ the labels known on the same 16 targets for 10 L-BFGS steps.
 """
 
 QUICK = {
-    "torch_threads": 1,             # pinned: the same numbers on any core count (small MLP, shared CPU)
-    "dataset": "digits",            # sklearn digits, upscaled; the held-out images are never in the auxiliary set
+    "torch_threads": 1,  # pinned: the same numbers on any core count (small MLP, shared CPU)
+    "dataset": "digits",  # sklearn digits, upscaled; the held-out images are never in the auxiliary set
     "image_size": 16,
     "channels": 1,
     "num_classes": 10,
     "models": ["lenet"],
-    "model_seed": 1234,             # LeNet U(-0.5, 0.5) seed of the authors' code
+    "model_seed": 1234,  # LeNet U(-0.5, 0.5) seed of the authors' code
     "init_a": 0.5,
-    "n_aux": None,                  # None: every digit that is not held out (1 597)
-    "n_heldout": 200,               # held-out targets (LTI is scored on all of them)
-    "n_ig_targets": 16,             # B = 1 targets also attacked by Inverting Gradients (Table 1)
-    "n_ig_batches": 3,              # B = 4 batches attacked by Inverting Gradients
-    "hash_fraction": {"lenet": 0.25, "resnet20": 0.5},  # k / m of the feature hash (None: no hashing)
-    "hidden": {1: 192, 4: 256},     # MLP hidden size per batch size B
+    "n_aux": None,  # None: every digit that is not held out (1 597)
+    "n_heldout": 200,  # held-out targets (LTI is scored on all of them)
+    "n_ig_targets": 16,  # B = 1 targets also attacked by Inverting Gradients (Table 1)
+    "n_ig_batches": 3,  # B = 4 batches attacked by Inverting Gradients
+    "hash_fraction": {
+        "lenet": 0.25,
+        "resnet20": 0.5,
+    },  # k / m of the feature hash (None: no hashing)
+    "hidden": {1: 192, 4: 256},  # MLP hidden size per batch size B
     "batch_sizes": [1, 4],
-    "b4_batches": 800,              # aggregated B = 4 gradients made from the auxiliary set
-    "epochs": 30,                   # with the standardised input g_θ has levelled off (chapter 06's curves)
+    "b4_batches": 800,  # aggregated B = 4 gradients made from the auxiliary set
+    "epochs": 30,  # with the standardised input g_θ has levelled off (chapter 06's curves)
     "lr": 2e-3,
     "train_batch": 64,
     "val_fraction": 0.1,
     "lr_drop_at": 0.75,
-    "standardise": True,            # g_θ's input standardised with the auxiliary features' statistics
+    "standardise": True,  # g_θ's input standardised with the auxiliary features' statistics
     "prune_rate": 0.99,
     "sigma": 0.1,
-    "ig_iterations": 100,           # Table 1's budget; book/studies/06_ig_budget.json reruns IG at larger ones
+    "ig_iterations": 100,  # Table 1's budget; book/studies/06_ig_budget.json reruns IG at larger ones
     # IG per defense: tuned on 3 auxiliary images (benchmarks/ig_budget_06.py; tests check the record)
     "ig_settings": {
-        "none": {"tv_weight": 0.0001, "lr": 0.1, "lr_steps": True, "keep_best": False, "restarts": 3},
-        "sign": {"tv_weight": 0.001, "lr": 0.3, "lr_steps": True, "keep_best": True, "restarts": 1},
-        "prune": {"tv_weight": 0.001, "lr": 0.1, "lr_steps": True, "keep_best": False, "restarts": 3},
-        "gauss": {"tv_weight": 0.1, "lr": 0.3, "lr_steps": True, "keep_best": True, "restarts": 1},
+        "none": {
+            "tv_weight": 0.0001,
+            "lr": 0.1,
+            "lr_steps": True,
+            "keep_best": False,
+            "restarts": 3,
+        },
+        "sign": {
+            "tv_weight": 0.001,
+            "lr": 0.3,
+            "lr_steps": True,
+            "keep_best": True,
+            "restarts": 1,
+        },
+        "prune": {
+            "tv_weight": 0.001,
+            "lr": 0.1,
+            "lr_steps": True,
+            "keep_best": False,
+            "restarts": 3,
+        },
+        "gauss": {
+            "tv_weight": 0.1,
+            "lr": 0.3,
+            "lr_steps": True,
+            "keep_best": True,
+            "restarts": 1,
+        },
     },
-    "dlg_iterations": 10,           # DLG's own budget: undefended, 81-88 dB on 3 targets outside the table (5: 34-84)
-    "dlg_stop_loss": 1e-10,         # stop once the gradient distance is below this (DLG has found the image)
-    "aux_sizes": [100, 400],        # Fig. 3a: smaller auxiliary sets (the full set is added)
-    "ood_target_classes": [0, 1, 2, 3, 4],  # Table 2: targets from these classes, auxiliary set from the others
-    "grid_targets": 4,              # Fig. 2: images shown per defense
+    "dlg_iterations": 10,  # DLG's own budget: undefended, 81-88 dB on 3 targets outside the table (5: 34-84)
+    "dlg_stop_loss": 1e-10,  # stop once the gradient distance is below this (DLG has found the image)
+    "aux_sizes": [100, 400],  # Fig. 3a: smaller auxiliary sets (the full set is added)
+    "ood_target_classes": [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ],  # Table 2: targets from these classes, auxiliary set from the others
+    "grid_targets": 4,  # Fig. 2: images shown per defense
 }
 
 FULL = {
-    "torch_threads": None,          # leave torch's default (GPU run)
-    "dataset": "cifar10",           # from the notebook's DATA_ROOT
+    "torch_threads": None,  # leave torch's default (GPU run)
+    "dataset": "cifar10",  # from the notebook's DATA_ROOT
     "image_size": 32,
     "channels": 3,
     "num_classes": 10,
     "models": ["lenet", "resnet20"],
     "model_seed": 1234,
     "init_a": 0.5,
-    "n_aux": 50000,                 # CIFAR-10 train split
-    "n_heldout": 1000,              # random CIFAR-10 test images
+    "n_aux": 50000,  # CIFAR-10 train split
+    "n_heldout": 1000,  # random CIFAR-10 test images
     "n_ig_targets": 1000,
     "n_ig_batches": 250,
     "hash_fraction": {"lenet": None, "resnet20": 0.5},
     "hidden": {1: 3000, 4: 10000},
     "batch_sizes": [1, 4],
-    "b4_batches": 12500,            # ⌊50 000 / 4⌋: every auxiliary image once
+    "b4_batches": 12500,  # ⌊50 000 / 4⌋: every auxiliary image once
     "epochs": 200,
     "lr": 1e-4,
     "train_batch": 256,
     "val_fraction": 0.1,
     "lr_drop_at": 0.75,
-    "standardise": False,           # raw gradient features, as Wu et al. describe
+    "standardise": False,  # raw gradient features, as Wu et al. describe
     "prune_rate": 0.99,
     "sigma": 0.1,
-    "ig_iterations": 4800,          # not stated by Wu et al. (our choice)
+    "ig_iterations": 4800,  # not stated by Wu et al. (our choice)
     # not tuned on CIFAR-10 (rerun chapter 06's tuning rule there): Geiping et al.'s α_TV, lr and schedule
-    "ig_settings": {d: {"tv_weight": 1e-4, "lr": 0.1, "lr_steps": True, "keep_best": True, "restarts": 1}
-                    for d in ("none", "sign", "prune", "gauss")},
-    "dlg_iterations": 300,          # the DLG paper's n = 300
+    "ig_settings": {
+        d: {
+            "tv_weight": 1e-4,
+            "lr": 0.1,
+            "lr_steps": True,
+            "keep_best": True,
+            "restarts": 1,
+        }
+        for d in ("none", "sign", "prune", "gauss")
+    },
+    "dlg_iterations": 300,  # the DLG paper's n = 300
     "dlg_stop_loss": 1e-10,
     "aux_sizes": [500, 5000, 15000, 25000, 35000, 45000],
     "ood_target_classes": [0, 1, 2, 3, 4],
@@ -100,8 +141,18 @@ BUDGETS = {
     # GB for Adam's state; the FL models keep their full-profile sizes. One torch thread: two threads on a
     # shared 2-core CPU made the per-example ResNet20 gradients 20 times slower.
     "smoke": {
-        "n_aux": 48, "n_heldout": 10, "n_ig_targets": 2, "n_ig_batches": 1, "b4_batches": 20, "epochs": 1,
-        "train_batch": 32, "hidden": {1: 64, 4: 64}, "ig_iterations": 2, "dlg_iterations": 2, "aux_sizes": [24], "grid_targets": 2,
+        "n_aux": 48,
+        "n_heldout": 10,
+        "n_ig_targets": 2,
+        "n_ig_batches": 1,
+        "b4_batches": 20,
+        "epochs": 1,
+        "train_batch": 32,
+        "hidden": {1: 64, 4: 64},
+        "ig_iterations": 2,
+        "dlg_iterations": 2,
+        "aux_sizes": [24],
+        "grid_targets": 2,
         "torch_threads": 1,
     },
 }

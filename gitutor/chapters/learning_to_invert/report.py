@@ -7,6 +7,7 @@ this run's paper-vs-run rows.
 :func:`~gitutor.federated.paper_defenses` (none, sign, prune, gauss). The paired IG-vs-LTI
 comparisons, the input-scale check and Table 2's reference are in :mod:`gitutor.chapters.learning_to_invert.checks`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,10 +20,22 @@ from gitutor.tables import markdown_table
 
 #: Wu et al. 2022, Table 1: MSE on CIFAR-10 per (model, B), method, defense (none, sign, prune, gauss).
 PAPER_MSE = {
-    ("lenet", 1): {"IG": [0.022, 0.116, 0.138, 0.150], "LTI": [0.004, 0.014, 0.029, 0.012]},
-    ("lenet", 4): {"IG": [0.105, 0.265, 0.169, 0.206], "LTI": [0.015, 0.023, 0.031, 0.026]},
-    ("resnet20", 1): {"IG": [0.120, 0.154, 0.171, 0.133], "LTI": [0.018, 0.013, 0.023, 0.021]},
-    ("resnet20", 4): {"IG": [0.125, 0.272, 0.195, 0.123], "LTI": [0.038, 0.035, 0.038, 0.039]},
+    ("lenet", 1): {
+        "IG": [0.022, 0.116, 0.138, 0.150],
+        "LTI": [0.004, 0.014, 0.029, 0.012],
+    },
+    ("lenet", 4): {
+        "IG": [0.105, 0.265, 0.169, 0.206],
+        "LTI": [0.015, 0.023, 0.031, 0.026],
+    },
+    ("resnet20", 1): {
+        "IG": [0.120, 0.154, 0.171, 0.133],
+        "LTI": [0.018, 0.013, 0.023, 0.021],
+    },
+    ("resnet20", 4): {
+        "IG": [0.125, 0.272, 0.195, 0.123],
+        "LTI": [0.038, 0.035, 0.038, 0.039],
+    },
 }
 #: Wu et al. 2022, Table 2: LTI-OOD MSE (LeNet, B = 1) per defense.
 PAPER_OOD = [0.015, 0.036, 0.045, 0.029]
@@ -34,14 +47,24 @@ PAPER_DATASET = "cifar10"
 
 
 #: Wu et al.'s central claim, in their words (§4.1.1, on Table 1).
-CLAIM = ("LTI outperforms both baselines significantly and consistently across all three defense mechanisms "
-         "(§4.1.1)")
+CLAIM = (
+    "LTI outperforms both baselines significantly and consistently across all three defense mechanisms "
+    "(§4.1.1)"
+)
 
 
-def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], found: Mapping[str, int | None],
-                    table_budget: int, names: Mapping[str, str], n: int, tuned: bool | None = None,
-                    dlg_verdicts: Mapping[str, str] | None = None, best: Mapping[str, int] | None = None,
-                    budget_targets: int | None = None) -> dict:
+def claim_judgement(
+    verdicts: Mapping[str, str],
+    at_budget: Mapping[str, str],
+    found: Mapping[str, int | None],
+    table_budget: int,
+    names: Mapping[str, str],
+    n: int,
+    tuned: bool | None = None,
+    dlg_verdicts: Mapping[str, str] | None = None,
+    best: Mapping[str, int] | None = None,
+    budget_targets: int | None = None,
+) -> dict:
     """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
     this book runs) from the paired comparisons.
 
@@ -63,6 +86,7 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
     its curve flattens within the recorded budgets and LTI is also below IG at its best recorded budget; else
     *not resolved* (a curve still falling at the largest budget leaves IG's own budget unknown).
     """
+
     def settled(d):
         flat = found.get(d) is not None and found[d] <= table_budget
         later = found.get(d) is not None and at_budget.get(d) == "LTI < IG"
@@ -74,40 +98,84 @@ def claim_judgement(verdicts: Mapping[str, str], at_budget: Mapping[str, str], f
         outcome = "consistent" if all(settled(d) for d in DEFENDED) else "not resolved"
     if outcome == "consistent" and tuned is False:
         outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
-    read = "; ".join(f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED)
-    flat = ", ".join(f"{names[d]} " + ("still falling" if found.get(d) is None else f"by {found[d]}")
-                     for d in DEFENDED)
-    reason = f"{n} targets, IG {table_budget} its: {read}; IG's curve flat (iterations): {flat}" + (
-        "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
-        if tuned is False else "; IG's settings tuned per defense on auxiliary images" if tuned else "")
+    read = "; ".join(
+        f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED
+    )
+    flat = ", ".join(
+        f"{names[d]} " + ("still falling" if found.get(d) is None else f"by {found[d]}")
+        for d in DEFENDED
+    )
+    reason = (
+        f"{n} targets, IG {table_budget} its: {read}; IG's curve flat (iterations): {flat}"
+        + (
+            "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
+            if tuned is False
+            else "; IG's settings tuned per defense on auxiliary images"
+            if tuned
+            else ""
+        )
+    )
     if at_budget and best:
-        reason += f"; against IG at its best recorded budget ({budget_targets} targets): " + "; ".join(
-            f"{names[d]} {at_budget[d]} (IG {best[d]} its)" for d in DEFENDED)
+        reason += (
+            f"; against IG at its best recorded budget ({budget_targets} targets): "
+            + "; ".join(
+                f"{names[d]} {at_budget[d]} (IG {best[d]} its)" for d in DEFENDED
+            )
+        )
     if dlg_verdicts:
         reason += "; against DLG (not a baseline of the paper): " + "; ".join(
-            f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED)
+            f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED
+        )
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
 def defense_names(prune_rate: float, sigma: float) -> dict[str, str]:
     """Display names of the four defenses of §4.1, keyed like :func:`~gitutor.federated.paper_defenses`."""
-    return {"none": "none", "sign": "sign comp.", "prune": f"prune α={prune_rate}", "gauss": f"Gauss σ={sigma}"}
+    return {
+        "none": "none",
+        "sign": "sign comp.",
+        "prune": f"prune α={prune_rate}",
+        "gauss": f"Gauss σ={sigma}",
+    }
 
 
-def table1_markdown(table1: Mapping, model: str, batch_size: int, names: Mapping[str, str], n_ig: int,
-                    n_targets: int) -> str:
+def table1_markdown(
+    table1: Mapping,
+    model: str,
+    batch_size: int,
+    names: Mapping[str, str],
+    n_ig: int,
+    n_targets: int,
+) -> str:
     """Table 1 for one model and B as Markdown: a row per method, ``MSE / PSNR / SSIM / LPIPS`` per defense
     (LPIPS :data:`~gitutor.metrics.LPIPS_NA` when its backbone is not installed)."""
+
     def lpips(c):
         return LPIPS_NA if c.get("lpips") is None else f"{c['lpips']:.3f}"
 
     methods = [m for m in METHODS if m in table1[model, batch_size, next(iter(names))]]
-    rows = [[method] + [f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f} / {lpips(c)}"
-                        for c in (table1[model, batch_size, d][method] for d in names)] for method in methods]
-    attacked = " and ".join([", ".join(methods[:-2]), "LTI"]) if len(methods) > 3 else "IG and LTI"
-    return (f"**{model}, B = {batch_size}** ({attacked} on the same {n_ig} target batch(es); LTI also on all "
-            f"{n_targets // batch_size})\n\n"
-            + markdown_table(["method"] + [f"{name}: MSE / PSNR / SSIM / LPIPS" for name in names.values()], rows))
+    rows = [
+        [method]
+        + [
+            f"{c['mse']:.4f} / {c['psnr']:.1f} / {c['ssim']:.2f} / {lpips(c)}"
+            for c in (table1[model, batch_size, d][method] for d in names)
+        ]
+        for method in methods
+    ]
+    attacked = (
+        " and ".join([", ".join(methods[:-2]), "LTI"])
+        if len(methods) > 3
+        else "IG and LTI"
+    )
+    return (
+        f"**{model}, B = {batch_size}** ({attacked} on the same {n_ig} target batch(es); LTI also on all "
+        f"{n_targets // batch_size})\n\n"
+        + markdown_table(
+            ["method"]
+            + [f"{name}: MSE / PSNR / SSIM / LPIPS" for name in names.values()],
+            rows,
+        )
+    )
 
 
 def same_data(cfg, data_root: str = "data") -> bool:
@@ -117,9 +185,20 @@ def same_data(cfg, data_root: str = "data") -> bool:
     return cfg.dataset == PAPER_DATASET and str(data_root) != "bundled"
 
 
-def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping[str, str], *, scale: str,
-                 n_ig: Mapping[int, int], ood_model: str, wins: int, smallest: tuple[int, int, int],
-                 comparable: bool, intervals: Mapping | None = None, claim: Mapping | None = None) -> list[dict]:
+def results_rows(
+    table1: Mapping,
+    table2: Mapping[str, Interval],
+    names: Mapping[str, str],
+    *,
+    scale: str,
+    n_ig: Mapping[int, int],
+    ood_model: str,
+    wins: int,
+    smallest: tuple[int, int, int],
+    comparable: bool,
+    intervals: Mapping | None = None,
+    claim: Mapping | None = None,
+) -> list[dict]:
     """The paper-vs-run rows of the results record (:func:`gitutor.results.save_results`).
 
     Args:
@@ -144,43 +223,85 @@ def results_rows(table1: Mapping, table2: Mapping[str, Interval], names: Mapping
     from gitutor.results import interval_fields
 
     order, intervals = list(names), intervals or {}
-    same = "as the first row" if scale != "paper settings" else scale  # the run's setting, stated once
+    same = (
+        "as the first row" if scale != "paper settings" else scale
+    )  # the run's setting, stated once
     direction = {"better": "lower"} if comparable else {}
 
     def mse_row(model, batch_size, defense, method, scores):
         summary = intervals.get((model, batch_size, defense, method))
         value = scores[method]["mse"] if summary is None else summary.mean
-        return {"quantity": f"MSE {method} (Table 1)", "setting": f"{model}, B={batch_size}, {names[defense]}",
-                "paper": PAPER_MSE[model, batch_size][method][order.index(defense)], "this_run": round(value, 4),
-                "unit": "MSE", **direction, **interval_fields(summary, 4),
-                "differences": f"{same}; {n_ig[batch_size]} target batch(es)"}
+        return {
+            "quantity": f"MSE {method} (Table 1)",
+            "setting": f"{model}, B={batch_size}, {names[defense]}",
+            "paper": PAPER_MSE[model, batch_size][method][order.index(defense)],
+            "this_run": round(value, 4),
+            "unit": "MSE",
+            **direction,
+            **interval_fields(summary, 4),
+            "differences": f"{same}; {n_ig[batch_size]} target batch(es)",
+        }
 
-    rows = [mse_row(model, batch_size, defense, method, scores)
-            for (model, batch_size, defense), scores in table1.items() for method in ("IG", "LTI")]
-    rows += [{"quantity": "MSE LTI-OOD (Table 2)", "setting": f"{ood_model}, B=1, {names[defense]}",
-              "paper": PAPER_OOD[order.index(defense)], "this_run": round(table2[defense].mean, 4), "unit": "MSE",
-              **direction, **interval_fields(table2[defense], 4), "differences": f"{same}; OOD = other digit classes"}
-             for defense in order]
-    rows.insert(0, {"quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
-                    "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
-                               "(one trained g_θ, IG's starts fixed: the targets vary)",
-                    "paper": len(DEFENDED), "this_run": wins, "unit": f"of {len(DEFENDED)} defenses",
-                    "better": "higher", "headline": True, "n": 1,  # one count of comparisons, each judged by its interval
-                    "differences": f"{scale}; paper: means over 1 000 targets", **(claim or {})})
+    rows = [
+        mse_row(model, batch_size, defense, method, scores)
+        for (model, batch_size, defense), scores in table1.items()
+        for method in ("IG", "LTI")
+    ]
+    rows += [
+        {
+            "quantity": "MSE LTI-OOD (Table 2)",
+            "setting": f"{ood_model}, B=1, {names[defense]}",
+            "paper": PAPER_OOD[order.index(defense)],
+            "this_run": round(table2[defense].mean, 4),
+            "unit": "MSE",
+            **direction,
+            **interval_fields(table2[defense], 4),
+            "differences": f"{same}; OOD = other digit classes",
+        }
+        for defense in order
+    ]
+    rows.insert(
+        0,
+        {
+            "quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
+            "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
+            "(one trained g_θ, IG's starts fixed: the targets vary)",
+            "paper": len(DEFENDED),
+            "this_run": wins,
+            "unit": f"of {len(DEFENDED)} defenses",
+            "better": "higher",
+            "headline": True,
+            "n": 1,  # one count of comparisons, each judged by its interval
+            "differences": f"{scale}; paper: means over 1 000 targets",
+            **(claim or {}),
+        },
+    )
     size, total, small_wins = smallest
-    rows.append({"quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
-                 "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
-                 "paper": len(DEFENDED), "this_run": small_wins, "unit": f"of {len(DEFENDED)} defenses",
-                 "better": "higher", "n": 1, "differences": f"{same}; 95 % intervals of the paired differences over "
-                                                    f"{n_ig[1]} targets"})
+    rows.append(
+        {
+            "quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
+            "setting": f"{ood_model}, B=1, {size} of {total} auxiliary images (paper: 500 of 50 000)",
+            "paper": len(DEFENDED),
+            "this_run": small_wins,
+            "unit": f"of {len(DEFENDED)} defenses",
+            "better": "higher",
+            "n": 1,
+            "differences": f"{same}; 95 % intervals of the paired differences over "
+            f"{n_ig[1]} targets",
+        }
+    )
     return rows
 
 
 def data_summary(aux_x: torch.Tensor, target_x: torch.Tensor, cfg) -> dict:
     """Glue-ready facts of the split: ``n_aux``, ``n_targets`` (ints), ``shape`` (``"1×16×16"``) and
     ``models`` (``"lenet"``), from the auxiliary and target images ``(N, C, H, W)``."""
-    return {"n_aux": len(aux_x), "n_targets": len(target_x), "shape": "×".join(map(str, target_x.shape[1:])),
-            "models": ", ".join(cfg.models)}
+    return {
+        "n_aux": len(aux_x),
+        "n_targets": len(target_x),
+        "shape": "×".join(map(str, target_x.shape[1:])),
+        "models": ", ".join(cfg.models),
+    }
 
 
 def training_settings(cfg, m: int) -> dict:
@@ -189,10 +310,21 @@ def training_settings(cfg, m: int) -> dict:
     (``"192 (B = 1), 256 (B = 4)"``), ``epochs``, ``lr``, ``train_batch`` and ``lr_drop`` (the
     fraction of the epochs after which the learning rate drops ×0.1)."""
     fraction = cfg.hash_fraction[cfg.models[0]]
-    hashing = "not hashed" if fraction is None else f"hashed to k = {int(fraction * m)} bins ({fraction:.0%})"
+    hashing = (
+        "not hashed"
+        if fraction is None
+        else f"hashed to k = {int(fraction * m)} bins ({fraction:.0%})"
+    )
     hidden = ", ".join(f"{size} (B = {b})" for b, size in cfg.hidden.items())
-    return {"m": m, "hashing": hashing, "hidden": hidden, "epochs": cfg.epochs, "lr": cfg.lr,
-            "train_batch": cfg.train_batch, "lr_drop": cfg.lr_drop_at}
+    return {
+        "m": m,
+        "hashing": hashing,
+        "hidden": hidden,
+        "epochs": cfg.epochs,
+        "lr": cfg.lr,
+        "train_batch": cfg.train_batch,
+        "lr_drop": cfg.lr_drop_at,
+    }
 
 
 def mean_image_scores(aux_x: torch.Tensor, target_x: torch.Tensor) -> dict[str, float]:
@@ -202,20 +334,35 @@ def mean_image_scores(aux_x: torch.Tensor, target_x: torch.Tensor) -> dict[str, 
     return score_batch(mean[:, None], target_x[:, None])
 
 
-def table1_section(table1: Mapping, cfg, n_ig: Mapping[int, int], n_targets: int,
-                   names: Mapping[str, str]) -> str:
+def table1_section(
+    table1: Mapping,
+    cfg,
+    n_ig: Mapping[int, int],
+    n_targets: int,
+    names: Mapping[str, str],
+) -> str:
     """Every (model, B) block of Table 1 (:func:`table1_markdown`) as one Markdown text."""
-    return "\n\n".join(table1_markdown(table1, model, b, names, n_ig[b], n_targets)
-                        for model in cfg.models for b in cfg.batch_sizes)
+    return "\n\n".join(
+        table1_markdown(table1, model, b, names, n_ig[b], n_targets)
+        for model in cfg.models
+        for b in cfg.batch_sizes
+    )
 
 
-def aux_size_curves(errors: Mapping[str, Sequence[Sequence[float]]], table1: Mapping, model: str,
-                    names: Mapping[str, str]) -> dict[str, list[float]]:
+def aux_size_curves(
+    errors: Mapping[str, Sequence[Sequence[float]]],
+    table1: Mapping,
+    model: str,
+    names: Mapping[str, str],
+) -> dict[str, list[float]]:
     """Fig. 3a's curves: per defense name, the mean held-out MSE of g_θ for each smaller auxiliary set
     (``errors`` from :func:`~gitutor.chapters.learning_to_invert.experiments.aux_size_errors`) and, last, Table 1's
     g_θ trained on the whole set."""
-    return {names[d]: [float(torch.tensor(e).mean()) for e in errors[d]]
-            + [table1[model, 1, d]["LTI (all held-out)"]["mse"]] for d in errors}
+    return {
+        names[d]: [float(torch.tensor(e).mean()) for e in errors[d]]
+        + [table1[model, 1, d]["LTI (all held-out)"]["mse"]]
+        for d in errors
+    }
 
 
 def differences(cfg, profile: str, budget: str | None, data_root: str) -> str:
@@ -225,8 +372,10 @@ def differences(cfg, profile: str, budget: str | None, data_root: str) -> str:
         fraction = cfg.hash_fraction[cfg.models[0]]
         hashed = "not hashed" if fraction is None else f"hashed to {fraction:.0%}"
         scaled = ", g_θ input standardised" if cfg.standardise else ""
-        return (f"quick: sklearn digits {cfg.image_size}×{cfg.image_size} grey instead of CIFAR-10, gradient "
-                f"{hashed}{scaled}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations")
+        return (
+            f"quick: sklearn digits {cfg.image_size}×{cfg.image_size} grey instead of CIFAR-10, gradient "
+            f"{hashed}{scaled}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations"
+        )
     if budget or str(data_root) == "bundled":
         return f"{profile} profile at budget {budget!r}, data {str(data_root)!r}"
     return "paper settings"
@@ -237,9 +386,11 @@ def mse_rows_note(comparable: bool, mean_mse: float) -> str:
     mean-image reference MSE ``mean_mse`` (:func:`mean_image_scores`) when they do not."""
     if comparable:
         return "This run attacks the paper's CIFAR-10 images, so the record's MSE rows are compared with the paper's."
-    return (f"This run's images are not the paper's: the digits are mostly black background, and predicting "
-            f"the mean auxiliary image already gives MSE {mean_mse:.4f}, so the record's MSE rows carry no "
-            f"verdict (MSE on other images is on another scale); the counts of defenses do.")
+    return (
+        f"This run's images are not the paper's: the digits are mostly black background, and predicting "
+        f"the mean auxiliary image already gives MSE {mean_mse:.4f}, so the record's MSE rows carry no "
+        f"verdict (MSE on other images is on another scale); the counts of defenses do."
+    )
 
 
 def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
@@ -248,11 +399,13 @@ def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
     many of the three defenses LTI beats IG beyond target-to-target variation, with every auxiliary image and
     with ``size`` of them (the paper: all three, both times)."""
     count = len(DEFENDED)
-    return (f"On these digits with the untrained LeNet and B = 1, LTI's MSE lies below Inverting Gradients' beyond "
-            f"target-to-target variation (paired over "
-            f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
-            f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
-            f"images; the paper finds LTI ahead under all {count}.")
+    return (
+        f"On these digits with the untrained LeNet and B = 1, LTI's MSE lies below Inverting Gradients' beyond "
+        f"target-to-target variation (paired over "
+        f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
+        f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
+        f"images; the paper finds LTI ahead under all {count}."
+    )
 
 
 def figure2_lesson(found: Mapping, names: Mapping[str, str]) -> str:
@@ -260,7 +413,11 @@ def figure2_lesson(found: Mapping, names: Mapping[str, str]) -> str:
     (``found["above_controls"]`` ``{(defense, method): k}`` of ``found["n"]`` targets): per defense of
     :data:`DEFENDED`, how many reconstructions of IG and of LTI lie above every control of their target."""
     n, above = found["n"], found["above_controls"]
-    counts = "; ".join(f"{names[d]}: IG {above[d, 'IG']}, LTI {above[d, 'LTI']}" for d in DEFENDED)
-    return (f"Under the defenses, of the {n} targets both attacked (the figure shows the first few), the "
-            f"reconstructions that lie above every control of their own target (more of the digit than its "
-            f"thumbnail or mean grey): {counts}.")
+    counts = "; ".join(
+        f"{names[d]}: IG {above[d, 'IG']}, LTI {above[d, 'LTI']}" for d in DEFENDED
+    )
+    return (
+        f"Under the defenses, of the {n} targets both attacked (the figure shows the first few), the "
+        f"reconstructions that lie above every control of their own target (more of the digit than its "
+        f"thumbnail or mean grey): {counts}."
+    )

@@ -11,6 +11,7 @@ images; restarts are adopted only when they lower it by more than :data:`RESTART
 IG's cost). :func:`run_ig` is the tuned attack: restarts from other seeds, the one with the lowest
 gradient-matching objective kept (what the attacker can compute, not the MSE).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -32,8 +33,17 @@ RESTART_GAIN = 0.1
 DEFAULTS = {"lr_steps": True, "keep_best": True, "restarts": 1}
 
 
-def run_ig(model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, defense: str,
-           iterations: int, settings: Mapping, seed: int, progress: bool = False) -> torch.Tensor:
+def run_ig(
+    model: nn.Module,
+    observed: list[torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    defense: str,
+    iterations: int,
+    settings: Mapping,
+    seed: int,
+    progress: bool = False,
+) -> torch.Tensor:
     """Defense-aware IG (:func:`~gitutor.attacks.defended_inverting_gradients`) on the observed gradient of
     the batch ``x`` ``(B, C, H, W)`` with labels ``y`` and ``settings`` ``{"tv_weight", "lr", "lr_steps"
     (bool: Geiping et al.'s steps or a constant rate), "keep_best" (bool), "restarts" (int ≥ 1)}``;
@@ -44,13 +54,25 @@ def run_ig(model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: t
         ValueError: for restarts < 1 (and as the attack).
     """
     if settings["restarts"] < 1:
-        raise ValueError(f"settings['restarts'] must be ≥ 1, got {settings['restarts']!r}")
+        raise ValueError(
+            f"settings['restarts'] must be ≥ 1, got {settings['restarts']!r}"
+        )
     best, best_loss = None, np.inf
     for r in range(settings["restarts"]):
         result = defended_inverting_gradients(
-            model, observed, y.to(observed[0].device), tuple(x.shape), defense, iterations=iterations,
-            tv_weight=settings["tv_weight"], lr=settings["lr"], seed=seed + r, progress=progress,
-            lr_steps=(3 / 8, 5 / 8, 7 / 8) if settings["lr_steps"] else (), keep_best=settings["keep_best"])
+            model,
+            observed,
+            y.to(observed[0].device),
+            tuple(x.shape),
+            defense,
+            iterations=iterations,
+            tv_weight=settings["tv_weight"],
+            lr=settings["lr"],
+            seed=seed + r,
+            progress=progress,
+            lr_steps=(3 / 8, 5 / 8, 7 / 8) if settings["lr_steps"] else (),
+            keep_best=settings["keep_best"],
+        )
         losses = result.history["loss"]
         loss = min(losses) if settings["keep_best"] else losses[-1]
         if best is None or loss < best_loss:
@@ -58,13 +80,37 @@ def run_ig(model: nn.Module, observed: list[torch.Tensor], x: torch.Tensor, y: t
     return best[None]
 
 
-def _errors(model, observed, images, labels, defense, iterations, settings, seed) -> list[float]:
-    return [float(mse(run_ig(model, g, images[i:i + 1], labels[i:i + 1], defense, iterations, settings, seed)[0],
-                      images[i:i + 1]).mean()) for i, g in enumerate(observed)]
+def _errors(
+    model, observed, images, labels, defense, iterations, settings, seed
+) -> list[float]:
+    return [
+        float(
+            mse(
+                run_ig(
+                    model,
+                    g,
+                    images[i : i + 1],
+                    labels[i : i + 1],
+                    defense,
+                    iterations,
+                    settings,
+                    seed,
+                )[0],
+                images[i : i + 1],
+            ).mean()
+        )
+        for i, g in enumerate(observed)
+    ]
 
 
-def tune_ig(model: nn.Module, observed: Mapping[str, Sequence[list[torch.Tensor]]], images: torch.Tensor,
-            labels: torch.Tensor, iterations: int, seed: int) -> dict:
+def tune_ig(
+    model: nn.Module,
+    observed: Mapping[str, Sequence[list[torch.Tensor]]],
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    iterations: int,
+    seed: int,
+) -> dict:
     """IG's settings per defense, chosen on the tuning ``images`` ``(n, C, H, W)`` (auxiliary, B = 1) from
     their observed defended gradients ``{defense: [gradient of image i]}`` (module docstring).
 
@@ -76,30 +122,59 @@ def tune_ig(model: nn.Module, observed: Mapping[str, Sequence[list[torch.Tensor]
         ValueError: when an observed list does not hold one gradient per image.
     """
     if any(len(grads) != len(images) for grads in observed.values()):
-        raise ValueError(f"observed must hold one gradient per tuning image ({len(images)}) for every defense")
+        raise ValueError(
+            f"observed must hold one gradient per tuning image ({len(images)}) for every defense"
+        )
     grid, stage2, chosen = {}, {}, {}
     for defense, grads in observed.items():
-        def mean_error(grads=grads, defense=defense, **changes):
-            return float(np.mean(_errors(model, grads, images, labels, defense, iterations,
-                                         {**DEFAULTS, **changes}, seed)))
 
-        grid[defense] = [[tv, lr, mean_error(tv_weight=tv, lr=lr)] for tv in GRID["tv_weight"] for lr in GRID["lr"]]
+        def mean_error(grads=grads, defense=defense, **changes):
+            return float(
+                np.mean(
+                    _errors(
+                        model,
+                        grads,
+                        images,
+                        labels,
+                        defense,
+                        iterations,
+                        {**DEFAULTS, **changes},
+                        seed,
+                    )
+                )
+            )
+
+        grid[defense] = [
+            [tv, lr, mean_error(tv_weight=tv, lr=lr)]
+            for tv in GRID["tv_weight"]
+            for lr in GRID["lr"]
+        ]
         tv, lr, base = min(grid[defense], key=lambda row: row[2])
         pick = {"tv_weight": tv, "lr": lr}
-        variants = {"chosen (steps, best iterate, 1 start)": base,
-                    "constant learning rate": mean_error(**pick, lr_steps=False),
-                    "last iterate": mean_error(**pick, keep_best=False)}
-        settings = {**DEFAULTS, **pick, "lr_steps": variants["constant learning rate"] >= base,
-                    "keep_best": variants["last iterate"] >= base}
+        variants = {
+            "chosen (steps, best iterate, 1 start)": base,
+            "constant learning rate": mean_error(**pick, lr_steps=False),
+            "last iterate": mean_error(**pick, keep_best=False),
+        }
+        settings = {
+            **DEFAULTS,
+            **pick,
+            "lr_steps": variants["constant learning rate"] >= base,
+            "keep_best": variants["last iterate"] >= base,
+        }
         best_single = min(variants.values())
-        variants[f"{RESTARTS} restarts"] = mean_error(**{**settings, "restarts": RESTARTS})
+        variants[f"{RESTARTS} restarts"] = mean_error(
+            **{**settings, "restarts": RESTARTS}
+        )
         if variants[f"{RESTARTS} restarts"] < (1 - RESTART_GAIN) * best_single:
             settings["restarts"] = RESTARTS
         stage2[defense], chosen[defense] = variants, settings
     return {"grid": grid, "stage2": stage2, "chosen": chosen}
 
 
-def tuning_tables(tuning: Mapping, names: Mapping[str, str], settings: Mapping[str, Mapping]) -> dict:
+def tuning_tables(
+    tuning: Mapping, names: Mapping[str, str], settings: Mapping[str, Mapping]
+) -> dict:
     """The recorded tuning (:func:`tune_ig`'s result in ``book/studies/06_ig_budget.json``) for the page.
 
     Args:
@@ -115,8 +190,10 @@ def tuning_tables(tuning: Mapping, names: Mapping[str, str], settings: Mapping[s
     from gitutor.tables import markdown_table
 
     def setting(s):
-        return (f"α_TV = {s['tv_weight']:g}, lr = {s['lr']:g} ({'steps' if s['lr_steps'] else 'constant'}), "
-                f"{'best' if s['keep_best'] else 'last'} iterate, {s['restarts']} start(s)")
+        return (
+            f"α_TV = {s['tv_weight']:g}, lr = {s['lr']:g} ({'steps' if s['lr_steps'] else 'constant'}), "
+            f"{'best' if s['keep_best'] else 'last'} iterate, {s['restarts']} start(s)"
+        )
 
     chosen = tuning["chosen"]
     pairs = [(tv, lr) for tv, lr, _ in tuning["grid"][next(iter(names))]]
@@ -124,12 +201,25 @@ def tuning_tables(tuning: Mapping, names: Mapping[str, str], settings: Mapping[s
 
     def cell(d, pair):
         text = f"{cells[d][pair]:.4f}"
-        return f"**{text}**" if pair == (chosen[d]["tv_weight"], chosen[d]["lr"]) else text
+        return (
+            f"**{text}**" if pair == (chosen[d]["tv_weight"], chosen[d]["lr"]) else text
+        )
 
-    grid = markdown_table(["α_TV", "lr", *names.values()], [[f"{tv:g}", f"{lr:g}", *(cell(d, (tv, lr)) for d in names)]
-                                                          for tv, lr in pairs])
+    grid = markdown_table(
+        ["α_TV", "lr", *names.values()],
+        [
+            [f"{tv:g}", f"{lr:g}", *(cell(d, (tv, lr)) for d in names)]
+            for tv, lr in pairs
+        ],
+    )
     variants = list(tuning["stage2"][next(iter(names))])
-    stage2 = markdown_table(["variant at the chosen α_TV, lr", *names.values()],
-                            [[v, *(f"{tuning['stage2'][d][v]:.4f}" for d in names)] for v in variants])
-    return {"grid": grid, "stage2": stage2, "chosen": "; ".join(f"{names[d]}: {setting(chosen[d])}" for d in names),
-            "matches": all(dict(settings[d]) == dict(chosen[d]) for d in names)}
+    stage2 = markdown_table(
+        ["variant at the chosen α_TV, lr", *names.values()],
+        [[v, *(f"{tuning['stage2'][d][v]:.4f}" for d in names)] for v in variants],
+    )
+    return {
+        "grid": grid,
+        "stage2": stage2,
+        "chosen": "; ".join(f"{names[d]}: {setting(chosen[d])}" for d in names),
+        "matches": all(dict(settings[d]) == dict(chosen[d]) for d in names),
+    }

@@ -5,9 +5,10 @@ The paper attacks an ImageNet-pretrained ResNet34 behind ImageNet normalisation 
 (``book/setting_study``): a randomly initialised CIFAR ResNet-18 of the profile's width with
 torchvision's default BatchNorm statistics (mean 0, variance 1), or, on request, a trained
 substitute or a random network whose statistics are calibrated on auxiliary crops. The trials
-themselves live in :mod:`gitutor.attacks.comparison`; this module holds what the notebook builds around
+themselves live in :mod:`gitutor.chapters.stepwise_gradinversion.trials`; this module holds what the notebook builds around
 them and the paper's numbers (Table 1: LPIPS / PSNR / SSIM at B = 8, 15 000 iterations; Table 2: ablation).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -17,25 +18,42 @@ import torchvision
 
 from gitutor.data import bundled_crops
 from gitutor.models import calibrate_batchnorm, cifar_resnet18, resnet34
-from gitutor.models.substitute import load_substitute, substitute_network, substitute_path
-from gitutor.attacks.comparison import private_batches, score
+from gitutor.models.substitute import (
+    load_substitute,
+    substitute_network,
+    substitute_path,
+)
+from gitutor.chapters.stepwise_gradinversion.trials import private_batches, score
 from gitutor.federated.case import gradient_case
 from gitutor.stats import BOUNDS, UNBOUNDED, Interval, interval
 from gitutor.results import interval_fields
+from gitutor.chapters.stepwise_gradinversion.trained_rows import (
+    PAPER_RANKING,
+    PAPER_TABLE1,
+    ordering_row,
+)
 
-#: Ye et al. Table 1 (LPIPS, PSNR dB, SSIM), ImageNet, ResNet34, B = 8.
-PAPER_TABLE1 = {"Noise N(0, I)": (1.39, 9.82, 0.21), "DLG": (1.01, 9.31, 0.25), "Inverting Gradients": (0.58, 11.99, 0.31),
-                "GradInversion": (0.39, 13.22, 0.44), "Stepwise": (0.33, 15.12, 0.49)}
 #: Ye et al. Table 2 (LPIPS, PSNR dB, SSIM): each row adds one component.
-PAPER_TABLE2 = {"ℓ_grad": (0.80, 8.34, 0.27), "+ R_image": (0.57, 10.79, 0.34), "+ ℓ̃_grad": (0.27, 14.71, 0.50),
-                "+ schedule": (0.23, 15.99, 0.55)}
-#: Table 2's rows and the :data:`gitutor.attacks.comparison.METHODS` entry that runs each.
-ABLATION = {"ℓ_grad": "ℓ_grad", "+ R_image": "GradInversion", "+ ℓ̃_grad": "+ ℓ̃_grad", "+ schedule": "Stepwise"}
+PAPER_TABLE2 = {
+    "ℓ_grad": (0.80, 8.34, 0.27),
+    "+ R_image": (0.57, 10.79, 0.34),
+    "+ ℓ̃_grad": (0.27, 14.71, 0.50),
+    "+ schedule": (0.23, 15.99, 0.55),
+}
+#: Table 2's rows and the :data:`gitutor.chapters.stepwise_gradinversion.trials.METHODS` entry that runs each.
+ABLATION = {
+    "ℓ_grad": "ℓ_grad",
+    "+ R_image": "GradInversion",
+    "+ ℓ̃_grad": "+ ℓ̃_grad",
+    "+ schedule": "Stepwise",
+}
 TABLE1_METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
-def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.nn.Sequential:
+def chapter_model(
+    cfg, seed: int, device: str | torch.device = "cpu"
+) -> torch.nn.Sequential:
     """The attacked network behind ImageNet normalisation, in eval mode on ``device``.
 
     ``cfg.pretrained``: the ImageNet ResNet34; else ``cfg.substitute``: the trained substitute of
@@ -51,15 +69,22 @@ def chapter_model(cfg, seed: int, device: str | torch.device = "cpu") -> torch.n
     """
     normalise = torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)
     if cfg.pretrained:
-        model = torch.nn.Sequential(normalise, resnet34(num_classes=cfg.num_classes, pretrained=True))
+        model = torch.nn.Sequential(
+            normalise, resnet34(num_classes=cfg.num_classes, pretrained=True)
+        )
     elif cfg.substitute:
         model = load_substitute(substitute_path(cfg.model))
     elif cfg.model == "cifar_resnet18":
-        model = torch.nn.Sequential(normalise, cifar_resnet18(cfg.num_classes, cfg.width, seed))
+        model = torch.nn.Sequential(
+            normalise, cifar_resnet18(cfg.num_classes, cfg.width, seed)
+        )
     else:
         model = substitute_network(cfg.model, cfg.num_classes, seed)
     if not (cfg.pretrained or cfg.substitute) and cfg.calibrate_bn_images:
-        calibrate_batchnorm(model, bundled_crops(cfg.calibrate_bn_images, cfg.image_size, seed + 1, "aux"))
+        calibrate_batchnorm(
+            model,
+            bundled_crops(cfg.calibrate_bn_images, cfg.image_size, seed + 1, "aux"),
+        )
     return model.to(device).eval()
 
 
@@ -74,8 +99,10 @@ def block_starts(names: Sequence[str], blocks: Mapping[str, str]) -> dict[str, i
     Raises:
         ValueError: naming a block no parameter belongs to.
     """
-    starts = {label: next((i for i, name in enumerate(names) if f"{prefix}." in name), None)
-              for label, prefix in blocks.items()}
+    starts = {
+        label: next((i for i, name in enumerate(names) if f"{prefix}." in name), None)
+        for label, prefix in blocks.items()
+    }
     missing = [block for block, index in starts.items() if index is None]
     if missing:
         raise ValueError(f"blocks {missing} have no parameters among names")
@@ -85,8 +112,11 @@ def block_starts(names: Sequence[str], blocks: Mapping[str, str]) -> dict[str, i
 def describe_model(cfg) -> str:
     """The attacked network in words, e.g. ``"CIFAR ResNet-18 of width 32, random init, default
     BatchNorm statistics"``."""
-    name = {"resnet34": "ResNet34", "resnet20": "ResNet-20",
-            "cifar_resnet18": f"CIFAR ResNet-18 of width {getattr(cfg, 'width', 64)}"}[cfg.model]
+    name = {
+        "resnet34": "ResNet34",
+        "resnet20": "ResNet-20",
+        "cifar_resnet18": f"CIFAR ResNet-18 of width {getattr(cfg, 'width', 64)}",
+    }[cfg.model]
     if cfg.pretrained:
         return f"{name}, ImageNet-pretrained"
     if cfg.substitute:
@@ -96,15 +126,23 @@ def describe_model(cfg) -> str:
     return f"{name}, random init, default BatchNorm statistics"
 
 
-def chapter_batches(cfg, model: torch.nn.Module, seed: int, device: str | torch.device = "cpu"
-                    ) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]]:
+def chapter_batches(
+    cfg, model: torch.nn.Module, seed: int, device: str | torch.device = "cpu"
+) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]]:
     """``{(B, i): (x, y, shared gradient)}`` for B in ``{cfg.batch_size, *cfg.batch_sizes}`` and
-    i < ``cfg.n_batches``: the private batches (:func:`~gitutor.attacks.comparison.private_batches`;
+    i < ``cfg.n_batches``: the private batches (:func:`~gitutor.chapters.stepwise_gradinversion.trials.private_batches`;
     bundled photographs held out of its training when ``cfg.substitute``, else any) and what the server observes of each (:func:`~gitutor.federated.case.gradient_case`, labels known).
     """
     sizes = sorted({cfg.batch_size, *cfg.batch_sizes})
-    images = private_batches(sizes, cfg.n_batches, image_size=cfg.image_size, num_classes=cfg.num_classes,
-                             seed=seed, image_root=cfg.image_root, held_out=cfg.substitute)
+    images = private_batches(
+        sizes,
+        cfg.n_batches,
+        image_size=cfg.image_size,
+        num_classes=cfg.num_classes,
+        seed=seed,
+        image_root=cfg.image_root,
+        held_out=cfg.substitute,
+    )
     batches = {}
     for key, (x, y) in images.items():
         case = gradient_case(model, x.to(device), y.to(device), labels_known=True)
@@ -112,16 +150,28 @@ def chapter_batches(cfg, model: torch.nn.Module, seed: int, device: str | torch.
     return batches
 
 
-def table1_runs(runs: Mapping[tuple, list[dict]], batches: Mapping, cfg) -> dict[str, list[dict]]:
+def table1_runs(
+    runs: Mapping[tuple, list[dict]], batches: Mapping, cfg
+) -> dict[str, list[dict]]:
     """Table 1's trial values per method (``PAPER_TABLE1`` names) at ``cfg.iterations``, with the
     noise baseline scored from the common start x_0 of every batch (IG's first snapshot)."""
     b, t = cfg.batch_size, cfg.iterations
-    noise = [score(runs[("Inverting Gradients", b, t, None)][i]["snapshots"][0][1], batches[(b, i)][0])
-             for i in range(cfg.n_batches)]
-    return {"Noise N(0, I)": noise, **{m: runs[(m, b, t, None)] for m in TABLE1_METHODS}}
+    noise = [
+        score(
+            runs[("Inverting Gradients", b, t, None)][i]["snapshots"][0][1],
+            batches[(b, i)][0],
+        )
+        for i in range(cfg.n_batches)
+    ]
+    return {
+        "Noise N(0, I)": noise,
+        **{m: runs[(m, b, t, None)] for m in TABLE1_METHODS},
+    }
 
 
-def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")) -> dict[str, Interval | None]:
+def summarise(
+    results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
+) -> dict[str, Interval | None]:
     """Mean and 95 % interval over batches of each metric in ``keys`` (None where a metric is None, e.g.
     LPIPS without AlexNet weights). ``results``: one trial value per batch.
 
@@ -130,20 +180,35 @@ def summarise(results: Sequence[Mapping], keys: Sequence[str] = ("PSNR", "SSIM")
     """
     if not results:
         raise ValueError("results is empty: one trial value per batch is needed")
-    return {k: None if results[0][k] is None else interval([r[k] for r in results], bounds=BOUNDS.get(k, UNBOUNDED))
-            for k in keys}
+    return {
+        k: None
+        if results[0][k] is None
+        else interval([r[k] for r in results], bounds=BOUNDS.get(k, UNBOUNDED))
+        for k in keys
+    }
 
 
-def control_summary(controls: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, dict[str, Interval]]:
+def control_summary(
+    controls: Mapping[str, Mapping[str, Sequence[float]]],
+) -> dict[str, dict[str, Interval]]:
     """``{control: {metric: Interval}}``: mean and 95 % interval over the batches of each control's
     per-batch scores (:func:`gitutor.controls.batch_controls`), for :func:`gitutor.stats.interval_table`."""
-    return {name: {m: interval(values, bounds=BOUNDS.get(m, UNBOUNDED)) for m, values in scores.items()}
-            for name, scores in controls.items()}
+    return {
+        name: {
+            m: interval(values, bounds=BOUNDS.get(m, UNBOUNDED))
+            for m, values in scores.items()
+        }
+        for name, scores in controls.items()
+    }
 
 
-def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
-                 table2: Mapping[str, Mapping[str, Interval]] | None,
-                 psnr: Mapping[str, Sequence[float]], unjudged: str | None = None) -> list[dict]:
+def chapter_rows(
+    cfg,
+    table1: Mapping[str, Mapping[str, Interval | None]],
+    table2: Mapping[str, Mapping[str, Interval]] | None,
+    psnr: Mapping[str, Sequence[float]],
+    unjudged: str | None = None,
+) -> list[dict]:
     """The results rows of chapter 04 (see :mod:`gitutor.results`); Table 1 and 2 rows carry this
     run's 95 % interval over the batches (``low``/``high``), so a verdict needs all of it; stepwise
     GradInversion's Table 1 SSIM is the chapter's headline row.
@@ -167,63 +232,118 @@ def chapter_rows(cfg, table1: Mapping[str, Mapping[str, Interval | None]],
     """
     n = cfg.n_batches
     data = "whole bundled photographs" if cfg.image_root == "bundled" else "ImageNet"
-    differences = (f"{cfg.profile} profile{f' at budget {cfg.budget}' if cfg.budget else ''}: "
-                   f"{cfg.iterations} iterations, {n} batches, {cfg.image_size}² {data}, "
-                   f"B = {cfg.batch_size}, {describe_model(cfg)}")
+    differences = (
+        f"{cfg.profile} profile{f' at budget {cfg.budget}' if cfg.budget else ''}: "
+        f"{cfg.iterations} iterations, {n} batches, {cfg.image_size}² {data}, "
+        f"B = {cfg.batch_size}, {describe_model(cfg)}"
+    )
     # LPIPS depends on the resolution (AlexNet's receptive fields cover most of a small image): a value at
     # another size than the paper's 224 px is not on the paper's scale, whatever its direction.
-    lpips_scale = ({} if cfg.image_size == 224 else
-                   {"not_comparable": f"LPIPS at {cfg.image_size} px, not the paper's 224 px: not on its scale"})
-    network = ({} if cfg.pretrained else {"not_comparable": (
-        "not an ImageNet-trained network (R_BN's statistics hold no image information)")})
-    rows = [{"quantity": f"Table 1 {k} (mean of {n} batches)", "setting": m, "paper": PAPER_TABLE1[m][j],
-             "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
-             "differences": differences, "better": "lower" if k == "LPIPS" else "higher",
-             **interval_fields(table1[m][k], 3), **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {}),
-             **(lpips_scale if k == "LPIPS" else {}), **network}
-            for m in PAPER_TABLE1 if m != "Noise N(0, I)" for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))]
-    budget = "" if cfg.ablation_iterations == cfg.iterations else f" ({cfg.ablation_iterations} iterations)"
-    rows += [{"quantity": f"Table 2 {k} (mean of {n} batches)", "setting": row + budget, "paper": PAPER_TABLE2[row][j],
-              "this_run": round(table2[row][k].mean, 3), "unit": "dB" if k == "PSNR" else "",
-              **interval_fields(table2[row][k], 3), "differences": differences,
-              "better": "lower" if k == "LPIPS" else "higher", **(lpips_scale if k == "LPIPS" else {}), **network}
-             for row in (ABLATION if table2 is not None else ()) for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))
-             if k in table2[row] and table2[row][k] is not None]
-    from gitutor.chapters.stepwise_gradinversion.trained_rows import PAPER_RANKING, ordering_row
+    lpips_scale = (
+        {}
+        if cfg.image_size == 224
+        else {
+            "not_comparable": f"LPIPS at {cfg.image_size} px, not the paper's 224 px: not on its scale"
+        }
+    )
+    network = (
+        {}
+        if cfg.pretrained
+        else {
+            "not_comparable": (
+                "not an ImageNet-trained network (R_BN's statistics hold no image information)"
+            )
+        }
+    )
+    rows = [
+        {
+            "quantity": f"Table 1 {k} (mean of {n} batches)",
+            "setting": m,
+            "paper": PAPER_TABLE1[m][j],
+            "this_run": "n/a" if table1[m][k] is None else round(table1[m][k].mean, 3),
+            "unit": "dB" if k == "PSNR" else "",
+            "differences": differences,
+            "better": "lower" if k == "LPIPS" else "higher",
+            **interval_fields(table1[m][k], 3),
+            **({"headline": True} if (m, k) == ("Stepwise", "SSIM") else {}),
+            **(lpips_scale if k == "LPIPS" else {}),
+            **network,
+        }
+        for m in PAPER_TABLE1
+        if m != "Noise N(0, I)"
+        for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))
+    ]
+    budget = (
+        ""
+        if cfg.ablation_iterations == cfg.iterations
+        else f" ({cfg.ablation_iterations} iterations)"
+    )
+    rows += [
+        {
+            "quantity": f"Table 2 {k} (mean of {n} batches)",
+            "setting": row + budget,
+            "paper": PAPER_TABLE2[row][j],
+            "this_run": round(table2[row][k].mean, 3),
+            "unit": "dB" if k == "PSNR" else "",
+            **interval_fields(table2[row][k], 3),
+            "differences": differences,
+            "better": "lower" if k == "LPIPS" else "higher",
+            **(lpips_scale if k == "LPIPS" else {}),
+            **network,
+        }
+        for row in (ABLATION if table2 is not None else ())
+        for j, k in enumerate(("LPIPS", "PSNR", "SSIM"))
+        if k in table2[row] and table2[row][k] is not None
+    ]
 
-    rows.append(ordering_row({"PSNR": {m: psnr[m] for m in PAPER_RANKING}}, f"this run, {n} batches",
-                             differences, network.get("not_comparable"), unjudged))
+    rows.append(
+        ordering_row(
+            {"PSNR": {m: psnr[m] for m in PAPER_RANKING}},
+            f"this run, {n} batches",
+            differences,
+            network.get("not_comparable"),
+            unjudged,
+        )
+    )
     return rows
 
 
 def run_description(cfg, device, threads: int) -> str:
     """The run in one Markdown phrase: profile, budget, device, threads, model, images, batches."""
     budget = f" at budget {cfg.budget}" if cfg.budget else ""
-    return (f"profile **{cfg.profile}**{budget} on `{device}` with {threads} torch thread(s): "
-            f"{describe_model(cfg)}; {cfg.image_size}×{cfg.image_size} images, batch {cfg.batch_size}, "
-            f"{cfg.n_batches} batches per comparison, {cfg.iterations} iterations per attack in Table 1")
+    return (
+        f"profile **{cfg.profile}**{budget} on `{device}` with {threads} torch thread(s): "
+        f"{describe_model(cfg)}; {cfg.image_size}×{cfg.image_size} images, batch {cfg.batch_size}, "
+        f"{cfg.n_batches} batches per comparison, {cfg.iterations} iterations per attack in Table 1"
+    )
 
 
 def substitute_sentence(log: Mapping, num_classes: int) -> str:
     """How the substitute was trained and how well it tells its photographs apart, from its
     training log (:func:`gitutor.models.substitute.substitute_record`)."""
     config = log["config"]
-    return (f"The substitute was trained for {config['steps']} steps of {config['batch_size']} augmented "
-            f"{config['image_size']}-px crops in {log['seconds']:.0f} s; it tells the training photographs "
-            f"apart on {100 * log['final_accuracy']:.0f} % of 256 fresh crops (chance: {100 / num_classes:.0f} %).")
+    return (
+        f"The substitute was trained for {config['steps']} steps of {config['batch_size']} augmented "
+        f"{config['image_size']}-px crops in {log['seconds']:.0f} s; it tells the training photographs "
+        f"apart on {100 * log['final_accuracy']:.0f} % of 256 fresh crops (chance: {100 / num_classes:.0f} %)."
+    )
 
 
 def schedule_sentence(schedule) -> str:
     """A :class:`~gitutor.attacks.StepwiseSchedule` in words (start, floor, step, T1, T2, lr steps)."""
-    return (f"start {schedule.start}, floor {schedule.floor}, {schedule.step} tensors shallower every "
-            f"{schedule.interval} iterations, T1 = {schedule.t1}, T2 = {schedule.t2}, lr steps at "
-            f"{list(schedule.lr_milestones)} (of {schedule.iterations})")
+    return (
+        f"start {schedule.start}, floor {schedule.floor}, {schedule.step} tensors shallower every "
+        f"{schedule.interval} iterations, T1 = {schedule.t1}, T2 = {schedule.t2}, lr steps at "
+        f"{list(schedule.lr_milestones)} (of {schedule.iterations})"
+    )
 
 
 def budget_sentence(needed: float | None, count: int) -> str:
     """Where a log-linear fit of SSIM over ``count`` budgets reaches the target
     (:func:`gitutor.stats.budget_for`), as a phrase."""
-    if needed is None:  # budget_for: no trend, too far, or the intervals too wide to extrapolate from
+    if (
+        needed is None
+    ):  # budget_for: no trend, too far, or the intervals too wide to extrapolate from
         return "none: the fit does not reach it within 1000× the largest budget, or the points' intervals are too wide to extrapolate from"
     return f"about {needed:,.0f} iterations (an extrapolation from {count} budgets)"
 
@@ -232,5 +352,7 @@ def not_run_sentence(cfg, part: str) -> str:
     """Markdown sentence for a section whose trials this run's budget leaves out (``part``: e.g.
     ``"the ablation (Table 2)"``)."""
     budget = f"budget `{cfg.budget}`" if cfg.budget else f"the {cfg.profile} profile"
-    return (f"*Not part of this run:* {budget} runs Table 1 only ({cfg.iterations} iterations per "
-            f"method), so {part} is not measured here; the chapter's quick run shows it at its preview budget.")
+    return (
+        f"*Not part of this run:* {budget} runs Table 1 only ({cfg.iterations} iterations per "
+        f"method), so {part} is not measured here; the chapter's quick run shows it at its preview budget."
+    )

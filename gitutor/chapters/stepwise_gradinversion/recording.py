@@ -16,11 +16,12 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from gitutor.attacks.comparison import score
+from gitutor.chapters.stepwise_gradinversion.trials import score
 from gitutor.files import atomic_path
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.metrics import psnr
-from gitutor.chapters.stepwise_gradinversion.experiments import PAPER_TABLE1, summarise
+from gitutor.chapters.stepwise_gradinversion.experiments import summarise
+from gitutor.chapters.stepwise_gradinversion.trained_rows import PAPER_TABLE1
 
 
 def save_reconstructions(
@@ -33,7 +34,7 @@ def save_reconstructions(
     Args:
         path: the ``.safetensors`` file to write (its folder must exist).
         truths: batch i's private images, (B, 3, H, W) in [0, 1], one per batch.
-        runs: ``{method: [trial value of batch 0, 1, …]}`` (:func:`gitutor.attacks.comparison.trial`:
+        runs: ``{method: [trial value of batch 0, 1, …]}`` (:func:`gitutor.chapters.stepwise_gradinversion.trials.trial`:
             ``"images"`` matched to the truth, ``"snapshots"`` as (iteration, images) pairs).
 
     Raises:
@@ -56,7 +57,9 @@ def save_reconstructions(
                 value["images"].detach().cpu().float().contiguous()
             )
             tensors[f"curve/{method}/{i}"] = snapshot_curve(value["snapshots"], truth)
-    with atomic_path(path) as temporary:  # a failed write leaves an earlier recording intact
+    with atomic_path(
+        path
+    ) as temporary:  # a failed write leaves an earlier recording intact
         save_file(tensors, str(temporary))
     return Path(path)
 
@@ -85,16 +88,25 @@ def load_reconstructions(path: str | Path) -> dict:
     try:
         tensors = load_file(str(path))
     except Exception as error:  # noqa: BLE001 - safetensors raises its own SafetensorError
-        raise ValueError(f"{path} is not a readable safetensors file (truncated?): {error}") from None
+        raise ValueError(
+            f"{path} is not a readable safetensors file (truncated?): {error}"
+        ) from None
     if "truth/0" not in tensors:
         raise ValueError(f"{path} holds no chapter 04 reconstructions (no 'truth/0')")
     n = sum(key.startswith("truth/") for key in tensors)
     methods = dict.fromkeys(key.split("/")[0] for key in tensors if key.count("/") == 1)
     methods.pop("truth")
-    missing = [key for m in methods for i in range(n) for key in (f"{m}/{i}", f"curve/{m}/{i}")
-               if key not in tensors] + [f"truth/{i}" for i in range(n) if f"truth/{i}" not in tensors]
+    missing = [
+        key
+        for m in methods
+        for i in range(n)
+        for key in (f"{m}/{i}", f"curve/{m}/{i}")
+        if key not in tensors
+    ] + [f"truth/{i}" for i in range(n) if f"truth/{i}" not in tensors]
     if missing:
-        raise ValueError(f"{path} holds {n} batches but lacks {missing[:4]}{' …' if len(missing) > 4 else ''}")
+        raise ValueError(
+            f"{path} holds {n} batches but lacks {missing[:4]}{' …' if len(missing) > 4 else ''}"
+        )
     return {
         "truth": [tensors[f"truth/{i}"] for i in range(n)],
         "images": {m: [tensors[f"{m}/{i}"] for i in range(n)] for m in methods},
@@ -135,7 +147,9 @@ def recording_sentence(provenance: Mapping, iterations: int, batches: int) -> st
     )
 
 
-def recognisable_sentence(recording: Mapping, threshold: float = RECOGNISABLE_PSNR) -> str:
+def recognisable_sentence(
+    recording: Mapping, threshold: float = RECOGNISABLE_PSNR
+) -> str:
     """How many photographs each method of a :func:`load_reconstructions` recording recovers to PSNR ≥
     ``threshold`` dB (the book's "recognisable", :mod:`gitutor.controls`), per photograph, as a Markdown
     phrase ("Stepwise 3 of 20, …") in the recording's method order.

@@ -1,13 +1,24 @@
 """Figures of the setting study: curves along the budget and the one-factor-at-a-time chart."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitutor.chapters.stepwise_gradinversion.setting_study.settings import BASE, FACTORS, METHODS
+from gitutor.chapters.stepwise_gradinversion.setting_study.settings import (
+    BASE,
+    FACTORS,
+    METHODS,
+)
 
 
-def curve_figure(summary: Mapping[tuple, Mapping], keys: Sequence[tuple], metric: str = "SSIM",
-                 title: str = "", labels: Mapping[tuple, str] | None = None, ax=None):
+def curve_figure(
+    summary: Mapping[tuple, Mapping],
+    keys: Sequence[tuple],
+    metric: str = "SSIM",
+    title: str = "",
+    labels: Mapping[tuple, str] | None = None,
+    ax=None,
+):
     """``metric`` (``"SSIM"`` or ``"PSNR"``) against iterations (log axis) for each key of
     ``summary`` in ``keys``: the mean over batches as a line, the 95 % interval as a band
     (clipped to the axes where a single batch makes it unbounded). ``labels``: the legend entry of
@@ -22,13 +33,30 @@ def curve_figure(summary: Mapping[tuple, Mapping], keys: Sequence[tuple], metric
         curve = summary[key]
         ts = [max(t, 1) for t in curve["t"]]
         means = [v.mean for v in curve[metric]]
-        line, = ax.plot(ts, means, marker="o", ms=3, label=labels[key] if labels else f"{key[1]} · {key[0].label(BASE)}")
-        ax.fill_between(ts, [v.low for v in curve[metric]], [v.high for v in curve[metric]],
-                        color=line.get_color(), alpha=0.15)
-    ax.set(xscale="log", xlabel="iteration (1 = start)", ylabel=metric + (" (dB)" if metric == "PSNR" else ""),
-           title=title)
-    low, high = min(v.mean for k in keys for v in summary[k][metric]), max(
-        v.mean for k in keys for v in summary[k][metric])
+        (line,) = ax.plot(
+            ts,
+            means,
+            marker="o",
+            ms=3,
+            label=labels[key] if labels else f"{key[1]} · {key[0].label(BASE)}",
+        )
+        ax.fill_between(
+            ts,
+            [v.low for v in curve[metric]],
+            [v.high for v in curve[metric]],
+            color=line.get_color(),
+            alpha=0.15,
+        )
+    ax.set(
+        xscale="log",
+        xlabel="iteration (1 = start)",
+        ylabel=metric + (" (dB)" if metric == "PSNR" else ""),
+        title=title,
+    )
+    low, high = (
+        min(v.mean for k in keys for v in summary[k][metric]),
+        max(v.mean for k in keys for v in summary[k][metric]),
+    )
     pad = 0.25 * (high - low or 1)
     ax.set_ylim(low - pad, high + pad)
     ax.legend(fontsize=9, loc="upper left")
@@ -52,14 +80,19 @@ def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
         raise ValueError(f"no setting was run for {budget} iterations")
     fig, ax = plt.subplots(figsize=(9.5, 0.45 * len(settings) + 1.2))
     for k, method in enumerate(METHODS):
-        rows = [(i, summary[(s, method, budget)]["SSIM"][-1]) for i, s in enumerate(settings)
-                if (s, method, budget) in summary]
+        rows = [
+            (i, summary[(s, method, budget)]["SSIM"][-1])
+            for i, s in enumerate(settings)
+            if (s, method, budget) in summary
+        ]
         if not rows:
             continue
         ys = [i + 0.2 * (k - 1) for i, _ in rows]
         means = [v.mean for _, v in rows]
-        errors = [[v.mean - max(v.low, -1.0) for _, v in rows],
-                  [min(v.high, 1.0) - v.mean for _, v in rows]]
+        errors = [
+            [v.mean - max(v.low, -1.0) for _, v in rows],
+            [min(v.high, 1.0) - v.mean for _, v in rows],
+        ]
         ax.errorbar(means, ys, xerr=errors, fmt="o", ms=4, capsize=2, label=method)
     ax.set_yticks(range(len(settings)), [s.label(BASE) for s in settings], fontsize=8)
     ax.invert_yaxis()
@@ -70,7 +103,9 @@ def factor_figure(summary: Mapping[tuple, Mapping], budget: int):
     return fig
 
 
-def run_curves(summary: Mapping[tuple, Mapping], labels: Mapping[tuple, str], title: str):
+def run_curves(
+    summary: Mapping[tuple, Mapping], labels: Mapping[tuple, str], title: str
+):
     """PSNR (dB) and SSIM along the runs side by side (:func:`curve_figure` on each, one shared legend
     below both panels, clear of their axis labels), readable at page width (:func:`gitutor.viz.legible`).
     ``labels``: each key of ``summary`` → its legend entry, in drawing order. Returns the figure.
@@ -94,7 +129,15 @@ def run_curves(summary: Mapping[tuple, Mapping], labels: Mapping[tuple, str], ti
     width, height = fig.get_size_inches()
     extra = 0.24 * rows + 0.05  # inches for the legend under the x labels
     fig.set_size_inches(width, height + extra)
-    fig.subplots_adjust(bottom=(extra + 0.6) / (height + extra), top=1 - 0.45 / (height + extra))
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
-               fontsize=BODY_PT, borderaxespad=0.1)
+    fig.subplots_adjust(
+        bottom=(extra + 0.6) / (height + extra), top=1 - 0.45 / (height + extra)
+    )
+    fig.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="lower center",
+        ncol=2,
+        frameon=False,
+        fontsize=BODY_PT,
+        borderaxespad=0.1,
+    )
     return fig

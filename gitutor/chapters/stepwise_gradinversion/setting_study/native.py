@@ -2,7 +2,7 @@
 
 EfficientNet-Lite0 was trained at 224 px; at 96 px it classifies half of the study photographs
 (top-1 0.50 against 0.85 at 224 px) and its gradients are 13–43× larger, so the recording attacks
-it at 224 px, B = 1, on the first :data:`PHOTOGRAPHS` of the study set, each method as its
+it at 224 px, B = 1, on the :data:`PHOTOGRAPHS` of the study set, each method as its
 authors configure it:
 
 * **Inverting Gradients** — Geiping et al.'s ImageNet configuration
@@ -21,6 +21,7 @@ matching term's (:func:`gitutor.attacks.loop.prior_gradients`) at T1, T2 and the
 the matching distance over every tensor (cosine, no dropout) of its final image beside that of the
 truth plus σ = :data:`SANITY_SIGMA` noise — the loss a run would reach if it had found the photograph.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,21 +36,34 @@ from gitutor.attacks.loop import check_count, check_hyperparameter
 from gitutor.attacks.objectives import CosineToTarget
 from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
-from gitutor.attacks.stepwise_options import AUTHORS_BN_WEIGHT, AUTHORS_TV_WEIGHT, StepwiseOptions
+from gitutor.attacks.stepwise_options import (
+    AUTHORS_BN_WEIGHT,
+    AUTHORS_TV_WEIGHT,
+    StepwiseOptions,
+)
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule, stage_floor
 from gitutor.chapters.stepwise_gradinversion.setting_study.trained import (
-    TrainedSetting, encode_images, trained_batch, trained_model)
-from gitutor.chapters.stepwise_gradinversion.setting_study.trained_reading import layout_correlation
+    TrainedSetting,
+    encode_images,
+    trained_batch,
+    trained_model,
+)
+from gitutor.chapters.stepwise_gradinversion.setting_study.trained_reading import (
+    layout_correlation,
+)
 from gitutor.checkpoints import Checkpoint
 from gitutor.federated.client import client_gradients
 from gitutor.metrics import lpips_distance, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
 METHODS = ("Inverting Gradients", "GradInversion", "Stepwise")
-#: How many study photographs the recording attacks (B = 1 each).
-PHOTOGRAPHS = 3
+#: The study photographs the recording scores (indices into trained.STUDY_PHOTOGRAPHS, B = 1 each), and
+#: the one on which the learning rate is chosen (never scored in the recording's tables).
+PHOTOGRAPHS, TUNING_PHOTOGRAPH = (0, 1, 2), 3
 #: σ (pixels) of the truth-plus-noise reference and of the sanity arm's start.
 SANITY_SIGMA = 0.01
+#: Ye et al.'s base learning rate (normalised units, our_res34_pretrained.yaml), also Geiping et al.'s.
+AUTHORS_LR = 0.1
 #: Snapshots per run (besides T1, T2 and the end) and curve points of the stored loss history.
 SNAPSHOTS, LOSS_POINTS = 20, 500
 
@@ -63,6 +77,7 @@ class NativeSetting:
         start_noise: σ in pixels of the sanity arm's start (the true photograph plus N(0, σ²) noise,
             clamped to [0, 1]); 0 starts from the method's own noise.
         restarts: Inverting Gradients' restarts (Geiping et al.: 8), chosen by matching distance.
+        lr: the base learning rate of every method in normalised units; None: the authors' (0.1).
 
     Raises:
         ValueError/TypeError: naming the field that is out of range or of the wrong type.
@@ -71,22 +86,40 @@ class NativeSetting:
     image_size: int = 224
     start_noise: float = 0.0
     restarts: int = 1
+    lr: float | None = None
 
     def __post_init__(self) -> None:
         TrainedSetting(image_size=self.image_size)  # checks the size
         check_hyperparameter(self.start_noise, "start_noise")
         check_count(self.restarts, "restarts")
+        if self.lr is not None:
+            check_hyperparameter(self.lr, "lr", positive=True)
 
     def label(self) -> str:
-        """``"sanity arm (σ = 0.01)"``, ``"8 restarts"`` or ``"attack"``."""
-        parts = [f"sanity arm (σ = {self.start_noise:g})" if self.start_noise else "",
-                 f"{self.restarts} restarts" if self.restarts > 1 else ""]
+        """``"sanity arm (σ = 0.01)"``, ``"8 restarts"``, ``"lr 0.01"`` or ``"attack"``."""
+        parts = [
+            f"sanity arm (σ = {self.start_noise:g})" if self.start_noise else "",
+            f"{self.restarts} restarts" if self.restarts > 1 else "",
+            f"lr {self.lr:g}" if self.lr is not None else "",
+        ]
         return ", ".join(p for p in parts if p) or "attack"
 
 
-def authors_attack(model: torch.nn.Module, shared: list[torch.Tensor], labels: torch.Tensor,
-                   input_shape: tuple[int, int, int, int], method: str, iterations: int, *, seed: int, start: torch.Tensor | None = None, restarts: int = 1,
-                   checkpoint: Checkpoint | None = None, snapshots: int = SNAPSHOTS) -> AttackResult:
+def authors_attack(
+    model: torch.nn.Module,
+    shared: list[torch.Tensor],
+    labels: torch.Tensor,
+    input_shape: tuple[int, int, int, int],
+    method: str,
+    iterations: int,
+    *,
+    seed: int,
+    start: torch.Tensor | None = None,
+    restarts: int = 1,
+    checkpoint: Checkpoint | None = None,
+    snapshots: int = SNAPSHOTS,
+    lr: float | None = None,
+) -> AttackResult:
     """Run ``method`` of :data:`METHODS` as its authors configure it (the module docstring) on the
     trained network ``model`` (inputs in [0, 1], its own normalisation inside) for ``iterations``.
 
@@ -98,6 +131,7 @@ def authors_attack(model: torch.nn.Module, shared: list[torch.Tensor], labels: t
         restarts: Inverting Gradients only.
         checkpoint: save and resume the run there.
         snapshots: evenly spaced snapshots (besides T1, T2 and the end).
+        lr: the base learning rate in normalised units (None: the authors', 0.1 for every method).
 
     Returns:
         The attack's :class:`AttackResult`, ``info["prior_gradients"]`` at T1, T2 and the last
@@ -111,34 +145,85 @@ def authors_attack(model: torch.nn.Module, shared: list[torch.Tensor], labels: t
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if restarts != 1 and method != "Inverting Gradients":
-        raise ValueError(f"restarts are an Inverting Gradients setting, got method {method!r}")
-    schedule = StepwiseSchedule.paper(iterations, len(shared), floor=stage_floor(model), authors_timing=True)
+        raise ValueError(
+            f"restarts are an Inverting Gradients setting, got method {method!r}"
+        )
+    schedule = StepwiseSchedule.paper(
+        iterations, len(shared), floor=stage_floor(model), authors_timing=True
+    )
     shape = tuple(input_shape)
-    common = dict(seed=seed, start=start, checkpoint=checkpoint, record_every=max(1, iterations // snapshots),
-                  diagnose_at=sorted({schedule.t1, schedule.t2, iterations - 1} - {iterations}))
+    common = dict(
+        seed=seed,
+        start=start,
+        checkpoint=checkpoint,
+        record_every=max(1, iterations // snapshots),
+        diagnose_at=sorted({schedule.t1, schedule.t2, iterations - 1} - {iterations}),
+    )
     options = StepwiseOptions.authors(mean=LITE_MEAN, std=LITE_STD)
     if method == "Inverting Gradients":
-        return inverting_gradients(model, shared, labels, shape, iterations=iterations,
-                                   tv_weight=GEIPING_IMAGENET["tv_weight"], lr=GEIPING_IMAGENET["lr"],
-                                   normalisation=(LITE_MEAN, LITE_STD), restarts=restarts, **common)
+        return inverting_gradients(
+            model,
+            shared,
+            labels,
+            shape,
+            iterations=iterations,
+            tv_weight=GEIPING_IMAGENET["tv_weight"],
+            lr=lr or GEIPING_IMAGENET["lr"],
+            normalisation=(LITE_MEAN, LITE_STD),
+            restarts=restarts,
+            **common,
+        )
     if method == "GradInversion":
-        return gradinversion(model, shared, labels, shape, iterations=iterations, tv_weight=AUTHORS_TV_WEIGHT,
-                             bn_weight=AUTHORS_BN_WEIGHT, lr=0.1, options=options, **common)
-    return stepwise_inversion(model, shared, labels, shape, iterations=iterations, schedule=schedule, dropout=0.3,
-                              tv_weight=AUTHORS_TV_WEIGHT, bn_weight=AUTHORS_BN_WEIGHT, lr=0.1, options=options,
-                              **common)
+        return gradinversion(
+            model,
+            shared,
+            labels,
+            shape,
+            iterations=iterations,
+            tv_weight=AUTHORS_TV_WEIGHT,
+            bn_weight=AUTHORS_BN_WEIGHT,
+            lr=lr or AUTHORS_LR,
+            options=options,
+            **common,
+        )
+    return stepwise_inversion(
+        model,
+        shared,
+        labels,
+        shape,
+        iterations=iterations,
+        schedule=schedule,
+        dropout=0.3,
+        tv_weight=AUTHORS_TV_WEIGHT,
+        bn_weight=AUTHORS_BN_WEIGHT,
+        lr=lr or AUTHORS_LR,
+        options=options,
+        **common,
+    )
 
 
-def matching_distance(model: torch.nn.Module, shared: list[torch.Tensor], images: torch.Tensor,
-                      labels: torch.Tensor) -> float:
+def matching_distance(
+    model: torch.nn.Module,
+    shared: list[torch.Tensor],
+    images: torch.Tensor,
+    labels: torch.Tensor,
+) -> float:
     """The cosine distance over every tensor, no dropout (Geiping et al. Eq. 4's matching term), of
     ``images``' gradient to ``shared``: the yardstick every method's final image is read against."""
     candidate = client_gradients(model, images, labels)
     return float(CosineToTarget(shared)(candidate).detach())
 
 
-def trial(context: Mapping, *, setting: NativeSetting, method: str, batch: int, iterations: int, seed: int = 0,
-          checkpoint: Checkpoint | None = None) -> dict:
+def trial(
+    context: Mapping,
+    *,
+    setting: NativeSetting,
+    method: str,
+    batch: int,
+    iterations: int,
+    seed: int = 0,
+    checkpoint: Checkpoint | None = None,
+) -> dict:
     """One scored arm (what :func:`gitutor.sweeps.run_trials` calls; ``context["device"]``).
 
     Returns:
@@ -150,42 +235,93 @@ def trial(context: Mapping, *, setting: NativeSetting, method: str, batch: int, 
     Raises:
         ValueError: for a batch outside the recorded photographs (and as :func:`authors_attack`).
     """
-    if not 0 <= batch < PHOTOGRAPHS:
-        raise ValueError(f"batch must be in [0, {PHOTOGRAPHS}), got {batch!r}")
+    if batch not in (*PHOTOGRAPHS, TUNING_PHOTOGRAPH):
+        raise ValueError(
+            f"batch must be one of {(*PHOTOGRAPHS, TUNING_PHOTOGRAPH)}, got {batch!r}"
+        )
     start_time = time.perf_counter()
     device = torch.device(context.get("device", "cpu"))
     model = trained_model().to(device).eval()
-    x, y = (t.to(device) for t in trained_batch(TrainedSetting(image_size=setting.image_size), batch))
+    x, y = (
+        t.to(device)
+        for t in trained_batch(TrainedSetting(image_size=setting.image_size), batch)
+    )
     shared = client_gradients(model, x, y)
-    generator = make_generator(10_000 + seed, device)  # the noise of the references, not the attack's stream
-    noisy = (x + SANITY_SIGMA * torch.randn(x.shape, generator=generator, device=device)).clamp(0, 1)
+    generator = make_generator(
+        10_000 + seed, device
+    )  # the noise of the references, not the attack's stream
+    noisy = (
+        x + SANITY_SIGMA * torch.randn(x.shape, generator=generator, device=device)
+    ).clamp(0, 1)
     start = None
     if setting.start_noise:
-        start = (x + setting.start_noise * torch.randn(x.shape, generator=generator, device=device)).clamp(0, 1)
-    result = authors_attack(model, shared, y, tuple(x.shape), method, iterations, seed=seed, start=start,
-                            restarts=setting.restarts, checkpoint=checkpoint)
+        start = (
+            x
+            + setting.start_noise
+            * torch.randn(x.shape, generator=generator, device=device)
+        ).clamp(0, 1)
+    result = authors_attack(
+        model,
+        shared,
+        y,
+        tuple(x.shape),
+        method,
+        iterations,
+        seed=seed,
+        start=start,
+        restarts=setting.restarts,
+        checkpoint=checkpoint,
+        lr=setting.lr,
+    )
     truth = x.cpu()
     curve, pictures = [], {}
-    schedule = StepwiseSchedule.paper(iterations, len(shared), floor=stage_floor(model), authors_timing=True)
+    schedule = StepwiseSchedule.paper(
+        iterations, len(shared), floor=stage_floor(model), authors_timing=True
+    )
     for t, images in result.snapshots:
         matched = match_batch(images.cpu().clamp(0, 1), truth)
-        curve.append([t, psnr(matched, truth).mean().item(), ssim(matched, truth).mean().item(),
-                      lpips_distance(matched, truth).mean().item(), layout_correlation(matched, truth).mean().item()])
+        curve.append(
+            [
+                t,
+                psnr(matched, truth).mean().item(),
+                ssim(matched, truth).mean().item(),
+                lpips_distance(matched, truth).mean().item(),
+                layout_correlation(matched, truth).mean().item(),
+            ]
+        )
         if t in (schedule.t1, schedule.t2, iterations):
             pictures[str(t)] = encode_images(matched)
     final = match_batch(result.images.cpu().clamp(0, 1), truth)
     every = max(1, iterations // LOSS_POINTS)
-    history = {key: [[t, result.history[key][t]] for t in range(0, len(result.history[key]), every)]
-               for key in ("loss", "gradient_distance")}
-    return {"curve": curve, "snapshots": pictures, "images": final, **history,
-            "prior_gradients": result.info.get("prior_gradients", {}),
-            "distance": {"final": matching_distance(model, shared, final.to(device), y),
-                         "truth+noise": matching_distance(model, shared, noisy, y)},
-            "info": {k: v for k, v in result.info.items() if k != "prior_gradients"},
-            "seconds": time.perf_counter() - start_time}
+    history = {
+        key: [
+            [t, result.history[key][t]]
+            for t in range(0, len(result.history[key]), every)
+        ]
+        for key in ("loss", "gradient_distance")
+    }
+    return {
+        "curve": curve,
+        "snapshots": pictures,
+        "images": final,
+        **history,
+        "prior_gradients": result.info.get("prior_gradients", {}),
+        "distance": {
+            "final": matching_distance(model, shared, final.to(device), y),
+            "truth+noise": matching_distance(model, shared, noisy, y),
+        },
+        "info": {k: v for k, v in result.info.items() if k != "prior_gradients"},
+        "seconds": time.perf_counter() - start_time,
+    }
 
 
-def study_trials(settings, iterations: int, methods=METHODS, photographs: int = PHOTOGRAPHS) -> list[dict]:
+def study_trials(
+    settings, iterations: int, methods=METHODS, photographs=PHOTOGRAPHS
+) -> list[dict]:
     """Every (setting, method, photograph) arm at ``iterations``; photograph i runs with seed i."""
-    return [dict(setting=s, method=m, batch=i, iterations=iterations, seed=i)
-            for s in settings for m in methods for i in range(photographs)]
+    return [
+        dict(setting=s, method=m, batch=i, iterations=iterations, seed=i)
+        for s in settings
+        for m in methods
+        for i in photographs
+    ]

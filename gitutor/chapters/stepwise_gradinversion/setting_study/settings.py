@@ -12,6 +12,7 @@ for GradInversion and stepwise GradInversion; Inverting Gradients keeps Geiping 
 ``iterations`` steps and scores the snapshots along the way (PSNR, SSIM after Hungarian
 matching): the curve is the trajectory of one run whose lr schedule spans the whole budget.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,13 @@ from dataclasses import asdict, dataclass, replace
 import torch
 import torchvision
 
-from gitutor.attacks.comparison import run_attack
-from gitutor.data import ATTACKED_PHOTOGRAPHS, BUNDLED_PHOTOGRAPHS, attacked_photographs, bundled_crops
+from gitutor.chapters.stepwise_gradinversion.trials import run_attack
+from gitutor.data import (
+    ATTACKED_PHOTOGRAPHS,
+    BUNDLED_PHOTOGRAPHS,
+    attacked_photographs,
+    bundled_crops,
+)
 from gitutor.federated.client import client_gradients
 from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import calibrate_batchnorm, cifar_resnet18, resnet20, resnet34
@@ -67,17 +73,30 @@ class Setting:
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+            raise ValueError(
+                f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}"
+            )
         if self.weights not in ("trained", "random"):
-            raise ValueError(f"weights must be 'trained' or 'random', got {self.weights!r}")
+            raise ValueError(
+                f"weights must be 'trained' or 'random', got {self.weights!r}"
+            )
         if self.bn_statistics not in BN_STATISTICS:
-            raise ValueError(f"bn_statistics must be one of {BN_STATISTICS}, got {self.bn_statistics!r}")
+            raise ValueError(
+                f"bn_statistics must be one of {BN_STATISTICS}, got {self.bn_statistics!r}"
+            )
         if (self.weights == "trained") != (self.bn_statistics == "trained"):
-            raise ValueError("bn_statistics is 'trained' exactly when weights is 'trained', got "
-                             f"weights={self.weights!r}, bn_statistics={self.bn_statistics!r}")
-        if self.weights == "trained" and (self.architecture, self.width) != ("resnet20", 16):
-            raise ValueError("trained weights exist for the ResNet-20 of width 16 only (the shipped "
-                             f"substitute), got {self.architecture} of width {self.width}")
+            raise ValueError(
+                "bn_statistics is 'trained' exactly when weights is 'trained', got "
+                f"weights={self.weights!r}, bn_statistics={self.bn_statistics!r}"
+            )
+        if self.weights == "trained" and (self.architecture, self.width) != (
+            "resnet20",
+            16,
+        ):
+            raise ValueError(
+                "trained weights exist for the ResNet-20 of width 16 only (the shipped "
+                f"substitute), got {self.architecture} of width {self.width}"
+            )
         if self.architecture == "resnet34" and self.width != 64:
             raise ValueError(f"resnet34 has width 64, got width={self.width}")
         if not isinstance(self.width, int) or self.width < 1:
@@ -85,14 +104,20 @@ class Setting:
         if self.bn_mode not in ("eval", "train"):
             raise ValueError(f"bn_mode must be 'eval' or 'train', got {self.bn_mode!r}")
         if not 1 <= self.batch_size <= len(self.photographs()):
-            raise ValueError(f"batch_size must be in [1, {len(self.photographs())}], got {self.batch_size!r}")
+            raise ValueError(
+                f"batch_size must be in [1, {len(self.photographs())}], got {self.batch_size!r}"
+            )
         if not self.prior_scale >= 0 or not self.lr > 0:
-            raise ValueError(f"need prior_scale ≥ 0 and lr > 0, got {self.prior_scale}, {self.lr}")
+            raise ValueError(
+                f"need prior_scale ≥ 0 and lr > 0, got {self.prior_scale}, {self.lr}"
+            )
 
     def photographs(self) -> tuple[str, ...]:
         """The photographs a batch draws on: all bundled ones, or for the trained substitute the
         six held out of its training (the first six of the bundled ones, in the same order)."""
-        return ATTACKED_PHOTOGRAPHS if self.weights == "trained" else BUNDLED_PHOTOGRAPHS
+        return (
+            ATTACKED_PHOTOGRAPHS if self.weights == "trained" else BUNDLED_PHOTOGRAPHS
+        )
 
     def label(self, base: "Setting") -> str:
         """What differs from ``base``, e.g. ``"width=64"`` (``"base"`` if nothing)."""
@@ -101,22 +126,39 @@ class Setting:
 
 
 #: The study's networks by name (random weights): name → (architecture, width).
-NETWORKS = {"ResNet-20 (width 16)": ("resnet20", 16), "CIFAR ResNet-18, width 32": ("cifar_resnet18", 32),
-            "ResNet-20-4 (width 64)": ("resnet20", 64), "CIFAR ResNet-18, width 64": ("cifar_resnet18", 64),
-            "ResNet34 (ImageNet stem)": ("resnet34", 64)}
+NETWORKS = {
+    "ResNet-20 (width 16)": ("resnet20", 16),
+    "CIFAR ResNet-18, width 32": ("cifar_resnet18", 32),
+    "ResNet-20-4 (width 64)": ("resnet20", 64),
+    "CIFAR ResNet-18, width 64": ("cifar_resnet18", 64),
+    "ResNet34 (ImageNet stem)": ("resnet34", 64),
+}
 
 BASE = Setting()
 #: One factor at a time: factor name → the settings that change it.
 FACTORS = {
-    "width and architecture": [replace(BASE, architecture="resnet20", width=16),
-                               replace(BASE, architecture="resnet20", width=64),
-                               replace(BASE, width=64),
-                               replace(BASE, architecture="resnet34", width=64)],
-    "BatchNorm statistics": [replace(BASE, bn_statistics="calibrated"),
-                             replace(BASE, architecture="resnet20", width=16, bn_statistics="calibrated")],
-    "trained weights": [replace(BASE, architecture="resnet20", width=16, weights="trained",
-                                bn_statistics="trained")],
-    "prior scale": [replace(BASE, prior_scale=scale) for scale in (0.0, 0.001, 0.1, 1.0)],
+    "width and architecture": [
+        replace(BASE, architecture="resnet20", width=16),
+        replace(BASE, architecture="resnet20", width=64),
+        replace(BASE, width=64),
+        replace(BASE, architecture="resnet34", width=64),
+    ],
+    "BatchNorm statistics": [
+        replace(BASE, bn_statistics="calibrated"),
+        replace(BASE, architecture="resnet20", width=16, bn_statistics="calibrated"),
+    ],
+    "trained weights": [
+        replace(
+            BASE,
+            architecture="resnet20",
+            width=16,
+            weights="trained",
+            bn_statistics="trained",
+        )
+    ],
+    "prior scale": [
+        replace(BASE, prior_scale=scale) for scale in (0.0, 0.001, 0.1, 1.0)
+    ],
     "batch size": [replace(BASE, batch_size=8)],  # B = 4: chapter 04's recording
 }
 
@@ -127,31 +169,52 @@ def study_batch(setting: Setting, index: int) -> tuple[torch.Tensor, torch.Tenso
     the network's classes (seed ``index``)."""
     classes = 16 if setting.weights == "trained" else RANDOM_CLASSES
     labels = torch.randperm(classes, generator=make_generator(index))
-    x = attacked_photographs(setting.image_size, setting.batch_size, index, setting.photographs())
-    return x, labels[:setting.batch_size]
+    x = attacked_photographs(
+        setting.image_size, setting.batch_size, index, setting.photographs()
+    )
+    return x, labels[: setting.batch_size]
 
 
 @functools.lru_cache(maxsize=2)
-def study_model(architecture: str, width: int, weights: str, bn_statistics: str, image_size: int,
-                weights_path: str | None) -> torch.nn.Sequential:
+def study_model(
+    architecture: str,
+    width: int,
+    weights: str,
+    bn_statistics: str,
+    image_size: int,
+    weights_path: str | None,
+) -> torch.nn.Sequential:
     """The attacked network behind ImageNet normalisation, in eval mode (cached): the trained
     substitute at ``weights_path``, or a random one (seed 0) with default statistics or
     statistics calibrated on 64 auxiliary crops."""
     if weights == "trained":
         return load_substitute(weights_path)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # torchvision's initialisers draw from the global generator
-        body = {"cifar_resnet18": lambda: cifar_resnet18(RANDOM_CLASSES, width, seed=0),
-                "resnet20": lambda: resnet20(RANDOM_CLASSES, seed=0, width=width),
-                "resnet34": lambda: resnet34(num_classes=RANDOM_CLASSES)}[architecture]()
-    model = torch.nn.Sequential(torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD), body)
+        torch.manual_seed(
+            0
+        )  # torchvision's initialisers draw from the global generator
+        body = {
+            "cifar_resnet18": lambda: cifar_resnet18(RANDOM_CLASSES, width, seed=0),
+            "resnet20": lambda: resnet20(RANDOM_CLASSES, seed=0, width=width),
+            "resnet34": lambda: resnet34(num_classes=RANDOM_CLASSES),
+        }[architecture]()
+    model = torch.nn.Sequential(
+        torchvision.transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD), body
+    )
     if bn_statistics == "calibrated":
         calibrate_batchnorm(model, bundled_crops(64, image_size, 1, "aux"))
     return model.eval()
 
 
-def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterations: int,
-          seed: int = 0) -> dict:
+def trial(
+    context: Mapping,
+    *,
+    setting: Setting,
+    method: str,
+    batch: int,
+    iterations: int,
+    seed: int = 0,
+) -> dict:
     """One scored run (what :func:`gitutor.sweeps.run_trials` calls).
 
     ``context["weights"]`` is the trained substitute's path; the trial runs on
@@ -163,25 +226,49 @@ def trial(context: Mapping, *, setting: Setting, method: str, batch: int, iterat
     """
     start = time.perf_counter()
     device = torch.device(context.get("device", "cpu"))
-    model = study_model(setting.architecture, setting.width, setting.weights, setting.bn_statistics,
-                        setting.image_size, context.get("weights")).to(device)
+    model = study_model(
+        setting.architecture,
+        setting.width,
+        setting.weights,
+        setting.bn_statistics,
+        setting.image_size,
+        context.get("weights"),
+    ).to(device)
     model.train(setting.bn_mode == "train")
     x, y = (t.to(device) for t in study_batch(setting, batch))
     shared = client_gradients(model, x, y)
     scale = setting.prior_scale
-    settings = {"dropout": 0.3, "tv_weight": PAPER_TV * scale, "ig_tv_weight": IG_TV,
-                "bn_weight": PAPER_BN * scale if setting.bn_mode == "eval" else 0.0, "lr": setting.lr,
-                "t1": 3000, "t2": 5000, "dlg_inner_steps": 20,
-                "num_classes": 16 if setting.weights == "trained" else RANDOM_CLASSES, "record_every": 10}
-    attack_context = {"model": model, "batches": {(setting.batch_size, batch): (x, y, shared)},
-                      "settings": settings}
-    result = run_attack(attack_context, method, (setting.batch_size, batch), iterations, seed)
+    settings = {
+        "dropout": 0.3,
+        "tv_weight": PAPER_TV * scale,
+        "ig_tv_weight": IG_TV,
+        "bn_weight": PAPER_BN * scale if setting.bn_mode == "eval" else 0.0,
+        "lr": setting.lr,
+        "t1": 3000,
+        "t2": 5000,
+        "dlg_inner_steps": 20,
+        "num_classes": 16 if setting.weights == "trained" else RANDOM_CLASSES,
+        "record_every": 10,
+    }
+    attack_context = {
+        "model": model,
+        "batches": {(setting.batch_size, batch): (x, y, shared)},
+        "settings": settings,
+    }
+    result = run_attack(
+        attack_context, method, (setting.batch_size, batch), iterations, seed
+    )
     model.eval()
     wanted = {t for t in CHECKPOINTS if t <= iterations} | {iterations}
     x = x.cpu()
-    curve = [[t, *_scores(images.cpu(), x)] for t, images in result.snapshots if t in wanted]
-    return {"curve": curve, "images": match_batch(result.images.cpu().clamp(0, 1), x),
-            "seconds": time.perf_counter() - start}
+    curve = [
+        [t, *_scores(images.cpu(), x)] for t, images in result.snapshots if t in wanted
+    ]
+    return {
+        "curve": curve,
+        "images": match_batch(result.images.cpu().clamp(0, 1), x),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def _scores(images: torch.Tensor, truth: torch.Tensor) -> tuple[float, float]:
@@ -189,8 +276,16 @@ def _scores(images: torch.Tensor, truth: torch.Tensor) -> tuple[float, float]:
     return psnr(matched, truth).mean().item(), ssim(matched, truth).mean().item()
 
 
-def study_trials(settings: Sequence[Setting], iterations: int, batches: int = 3,
-                 methods: Sequence[str] = METHODS) -> list[dict]:
+def study_trials(
+    settings: Sequence[Setting],
+    iterations: int,
+    batches: int = 3,
+    methods: Sequence[str] = METHODS,
+) -> list[dict]:
     """Every (setting, method, batch) trial at ``iterations``; batch i starts from seed i."""
-    return [dict(setting=s, method=m, batch=i, iterations=iterations, seed=i)
-            for s in settings for m in methods for i in range(batches)]
+    return [
+        dict(setting=s, method=m, batch=i, iterations=iterations, seed=i)
+        for s in settings
+        for m in methods
+        for i in range(batches)
+    ]

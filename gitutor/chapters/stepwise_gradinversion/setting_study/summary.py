@@ -1,5 +1,6 @@
 """Summaries of a setting-study record (``scripts/setting_study.py``): curves with intervals
 over batches, tables, rankings and provenance, for ``book/setting_study`` and chapter 04."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -8,7 +9,12 @@ import torch
 
 from gitutor.files import read_json
 from gitutor.stats import BOUNDS, format_interval, interval
-from gitutor.chapters.stepwise_gradinversion.setting_study.settings import BASE, METHODS, Setting, study_batch
+from gitutor.chapters.stepwise_gradinversion.setting_study.settings import (
+    BASE,
+    METHODS,
+    Setting,
+    study_batch,
+)
 
 
 def curves(outcomes: Sequence[Mapping]) -> dict[tuple[Setting, str, int], dict]:
@@ -21,14 +27,22 @@ def curves(outcomes: Sequence[Mapping]) -> dict[tuple[Setting, str, int], dict]:
     for outcome in outcomes:
         t = outcome["trial"]
         grouped.setdefault((t["setting"], t["method"], t["iterations"]), []).append(
-            outcome["value"]["curve"])
+            outcome["value"]["curve"]
+        )
     summary = {}
     for key, runs in grouped.items():
         times = sorted(set.intersection(*({row[0] for row in run} for run in runs)))
         rows = [{row[0]: row for row in run} for run in runs]
-        summary[key] = {"t": times, "n": len(runs),
-                        "PSNR": [interval([r[t][1] for r in rows], bounds=BOUNDS["PSNR"]) for t in times],
-                        "SSIM": [interval([r[t][2] for r in rows], bounds=BOUNDS["SSIM"]) for t in times]}
+        summary[key] = {
+            "t": times,
+            "n": len(runs),
+            "PSNR": [
+                interval([r[t][1] for r in rows], bounds=BOUNDS["PSNR"]) for t in times
+            ],
+            "SSIM": [
+                interval([r[t][2] for r in rows], bounds=BOUNDS["SSIM"]) for t in times
+            ],
+        }
     return summary
 
 
@@ -41,21 +55,32 @@ def load_record(path) -> tuple[list[dict], dict]:
         ValueError: naming ``path`` if it is truncated or not JSON.
     """
     record = read_json(path, "setting-study record")
-    outcomes = [{**o, "trial": {**o["trial"], "setting": Setting(**o["trial"]["setting"])}}
-                for o in record["trials"] if o["value"] is not None]
+    outcomes = [
+        {**o, "trial": {**o["trial"], "setting": Setting(**o["trial"]["setting"])}}
+        for o in record["trials"]
+        if o["value"] is not None
+    ]
     return outcomes, record["phases"]
 
 
-def summary_rows(summary: Mapping[tuple, Mapping], at: Sequence[int] = (1000, 5000)) -> list[dict]:
+def summary_rows(
+    summary: Mapping[tuple, Mapping], at: Sequence[int] = (1000, 5000)
+) -> list[dict]:
     """One row per (setting, method): SSIM and PSNR means with 95 % intervals at the
     iterations ``at`` (``"—"`` where the run was shorter), batches, and the factor changed."""
     rows = []
     for (setting, method, iterations), curve in summary.items():
-        row = {"setting": setting.label(BASE), "method": method, "budget": iterations,
-               "batches": curve["n"]}
+        row = {
+            "setting": setting.label(BASE),
+            "method": method,
+            "budget": iterations,
+            "batches": curve["n"],
+        }
         for t in at:
             k = curve["t"].index(t) if t in curve["t"] else None
-            row[f"SSIM at {t}"] = "—" if k is None else format_interval(curve["SSIM"][k], count=False)
+            row[f"SSIM at {t}"] = (
+                "—" if k is None else format_interval(curve["SSIM"][k], count=False)
+            )
         row["PSNR at end (dB)"] = format_interval(curve["PSNR"][-1], count=False)
         rows.append(row)
     return rows
@@ -74,20 +99,31 @@ def best_setting(summary: Mapping[tuple, Mapping]) -> tuple[tuple, object]:
     return key, summary[key]["SSIM"][-1]
 
 
-def final_images(outcomes: Sequence[Mapping], key: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+def final_images(
+    outcomes: Sequence[Mapping], key: tuple
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The truth and the final reconstructions of every batch of ``key`` = (setting, method,
     iterations), each ``(n · B, 3, S, S)`` in [0, 1], batches in order."""
     setting, method, iterations = key
-    found = sorted((o for o in outcomes if (o["trial"]["setting"], o["trial"]["method"],
-                                            o["trial"]["iterations"]) == key),
-                   key=lambda o: o["trial"]["batch"])
+    found = sorted(
+        (
+            o
+            for o in outcomes
+            if (o["trial"]["setting"], o["trial"]["method"], o["trial"]["iterations"])
+            == key
+        ),
+        key=lambda o: o["trial"]["batch"],
+    )
     truth = torch.cat([study_batch(setting, o["trial"]["batch"])[0] for o in found])
-    images = torch.cat([torch.tensor(o["value"]["images"], dtype=torch.float32) / 255 for o in found])
+    images = torch.cat(
+        [torch.tensor(o["value"]["images"], dtype=torch.float32) / 255 for o in found]
+    )
     return truth, images
 
 
-def recorded_table(summary: Mapping[tuple, Mapping], setting: Setting,
-                   iterations: int) -> dict[str, dict]:
+def recorded_table(
+    summary: Mapping[tuple, Mapping], setting: Setting, iterations: int
+) -> dict[str, dict]:
     """Table 1 of a recorded setting: ``{method: {"PSNR": Interval, "SSIM": Interval}}`` at the
     end of each method's ``iterations``-long runs, preceded by the noise baseline (every run's
     starting point, iteration 0 of the Inverting Gradients runs), methods in :data:`METHODS`
@@ -100,8 +136,10 @@ def recorded_table(summary: Mapping[tuple, Mapping], setting: Setting,
     for method in METHODS:
         key = (setting, method, iterations)
         if key not in summary:
-            raise KeyError(f"the record holds no runs of {method} in setting "
-                           f"{setting.label(BASE)!r} at {iterations} iterations")
+            raise KeyError(
+                f"the record holds no runs of {method} in setting "
+                f"{setting.label(BASE)!r} at {iterations} iterations"
+            )
         curve = summary[key]
         if method == METHODS[0] and curve["t"][0] == 0:
             table["Noise N(0, I)"] = {m: curve[m][0] for m in ("PSNR", "SSIM")}
@@ -113,10 +151,12 @@ def provenance_sentence(phase: Mapping) -> str:
     """How a recorded phase was made, as one Markdown sentence (date, commit, device, trials,
     wall time, command) from the record's ``phases[name]``."""
     dirty = " with uncommitted changes" if phase.get("dirty") else ""
-    return (f"recorded on {phase['date']} at commit `{phase['commit'][:10]}`{dirty} on "
-            f"{phase['device']}: {phase['trials']} trials of {phase['iterations']} iterations "
-            f"in {_duration(phase['wall_seconds'])} of wall time, by "
-            f"`{phase['command']}`")
+    return (
+        f"recorded on {phase['date']} at commit `{phase['commit'][:10]}`{dirty} on "
+        f"{phase['device']}: {phase['trials']} trials of {phase['iterations']} iterations "
+        f"in {_duration(phase['wall_seconds'])} of wall time, by "
+        f"`{phase['command']}`"
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -129,12 +169,16 @@ def ssim_ranking(table: Mapping[str, Mapping]) -> str:
     resolved) or overlaps one (then it is not resolved at this budget)."""
     best = max(table, key=lambda name: table[name]["SSIM"].mean)
     top = table[best]["SSIM"]
-    overlapping = [name for name in table if name != best
-                   and table[name]["SSIM"].high >= top.low]
-    lead = (f"**{best}** has the highest mean SSIM, {top}; ")
+    overlapping = [
+        name for name in table if name != best and table[name]["SSIM"].high >= top.low
+    ]
+    lead = f"**{best}** has the highest mean SSIM, {top}; "
     if overlapping:
-        return lead + ("its interval overlaps that of " + ", ".join(overlapping)
-                       + ", so which leads is not resolved by this record")
+        return lead + (
+            "its interval overlaps that of "
+            + ", ".join(overlapping)
+            + ", so which leads is not resolved by this record"
+        )
     return lead + "its interval clears every other method's, so its lead is resolved"
 
 
@@ -145,14 +189,17 @@ def seconds_per_iteration(outcomes: Sequence[Mapping]) -> dict[tuple[str, str], 
     for outcome in outcomes:
         t = outcome["trial"]
         costs.setdefault((t["setting"].label(BASE), t["method"]), []).append(
-            outcome["value"]["seconds"] / t["iterations"])
+            outcome["value"]["seconds"] / t["iterations"]
+        )
     return {key: sum(v) / len(v) for key, v in costs.items()}
 
 
 def first_reaching(curve: Mapping, target: float) -> int | None:
     """The first checkpoint of a :func:`curves` entry whose mean SSIM is ≥ ``target`` (None if
     none is): how many iterations a method needs to recover the photographs this well."""
-    return next((t for t, v in zip(curve["t"], curve["SSIM"]) if v.mean >= target), None)
+    return next(
+        (t for t, v in zip(curve["t"], curve["SSIM"]) if v.mean >= target), None
+    )
 
 
 def reach_rows(summary: Mapping[tuple, Mapping], target: float) -> list[dict]:
@@ -172,8 +219,10 @@ def reach_rows(summary: Mapping[tuple, Mapping], target: float) -> list[dict]:
                 continue
             table[method] = {"SSIM": curve["SSIM"][-1]}
             reached = first_reaching(curve, target)
-            row[method] = (f"{format_interval(curve['SSIM'][-1], count=False)}; "
-                           f"≥ {target:.2f} at {'—' if reached is None else reached}")
+            row[method] = (
+                f"{format_interval(curve['SSIM'][-1], count=False)}; "
+                f"≥ {target:.2f} at {'—' if reached is None else reached}"
+            )
         row["order"] = finishing_order(table)
         rows.append(row)
     return rows
@@ -192,8 +241,11 @@ def finishing_order(table: Mapping[str, Mapping]) -> str:
     return text
 
 
-def effect_rows(summary: Mapping[tuple, Mapping], factors: Mapping[str, Sequence[Setting]],
-                budget: int) -> list[dict]:
+def effect_rows(
+    summary: Mapping[tuple, Mapping],
+    factors: Mapping[str, Sequence[Setting]],
+    budget: int,
+) -> list[dict]:
     """One row per (factor setting, method) run for ``budget`` iterations: its final SSIM, the
     base's, and whether it ends higher or lower than the base beyond run-to-run noise
     (:func:`gitutor.stats.compare`: the 95 % intervals must not overlap) or "not resolved"."""
@@ -208,8 +260,17 @@ def effect_rows(summary: Mapping[tuple, Mapping], factors: Mapping[str, Sequence
                     continue
                 mine, reference = summary[key]["SSIM"][-1], summary[base]["SSIM"][-1]
                 verdict = compare(mine, reference, ("setting", "base"))
-                effect = {"setting > base": "higher", "setting < base": "lower"}.get(verdict, verdict)
-                rows.append({"factor": factor, "setting": setting.label(BASE), "method": method,
-                             "SSIM": format_interval(mine, count=False),
-                             "base": format_interval(reference, count=False), "vs base": effect})
+                effect = {"setting > base": "higher", "setting < base": "lower"}.get(
+                    verdict, verdict
+                )
+                rows.append(
+                    {
+                        "factor": factor,
+                        "setting": setting.label(BASE),
+                        "method": method,
+                        "SSIM": format_interval(mine, count=False),
+                        "base": format_interval(reference, count=False),
+                        "vs base": effect,
+                    }
+                )
     return rows

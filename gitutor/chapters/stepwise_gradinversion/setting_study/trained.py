@@ -16,6 +16,7 @@ A trial (:func:`trial`, what :func:`gitutor.sweeps.run_trials` calls) runs one m
 and scores snapshots along the way (PSNR, SSIM after Hungarian matching) and the final images (LPIPS,
 real AlexNet backbone, at ``image_size`` — not 224 px, so not comparable with the paper's LPIPS).
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,12 +26,20 @@ from dataclasses import dataclass
 
 import torch
 
-from gitutor.attacks.comparison import run_attack
+from gitutor.chapters.stepwise_gradinversion.trials import run_attack
 from gitutor.attacks.stepwise import stepwise_inversion
-from gitutor.attacks.stepwise_options import AUTHORS_BN_WEIGHT, AUTHORS_TV_WEIGHT, StepwiseOptions
+from gitutor.attacks.stepwise_options import (
+    AUTHORS_BN_WEIGHT,
+    AUTHORS_TV_WEIGHT,
+    StepwiseOptions,
+)
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule, stage_floor
 from gitutor.chapters.stepwise_gradinversion.setting_study.settings import (
-    CHECKPOINTS, IG_TV, PAPER_BN, PAPER_TV)
+    CHECKPOINTS,
+    IG_TV,
+    PAPER_BN,
+    PAPER_TV,
+)
 from gitutor.federated.client import client_gradients
 from gitutor.metrics import lpips_distance, match_batch, psnr, ssim
 
@@ -70,15 +79,23 @@ class TrainedSetting:
     lr: float = 0.1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.image_size, int) or self.image_size < 32 or self.image_size % 32:
-            raise ValueError(f"image_size must be a multiple of 32 ≥ 32, got {self.image_size!r}")
+        if (
+            not isinstance(self.image_size, int)
+            or self.image_size < 32
+            or self.image_size % 32
+        ):
+            raise ValueError(
+                f"image_size must be a multiple of 32 ≥ 32, got {self.image_size!r}"
+            )
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
         if self.options not in OPTIONS:
             raise ValueError(f"options must be one of {OPTIONS}, got {self.options!r}")
         if not (self.bn_scale >= 0 and self.tv_scale >= 0 and self.lr > 0):
-            raise ValueError(f"need bn_scale ≥ 0, tv_scale ≥ 0, lr > 0, got {self.bn_scale}, "
-                             f"{self.tv_scale}, {self.lr}")
+            raise ValueError(
+                f"need bn_scale ≥ 0, tv_scale ≥ 0, lr > 0, got {self.bn_scale}, "
+                f"{self.tv_scale}, {self.lr}"
+            )
 
     @property
     def batch_size(self) -> int:
@@ -90,9 +107,17 @@ class TrainedSetting:
 
     def label(self) -> str:
         """The setting's factors away from the paper's, e.g. ``"R_BN off"`` (``"paper"`` if none)."""
-        words = {0.0: "R_BN off"}.get(self.bn_scale, f"λ_BN × {self.bn_scale:g}") if self.bn_scale != 1 else ""
-        parts = [words, f"λ_tv × {self.tv_scale:g}" if self.tv_scale != 1 else "",
-                 "authors' options" if self.options == "authors" else "", f"lr {self.lr:g}" if self.lr != 0.1 else ""]
+        words = (
+            {0.0: "R_BN off"}.get(self.bn_scale, f"λ_BN × {self.bn_scale:g}")
+            if self.bn_scale != 1
+            else ""
+        )
+        parts = [
+            words,
+            f"λ_tv × {self.tv_scale:g}" if self.tv_scale != 1 else "",
+            "authors' options" if self.options == "authors" else "",
+            f"lr {self.lr:g}" if self.lr != 0.1 else "",
+        ]
         return ", ".join(p for p in parts if p) or "paper"
 
 
@@ -111,7 +136,9 @@ def _photographs(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return load("imagenet", size=size)
 
 
-def trained_batch(setting: TrainedSetting, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+def trained_batch(
+    setting: TrainedSetting, index: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch ``index`` of ``setting.split``: ``(B, 3, S, S)`` photographs in [0, 1] and their true labels (B,).
 
     Raises:
@@ -120,23 +147,48 @@ def trained_batch(setting: TrainedSetting, index: int) -> tuple[torch.Tensor, to
     if not 0 <= index < setting.batches():
         raise ValueError(f"index must be in [0, {setting.batches()}), got {index!r}")
     images, labels = _photographs(setting.image_size)
-    picks = [STUDY_PHOTOGRAPHS[index]] if setting.split == "study" else list(TABLE_BATCHES[index])
+    picks = (
+        [STUDY_PHOTOGRAPHS[index]]
+        if setting.split == "study"
+        else list(TABLE_BATCHES[index])
+    )
     return images[picks].clone(), labels[picks].clone()
 
 
-def _authors_stepwise(model, shared, y, shape, setting: TrainedSetting, iterations: int, seed: int):
+def _authors_stepwise(
+    model, shared, y, shape, setting: TrainedSetting, iterations: int, seed: int
+):
     from gitutor.models.pretrained import LITE_MEAN, LITE_STD
 
-    schedule = StepwiseSchedule.paper(iterations, len(shared), floor=stage_floor(model), authors_timing=True)
+    schedule = StepwiseSchedule.paper(
+        iterations, len(shared), floor=stage_floor(model), authors_timing=True
+    )
     return stepwise_inversion(
-        model, shared, y, shape, iterations=iterations, schedule=schedule, dropout=0.3,
-        tv_weight=AUTHORS_TV_WEIGHT * setting.tv_scale, bn_weight=AUTHORS_BN_WEIGHT * setting.bn_scale,
-        lr=setting.lr, seed=seed, record_every=10,
-        options=StepwiseOptions.authors(mean=LITE_MEAN, std=LITE_STD))
+        model,
+        shared,
+        y,
+        shape,
+        iterations=iterations,
+        schedule=schedule,
+        dropout=0.3,
+        tv_weight=AUTHORS_TV_WEIGHT * setting.tv_scale,
+        bn_weight=AUTHORS_BN_WEIGHT * setting.bn_scale,
+        lr=setting.lr,
+        seed=seed,
+        record_every=10,
+        options=StepwiseOptions.authors(mean=LITE_MEAN, std=LITE_STD),
+    )
 
 
-def trial(context: Mapping, *, setting: TrainedSetting, method: str, batch: int, iterations: int,
-          seed: int = 0) -> dict:
+def trial(
+    context: Mapping,
+    *,
+    setting: TrainedSetting,
+    method: str,
+    batch: int,
+    iterations: int,
+    seed: int = 0,
+) -> dict:
     """One scored run on the trained network (what :func:`gitutor.sweeps.run_trials` calls).
 
     Returns:
@@ -148,30 +200,55 @@ def trial(context: Mapping, *, setting: TrainedSetting, method: str, batch: int,
         ValueError: for ``options="authors"`` with a method other than Stepwise (and as :func:`run_attack`).
     """
     if setting.options == "authors" and method != "Stepwise":
-        raise ValueError(f"options='authors' is a Stepwise setting, got method {method!r}")
+        raise ValueError(
+            f"options='authors' is a Stepwise setting, got method {method!r}"
+        )
     start = time.perf_counter()
     device = torch.device(context.get("device", "cpu"))
     model = trained_model().to(device).eval()
     x, y = (t.to(device) for t in trained_batch(setting, batch))
     shared = client_gradients(model, x, y)
     if setting.options == "authors":
-        result = _authors_stepwise(model, shared, y, tuple(x.shape), setting, iterations, seed)
+        result = _authors_stepwise(
+            model, shared, y, tuple(x.shape), setting, iterations, seed
+        )
     else:
-        settings = {"dropout": 0.3, "tv_weight": PAPER_TV * setting.tv_scale, "ig_tv_weight": IG_TV,
-                    "bn_weight": PAPER_BN * setting.bn_scale, "lr": setting.lr, "t1": 3000, "t2": 5000,
-                    "dlg_inner_steps": 20, "num_classes": 1000, "record_every": 10}
-        context = {"model": model, "batches": {(len(x), batch): (x, y, shared)}, "settings": settings}
-        result = run_attack(context, method, (len(x), batch), iterations, seed, floor=stage_floor(model))
+        settings = {
+            "dropout": 0.3,
+            "tv_weight": PAPER_TV * setting.tv_scale,
+            "ig_tv_weight": IG_TV,
+            "bn_weight": PAPER_BN * setting.bn_scale,
+            "lr": setting.lr,
+            "t1": 3000,
+            "t2": 5000,
+            "dlg_inner_steps": 20,
+            "num_classes": 1000,
+            "record_every": 10,
+        }
+        context = {
+            "model": model,
+            "batches": {(len(x), batch): (x, y, shared)},
+            "settings": settings,
+        }
+        result = run_attack(
+            context, method, (len(x), batch), iterations, seed, floor=stage_floor(model)
+        )
     wanted = {t for t in CHECKPOINTS if t <= iterations} | {iterations}
     x = x.cpu()
     curve = []
     for t, images in result.snapshots:
         if t in wanted:
             matched = match_batch(images.cpu().clamp(0, 1), x)
-            curve.append([t, psnr(matched, x).mean().item(), ssim(matched, x).mean().item()])
+            curve.append(
+                [t, psnr(matched, x).mean().item(), ssim(matched, x).mean().item()]
+            )
     final = match_batch(result.images.cpu().clamp(0, 1), x)
-    return {"curve": curve, "images": final, "lpips": lpips_distance(final, x).tolist(),
-            "seconds": time.perf_counter() - start}
+    return {
+        "curve": curve,
+        "images": final,
+        "lpips": lpips_distance(final, x).tolist(),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def encode_images(images: torch.Tensor) -> list[str]:
@@ -181,7 +258,13 @@ def encode_images(images: torch.Tensor) -> list[str]:
 
     from PIL import Image
 
-    pixels = (images.detach().cpu().clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1).numpy()
+    pixels = (
+        (images.detach().cpu().clamp(0, 1) * 255)
+        .round()
+        .byte()
+        .permute(0, 2, 3, 1)
+        .numpy()
+    )
     out = []
     for array in pixels:
         buffer = io.BytesIO()
@@ -206,8 +289,16 @@ def decode_images(encoded: list[str]) -> torch.Tensor:
     if not encoded:
         raise ValueError("encoded must hold at least one image")
     try:
-        arrays = [np.asarray(Image.open(io.BytesIO(base64.b64decode(s, validate=True))).convert("RGB"))
-                  for s in encoded]
+        arrays = [
+            np.asarray(
+                Image.open(io.BytesIO(base64.b64decode(s, validate=True))).convert(
+                    "RGB"
+                )
+            )
+            for s in encoded
+        ]
     except (binascii.Error, UnidentifiedImageError, TypeError) as error:
-        raise ValueError(f"encoded holds an entry that is not a base64 PNG: {error}") from None
+        raise ValueError(
+            f"encoded holds an entry that is not a base64 PNG: {error}"
+        ) from None
     return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float() / 255

@@ -3,6 +3,7 @@ and ``trained_table`` of ``scripts/setting_study.py``): final scores with interv
 differences over the same batches, the controls a score must clear, and R_BN on the true photograph
 against trivial images — for the page ``book/trained_network``.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -42,19 +43,32 @@ def load_trained(path) -> tuple[dict[str, list[dict]], dict]:
     for stored in record["trials"]:
         trial, value = stored["trial"], stored["value"]
         if "lpips" not in value:
-            raise ValueError(f"{path} holds a trial that is not a trained-network trial: {trial}")
-        phases.setdefault(stored["phase"], []).append({
-            **trial, "setting": TrainedSetting(**trial["setting"]), "curve": value["curve"],
-            "images": decode_images(value["images"]), "PSNR": value["curve"][-1][1],
-            "SSIM": value["curve"][-1][2], "LPIPS": sum(value["lpips"]) / len(value["lpips"]),
-            "seconds": value.get("seconds")})
+            raise ValueError(
+                f"{path} holds a trial that is not a trained-network trial: {trial}"
+            )
+        phases.setdefault(stored["phase"], []).append(
+            {
+                **trial,
+                "setting": TrainedSetting(**trial["setting"]),
+                "curve": value["curve"],
+                "images": decode_images(value["images"]),
+                "PSNR": value["curve"][-1][1],
+                "SSIM": value["curve"][-1][2],
+                "LPIPS": sum(value["lpips"]) / len(value["lpips"]),
+                "seconds": value.get("seconds"),
+            }
+        )
     return phases, record["phases"]
 
 
-def arm(trials: Sequence[Mapping], setting: TrainedSetting, method: str) -> list[Mapping]:
+def arm(
+    trials: Sequence[Mapping], setting: TrainedSetting, method: str
+) -> list[Mapping]:
     """The trials of one (setting, method), ordered by batch (so two arms pair batch by batch)."""
-    return sorted((t for t in trials if t["setting"] == setting and t["method"] == method),
-                  key=lambda t: t["batch"])
+    return sorted(
+        (t for t in trials if t["setting"] == setting and t["method"] == method),
+        key=lambda t: t["batch"],
+    )
 
 
 def arms(trials: Sequence[Mapping]) -> list[tuple[TrainedSetting, str]]:
@@ -69,10 +83,15 @@ def score_rows(trials: Sequence[Mapping]) -> list[dict]:
         runs = arm(trials, setting, method)
         row = {"method": method, "setting": setting.label(), "batches": len(runs)}
         for m in METRICS:
-            row[m] = format_interval(interval([r[m] for r in runs], bounds=BOUNDS[m]), DIGITS[m], count=False)
+            row[m] = format_interval(
+                interval([r[m] for r in runs], bounds=BOUNDS[m]), DIGITS[m], count=False
+            )
         for column, metric in ((1, "PSNR"), (2, "SSIM")):
             row[f"{metric} change, last 30 %"] = format_interval(
-                interval([late_change(r["curve"], column) for r in runs]), DIGITS[metric], count=False)
+                interval([late_change(r["curve"], column) for r in runs]),
+                DIGITS[metric],
+                count=False,
+            )
         rows.append(row)
     return rows
 
@@ -86,7 +105,9 @@ def late_change(curve: Sequence[Sequence[float]], column: int = 1) -> float:
     return curve[-1][column] - (before[-1][column] if before else curve[0][column])
 
 
-def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]]) -> list[dict]:
+def paired_rows(
+    trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]]
+) -> list[dict]:
     """Paired differences A − B over the same batches, one row per ``((setting, method), (setting,
     method))`` pair: per metric the mean [95 % interval] and which arm is better — "A", "B" or "not
     resolved" (:func:`gitutor.paired.compare_paired` with the metric's margin of
@@ -103,11 +124,19 @@ def paired_rows(trials: Sequence[Mapping], pairs: Sequence[tuple[tuple, tuple]])
         names = (arm_name(*a), arm_name(*b))
         row = {"A": names[0], "B": names[1], "pairs": len(runs_a)}
         for m in METRICS:
-            va, vb = oriented(m, [r[m] for r in runs_a]), oriented(m, [r[m] for r in runs_b])
-            row[f"Δ{m} (A − B)"] = format_interval(paired_difference([r[m] for r in runs_a],
-                                                                     [r[m] for r in runs_b]), DIGITS[m], count=False)
+            va, vb = (
+                oriented(m, [r[m] for r in runs_a]),
+                oriented(m, [r[m] for r in runs_b]),
+            )
+            row[f"Δ{m} (A − B)"] = format_interval(
+                paired_difference([r[m] for r in runs_a], [r[m] for r in runs_b]),
+                DIGITS[m],
+                count=False,
+            )
             found = compare_paired(va, vb, ("A", "B"), MARGINS[m])
-            row[f"{m}: better"] = {"A > B": "A", "A < B": "B"}.get(found, "not resolved")
+            row[f"{m}: better"] = {"A > B": "A", "A < B": "B"}.get(
+                found, "not resolved"
+            )
         rows.append(row)
     return rows
 
@@ -116,8 +145,14 @@ def effect_phrase(row: Mapping) -> str:
     """One row of :func:`paired_rows` in words: which arm each metric favours, e.g. "GradInversion
     against GradInversion (R_BN off): PSNR not resolved, SSIM not resolved, LPIPS favours
     GradInversion"."""
-    words = {"A": f"favours {row['A']}", "B": f"favours {row['B']}", "not resolved": "not resolved"}
-    return f"{row['A']} against {row['B']}: " + ", ".join(f"{m} {words[row[f'{m}: better']]}" for m in METRICS)
+    words = {
+        "A": f"favours {row['A']}",
+        "B": f"favours {row['B']}",
+        "not resolved": "not resolved",
+    }
+    return f"{row['A']} against {row['B']}: " + ", ".join(
+        f"{m} {words[row[f'{m}: better']]}" for m in METRICS
+    )
 
 
 def seconds_per_iteration(trials: Sequence[Mapping]) -> float:
@@ -148,37 +183,66 @@ def control_scores(setting: TrainedSetting) -> dict[str, dict[str, list[float]]]
     scores = batch_controls(batches, LITE_MEAN, LITE_STD, lpips=True)
     if len(batches) >= 2 and all(len(x) == 1 for x in batches):
         scores["another photograph of the set"] = {
-            m: [f(batches[(i + 1) % len(batches)], x).mean().item() for i, x in enumerate(batches)]
-            for m, f in {"PSNR": psnr, "SSIM": ssim, "LPIPS": lpips_distance}.items()}
+            m: [
+                f(batches[(i + 1) % len(batches)], x).mean().item()
+                for i, x in enumerate(batches)
+            ]
+            for m, f in {"PSNR": psnr, "SSIM": ssim, "LPIPS": lpips_distance}.items()
+        }
     return scores
 
 
 def control_rows(scores: Mapping[str, Mapping[str, Sequence[float]]]) -> list[dict]:
     """:func:`control_scores` as table rows: means [95 % interval] over the batches and each
     control's best PSNR over the batches."""
-    return [{"control": name, **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False)
-                                 for m in METRICS}, "highest batch PSNR (dB)": round(max(v["PSNR"]), 1)}
-            for name, v in scores.items()]
+    return [
+        {
+            "control": name,
+            **{
+                m: format_interval(
+                    interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False
+                )
+                for m in METRICS
+            },
+            "highest batch PSNR (dB)": round(max(v["PSNR"]), 1),
+        }
+        for name, v in scores.items()
+    ]
 
 
 #: Table 1's row that a control stands for: the paper's noise row is N(0, I) in normalised units.
 PAPER_ROW = {"control: noise N(0, 1), normalised units": "Noise N(0, I)"}
 
 
-def control_table_rows(scores: Mapping[str, Mapping[str, Sequence[float]]], like: Mapping) -> list[dict]:
+def control_table_rows(
+    scores: Mapping[str, Mapping[str, Sequence[float]]], like: Mapping
+) -> list[dict]:
     """:func:`control_scores` as rows under :func:`score_rows`' (``like``: one of its rows, for the
     columns): method "control: <name>", the batches, PSNR / SSIM / LPIPS mean [95 % interval] over
     them, and "—" in the columns a control has no value for (setting, changes along a run)."""
-    return [{**{k: "—" for k in like}, "method": f"control: {name}", "batches": len(v["PSNR"]),
-             **{m: format_interval(interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False) for m in METRICS}}
-            for name, v in scores.items()]
+    return [
+        {
+            **{k: "—" for k in like},
+            "method": f"control: {name}",
+            "batches": len(v["PSNR"]),
+            **{
+                m: format_interval(
+                    interval(v[m], bounds=BOUNDS[m]), DIGITS[m], count=False
+                )
+                for m in METRICS
+            },
+        }
+        for name, v in scores.items()
+    ]
 
 
 #: The control that is a natural photograph but not the client's, per batch size (B = 1, B > 1).
 NATURAL_CONTROL = ("another photograph of the set", "different photograph")
 
 
-def natural_counts(trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
+def natural_counts(
+    trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, Sequence[float]]]
+) -> str:
     """Per arm of ``trials``, on how many batches its LPIPS is lower than that of a natural photograph
     that is not the client's (:data:`NATURAL_CONTROL` in ``scores``, from :func:`control_scores` of
     the same batches): does LPIPS say the reconstruction is closer to the photograph than any other
@@ -189,14 +253,18 @@ def natural_counts(trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, 
     """
     name = next((n for n in NATURAL_CONTROL if n in scores), None)
     if name is None:
-        raise ValueError(f"scores must hold one of {NATURAL_CONTROL}, got {sorted(scores)}")
+        raise ValueError(
+            f"scores must hold one of {NATURAL_CONTROL}, got {sorted(scores)}"
+        )
     natural = scores[name]["LPIPS"]
     parts = []
     for setting, method in arms(trials):
         runs = arm(trials, setting, method)
         if max(r["batch"] for r in runs) >= len(natural):
-            raise ValueError(f"scores hold {len(natural)} batches; {arm_name(setting, method)} has batch "
-                             f"{max(r['batch'] for r in runs)}")
+            raise ValueError(
+                f"scores hold {len(natural)} batches; {arm_name(setting, method)} has batch "
+                f"{max(r['batch'] for r in runs)}"
+            )
         below = sum(r["LPIPS"] < natural[r["batch"]] for r in runs)
         parts.append(f"{arm_name(setting, method)} {below} of {len(runs)}")
     return ", ".join(parts)
@@ -224,11 +292,17 @@ def rbn_controls(setting: TrainedSetting) -> list[dict]:
     with BatchNormPrior(model) as prior, torch.no_grad():
         for index in range(setting.batches()):
             x, _ = trained_batch(setting, index)
-            noise = start_images(x, LITE_MEAN, LITE_STD, seed=index)["noise N(0, 1), normalised units"]
+            noise = start_images(x, LITE_MEAN, LITE_STD, seed=index)[
+                "noise N(0, 1), normalised units"
+            ]
             controls = control_images(x)
-            candidates = {"true photograph": x, "mean colour": controls["mean colour"],
-                          "4×4 thumbnail": controls["4×4 thumbnail"], "mid-grey": torch.full_like(x, 0.5),
-                          "noise (paper's start)": noise}
+            candidates = {
+                "true photograph": x,
+                "mean colour": controls["mean colour"],
+                "4×4 thumbnail": controls["4×4 thumbnail"],
+                "mid-grey": torch.full_like(x, 0.5),
+                "noise (paper's start)": noise,
+            }
             row = {"batch": index}
             for name, images in candidates.items():
                 model(images)
@@ -248,9 +322,12 @@ def status_sentence(phases: Mapping) -> str:
     missing = [p for p in ("trained", "trained_table") if p not in phases]
     if not missing:
         return "Both phases are recorded."
-    return ("Not yet recorded in this checkout: " + ", ".join(f"phase `{p}`" for p in missing)
-            + " (run `python3 scripts/setting_study.py --phase <phase> --engine processes`; an interrupted "
-            "run resumes from its journal at the same commit).")
+    return (
+        "Not yet recorded in this checkout: "
+        + ", ".join(f"phase `{p}`" for p in missing)
+        + " (run `python3 scripts/setting_study.py --phase <phase> --engine processes`; an interrupted "
+        "run resumes from its journal at the same commit)."
+    )
 
 
 def iterations_text(provenance: Mapping, phase: str) -> str:
@@ -262,12 +339,16 @@ def iterations_text(provenance: Mapping, phase: str) -> str:
 def resolved_sentence(rows: Sequence[Mapping], photographs: int) -> str:
     """How many of :func:`paired_rows`' comparisons are resolved in PSNR, as a Markdown sentence."""
     resolved = [r for r in rows if r["PSNR: better"] != "not resolved"]
-    return (f"Of the {len(rows)} comparisons, {len(resolved)} are resolved in PSNR with {photographs} "
-            "photographs; the others are *not resolved* at this n (a paired interval needs more photographs, "
-            "or larger differences, to clear the margin).")
+    return (
+        f"Of the {len(rows)} comparisons, {len(resolved)} are resolved in PSNR with {photographs} "
+        "photographs; the others are *not resolved* at this n (a paired interval needs more photographs, "
+        "or larger differences, to clear the margin)."
+    )
 
 
-def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, threshold: float) -> str:
+def photograph_counts(
+    trials: Sequence[Mapping], setting: TrainedSetting, threshold: float
+) -> str:
     """Per method, how many photographs reach ``threshold`` dB and how many beat their own 4×4 thumbnail
     (PSNR per photograph), as a Markdown phrase."""
     from gitutor.metrics import psnr
@@ -279,8 +360,10 @@ def photograph_counts(trials: Sequence[Mapping], setting: TrainedSetting, thresh
         runs = arm(trials, arm_setting, method)
         found = torch.cat([psnr(r["images"], truths[r["batch"]]) for r in runs])
         floor = torch.cat([psnr(thumbs[r["batch"]], truths[r["batch"]]) for r in runs])
-        parts.append(f"{arm_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
-                     f"(above its own thumbnail: {int((found > floor).sum())})")
+        parts.append(
+            f"{arm_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
+            f"(above its own thumbnail: {int((found > floor).sum())})"
+        )
     return ", ".join(parts)
 
 
@@ -289,4 +372,6 @@ def command_list(provenance: Mapping[str, Mapping]) -> str:
     typeset ``--`` as a dash and widen the table past the column)."""
     from gitutor.tables import code
 
-    return "\n".join(f"- {code(phase)}: {code(p['command'])}" for phase, p in provenance.items())
+    return "\n".join(
+        f"- {code(phase)}: {code(p['command'])}" for phase, p in provenance.items()
+    )

@@ -10,6 +10,7 @@ process or on Ray; :func:`trial` is the function it calls with a shared context:
 ``lr``, ``t1``, ``t2`` (paper iterations), ``ig_tv_weight``, ``dlg_inner_steps``, ``num_classes``
 and ``record_every``.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,20 +26,50 @@ from gitutor.attacks.result import AttackResult
 from gitutor.attacks.stepwise import stepwise_inversion
 from gitutor.attacks.stepwise_schedule import StepwiseSchedule
 from gitutor.checkpoints import Checkpoint
-from gitutor.data import ATTACKED_PHOTOGRAPHS, BUNDLED_PHOTOGRAPHS, attacked_photographs, image_folder
+from gitutor.data import (
+    ATTACKED_PHOTOGRAPHS,
+    BUNDLED_PHOTOGRAPHS,
+    attacked_photographs,
+    image_folder,
+)
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
 
 #: The profile settings a trial reads from ``context["settings"]`` (see the module docstring).
-SETTINGS = ("dropout", "tv_weight", "bn_weight", "lr", "t1", "t2", "ig_tv_weight", "dlg_inner_steps", "num_classes",
-            "record_every")
+SETTINGS = (
+    "dropout",
+    "tv_weight",
+    "bn_weight",
+    "lr",
+    "t1",
+    "t2",
+    "ig_tv_weight",
+    "dlg_inner_steps",
+    "num_classes",
+    "record_every",
+)
 #: Table 1 (DLG … Stepwise) and the Table 2 / Fig. 6 variants of the stepwise objective.
-METHODS = ("DLG", "Inverting Gradients", "GradInversion", "Stepwise", "ℓ_grad", "+ ℓ̃_grad", "Stepwise, no dropout")
+METHODS = (
+    "DLG",
+    "Inverting Gradients",
+    "GradInversion",
+    "Stepwise",
+    "ℓ_grad",
+    "+ ℓ̃_grad",
+    "Stepwise, no dropout",
+)
 
 
-def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations: int, seed: int,
-               first_tensor: int | None = None, floor: int | None = None,
-               checkpoint: Checkpoint | None = None) -> AttackResult:
+def run_attack(
+    context: Mapping,
+    method: str,
+    batch: tuple[int, int],
+    iterations: int,
+    seed: int,
+    first_tensor: int | None = None,
+    floor: int | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> AttackResult:
     """Run ``method`` on ``context["batches"][batch]`` for ``iterations`` image updates.
 
     DLG gets ``iterations // dlg_inner_steps`` L-BFGS steps (the same number of gradient
@@ -56,33 +87,93 @@ def run_attack(context: Mapping, method: str, batch: tuple[int, int], iterations
     if first_tensor is not None and method != "Stepwise":
         raise ValueError(f"first_tensor is a Stepwise setting, got method {method!r}")
     if batch not in context["batches"]:
-        raise ValueError(f"batch {batch!r} is not in the context; batches: {sorted(context['batches'])}")
+        raise ValueError(
+            f"batch {batch!r} is not in the context; batches: {sorted(context['batches'])}"
+        )
     model, s = context["model"], context["settings"]
     x, y, grads = context["batches"][batch]
     shape = tuple(x.shape)
-    common = dict(lr=s["lr"], seed=seed, record_every=s["record_every"], checkpoint=checkpoint)
+    common = dict(
+        lr=s["lr"], seed=seed, record_every=s["record_every"], checkpoint=checkpoint
+    )
     if method == "DLG":
-        return dlg(model, grads, shape, s["num_classes"], labels=y, seed=seed, record_every=1,
-                   iterations=max(1, iterations // s["dlg_inner_steps"]), checkpoint=checkpoint)
+        return dlg(
+            model,
+            grads,
+            shape,
+            s["num_classes"],
+            labels=y,
+            seed=seed,
+            record_every=1,
+            iterations=max(1, iterations // s["dlg_inner_steps"]),
+            checkpoint=checkpoint,
+        )
     if method == "Inverting Gradients":
-        return inverting_gradients(model, grads, y, shape, iterations=iterations, tv_weight=s["ig_tv_weight"], **common)
+        return inverting_gradients(
+            model,
+            grads,
+            y,
+            shape,
+            iterations=iterations,
+            tv_weight=s["ig_tv_weight"],
+            **common,
+        )
     if method == "GradInversion":
-        return gradinversion(model, grads, y, shape, iterations=iterations, tv_weight=s["tv_weight"],
-                             bn_weight=s["bn_weight"], **common)
-    if method == "ℓ_grad":  # Table 2, row 1: cosine over every tensor, no prior, no dropout
-        return stepwise_inversion(model, grads, y, shape, iterations=iterations, dropout=0.0, tv_weight=0.0,
-                                  bn_weight=0.0, schedule=StepwiseSchedule.all_tensors(iterations), **common)
+        return gradinversion(
+            model,
+            grads,
+            y,
+            shape,
+            iterations=iterations,
+            tv_weight=s["tv_weight"],
+            bn_weight=s["bn_weight"],
+            **common,
+        )
+    if (
+        method == "ℓ_grad"
+    ):  # Table 2, row 1: cosine over every tensor, no prior, no dropout
+        return stepwise_inversion(
+            model,
+            grads,
+            y,
+            shape,
+            iterations=iterations,
+            dropout=0.0,
+            tv_weight=0.0,
+            bn_weight=0.0,
+            schedule=StepwiseSchedule.all_tensors(iterations),
+            **common,
+        )
     schedule = _schedule(method, iterations, len(grads), s, first_tensor, floor)
-    return stepwise_inversion(model, grads, y, shape, iterations=iterations, tv_weight=s["tv_weight"],
-                              bn_weight=s["bn_weight"], schedule=schedule,
-                              dropout=0.0 if method == "Stepwise, no dropout" else s["dropout"], **common)
+    return stepwise_inversion(
+        model,
+        grads,
+        y,
+        shape,
+        iterations=iterations,
+        tv_weight=s["tv_weight"],
+        bn_weight=s["bn_weight"],
+        schedule=schedule,
+        dropout=0.0 if method == "Stepwise, no dropout" else s["dropout"],
+        **common,
+    )
 
 
-def _schedule(method: str, iterations: int, num_tensors: int, s: Mapping, first_tensor: int | None,
-              floor: int | None):
-    paper = StepwiseSchedule.paper(iterations, num_tensors, t1=s["t1"], t2=s["t2"], floor=floor)
+def _schedule(
+    method: str,
+    iterations: int,
+    num_tensors: int,
+    s: Mapping,
+    first_tensor: int | None,
+    floor: int | None,
+):
+    paper = StepwiseSchedule.paper(
+        iterations, num_tensors, t1=s["t1"], t2=s["t2"], floor=floor
+    )
     if first_tensor is not None:
-        return StepwiseSchedule.fixed(iterations, first_tensor, t1=paper.t1, t2=paper.t2)
+        return StepwiseSchedule.fixed(
+            iterations, first_tensor, t1=paper.t1, t2=paper.t2
+        )
     if method == "+ ℓ̃_grad":
         return StepwiseSchedule.paper(iterations, num_tensors, t1=0, t2=0, floor=floor)
     return paper
@@ -92,12 +183,22 @@ def score(images: torch.Tensor, truth: torch.Tensor) -> dict[str, float | None]:
     """Batch-mean PSNR (dB), SSIM and LPIPS (None without AlexNet weights) after Hungarian matching."""
     matched = match_batch(images.detach().cpu().clamp(0, 1), truth.cpu())
     lpips_values = lpips_or_none(matched, truth.cpu())
-    return {"PSNR": psnr(matched, truth.cpu()).mean().item(), "SSIM": ssim(matched, truth.cpu()).mean().item(),
-            "LPIPS": None if lpips_values is None else lpips_values.mean().item()}
+    return {
+        "PSNR": psnr(matched, truth.cpu()).mean().item(),
+        "SSIM": ssim(matched, truth.cpu()).mean().item(),
+        "LPIPS": None if lpips_values is None else lpips_values.mean().item(),
+    }
 
 
-def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: int, seed: int,
-          first_tensor: int | None = None) -> dict:
+def trial(
+    context: Mapping,
+    *,
+    method: str,
+    batch: tuple[int, int],
+    iterations: int,
+    seed: int,
+    first_tensor: int | None = None,
+) -> dict:
     """One scored run of :func:`run_attack` (what a sweep calls); ``context["floor"]``, when present, is
     the stepwise schedule's floor (:func:`~gitutor.attacks.stepwise_schedule.stage_floor`).
 
@@ -106,16 +207,30 @@ def trial(context: Mapping, *, method: str, batch: tuple[int, int], iterations: 
         "snapshots", "seconds"}``.
     """
     start = time.perf_counter()
-    result = run_attack(context, method, batch, iterations, seed, first_tensor, context.get("floor"))
+    result = run_attack(
+        context, method, batch, iterations, seed, first_tensor, context.get("floor")
+    )
     truth = context["batches"][batch][0]
-    return {**score(result.images, truth), "loss": result.history.get("loss", []), "info": result.info,
-            "images": match_batch(result.images.clamp(0, 1), truth.cpu()), "snapshots": result.snapshots,
-            "seconds": time.perf_counter() - start}
+    return {
+        **score(result.images, truth),
+        "loss": result.history.get("loss", []),
+        "info": result.info,
+        "images": match_batch(result.images.clamp(0, 1), truth.cpu()),
+        "snapshots": result.snapshots,
+        "seconds": time.perf_counter() - start,
+    }
 
 
-def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_classes: int, seed: int,
-                    image_root: str | Path = "bundled", held_out: bool = True
-                    ) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
+def private_batches(
+    batch_sizes: list[int],
+    count: int,
+    *,
+    image_size: int,
+    num_classes: int,
+    seed: int,
+    image_root: str | Path = "bundled",
+    held_out: bool = True,
+) -> dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]]:
     """``{(B, i): (x, y)}`` for every B in ``batch_sizes`` and i < ``count``: distinct-label batches.
 
     Whole bundled photographs (:func:`~gitutor.data.attacked_photographs` batch i: of the six held
@@ -133,10 +248,17 @@ def private_batches(batch_sizes: list[int], count: int, *, image_size: int, num_
             generator = make_generator(seed + 1000 * i + b)
             if image_root == "bundled":
                 x = attacked_photographs(image_size, b, i, names)
-                batches[(b, i)] = x, torch.randperm(num_classes, generator=generator)[:b]
+                batches[(b, i)] = (
+                    x,
+                    torch.randperm(num_classes, generator=generator)[:b],
+                )
                 continue
-            images, labels = image_folder(image_root, 8 * b, size=image_size, seed=seed + 1000 * i + b)
-            first = [labels.tolist().index(c) for c in dict.fromkeys(labels.tolist())][:b]
+            images, labels = image_folder(
+                image_root, 8 * b, size=image_size, seed=seed + 1000 * i + b
+            )
+            first = [labels.tolist().index(c) for c in dict.fromkeys(labels.tolist())][
+                :b
+            ]
             batches[(b, i)] = images[first], labels[first]
     return batches
 
@@ -150,15 +272,26 @@ def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[st
     problems = []
     if pretrained:
         import torchvision
+
         url = torchvision.models.ResNet34_Weights.IMAGENET1K_V1.url
         if not (Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name).is_file():
-            problems.append(f"ImageNet ResNet34 weights: put {Path(url).name} ({url}) into "
-                            f"{Path(torch.hub.get_dir()) / 'checkpoints'}, or set PRETRAINED = False "
-                            "(random weights, BatchNorm calibrated on bundled photographs)")
-    if image_root is None or (image_root != "bundled" and not Path(image_root).is_dir()):
-        given = "is not set" if image_root is None else f"= {str(image_root)!r} is not a folder"
-        problems.append(f"IMAGE_ROOT {given}: point it to the ImageNet validation ImageFolder tree (one "
-                        "sub-folder per class), or set IMAGE_ROOT = 'bundled' (whole bundled photographs)")
+            problems.append(
+                f"ImageNet ResNet34 weights: put {Path(url).name} ({url}) into "
+                f"{Path(torch.hub.get_dir()) / 'checkpoints'}, or set PRETRAINED = False "
+                "(random weights, BatchNorm calibrated on bundled photographs)"
+            )
+    if image_root is None or (
+        image_root != "bundled" and not Path(image_root).is_dir()
+    ):
+        given = (
+            "is not set"
+            if image_root is None
+            else f"= {str(image_root)!r} is not a folder"
+        )
+        problems.append(
+            f"IMAGE_ROOT {given}: point it to the ImageNet validation ImageFolder tree (one "
+            "sub-folder per class), or set IMAGE_ROOT = 'bundled' (whole bundled photographs)"
+        )
     return problems
 
 
@@ -181,22 +314,41 @@ def chapter_trials(cfg, block_start: Mapping[str, int], seed: int) -> list[dict]
     run. Batch i starts every method from the same noise (seed ``seed + i``).
     """
     b, specs = cfg.batch_size, []
-    specs += [(m, b, t, None) for t in cfg.budgets for m in ("Inverting Gradients", "GradInversion", "Stepwise")]
-    specs += [(m, b, cfg.iterations, None) for m in ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")]
+    specs += [
+        (m, b, t, None)
+        for t in cfg.budgets
+        for m in ("Inverting Gradients", "GradInversion", "Stepwise")
+    ]
+    specs += [
+        (m, b, cfg.iterations, None)
+        for m in ("DLG", "Inverting Gradients", "GradInversion", "Stepwise")
+    ]
     if cfg.ablation_iterations is not None:
         specs += [(m, b, cfg.ablation_iterations, None) for m in METHODS[2:]]
     if cfg.study_iterations is not None:
-        specs += [("Stepwise", size, cfg.study_iterations, None) for size in cfg.batch_sizes]
-        specs += [("Stepwise", b, cfg.study_iterations, block_start[block]) for block in cfg.first_blocks]
+        specs += [
+            ("Stepwise", size, cfg.study_iterations, None) for size in cfg.batch_sizes
+        ]
+        specs += [
+            ("Stepwise", b, cfg.study_iterations, block_start[block])
+            for block in cfg.first_blocks
+        ]
     unique = list(dict.fromkeys(specs))
-    return [dict(method=m, batch=(size, i), iterations=t, seed=seed + i, first_tensor=first)
-            for m, size, t, first in unique for i in range(cfg.n_batches)]
+    return [
+        dict(method=m, batch=(size, i), iterations=t, seed=seed + i, first_tensor=first)
+        for m, size, t, first in unique
+        for i in range(cfg.n_batches)
+    ]
 
 
 def by_setting(outcomes) -> dict[tuple, list[dict]]:
     """``{(method, B, iterations, first_tensor): [value of batch 0, 1, …]}`` from successful trial outcomes."""
     runs: dict[tuple, list[dict]] = {}
-    for outcome in sorted((o for o in outcomes if o.ok), key=lambda o: o.trial["batch"][1]):
+    for outcome in sorted(
+        (o for o in outcomes if o.ok), key=lambda o: o.trial["batch"][1]
+    ):
         t = outcome.trial
-        runs.setdefault((t["method"], t["batch"][0], t["iterations"], t["first_tensor"]), []).append(outcome.value)
+        runs.setdefault(
+            (t["method"], t["batch"][0], t["iterations"], t["first_tensor"]), []
+        ).append(outcome.value)
     return runs

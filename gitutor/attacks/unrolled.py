@@ -1,0 +1,178 @@
+"""The server unrolls the clients' local steps: matching a FedAvg update, not a gradient.
+
+A FedAvg client (McMahan et al. 2017, Alg. 1, ClientUpdate) runs E epochs of SGD over its data in
+mini-batches of size b, in order, from the global model w_0, and sends Δ = w_K − w_0 after
+K = E·⌈N/b⌉ steps. Reading −Δ/(ηK) as one gradient at w_0 is exact only for K = 1. The server chose
+η, E and b itself, so it can simulate the client's K steps on a candidate batch x' and compare the
+simulated update with the one it received (Geiping et al. 2020, §5, "multiple local updates"):
+
+    Δ(x') = w_K(x') − w_0,   w_{k+1} = w_k − η ∇_w ℓ(F(x'_{B_k}; w_k), y_{B_k}),
+
+differentiable in x' through every step. :func:`simulated_update` is that simulation;
+:func:`update_distance` the cosine distance (Geiping et al. Eq. 4's matching term) between Δ(x') and
+the observed Δ; :func:`rounds_distance` the mean of that distance over several rounds, each at its
+own round's global model w_0^{(r)} — the adversary that watches R rounds of a client whose data do
+not change. Each plugs into :func:`gitutor.attacks.inverting_gradients` as ``matching_distance``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from gitutor.attacks.objectives import cosine_gradient_distance
+from gitutor.federated.client import check_parameter_list, cross_entropy
+from gitutor.models.buffers import preserved_buffers
+
+
+def check_schedule(lr, epochs, batch_size, count: int) -> tuple[float, int, int]:
+    """``(lr, epochs, batch_size)`` after checking them against a batch of ``count`` images.
+
+    Raises:
+        TypeError: naming ``lr``, ``epochs`` or ``batch_size`` when not a real number / an int.
+        ValueError: naming it when ``lr`` is not finite and > 0, ``epochs < 1`` or ``batch_size`` is
+            not in [1, count].
+    """
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+        raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if epochs < 1:
+        raise ValueError(f"epochs must be ≥ 1, got {epochs}")
+    if not 1 <= batch_size <= count:
+        raise ValueError(
+            f"batch_size must be in [1, {count}] (the client's images), got {batch_size}"
+        )
+    return float(lr), epochs, batch_size
+
+
+def simulated_update(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+    start: Sequence[torch.Tensor] | None = None,
+    create_graph: bool = True,
+) -> list[torch.Tensor]:
+    """Δ = w_K − w_0 of the client's local SGD (the module docstring) on ``(images, labels)``.
+
+    The same steps as :func:`gitutor.federated.flower.local_training` (plain SGD, mini-batches in
+    order, the batch-mean cross-entropy), evaluated through ``torch.func.functional_call`` so that
+    Δ is differentiable in ``images``; the model's parameters and buffers are left as they were.
+
+    Args:
+        model: the network, in the mode the client trains it (BatchNorm buffers are restored after).
+        images: ``(N, C, H, W)`` the client's images (or a candidate x').
+        labels: ``(N,)`` int64 labels or ``(N, classes)`` soft labels.
+        lr: η, the client's learning rate.
+        epochs: E, passes over the N images.
+        batch_size: b, images per step (N: one full-batch step per epoch).
+        start: w_0, aligned with ``model.parameters()`` (default: the model's parameters).
+        create_graph: keep the graph through the K steps (what an attack needs).
+
+    Returns:
+        Δ, one tensor per parameter.
+
+    Raises:
+        TypeError/ValueError: as :func:`check_schedule`, and for a ``start`` that does not match the model.
+    """
+    lr, epochs, batch_size = check_schedule(lr, epochs, batch_size, images.shape[0])
+    names = [name for name, _ in model.named_parameters()]
+    w0 = [
+        t.detach()
+        for t in (
+            model.parameters()
+            if start is None
+            else check_parameter_list(model, start, "start")
+        )
+    ]
+    w = [t.clone().requires_grad_(True) for t in w0]
+    with preserved_buffers(model):
+        for _ in range(epochs):
+            for first in range(0, images.shape[0], batch_size):
+                batch = slice(first, first + batch_size)
+                loss = cross_entropy(
+                    functional_call(model, dict(zip(names, w)), (images[batch],)),
+                    labels[batch],
+                )
+                grads = torch.autograd.grad(loss, w, create_graph=create_graph)
+                w = [wi - lr * gi for wi, gi in zip(w, grads)]
+                if not create_graph:
+                    w = [wi.detach().requires_grad_(True) for wi in w]
+    return (
+        [wi - w0i for wi, w0i in zip(w, w0)]
+        if create_graph
+        else [(wi - w0i).detach() for wi, w0i in zip(w, w0)]
+    )
+
+
+def update_distance(
+    model: nn.Module,
+    observed: Sequence[torch.Tensor],
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+    start: Sequence[torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """1 − cos(Δ(x'), Δ) over all parameters (Geiping et al. 2020, Eq. 4's matching term, with the
+    simulated update of :func:`simulated_update` in place of the gradient); a scalar tensor on the graph
+    of ``images``."""
+    return cosine_gradient_distance(
+        simulated_update(
+            model,
+            images,
+            labels,
+            lr=lr,
+            epochs=epochs,
+            batch_size=batch_size,
+            start=start,
+        ),
+        list(observed),
+    )
+
+
+def rounds_distance(
+    model: nn.Module,
+    rounds: Sequence[tuple[Sequence[torch.Tensor], Sequence[torch.Tensor]]],
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+) -> torch.Tensor:
+    """The mean of :func:`update_distance` over ``rounds`` = ``[(w_0 of round r, Δ of round r), …]``: each
+    round's update matched at its own round's global model, jointly (one candidate for every round).
+
+    Raises:
+        ValueError: if ``rounds`` is empty.
+    """
+    if not rounds:
+        raise ValueError("rounds must hold at least one (start, update) pair")
+    total = sum(
+        update_distance(
+            model,
+            delta,
+            images,
+            labels,
+            lr=lr,
+            epochs=epochs,
+            batch_size=batch_size,
+            start=start,
+        )
+        for start, delta in rounds
+    )
+    return total / len(rounds)

@@ -1,0 +1,84 @@
+"""The server unrolls the client's local steps (gitutor.attacks.unrolled): the simulation equals the client's
+training, the objective is zero at the truth, and it recovers what reading Δ as one gradient does not."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gitutor.attacks import inverting_gradients
+from gitutor.attacks.unrolled import rounds_distance, simulated_update, update_distance
+from gitutor.federated.flower import local_training, update_as_gradient
+from gitutor.metrics import psnr
+from gitutor.models import LeNet, init_uniform_
+from gitutor.seeding import make_generator
+
+
+def case(n=2):
+    model = init_uniform_(LeNet(num_classes=4, in_channels=3, image_size=12), 0.5, make_generator(0))
+    ramp = torch.linspace(0, 1, 12)
+    images = torch.stack([torch.stack([ramp.view(1, -1).expand(12, 12), ramp.view(-1, 1).expand(12, 12),
+                                       0.5 * torch.ones(12, 12)]).roll(i, dims=0) for i in range(n)])
+    return model, images, torch.arange(n) % 4
+
+
+def client_delta(model, images, labels, **schedule):
+    trained, _ = local_training(model, images, labels, **schedule)
+    return [a.detach() - b.detach() for a, b in zip(trained.parameters(), model.parameters())]
+
+
+def test_the_simulation_is_the_clients_training():
+    model, images, labels = case(3)
+    for schedule in (dict(lr=0.5, epochs=1, batch_size=3), dict(lr=0.5, epochs=2, batch_size=2)):
+        expected = client_delta(model, images, labels, **schedule)
+        found = simulated_update(model, images, labels, create_graph=False, **schedule)
+        assert all(torch.allclose(a, b, atol=1e-7, rtol=1e-5) for a, b in zip(found, expected))
+    assert all(not p.grad_fn for p in model.parameters())
+
+
+def test_the_unrolled_objective_is_zero_at_the_truth_and_not_elsewhere():
+    model, images, labels = case()
+    schedule = dict(lr=0.5, epochs=2, batch_size=1)
+    delta = client_delta(model, images, labels, **schedule)
+    at_truth = float(update_distance(model, delta, images, labels, **schedule).detach())
+    noise = torch.rand(images.shape, generator=torch.Generator().manual_seed(1))
+    assert at_truth < 1e-6 and float(update_distance(model, delta, noise, labels, **schedule).detach()) > 1e-3
+    start = [p.detach() + 0.01 for p in model.parameters()]
+    moved = [torch.nn.Parameter(p.clone()) for p in start]
+    shifted = LeNet(num_classes=4, in_channels=3, image_size=12)
+    with torch.no_grad():
+        for p, q in zip(shifted.parameters(), moved):
+            p.copy_(q)
+    later = client_delta(shifted, images, labels, **schedule)  # round 2 at its own global model
+    both = [([p.detach() for p in model.parameters()], delta), (start, later)]
+    assert float(rounds_distance(model, both, images, labels, **schedule).detach()) < 1e-6
+    with pytest.raises(ValueError, match="rounds must hold"):
+        rounds_distance(model, [], images, labels, **schedule)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(lr=0.0, epochs=1, batch_size=1), ValueError, "lr must be"), (dict(lr="1", epochs=1, batch_size=1), TypeError, "lr"),
+    (dict(lr=0.1, epochs=0, batch_size=1), ValueError, "epochs"), (dict(lr=0.1, epochs=1, batch_size=3), ValueError,
+                                                                    "batch_size must be in"),
+    (dict(lr=0.1, epochs=1.0, batch_size=1), TypeError, "epochs"), (dict(lr=float("nan"), epochs=1, batch_size=1),
+                                                                    ValueError, "lr")])
+def test_a_bad_schedule_is_refused(kwargs, error, match):
+    model, images, labels = case()
+    with pytest.raises(error, match=match):
+        simulated_update(model, images, labels, **kwargs)
+
+
+def test_unrolling_recovers_what_one_gradient_does_not():
+    """Chapter 08's setting (tanh LeNet, PyTorch's initialisation, an LFW face, η = 0.05, E = 5), at 16 px."""
+    from gitutor.chapters.flower_dp.experiments import chapter_model
+    from gitutor.chapters.flower_dp.faces import face_data
+
+    model, data = chapter_model(16, 0), face_data(16)
+    images, labels = data["train_x"][:1], data["train_y"][:1]
+    schedule = dict(lr=0.05, epochs=5, batch_size=1)
+    delta = client_delta(model, images, labels, **schedule)
+    kwargs = dict(iterations=200, tv_weight=1e-2, seed=0, lr=0.1)
+    one_gradient = inverting_gradients(model, update_as_gradient(delta, 0.05, 5), labels, images.shape, **kwargs)
+    unrolled = inverting_gradients(model, delta, labels, images.shape, **kwargs,
+                                   matching_distance=lambda x: update_distance(model, delta, x, labels, **schedule))
+    found, baseline = float(psnr(unrolled.images, images)), float(psnr(one_gradient.images, images))
+    assert found > 28 and found - baseline > 10, (found, baseline)
