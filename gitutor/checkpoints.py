@@ -18,6 +18,7 @@ start and the caller's ``key``); a checkpoint of another run is refused by path,
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import pickle
@@ -67,8 +68,8 @@ class Checkpoint:
             raise ValueError(f"checkpoint path: {problem}")
 
     def part(self, name: str) -> "Checkpoint":
-        """The checkpoint of one part of a run (e.g. one restart): ``<stem>.<name><suffix>``, same period
-        and key plus ``name``."""
+        """The checkpoint of one part of a run (e.g. one restart): ``<stem>.part-<name><suffix>``, same
+        period and key plus ``name``; :meth:`remove` removes it with the run's."""
         if (
             not isinstance(name, str)
             or not name
@@ -77,7 +78,7 @@ class Checkpoint:
             raise ValueError(
                 f"name must be a non-empty str of letters, digits, '_' or '-', got {name!r}"
             )
-        path = self.path.with_name(f"{self.path.stem}.{name}{self.path.suffix}")
+        path = self.path.with_name(f"{self.path.stem}.part-{name}{self.path.suffix}")
         return Checkpoint(path, self.every, f"{self.key}/{name}")
 
     def save(self, fingerprint: dict, state: dict) -> None:
@@ -140,12 +141,10 @@ class Checkpoint:
         return payload["state"]
 
     def remove(self) -> None:
-        """Delete the file and those of its parts (once the run's result is kept elsewhere, e.g. in a
-        sweep's journal)."""
-        for path in [
-            self.path,
-            *self.path.parent.glob(f"{self.path.stem}.*{self.path.suffix}"),
-        ]:
+        """Delete the file and those of its parts (:meth:`part`), once the run's result is kept elsewhere
+        (e.g. in a sweep's journal); no other file."""
+        pattern = f"{glob.escape(self.path.stem)}.part-*{glob.escape(self.path.suffix)}"
+        for path in [self.path, *self.path.parent.glob(pattern)]:
             path.unlink(missing_ok=True)
 
 

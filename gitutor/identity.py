@@ -51,6 +51,13 @@ def _feed(hasher, value: Any, seen: set[int]) -> None:
         for item in value:
             _feed(hasher, item, seen)
         add(b");")
+    elif isinstance(
+        value, (set, frozenset)
+    ):  # by content, in an order that is the same in every process
+        add(f"{type(value).__name__}[{len(value)}](".encode())
+        for item in sorted(value, key=repr):
+            _feed(hasher, item, seen)
+        add(b");")
     elif isinstance(value, dict):
         add(f"dict[{len(value)}](".encode())
         for key in sorted(value, key=repr):
@@ -193,8 +200,20 @@ def code_version() -> str:
 
     try:
         commit = git("rev-parse", "HEAD").strip()
-        changes = git("diff", "HEAD", "--", str(_PACKAGE)) + git(
-            "ls-files", "--others", "--exclude-standard", "--", str(_PACKAGE)
+        untracked = git(
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--full-name",
+            "--",
+            str(_PACKAGE),
+        )
+        top = Path(git("rev-parse", "--show-toplevel").strip())
+        changes = git(
+            "diff", "HEAD", "--", str(_PACKAGE)
+        ) + "".join(  # untracked files: name and content
+            f"{name}\n{(top / name).read_text(errors='replace')}"
+            for name in untracked.splitlines()
         )
     except (OSError, subprocess.SubprocessError):
         from gitutor import __version__

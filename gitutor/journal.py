@@ -162,7 +162,9 @@ class Journal:
         self.decode = decode or from_json
         self.run = None if run is None else dict(run)
         if self.path.exists():
-            self._checked()  # a file that is not a journal is refused here, before any trial runs
+            self._checked(
+                whole=False
+            )  # a file that is not a journal is refused here, before any trial runs
 
     def read(self) -> dict[str, tuple[Any, None, float]]:
         """``{trial_key: (value, None, seconds)}`` of every journaled trial of this run (the value
@@ -185,7 +187,13 @@ class Journal:
         ):  # the last write was interrupted: drop its partial line
             os.truncate(self.path, complete)
         finished, others = {}, {}
-        lines = data[:complete].decode("utf-8", errors="replace").splitlines()
+        try:
+            lines = data[:complete].decode("utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"journal {self.path} holds bytes that are not UTF-8 ({error}); move the file "
+                "away to start the sweep afresh"
+            ) from None
         for number, line in enumerate(lines[1:], start=2):
             try:
                 entry = json.loads(line)
@@ -224,13 +232,18 @@ class Journal:
             )
         return finished
 
-    def _checked(self) -> bytes:
-        """The file's bytes after checking that its first line is :data:`HEADER` (ValueError naming it)."""
+    def _checked(self, whole: bool = True) -> bytes:
+        """The file's bytes (``whole``; else its first line only) after checking that its first line is
+        :data:`HEADER` (ValueError naming the file)."""
         if not self.path.is_file():
             raise ValueError(
                 f"journal {self.path} is not a file; give the path of a journal file"
             )
-        data = self.path.read_bytes()
+        if whole:
+            data = self.path.read_bytes()
+        else:
+            with open(self.path, "rb") as file:
+                data = file.readline(4096)
         first = data.split(b"\n", 1)[0]
         try:
             header = json.loads(first) if b"\n" in data else None
@@ -262,7 +275,9 @@ class Journal:
             json.dumps(entry if self.run is None else {"run": self.run, **entry}) + "\n"
         )
         if self.path.exists():
-            self._checked()
+            self._checked(
+                whole=False
+            )  # the header only: a journal of many trials is not read again
         else:
             write_text(self.path, json.dumps(HEADER) + "\n")
         with open(self.path, "a", encoding="utf-8") as file:

@@ -40,14 +40,13 @@ import gc
 import hashlib
 import inspect
 import json
-import math
 import multiprocessing
 import os
 import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +55,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from gitutor.checkpoints import Checkpoint
+from gitutor.checks import check_choice, check_int, check_real
 from gitutor.identity import run_identity
 from gitutor.journal import Journal, trial_key
 
 ENGINES = ("local", "processes", "ray")
+#: Iterations between two checkpoints of a journaled trial, unless ``checkpoint_every`` says otherwise.
+CHECKPOINT_EVERY = 100
 #: Environment variable naming a folder where every sweep without an explicit journal keeps one.
 JOURNALS_ENV = "GITUTOR_JOURNALS"
 
@@ -111,7 +113,7 @@ def run_trials(
     journal: str | os.PathLike | None = None,
     encode: Callable[[Any], Any] | None = None,
     decode: Callable[[Any], Any] | None = None,
-    checkpoint_every: int = 100,
+    checkpoint_every: int | None = None,
 ) -> list[TrialOutcome]:
     """Run ``function(context, **trial)`` for every trial; see the module docstring.
 
@@ -131,7 +133,7 @@ def run_trials(
             :func:`gitutor.journal.to_json` and :func:`~gitutor.journal.from_json`).
         checkpoint_every: with a journal, a ``function`` that takes a ``checkpoint`` keyword gets a
             :class:`~gitutor.checkpoints.Checkpoint` per trial, saved every ``checkpoint_every``
-            iterations in ``<journal>.checkpoints/`` and keyed by the trial and its run, so that a trial
+            iterations (None: :data:`CHECKPOINT_EVERY`; given without a journal: ValueError) in ``<journal>.checkpoints/`` and keyed by the trial and its run, so that a trial
             killed midway resumes from its last checkpoint on a rerun; it is removed once the trial is
             journaled.
 
@@ -150,28 +152,26 @@ def run_trials(
     """
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    check_choice(engine, "engine", ENGINES)
+    if isinstance(trials, (str, bytes, Mapping)) or not isinstance(trials, Iterable):
+        raise TypeError(
+            f"trials must be a list of mappings (keyword arguments of function), got {type(trials).__name__}"
+        )
+    trials = list(trials)  # a generator too
     if not all(isinstance(trial, Mapping) for trial in trials):
         raise ValueError(
             "trials must be a sequence of mappings (keyword arguments of function)"
         )
-    if not (0 < cpus_per_trial < math.inf and 0 <= gpus_per_trial < math.inf):
-        raise ValueError(
-            f"need cpus_per_trial > 0 and gpus_per_trial ≥ 0, got {cpus_per_trial}, {gpus_per_trial}"
-        )
-    if num_cpus is not None and (
-        isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
-    ):
-        raise ValueError(f"num_cpus must be a positive int or None, got {num_cpus!r}")
-    if (
-        isinstance(checkpoint_every, bool)
-        or not isinstance(checkpoint_every, int)
-        or checkpoint_every < 1
-    ):
-        raise ValueError(
-            f"checkpoint_every must be an int ≥ 1, got {checkpoint_every!r}"
-        )
+    check_real(cpus_per_trial, "cpus_per_trial", low=0.0, low_open=True)
+    check_real(gpus_per_trial, "gpus_per_trial", low=0.0)
+    if num_cpus is not None:
+        check_int(num_cpus, "num_cpus", low=1)
+    if checkpoint_every is not None:
+        check_int(checkpoint_every, "checkpoint_every", low=1)
+        if journal is None and not os.environ.get(JOURNALS_ENV):
+            raise ValueError(
+                "checkpoint_every needs a journal: checkpoints live beside it (journal=...)"
+            )
     run = functools.partial(
         _run,
         function,
@@ -188,7 +188,8 @@ def run_trials(
         return run(trials, keep=lambda outcome: outcome)
     book = Journal(journal, encode, decode, run=run_identity(function, context))
     takes = "checkpoint" in inspect.signature(function).parameters
-    return _journaled(run, trials, book, checkpoint_every if takes else None)
+    every = CHECKPOINT_EVERY if checkpoint_every is None else checkpoint_every
+    return _journaled(run, trials, book, every if takes else None)
 
 
 def _journal_in(
@@ -236,7 +237,9 @@ def _journaled(
             json.dumps(book.run, sort_keys=True),
         )
         for index in todo:
-            name = hashlib.sha256(keys[index].encode()).hexdigest()[:16]
+            name = hashlib.sha256(f"{keys[index]} {run_key}".encode()).hexdigest()[
+                :16
+            ]  # other code: afresh
             checkpoints[keys[index]] = Checkpoint(
                 folder / f"{name}.pt", every, key=f"{keys[index]} {run_key}"
             )

@@ -7,10 +7,22 @@ as an HTML table in the book (myst-nb renders Markdown outputs as MyST, see ``_c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 
-def _cell(value) -> str:
+def _cell(value, where: str) -> str:
+    if (
+        hasattr(value, "item")
+        and callable(value.item)
+        and getattr(value, "ndim", None) == 0
+    ):
+        value = value.item()  # a NumPy or torch scalar is the number it holds
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(
+            f"{where} is {value!r}: a table shows numbers a run measured, not NaN or inf "
+            "(write the reason as text, e.g. 'n/a (no LPIPS weights)')"
+        )
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -18,23 +30,49 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
     """A Markdown table with ``header`` and one line per row; cells are ``str()``-ed, ``|`` escaped.
 
     Args:
-        header: the column titles.
-        rows: rows of already formatted cells (any value is turned into its ``str``).
+        header: the column titles (a list or tuple; a string is refused, it is not a list of titles).
+        rows: rows of already formatted cells (any value but a NaN/inf float is turned into its ``str``).
 
     Raises:
-        ValueError: if ``header`` is empty or a row has another number of cells than ``header``.
+        TypeError: if ``header`` or ``rows`` is a string or not iterable, or a row is a string, bytes, a
+            dict or not iterable.
+        ValueError: if ``header`` is empty, a row has another number of cells than ``header``, or a cell
+            is a NaN or infinite float (naming its row and column).
     """
+    if (
+        isinstance(header, (str, bytes))
+        or not isinstance(header, Iterable)
+        or isinstance(rows, (str, bytes))
+        or not isinstance(rows, Iterable)
+    ):
+        raise TypeError(
+            "header must be a list of column titles and rows an iterable of rows, "
+            f"got {type(header).__name__} and {type(rows).__name__}"
+        )
     header = list(header)
     if not header:
         raise ValueError("header must name at least one column")
-    lines = ["| " + " | ".join(map(_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines = [
+        "| "
+        + " | ".join(_cell(h, f"header[{i}]") for i, h in enumerate(header))
+        + " |",
+        "|" + "---|" * len(header),
+    ]
     for index, row in enumerate(rows):
+        if isinstance(row, (str, bytes, dict)) or not isinstance(row, Iterable):
+            raise TypeError(
+                f"rows[{index}] must be a list of cells, got {type(row).__name__} {row!r}"
+            )
         row = list(row)
         if len(row) != len(header):
             raise ValueError(
                 f"rows[{index}] has {len(row)} cells, the header {len(header)}"
             )
-        lines.append("| " + " | ".join(map(_cell, row)) + " |")
+        lines.append(
+            "| "
+            + " | ".join(_cell(v, f"rows[{index}][{j}]") for j, v in enumerate(row))
+            + " |"
+        )
     return "\n".join(lines)
 
 

@@ -188,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem:  # checked before any trial runs: the record is written only at the end
         parser.error(f"argument --record: {problem}")
     inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode == 0
-    if args.commit and inside and args.commit != _git("rev-parse", "HEAD"):
-        parser.error(f"argument --commit: {args.commit} is not the commit that runs (HEAD is "
-                     f"{_git('rev-parse', 'HEAD')}); --commit names the commit of a tree copied without .git")
+    if args.commit and inside:  # git knows what runs (and whether the tree is dirty): --commit would hide it
+        parser.error(f"argument --commit: this checkout is a git repository (HEAD is {_git('rev-parse', 'HEAD')}); "
+                     "--commit names the commit of a tree copied without .git")
     if args.commit:  # a copy of the tree without .git (a lent GPU machine): committed before the copy
         commit, dirty = args.commit, None
     else:
@@ -260,6 +260,12 @@ def merge(parser: argparse.ArgumentParser, other: Path, target: Path) -> int:
     phases = sorted(incoming["phases"])
     if not phases or {t.get("phase") for t in incoming["trials"]} != set(phases):
         parser.error(f"argument --merge: {other} holds no recorded phase, or trials of a phase without provenance")
+    families = {family(p) for p in [*phases, *record["phases"]]}
+    if None in families or len(families) > 1:
+        parser.error(f"argument --merge: the phases {', '.join(phases)} of {other} and "
+                     f"{', '.join(record['phases']) or 'none'} of {target} are not phases of one study record "
+                     f"({', '.join(sorted(PHASES))} | {', '.join(sorted(TRAINED_PHASES))} | "
+                     f"{', '.join(sorted(NATIVE_PHASES))})")
     for phase in phases:
         provenance = incoming["phases"][phase]
         missing = sorted(set(PROVENANCE) - set(provenance if isinstance(provenance, dict) else {}))
@@ -272,6 +278,14 @@ def merge(parser: argparse.ArgumentParser, other: Path, target: Path) -> int:
     write_json(target, record)
     print(f"merged phase(s) {', '.join(phases)} of {other} into {target}")
     return 0
+
+
+def family(phase: str) -> str | None:
+    """Which record a phase belongs to: ``"setting"``, ``"trained"`` or ``"native"`` (None: no known phase)."""
+    for name, phases in (("setting", PHASES), ("trained", TRAINED_PHASES), ("native", NATIVE_PHASES)):
+        if phase in phases:
+            return name
+    return None
 
 
 #: What every recorded phase's provenance holds (written by main; checked by merge).

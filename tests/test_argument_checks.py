@@ -156,10 +156,11 @@ def test_schedules_refuse_bad_milestones_gammas_and_iterations():
 
 
 def test_sweeps_refuse_non_finite_resources_and_bad_worker_counts():
-    for bad in [dict(cpus_per_trial=math.nan), dict(gpus_per_trial=math.inf), dict(num_cpus=0),
-                dict(num_cpus=1.5)]:
+    for bad in [dict(cpus_per_trial=math.nan), dict(gpus_per_trial=math.inf), dict(num_cpus=0)]:
         with pytest.raises(ValueError):
             run_trials(lambda context, a: a, [{"a": 1}], **bad)
+    with pytest.raises(TypeError, match="num_cpus must be an int"):
+        run_trials(lambda context, a: a, [{"a": 1}], num_cpus=1.5)
     with pytest.raises(TypeError, match="callable"):
         run_trials("not a function", [{"a": 1}])
 

@@ -231,8 +231,8 @@ def test_local_dp_states_the_epsilon_its_noise_gives_from_opacus_rdp_over_the_ro
     assert stated == pytest.approx(rdp_epsilon(sigma / 0.02, 1.0, rounds, 1e-5))  # one accountant, every round
     assert view.guarantee.level == "client" and "server included" in view.guarantee.against
     assert "Opacus' RDP accountant" in view.guarantee.source
-    if epsilon >= 1:  # the classic formula's ε would be a promise its noise does not keep
-        assert stated > epsilon
+    if rounds > 1:  # the rounds compose: more than one round's ε
+        assert stated > rdp_epsilon(sigma / 0.02, 1.0, 1, 1e-5)
 
 
 @pytest.mark.parametrize("kwargs, error, name", [
@@ -300,14 +300,8 @@ def _cfg(**changes):
                                            (dict(utility_clients=-1), "utility_clients")])
 def test_chapter_08_names_a_client_count_before_the_federation_runs(changes, name, monkeypatch):
     monkeypatch.setattr(experiments, "federated_round", lambda *a, **k: pytest.fail("the federation ran"))
-    cfg = _cfg(**changes)  # before: attacked_clients=0 failed after the federation, naming neither
-    model = experiments.chapter_model(12)
-    data = {"train_x": torch.rand(20, 1, 12, 12), "train_y": torch.arange(20) % 2,
-            "test_x": torch.rand(4, 1, 12, 12), "test_y": torch.arange(4) % 2}
-    with pytest.raises(ValueError, match=name):
-        experiments.dp_point(model, data, 1.0, cfg)
-    with pytest.raises(ValueError, match=name):
-        experiments.federation(model, data, cfg, {"lr": 0.1})
+    with pytest.raises(ValueError, match=name):  # before: attacked_clients=0 failed after the federation
+        _cfg(**changes)  # the profile refuses the count itself (gitutor.chapters.settings.SETTING_RULES)
 
 
 def test_chapter_08_experiments_check_their_numbers_before_running(monkeypatch):
@@ -595,3 +589,28 @@ def test_chapter_08_counts_are_refused_when_the_profile_is_made(name, value):
     cfg = get_profile("08_flower_dp", "quick")
     with pytest.raises(ValueError, match=name):
         cfg.replace(**{name: value})
+
+
+@pytest.mark.parametrize("header, rows, error, match", [
+    (["a"], [[float("nan")]], ValueError, r"rows\[0\]\[0\] is nan"),
+    (["a", "b"], [[1, float("inf")]], ValueError, r"rows\[0\]\[1\] is inf"),
+    ("ab", [[1, 2]], TypeError, "header must be a list"),
+    (["a"], "x", TypeError, "rows an iterable of rows"),
+    (["a"], ["x"], TypeError, r"rows\[0\] must be a list of cells"),
+    (["a"], [[np.float32("nan")]], ValueError, "is nan"), (["a", "b"], [{"a": 1, "b": 2}], TypeError, "got dict"),
+    (None, [[1]], TypeError, "header must be a list"), (["a"], [1], TypeError, "got int"),
+    (["a", "b"], [[1]], ValueError, r"rows\[0\] has 1 cells")])
+def test_a_table_refuses_what_it_would_print_wrongly(header, rows, error, match):
+    from gitutor.tables import markdown_table
+
+    with pytest.raises(error, match=match):
+        markdown_table(header, rows)
+
+
+def test_local_dp_refuses_a_sensitivity_below_what_clipping_allows():
+    from gitutor.federated.flower_defenses import defended_round
+
+    model, partitions = _tiny()
+    with pytest.raises(ValueError, match="sensitivity must be ≥ clip"):
+        defended_round(model, partitions, {"lr": 0.1}, "local-dp", clip=0.01, epsilon=5.0, sensitivity=0.001,
+                       client_seeds=[1, 2])

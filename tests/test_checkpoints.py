@@ -84,9 +84,13 @@ def test_stepwise_resumes_bit_for_bit_after_an_interruption(tmp_path, monkeypatc
     resumed = stepwise(model, grads, y, checkpoint)
     same(resumed, reference)
     assert set(reference.info["prior_gradients"]) == {"8", "39"}  # t1 and the last iteration
-    # a finished checkpoint returns the result without running anything
-    monkeypatch.setattr(module.StepwiseObjective, "__call__", lambda *a: pytest.fail("ran again"))
+    # a finished checkpoint returns the result without a step: one evaluation only, at the start, to
+    # fingerprint the objective
+    calls = []
+    monkeypatch.setattr(module.StepwiseObjective, "__call__",
+                        lambda self, z, t: calls.append(t) or original(self, z, t))
     same(stepwise(model, grads, y, checkpoint), reference)
+    assert calls == [0]
 
 
 def test_inverting_gradients_with_restarts_resumes_each_restart(tmp_path, monkeypatch):
@@ -112,7 +116,7 @@ def test_inverting_gradients_with_restarts_resumes_each_restart(tmp_path, monkey
     with pytest.raises(Interrupt):
         inverting_gradients(model, grads, y, (1, 3, 12, 12), checkpoint=checkpoint, **kwargs)
     monkeypatch.setattr(loop, "_closure", original)
-    assert (tmp_path / "ig.restart0.pt").is_file() and (tmp_path / "ig.restart1.pt").is_file()
+    assert (tmp_path / "ig.part-restart0.pt").is_file() and (tmp_path / "ig.part-restart1.pt").is_file()
     same(inverting_gradients(model, grads, y, (1, 3, 12, 12), checkpoint=checkpoint, **kwargs), reference)
 
 
@@ -227,3 +231,28 @@ def test_sigkill_mid_run_then_resume_equals_the_uninterrupted_run(tmp_path):
     assert torch.equal(reference["images"], resumed["images"])
     assert reference["history"] == resumed["history"] and reference["info"] == resumed["info"]
     assert all(torch.equal(p, q) for (_, p), (_, q) in zip(reference["snapshots"], resumed["snapshots"]))
+
+
+def test_a_checkpoint_of_another_objective_target_or_schedule_is_refused(tmp_path):
+    model, x, y, grads = case()
+    checkpoint = Checkpoint(tmp_path / "ig.pt", every=2)
+    kwargs = dict(iterations=4, tv_weight=0.1, seed=0, record_every=2)
+    inverting_gradients(model, grads, y, (1, 3, 12, 12), checkpoint=checkpoint, **kwargs)
+    before = sha(checkpoint.path)
+    other = client_gradients(model, torch.rand(1, 3, 12, 12, generator=torch.Generator().manual_seed(9)), y)
+    for call in (lambda: inverting_gradients(model, other, y, (1, 3, 12, 12), checkpoint=checkpoint, **kwargs),
+                 lambda: inverting_gradients(model, grads, y, (1, 3, 12, 12), checkpoint=checkpoint,
+                                             **{**kwargs, "tv_weight": 5.0})):
+        with pytest.raises(ValueError, match="belongs to another run.*objective at the start"):
+            call()
+    with pytest.raises(ValueError, match="belongs to another run.*schedule"):
+        inverting_gradients(model, grads, y, (1, 3, 12, 12), checkpoint=checkpoint, lr_steps=(0.5,), **kwargs)
+    assert sha(checkpoint.path) == before
+
+
+def test_remove_deletes_its_parts_and_no_other_file(tmp_path):
+    run, other = Checkpoint(tmp_path / "run.pt"), tmp_path / "run.v2.pt"
+    for path in (run.path, run.part("restart0").path, other, tmp_path / "run[1].pt"):
+        path.write_bytes(b"x")
+    run.remove()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.v2.pt", "run[1].pt"]

@@ -162,7 +162,7 @@ def test_failed_trials_fail_the_study_and_never_replace_stored_ones_and_a_rerun_
     assert err.count("RuntimeError: GradInversion diverged") == 3 and "3 of 9 trials of phase base failed" in err
     assert checksums(path.parent) == before
     (journal,) = path.parent.glob("*.journal.jsonl")
-    assert len(journal.read_text().splitlines()) == 6
+    assert len(journal.read_text().splitlines()) == 1 + 6  # the header, then the finished trials
 
     ran.clear()
     monkeypatch.setattr(study.study, "trial", cheap_trial(set(), ran))
@@ -256,6 +256,14 @@ def test_merge_adds_the_other_records_phases_unchanged_and_refuses_bad_records(t
             study.main([*argv, "--record", str(target)])
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert target.read_bytes() == before
+    bogus = tmp_path / "bogus.json"  # a phase no study records, and one of another record
+    for phases in ({"bogus": theirs["phases"]["trained_table"]}, {"base": theirs["phases"]["trained_table"]}):
+        name = next(iter(phases))
+        bogus.write_text(json.dumps({"trials": [{**t, "phase": name} for t in theirs["trials"]], "phases": phases}))
+        with pytest.raises(SystemExit) as stop:
+            study.main(["--merge", str(bogus), "--record", str(target)])
+        assert stop.value.code == 2 and "not phases of one study record" in capsys.readouterr().err
+    assert target.read_bytes() == before
     with pytest.raises(SystemExit) as stop:  # no default record: a merge writes only what it is asked to
         study.main(["--merge", str(other)])
     assert stop.value.code == 2 and "--merge needs --record" in capsys.readouterr().err
@@ -269,7 +277,7 @@ def test_commit_other_than_head_is_refused_in_a_checkout(tmp_path, monkeypatch, 
                                check=True).stdout.strip()
         study.main(["--phase", "base", "--engine", "local", "--commit", older, "--record",
                     str(tmp_path / "r.json")])
-    assert stop.value.code == 2 and "is not the commit that runs" in capsys.readouterr().err
+    assert stop.value.code == 2 and "--commit names the commit of a tree copied without .git" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
 
 

@@ -186,7 +186,7 @@ def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp
     assert len(central["round1"]["rows"]) == 2 and central["average"] is None
     assert central["accuracy"].n == len(data["test_y"]) == len(central["outcomes"])
     local = defenses.defense_run(model, data, "local-dp", cfg)
-    assert len(local["average"]["rows"]) == 2 and local["view"].guarantee.level == "update"
+    assert len(local["average"]["rows"]) == 2 and local["view"].guarantee.level == "client"
 
 
 def test_face_data_enlarges_the_test_set_and_alternates_the_clients_classes():

@@ -110,3 +110,52 @@ def test_prior_gradients_weighs_each_part_and_the_sign_it_sets():
     assert out["sign_agreement"] == pytest.approx(0.5)  # the prior flips the first pixel's update
     with pytest.raises(ValueError, match="'matching' entry"):
         prior_gradients(x, matching, {"TV": prior})
+
+
+def test_the_summary_reads_a_real_record(lite, tmp_path):
+    import json
+    from dataclasses import asdict
+
+    from gitutor.chapters.stepwise_gradinversion.setting_study import native_summary as summary
+
+    setting = native.NativeSetting(image_size=64, start_noise=native.SANITY_SIGMA, lr=0.001)
+    trials = []
+    for method in native.METHODS:
+        for batch in (0, 1):
+            value = native.trial({}, setting=setting, method=method, batch=batch, iterations=4, seed=batch)
+            value = {k: v for k, v in value.items() if k not in ("images", "snapshots")}
+            trials.append({"phase": "native_sanity_tuned", "error": None, "value": value,
+                           "trial": {"setting": asdict(setting), "method": method, "batch": batch}})
+    path = tmp_path / "04_native.json"
+    path.write_text(json.dumps({"trials": trials, "phases": {"native_sanity_tuned": {"trials": 6}}}))
+    phases, provenance = summary.load_native(path)
+    entries = phases["native_sanity_tuned"]
+    sanity = summary.sanity_rows(entries)
+    assert [r["method"] for r in sanity] == list(native.METHODS) and {r["lr"] for r in sanity} == {"0.001"}
+    assert all(r["kept ≥ 30 dB"].endswith("of 2") and float(r["PSNR at the start (dB)"]) > 35 for r in sanity)
+    priors = summary.prior_rows(entries)
+    assert {r["method"] for r in priors} == set(native.METHODS)
+    assert all(r["R_BN/matching"] == "—" for r in priors if r["method"] == "Inverting Gradients")
+    assert len(summary.score_rows(entries)) == 3
+    pairs = summary.paired_rows(entries, {"PSNR": 0.5})
+    assert [(r["A"], r["B"]) for r in pairs] == [("Stepwise", "GradInversion"), ("GradInversion", "Inverting Gradients")]
+    with pytest.raises(ValueError, match="do not hold the same photographs"):
+        summary.paired_rows([e for e in entries if not (e["trial"]["method"] == "Stepwise"
+                                                        and e["trial"]["batch"] == 1)], {})
+    (tmp_path / "other.json").write_text("[]")
+    with pytest.raises(ValueError, match="other.json is not a setting-study record"):
+        summary.load_native(tmp_path / "other.json")
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(box=(0.0, float("nan"))), ValueError, "box must hold finite bounds"),
+    (dict(box=(1.0, 0.0)), ValueError, "box must hold finite bounds"),
+    (dict(box=0.5), ValueError, r"box must be \(low, high\)"),
+    (dict(signed="False"), TypeError, "signed must be True, False or a function"),
+    (dict(diagnose_at=5), TypeError, "diagnose_at must be a list"),
+    (dict(snapshot_at=[2.5]), ValueError, "snapshot_at must hold iterations"),
+    (dict(snapshot_at=[-1]), ValueError, "snapshot_at must hold iterations"),
+    (dict(diagnose_at=[10]), ValueError, r"diagnose_at must hold iterations \(ints in \[0, 2\]\)")])
+def test_the_loop_refuses_what_it_would_silently_ignore(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        optimise_images(lambda x, t: {"loss": x.sum()}, torch.zeros(1, 1, 2, 2), iterations=3, lr=0.1, **kwargs)

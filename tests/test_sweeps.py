@@ -120,3 +120,14 @@ def test_a_journaled_trial_gets_its_checkpoint_and_it_is_removed_once_journaled(
     unjournaled = []
     run_trials(lambda context, a, checkpoint=None: unjournaled.append(checkpoint), [dict(a=0)])
     assert unjournaled == [None]
+
+
+def test_run_trials_takes_a_generator_and_refuses_bad_resources():
+    assert [o.value for o in run_trials(lambda context, a: a, (dict(a=a) for a in range(3)))] == [0, 1, 2]
+    for kwargs, error, match in ((dict(cpus_per_trial="1"), TypeError, "cpus_per_trial"),
+                                 (dict(cpus_per_trial=True), TypeError, "cpus_per_trial"),
+                                 (dict(num_cpus=2.0), TypeError, "num_cpus"),
+                                 (dict(checkpoint_every=10), ValueError, "checkpoint_every needs a journal"),
+                                 (dict(engine="Ray"), ValueError, "engine")):
+        with pytest.raises(error, match=match):
+            run_trials(lambda context, a: a, [dict(a=1)], **kwargs)

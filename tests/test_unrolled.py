@@ -58,7 +58,7 @@ def test_the_unrolled_objective_is_zero_at_the_truth_and_not_elsewhere():
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(lr=0.0, epochs=1, batch_size=1), ValueError, "lr must be"), (dict(lr="1", epochs=1, batch_size=1), TypeError, "lr"),
     (dict(lr=0.1, epochs=0, batch_size=1), ValueError, "epochs"), (dict(lr=0.1, epochs=1, batch_size=3), ValueError,
-                                                                    "batch_size must be in"),
+                                                                    "batch_size must be an int ≥ 1 and ≤ 2"),
     (dict(lr=0.1, epochs=1.0, batch_size=1), TypeError, "epochs"), (dict(lr=float("nan"), epochs=1, batch_size=1),
                                                                     ValueError, "lr")])
 def test_a_bad_schedule_is_refused(kwargs, error, match):
@@ -82,3 +82,24 @@ def test_unrolling_recovers_what_one_gradient_does_not():
                                    matching_distance=lambda x: update_distance(model, delta, x, labels, **schedule))
     found, baseline = float(psnr(unrolled.images, images)), float(psnr(one_gradient.images, images))
     assert found > 28 and found - baseline > 10, (found, baseline)
+
+
+def test_bad_images_flags_rounds_and_a_zero_update_are_refused():
+    model, images, labels = case()
+    schedule = dict(lr=0.5, epochs=1, batch_size=1)
+    with pytest.raises(ValueError, match="images hold NaN"):
+        simulated_update(model, torch.full_like(images, float("nan")), labels, **schedule)
+    with pytest.raises(ValueError, match=r"images must be a \(N, C, H, W\)"):
+        simulated_update(model, images[0], labels, **schedule)
+    with pytest.raises(TypeError, match="create_graph must be True or False"):
+        simulated_update(model, images, labels, create_graph="False", **schedule)
+    zero = [torch.zeros_like(p) for p in model.parameters()]
+    with pytest.raises(ValueError, match="all-zero update"):
+        update_distance(model, zero, images, labels, **schedule)
+    with pytest.raises(ValueError, match=r"\(start, update\) pairs"):
+        rounds_distance(model, [zero], images, labels, **schedule)
+    import numpy as np
+
+    found = simulated_update(model, images, labels, lr=np.float32(0.5), epochs=np.int64(1), batch_size=1,
+                             create_graph=False)  # NumPy numbers are numbers
+    assert len(found) == len(list(model.parameters()))

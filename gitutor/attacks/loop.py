@@ -21,6 +21,7 @@ Every step goes through ``optimizer.step(closure)``: Adam calls the closure once
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -68,6 +69,23 @@ def check_count(value, name: str) -> int:
     """``value`` as an int ≥ 1 (:func:`gitutor.checks.check_int`). Raises TypeError (not an int) or
     ValueError (< 1), naming ``name``."""
     return check_int(value, name, low=1)
+
+
+def _iterations(values, name: str, low: int, high: int) -> set[int]:
+    """``values`` as a set of iterations in [low, high] (ValueError/TypeError naming ``name``)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{name} must be a list of iterations, got {type(values).__name__}"
+        )
+    values = set(values)
+    if not all(
+        isinstance(t, numbers.Integral) and not isinstance(t, bool) and low <= t <= high
+        for t in values
+    ):
+        raise ValueError(
+            f"{name} must hold iterations (ints in [{low}, {high}]), got {sorted(map(repr, values))}"
+        )
+    return {int(t) for t in values}
 
 
 def check_start(start, shape: Sequence[int]) -> torch.Tensor:
@@ -187,7 +205,9 @@ def optimise_images(
             result equals the uninterrupted one bit for bit, provided that an objective which draws
             random numbers exposes ``state_dict()``/``load_state_dict(state)`` for its generator (as
             :class:`~gitutor.attacks.stepwise.StepwiseObjective` does). A checkpoint of another run
-            (other arguments, start or key) is refused with a ValueError naming the file.
+            (other arguments, start, learning-rate schedule, objective — its loss at the start, evaluated
+            once more to fingerprint it, with its state restored — or key) is refused with a ValueError
+            naming the file.
         progress: show a tqdm bar labelled ``desc``.
 
     Returns:
@@ -235,20 +255,30 @@ def optimise_images(
         raise TypeError(
             f"checkpoint must be a gitutor.checkpoints.Checkpoint or None, got {type(checkpoint).__name__}"
         )
-    diagnose_at = set(diagnose_at)
-    if not all(
-        isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 0
-        for t in diagnose_at
-    ):
-        raise ValueError(
-            f"diagnose_at must hold iterations (ints ≥ 0), got {sorted(map(repr, diagnose_at))}"
+    diagnose_at = _iterations(diagnose_at, "diagnose_at", 0, iterations - 1)
+    snapshot_at = _iterations(snapshot_at, "snapshot_at", 1, iterations)
+    if not (isinstance(signed, bool) or callable(signed)):
+        raise TypeError(
+            f"signed must be True, False or a function (g, t) -> g', got {signed!r}"
         )
+    if box is not None:
+        if not (isinstance(box, (tuple, list)) and len(box) == 2):
+            raise ValueError(f"box must be (low, high) or None, got {box!r}")
+        low, high = (torch.as_tensor(b, dtype=torch.float64) for b in box)
+        if not (
+            torch.isfinite(low).all()
+            and torch.isfinite(high).all()
+            and (low < high).all()
+        ):
+            raise ValueError(
+                f"box must hold finite bounds with low < high, got {box!r}"
+            )
     view = view or (lambda images: images)
     x = x0.detach().clone().requires_grad_(True)
     variables = [x, *extra_variables]
     optimizer = STEP_RULES[step_rule](variables, lr)
     scheduler = lr_schedule(optimizer) if lr_schedule else None
-    snapshot_times = {t for t in snapshot_at if 0 < t <= iterations} | {iterations}
+    snapshot_times = set(snapshot_at) | {iterations}
     history: dict[str, list] = {}
     snapshots, info = [(0, view(x.detach()).cpu().clone())], {}
     best, best_loss = None, math.inf
@@ -266,6 +296,13 @@ def optimise_images(
         best=best_resets is not None,
         diagnose=diagnose_at,
     )
+    if (
+        checkpoint is not None
+    ):  # what else the saved state must belong to: the schedule and the objective
+        fingerprint["schedule"] = _schedule_digest(lr_schedule, lr, iterations)
+        fingerprint["objective at the start"] = _objective_at(
+            objective, x0, extra_variables
+        )
     state = checkpoint.load(fingerprint) if checkpoint is not None else None
     first, done = 0, False
     if state is not None:
@@ -511,6 +548,38 @@ def _fingerprint(
         "extra": [tensor_digest(v) for v in extra_variables],
         **{name: plain(value) for name, value in arguments.items()},
     }
+
+
+def _schedule_digest(
+    lr_schedule: SchedulerFactory | None, lr: float, iterations: int
+) -> str:
+    """sha256 (16 hex) of the learning rate at every iteration that ``lr_schedule`` gives (run on a
+    throwaway optimiser): two factories with the same rates are the same schedule."""
+    probe = torch.zeros(1, requires_grad=True)
+    optimizer = torch.optim.SGD([probe], lr=lr)
+    scheduler = lr_schedule(optimizer) if lr_schedule else None
+    rates = []
+    for _ in range(iterations):
+        rates.append(optimizer.param_groups[0]["lr"])
+        if scheduler is not None:
+            optimizer.step()
+            scheduler.step()
+    return hashlib.sha256(repr(rates).encode()).hexdigest()[:16]
+
+
+def _objective_at(
+    objective: Objective, x0: torch.Tensor, extra_variables: Sequence[torch.Tensor]
+) -> str:
+    """The objective's loss at the start (6 significant digits): a checkpoint of another objective,
+    target or model is refused. The objective's own state (e.g. its dropout generator) is restored after."""
+    saved = objective.state_dict() if hasattr(objective, "state_dict") else None
+    try:
+        with torch.enable_grad():
+            terms = objective(x0.detach().clone().requires_grad_(True), 0)
+        return f"{float(torch.as_tensor(terms['loss']).detach()):.6g}"
+    finally:
+        if saved is not None:
+            objective.load_state_dict(saved)
 
 
 def _record(history: dict[str, list], t: int, lr: float, terms: Mapping) -> None:

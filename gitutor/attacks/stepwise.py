@@ -396,7 +396,7 @@ def stepwise_inversion(
             view=options.to_pixels,
             best_resets=resets,
             record_every=record_every,
-            snapshot_at=(schedule.t1, schedule.t2),
+            snapshot_at={t for t in (schedule.t1, schedule.t2) if t > 0},
             diagnose_at=diagnose_at,
             checkpoint=checkpoint,
             progress=progress,

@@ -17,7 +17,6 @@ not change. Each plugs into :func:`gitutor.attacks.inverting_gradients` as ``mat
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -25,32 +24,25 @@ from torch import nn
 from torch.func import functional_call
 
 from gitutor.attacks.objectives import cosine_gradient_distance
+from gitutor.checks import check_flag, check_int, check_real
 from gitutor.federated.client import check_parameter_list, cross_entropy
 from gitutor.models.buffers import preserved_buffers
 
 
 def check_schedule(lr, epochs, batch_size, count: int) -> tuple[float, int, int]:
-    """``(lr, epochs, batch_size)`` after checking them against a batch of ``count`` images.
+    """``(lr, epochs, batch_size)`` after checking them against a batch of ``count`` images
+    (:func:`gitutor.checks.check_real` / :func:`~gitutor.checks.check_int`).
 
     Raises:
         TypeError: naming ``lr``, ``epochs`` or ``batch_size`` when not a real number / an int.
         ValueError: naming it when ``lr`` is not finite and > 0, ``epochs < 1`` or ``batch_size`` is
             not in [1, count].
     """
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
-        raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if epochs < 1:
-        raise ValueError(f"epochs must be ≥ 1, got {epochs}")
-    if not 1 <= batch_size <= count:
-        raise ValueError(
-            f"batch_size must be in [1, {count}] (the client's images), got {batch_size}"
-        )
-    return float(lr), epochs, batch_size
+    return (
+        check_real(lr, "lr", low=0.0, low_open=True),
+        check_int(epochs, "epochs", low=1),
+        check_int(batch_size, "batch_size", low=1, high=count),
+    )
 
 
 def simulated_update(
@@ -84,8 +76,19 @@ def simulated_update(
         Δ, one tensor per parameter.
 
     Raises:
-        TypeError/ValueError: as :func:`check_schedule`, and for a ``start`` that does not match the model.
+        TypeError/ValueError: as :func:`check_schedule`; for ``images`` that are not a finite
+            ``(N, C, H, W)`` float tensor, a ``create_graph`` that is not a bool, or a ``start`` that does
+            not match the model.
     """
+    if (
+        not isinstance(images, torch.Tensor)
+        or images.dim() != 4
+        or not images.is_floating_point()
+    ):
+        raise ValueError("images must be a (N, C, H, W) float tensor")
+    if not torch.isfinite(images).all():
+        raise ValueError("images hold NaN or inf")
+    create_graph = check_flag(create_graph, "create_graph")
     lr, epochs, batch_size = check_schedule(lr, epochs, batch_size, images.shape[0])
     names = [name for name, _ in model.named_parameters()]
     w0 = [
@@ -128,8 +131,25 @@ def update_distance(
     start: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """1 − cos(Δ(x'), Δ) over all parameters (Geiping et al. 2020, Eq. 4's matching term, with the
-    simulated update of :func:`simulated_update` in place of the gradient); a scalar tensor on the graph
-    of ``images``."""
+    simulated update of :func:`simulated_update` in place of the gradient).
+
+    Args:
+        observed: Δ, the update the server received, one tensor per parameter.
+        images, labels: the candidate x' ``(N, C, H, W)`` and its labels ``(N,)`` (or soft ``(N, classes)``).
+        lr, epochs, batch_size, start: the client's round, as in :func:`simulated_update`.
+
+    Returns:
+        A scalar tensor in [0, 2] on the graph of ``images``.
+
+    Raises:
+        ValueError: if ``observed`` is all zeros (a cosine to it is undefined: no attack can match it)
+            or does not match the model, and as :func:`simulated_update`.
+    """
+    observed = check_parameter_list(model, observed, "observed")
+    if all(not bool(t.any()) for t in observed):
+        raise ValueError(
+            "observed is an all-zero update: its direction, which the cosine matches, is undefined"
+        )
     return cosine_gradient_distance(
         simulated_update(
             model,
@@ -158,10 +178,13 @@ def rounds_distance(
     round's update matched at its own round's global model, jointly (one candidate for every round).
 
     Raises:
-        ValueError: if ``rounds`` is empty.
+        ValueError: if ``rounds`` is empty or an entry is not a ``(start, update)`` pair, and as
+            :func:`update_distance`.
     """
     if not rounds:
         raise ValueError("rounds must hold at least one (start, update) pair")
+    if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in rounds):
+        raise ValueError("rounds must hold (start, update) pairs, one per round")
     total = sum(
         update_distance(
             model,

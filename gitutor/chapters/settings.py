@@ -112,7 +112,10 @@ class Profile:
 
         Raises:
             ValueError: naming settings this profile does not have, or for ``notebook``/``profile``
-                (get another profile with :func:`get_profile` instead).
+                (get another profile with :func:`get_profile` instead); naming a setting whose new value
+                is a NaN or infinite number.
+            TypeError: naming a setting whose new value is of another kind than the profile's (a number
+                for a list, a string for a bool or a number, …).
         """
         names = {field.name for field in dataclasses.fields(self)}
         unknown = sorted(set(changes) - names | set(changes) & {"notebook", "profile"})
@@ -121,6 +124,8 @@ class Profile:
                 f"cannot replace {unknown} in the {self.profile} profile of {self.notebook}; "
                 f"settings: {sorted(names - {'notebook', 'profile'})}"
             )
+        for name, value in changes.items():
+            _check_same_kind(name, getattr(self, name), value, self)
         return type(self)(
             **{**self.as_dict(), **changes}
         )  # copies: the two profiles share no list or dict
@@ -139,6 +144,43 @@ class Profile:
             raise AttributeError(name)
         settings = sorted(field.name for field in dataclasses.fields(self))
         raise AttributeError(f"profile has no setting {name!r}; settings: {settings}")
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, numbers.Real):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    return "dict" if isinstance(value, dict) else type(value).__name__
+
+
+def _check_same_kind(name: str, old, new, profile: Profile) -> None:
+    """A replaced setting keeps its kind — a bool stays a bool, a string a string, a list a list (a
+    number may become a list of numbers: a budget that names its items), None is allowed — and its
+    numbers are finite (TypeError/ValueError naming the setting)."""
+    where = f"setting {name} of the {profile.profile} profile of {profile.notebook}"
+    allowed = {
+        "bool": {"bool"},
+        "str": {"str"},
+        "list": {"list"},
+        "number": {"number", "list"},
+    }.get(_kind(old), {_kind(old)})
+    items = list(new) if isinstance(new, (list, tuple)) else [new]
+    bad_items = _kind(old) in ("number", "list") and any(
+        _kind(v) not in ("number", "none")
+        for v in items
+        if not isinstance(v, (str, dict, list, tuple))
+    )
+    if old is not None and new is not None and (_kind(new) not in allowed or bad_items):
+        raise TypeError(f"{where} is a {_kind(old)} like {old!r}, got {new!r}")
+    if any(_kind(v) == "number" and not math.isfinite(v) for v in items):
+        raise ValueError(f"{where} must hold finite numbers, got {new!r}")
 
 
 @functools.cache

@@ -422,7 +422,8 @@ def defended_round(
         defense: one of :data:`DEFENSES`; clip: C, the L2 norm a client update is clipped to.
         noise_multiplier: z of central DP (noise std z·C on the sum, z·C/n on the average).
         epsilon, delta: LocalDpMod's per-update (ε, δ); delta is also central DP's δ.
-        sensitivity: LocalDpMod's L2 sensitivity s (default 2·C: two clipped updates differ by ≤ 2C).
+        sensitivity: LocalDpMod's L2 sensitivity s (default 2·C: two clipped updates differ by ≤ 2C; an
+            s below C is refused under ``"local-dp"``).
         num_rounds: federated rounds; engine: ``"in-process"`` or ``"simulation"``.
         client_seeds: each client's own secret (:func:`~gitutor.federated.client_secrets.client_secrets`;
             None: from the operating system); server_seed: seeds the server's central-DP noise (NumPy's
@@ -473,6 +474,12 @@ def defended_round(
     dp["sensitivity"] = _number(
         "sensitivity", 2.0 * dp["clip"] if sensitivity is None else sensitivity
     )
+    if defense == "local-dp" and dp["sensitivity"] < dp["clip"]:
+        raise ValueError(
+            f"sensitivity must be ≥ clip = {dp['clip']:g} (an update clipped to C moves by up to C when the "
+            f"client's data are left out, 2C when replaced; a smaller s adds less noise than the ε stated for "
+            f"it), got {dp['sensitivity']:g}"
+        )
     num_rounds = check_int(num_rounds, "num_rounds")
     if server_seed is not None:
         check_int(server_seed, "server_seed", low=0)

@@ -45,14 +45,20 @@ PROFILES = ("quick", "full")
 _NOTEBOOK_NAME = re.compile(r"^[0-9]{2}_[A-Za-z0-9_]+$")
 
 
-def _plain(value, where: str):
-    """``value`` as a JSON scalar: numpy/torch scalars unwrapped, inf/nan as str."""
+def scalar(value):
+    """A 0-d NumPy or torch value as the Python number it holds (anything else as it is)."""
     if (
         hasattr(value, "item")
         and callable(value.item)
-        and getattr(value, "ndim", 0) == 0
+        and getattr(value, "ndim", None) == 0
     ):
-        value = value.item()
+        return value.item()
+    return value
+
+
+def _plain(value, where: str):
+    """``value`` as a JSON scalar: numpy/torch scalars unwrapped, inf/nan as str."""
+    value = scalar(value)
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):
@@ -244,8 +250,10 @@ def check_row_keys(row: Mapping, where: str = "row", *, unknown: bool = True) ->
 
 
 def _check_row(row: Mapping, where: str, results: bool = True) -> dict:
-    """``row`` checked (``results``: a paper-vs-run row, not a timing) as a JSON-able dict."""
+    """``row`` checked (``results``: a paper-vs-run row, not a timing) as a JSON-able dict. A torch or
+    NumPy scalar is read as the number it holds before the checks, so that they see what is written."""
     check_row_keys(row, where)
+    row = {key: scalar(value) for key, value in row.items()}
     problem = number_problem(row)
     if problem:
         raise ValueError(f"{where}: {problem}")
@@ -409,15 +417,17 @@ def timing_rows(profile: str, device: str, wall_s: float, cpu_s: float) -> list[
     """Wall-clock and CPU time (s) of a notebook's run, for ``save_results(..., timings=...)``.
 
     Raises:
-        TypeError: naming ``profile`` or ``device`` when not a string, ``wall_s`` or ``cpu_s`` when not
-            a real number.
+        TypeError: naming ``profile`` when not a string, ``device`` when neither a string nor a
+            ``torch.device``, ``wall_s`` or ``cpu_s`` when not a real number.
         ValueError: naming ``profile`` when not one of :data:`PROFILES`, ``wall_s`` or ``cpu_s`` when
             NaN, infinite or negative.
     """
     check_choice(profile, "profile", PROFILES)
+    if type(device).__name__ == "device" and type(device).__module__ == "torch":
+        device = str(device)  # a torch.device reads as its name
     if not isinstance(device, str):
         raise TypeError(
-            f"device must be a string such as 'cpu', got {type(device).__name__}"
+            f"device must be a string such as 'cpu' or a torch.device, got {type(device).__name__}"
         )
     wall_s, cpu_s = (
         check_real(wall_s, "wall_s", low=0.0),

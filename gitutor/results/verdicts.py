@@ -12,6 +12,7 @@ from gitutor.results.records import (
     judged,
     number_problem,
     sample_problem,
+    scalar,
 )
 from gitutor.tables import markdown_table
 
@@ -53,6 +54,9 @@ def verdict(row: Mapping) -> str:
             interval (:func:`~gitutor.results.records.sample_problem`).
     """
     check_row_keys(row, "row")
+    row = {
+        key: scalar(value) for key, value in row.items()
+    }  # a torch or NumPy number is that number
     problem = number_problem(row)
     if problem:
         raise ValueError(

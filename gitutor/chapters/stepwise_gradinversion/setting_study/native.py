@@ -52,6 +52,7 @@ from gitutor.chapters.stepwise_gradinversion.setting_study.trained_reading impor
     layout_correlation,
 )
 from gitutor.checkpoints import Checkpoint
+from gitutor.checks import check_choice
 from gitutor.federated.client import client_gradients
 from gitutor.metrics import lpips_distance, match_batch, psnr, ssim
 from gitutor.seeding import make_generator
@@ -168,7 +169,7 @@ def authors_attack(
             shape,
             iterations=iterations,
             tv_weight=GEIPING_IMAGENET["tv_weight"],
-            lr=lr or GEIPING_IMAGENET["lr"],
+            lr=GEIPING_IMAGENET["lr"] if lr is None else lr,
             normalisation=(LITE_MEAN, LITE_STD),
             restarts=restarts,
             **common,
@@ -182,7 +183,7 @@ def authors_attack(
             iterations=iterations,
             tv_weight=AUTHORS_TV_WEIGHT,
             bn_weight=AUTHORS_BN_WEIGHT,
-            lr=lr or AUTHORS_LR,
+            lr=AUTHORS_LR if lr is None else lr,
             options=options,
             **common,
         )
@@ -196,7 +197,7 @@ def authors_attack(
         dropout=0.3,
         tv_weight=AUTHORS_TV_WEIGHT,
         bn_weight=AUTHORS_BN_WEIGHT,
-        lr=lr or AUTHORS_LR,
+        lr=AUTHORS_LR if lr is None else lr,
         options=options,
         **common,
     )
@@ -233,9 +234,21 @@ def trial(
         "prior_gradients": {str(t): …}, "distance": {"final", "truth+noise"}, "info", "seconds"}``.
 
     Raises:
-        ValueError: for a batch outside the recorded photographs (and as :func:`authors_attack`).
+        TypeError/ValueError: for a setting that is not a :class:`NativeSetting`, an unknown method,
+            restarts with another method, ``iterations < 1`` or a batch that is not a recorded or the
+            tuning photograph — before the model is loaded (and as :func:`authors_attack`).
     """
-    if batch not in (*PHOTOGRAPHS, TUNING_PHOTOGRAPH):
+    if not isinstance(setting, NativeSetting):
+        raise TypeError(
+            f"setting must be a NativeSetting, got {type(setting).__name__}"
+        )
+    check_choice(method, "method", METHODS)
+    check_count(iterations, "iterations")
+    if setting.restarts != 1 and method != "Inverting Gradients":
+        raise ValueError(
+            f"restarts are an Inverting Gradients setting, got method {method!r}"
+        )
+    if isinstance(batch, bool) or batch not in (*PHOTOGRAPHS, TUNING_PHOTOGRAPH):
         raise ValueError(
             f"batch must be one of {(*PHOTOGRAPHS, TUNING_PHOTOGRAPH)}, got {batch!r}"
         )
@@ -318,7 +331,33 @@ def trial(
 def study_trials(
     settings, iterations: int, methods=METHODS, photographs=PHOTOGRAPHS
 ) -> list[dict]:
-    """Every (setting, method, photograph) arm at ``iterations``; photograph i runs with seed i."""
+    """Every (setting, method, photograph) arm at ``iterations``; photograph i runs with seed i.
+
+    Args:
+        settings: :class:`NativeSetting` arms.
+        iterations: the budget of every arm (≥ 1).
+        methods: names of :data:`METHODS` (a list, not one name).
+        photographs: indices of :data:`PHOTOGRAPHS` or :data:`TUNING_PHOTOGRAPH`.
+
+    Raises:
+        TypeError/ValueError: naming the argument that is not of that kind, before any trial is built.
+    """
+    check_count(iterations, "iterations")
+    if isinstance(methods, str) or not all(
+        isinstance(s, NativeSetting) for s in settings
+    ):
+        raise TypeError(
+            "methods must be a list of method names and settings a list of NativeSetting"
+        )
+    for method in methods:
+        check_choice(method, "methods[i]", METHODS)
+    if any(
+        isinstance(i, bool) or i not in (*PHOTOGRAPHS, TUNING_PHOTOGRAPH)
+        for i in photographs
+    ):
+        raise ValueError(
+            f"photographs must be among {(*PHOTOGRAPHS, TUNING_PHOTOGRAPH)}, got {photographs!r}"
+        )
     return [
         dict(setting=s, method=m, batch=i, iterations=iterations, seed=i)
         for s in settings
