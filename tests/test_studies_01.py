@@ -165,7 +165,7 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     assert headline[0]["claim_outcome"] == "consistent" and headline[0]["this_run"] == 1.0
     assert "end at 38.0–45.0 dB" in headline[0]["claim_reason"]  # the PSNR the matched runs reached
     assert f"PSNR ≥ {cfg.recognisable_psnr:.0f} dB" in headline[0]["quantity"] and cfg.recognisable_psnr == RECOGNISABLE_PSNR
-    assert isinstance(headline[0]["paper"], str) and verdict(headline[0]) == "not comparable"  # no rate stated
+    assert isinstance(headline[0]["paper"], str) and verdict(headline[0]) == "not judged"  # no rate stated
     assert ledger_rows([{"notebook": "01_dlg", "rows": rows}])[0]["outcome"] == "consistent"
     judged = lambda psnrs: next(r for r in _rows(cfg, psnrs) if r.get("headline"))  # noqa: E731
     assert judged([20.0] * 10)["claim_outcome"] == "refuted"  # no seed matches the gradient

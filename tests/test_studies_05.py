@@ -81,11 +81,11 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     save_results("05_diffusion_user_level", "quick", out, tmp_path)
     head = headline_row(out)
     # the headline: the prior's paired effect on MSE (no LPIPS here), quoting the paper's claim
-    assert head is out[0] and head["quantity"].startswith("difference in MSE") and verdict(head) == "not comparable"
+    assert head is out[0] and head["quantity"].startswith("difference in MSE") and verdict(head) == "not judged"
     assert head["claim_outcome"] == "not comparable" and head["claim"] == report.CLAIM
     pairing = next(r for r in out if r["quantity"] == "own user identified: pairing score, DiffULA")
     assert pairing["this_run"] == 0.5 and "chance 0.50: not resolved" in pairing["setting"]
-    assert 0.0 <= pairing["low"] <= 0.5 <= pairing["high"] <= 1.0 and verdict(pairing) == "not comparable"
+    assert 0.0 <= pairing["low"] <= 0.5 <= pairing["high"] <= 1.0 and verdict(pairing) == "not judged"
     found = next(r for r in out if r["quantity"].startswith("own user identified among 3 users (closed set"))
     assert found["this_run"] == pytest.approx(1 / 3, abs=1e-3) and "chance 0.33: not resolved" in found["setting"]
     assert "not_comparable" not in found  # CelebA-like users: the identity rows are read
@@ -103,7 +103,7 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
                                   lpips_step=(summary([-0.1, -0.2, -0.15]), "DiffULA < IG sample-level"))
     step = next(r for r in stepped if r["quantity"].startswith("LPIPS difference, DiffULA − IG sample-level"))
     assert step["paper"] == pytest.approx(-0.2126) and step["this_run"] == pytest.approx(-0.15)
-    assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not comparable"
+    assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not judged"
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))

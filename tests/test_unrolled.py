@@ -103,3 +103,29 @@ def test_bad_images_flags_rounds_and_a_zero_update_are_refused():
     found = simulated_update(model, images, labels, lr=np.float32(0.5), epochs=np.int64(1), batch_size=1,
                              create_graph=False)  # NumPy numbers are numbers
     assert len(found) == len(list(model.parameters()))
+
+
+def test_the_vectorised_rounds_are_the_rounds_one_by_one():
+    """rounds_distance runs its R simulations as one vmap: value and gradient in the images equal the mean of
+    update_distance's, round by round; a zero update and a model with buffers are refused."""
+    model, images, labels = case(2)
+    schedule = dict(lr=0.5, epochs=2, batch_size=1)
+    g = torch.Generator().manual_seed(3)
+    rounds = []
+    for r in range(3):
+        start = [p.detach() + 0.05 * r * torch.randn(p.shape, generator=g) for p in model.parameters()]
+        rounds.append((start, [torch.randn(p.shape, generator=g) for p in model.parameters()]))
+    x = torch.rand(images.shape, generator=g, requires_grad=True)
+    joint = rounds_distance(model, rounds, x, labels, **schedule)
+    (expected_grad,) = torch.autograd.grad(joint, x)
+    one_by_one = sum(update_distance(model, d, x, labels, start=s, **schedule) for s, d in rounds) / 3
+    (grad,) = torch.autograd.grad(one_by_one, x)
+    assert torch.allclose(joint, one_by_one, atol=1e-6) and torch.allclose(grad, expected_grad, atol=1e-6, rtol=1e-4)
+    zero = [torch.zeros_like(p) for p in model.parameters()]
+    with pytest.raises(ValueError, match=r"rounds\[1\] update is all zeros"):
+        rounds_distance(model, [rounds[0], (rounds[1][0], zero)], x, labels, **schedule)
+    normed = torch.nn.Sequential(torch.nn.Conv2d(3, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Flatten(),
+                                 torch.nn.Linear(200, 4))
+    params = [p.detach() for p in normed.parameters()]
+    with pytest.raises(ValueError, match="model has buffers"):
+        rounds_distance(normed, [(params, params)], images, labels, **schedule)

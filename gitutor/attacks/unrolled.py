@@ -80,17 +80,9 @@ def simulated_update(
             ``(N, C, H, W)`` float tensor, a ``create_graph`` that is not a bool, or a ``start`` that does
             not match the model.
     """
-    if (
-        not isinstance(images, torch.Tensor)
-        or images.dim() != 4
-        or not images.is_floating_point()
-    ):
-        raise ValueError("images must be a (N, C, H, W) float tensor")
-    if not torch.isfinite(images).all():
-        raise ValueError("images hold NaN or inf")
+    check_images(images)
     create_graph = check_flag(create_graph, "create_graph")
     lr, epochs, batch_size = check_schedule(lr, epochs, batch_size, images.shape[0])
-    names = [name for name, _ in model.named_parameters()]
     w0 = [
         t.detach()
         for t in (
@@ -99,24 +91,32 @@ def simulated_update(
             else check_parameter_list(model, start, "start")
         )
     ]
-    w = [t.clone().requires_grad_(True) for t in w0]
     with preserved_buffers(model):
-        for _ in range(epochs):
-            for first in range(0, images.shape[0], batch_size):
-                batch = slice(first, first + batch_size)
-                loss = cross_entropy(
-                    functional_call(model, dict(zip(names, w)), (images[batch],)),
-                    labels[batch],
-                )
-                grads = torch.autograd.grad(loss, w, create_graph=create_graph)
-                w = [wi - lr * gi for wi, gi in zip(w, grads)]
-                if not create_graph:
-                    w = [wi.detach().requires_grad_(True) for wi in w]
-    return (
-        [wi - w0i for wi, w0i in zip(w, w0)]
-        if create_graph
-        else [(wi - w0i).detach() for wi, w0i in zip(w, w0)]
-    )
+        w = local_steps(model, w0, images, labels, lr, epochs, batch_size)
+    delta = [wi - w0i for wi, w0i in zip(w, w0)]
+    return delta if create_graph else [d.detach() for d in delta]
+
+
+def local_steps(
+    model, w0, images, labels, lr, epochs, batch_size
+) -> list[torch.Tensor]:
+    """w_K of the client's K = E·⌈N/b⌉ SGD steps from ``w0`` (checked arguments; the module docstring),
+    each step's gradient by ``torch.func.grad`` so that w_K is differentiable in ``images`` and ``w0``
+    through every step, and the function vectorises over a stack of starts (``torch.func.vmap``,
+    :func:`rounds_distance`)."""
+    names = [name for name, _ in model.named_parameters()]
+
+    def loss(params, x, y):
+        return cross_entropy(functional_call(model, params, (x,)), y)
+
+    step = torch.func.grad(loss)
+    w = dict(zip(names, w0))
+    for _ in range(epochs):
+        for first in range(0, images.shape[0], batch_size):
+            batch = slice(first, first + batch_size)
+            grads = step(w, images[batch], labels[batch])
+            w = {name: w[name] - lr * grads[name] for name in names}
+    return [w[name] for name in names]
 
 
 def update_distance(
@@ -177,25 +177,58 @@ def rounds_distance(
     """The mean of :func:`update_distance` over ``rounds`` = ``[(w_0 of round r, Δ of round r), …]``: each
     round's update matched at its own round's global model, jointly (one candidate for every round).
 
+    The R simulations run as one vectorised computation over the stacked starts (``torch.func.vmap``
+    of :func:`local_steps`), so a model whose buffers change in training mode (BatchNorm) is refused.
+
     Raises:
-        ValueError: if ``rounds`` is empty or an entry is not a ``(start, update)`` pair, and as
-            :func:`update_distance`.
+        ValueError: if ``rounds`` is empty or an entry is not a ``(start, update)`` pair, if a start or an
+            update does not match the model or an update is all zeros, if the model has buffers, and as
+            :func:`simulated_update` for ``images`` and the schedule.
     """
-    if not rounds:
+    if isinstance(rounds, torch.Tensor) or not rounds:
         raise ValueError("rounds must hold at least one (start, update) pair")
     if not all(isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in rounds):
         raise ValueError("rounds must hold (start, update) pairs, one per round")
-    total = sum(
-        update_distance(
-            model,
-            delta,
-            images,
-            labels,
-            lr=lr,
-            epochs=epochs,
-            batch_size=batch_size,
-            start=start,
+    if any(True for _ in model.buffers()):
+        raise ValueError(
+            "model has buffers: rounds_distance vectorises over rounds and needs a model without them"
         )
-        for start, delta in rounds
+    check_images(images)
+    lr, epochs, batch_size = check_schedule(lr, epochs, batch_size, images.shape[0])
+    starts, observed = [], []
+    for r, (start, delta) in enumerate(rounds):
+        starts.append(
+            [
+                t.detach()
+                for t in check_parameter_list(model, start, f"rounds[{r}] start")
+            ]
+        )
+        delta = check_parameter_list(model, delta, f"rounds[{r}] update")
+        if all(not bool(t.any()) for t in delta):
+            raise ValueError(
+                f"rounds[{r}] update is all zeros: its direction, which the cosine matches, is undefined"
+            )
+        observed.append(list(delta))
+    stacked = [torch.stack(parts) for parts in zip(*starts)]
+    trained = torch.func.vmap(
+        lambda w0: local_steps(model, w0, images, labels, lr, epochs, batch_size)
+    )(stacked)
+    total = sum(
+        cosine_gradient_distance(
+            [wk[r] - w0[r] for wk, w0 in zip(trained, stacked)], observed[r]
+        )
+        for r in range(len(rounds))
     )
     return total / len(rounds)
+
+
+def check_images(images) -> None:
+    """Refuse ``images`` that are not a finite ``(N, C, H, W)`` float tensor (``ValueError``)."""
+    if (
+        not isinstance(images, torch.Tensor)
+        or images.dim() != 4
+        or not images.is_floating_point()
+    ):
+        raise ValueError("images must be a (N, C, H, W) float tensor")
+    if not torch.isfinite(images).all():
+        raise ValueError("images hold NaN or inf")

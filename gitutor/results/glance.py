@@ -1,5 +1,10 @@
-"""The "Results at a glance" page: one short line per record, each record's full table in a
-dropdown, recorded runs' provenance, and the timings."""
+"""The "Results at a glance" page: one short line per chapter with its one verdict on the paper's
+central claim, each record's full table in a dropdown, recorded runs' provenance, and the timings.
+
+A chapter may have two records, its run in this build and a recorded run (``book/recorded/``, a
+larger budget). :func:`chapter_record` picks the one that speaks for the chapter's paper on the
+results page — in its glance line here and in its ledger line (:mod:`gitutor.results.ledger`) alike.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from gitutor.results.verdicts import (
     OUTCOMES,
     _number,
+    claim_verdict,
     headline_row,
     results_table,
     verdict,
@@ -102,31 +108,70 @@ def _link(
     return text if folder is None else f"[{text}]({folder}/{record['notebook']}.ipynb)"
 
 
-def glance_rows(records: Sequence[Mapping]) -> list[dict]:
-    """One summary per record (a chapter run, or a recorded run of its own).
+def chapter_record(records: Sequence[Mapping], notebook: str) -> Mapping | None:
+    """The record that speaks for ``notebook``'s chapter on the results page, or None.
 
-    Each dict has ``notebook``, ``chapter`` (:func:`chapter_name`), ``run``
-    (:func:`run_label`), ``recorded`` (bool), ``headline`` (the :func:`headline_row`),
-    ``verdict`` (that row's :func:`verdict`), ``tally`` (:func:`verdict_tally` of all
-    rows) and ``rows`` (how many rows the record has).
+    Its recorded run (a record with ``"provenance"``) when that run's headline row quotes the
+    paper's claim (``"claim"``): it was recorded under the rules the chapters follow now, at a
+    larger budget than the book build. Otherwise the chapter's run of this build: a recording
+    made before its chapter quoted the paper was judged by older rules, and a record is never
+    edited, so the build's run speaks until the chapter is recorded again. A chapter with only
+    an older recording is represented by it.
+
+    Raises:
+        TypeError: if ``notebook`` is not a string.
+        ValueError: as :func:`~gitutor.results.headline_row`, for a recorded run without rows.
+    """
+    if not isinstance(notebook, str):
+        raise TypeError(
+            f"notebook must be a chapter name such as '01_dlg', got {type(notebook).__name__}"
+        )
+    found = [r for r in records if r["notebook"] == notebook]
+    current = [
+        r for r in found if "provenance" in r and "claim" in headline_row(r["rows"])
+    ]
+    chapter = [r for r in found if "provenance" not in r]
+    return (current or chapter or found or [None])[0]
+
+
+def glance_rows(records: Sequence[Mapping]) -> list[dict]:
+    """One summary per chapter, from the record that speaks for it (:func:`chapter_record`).
+
+    Each dict has ``notebook``, ``chapter`` (:func:`chapter_name`), ``record`` (the record that
+    speaks), ``run`` (its :func:`run_label`), ``recorded`` (bool: that record is a recorded
+    run), ``others`` (the chapter's other records, e.g. an older recording, shown in their own
+    dropdowns), ``headline`` (the :func:`headline_row`), ``row_verdict`` (that row's
+    :func:`verdict`), ``verdict`` (the chapter's one verdict on its paper's central claim,
+    :func:`~gitutor.results.claim_verdict`: the ledger's), ``tally`` (:func:`verdict_tally`
+    of all the record's rows: the counts of the chapter page's
+    :func:`~gitutor.results.verdict_sentence`) and ``rows`` (how many rows the record has).
+    Chapters come in the order of ``records`` (:func:`collect_results` sorts them).
 
     Raises:
         ValueError: if a record has no rows.
     """
-    summaries = []
     for record in records:
-        rows = record["rows"]
-        if not rows:
+        if not record["rows"]:
             raise ValueError(f"record {record['notebook']} has no rows")
+    notebooks = list(dict.fromkeys(record["notebook"] for record in records))
+    summaries = []
+    for notebook in notebooks:
+        record = chapter_record(records, notebook)
+        rows = record["rows"]
         headline = headline_row(rows)
         summaries.append(
             {
-                "notebook": record["notebook"],
-                "chapter": chapter_name(record["notebook"]),
+                "notebook": notebook,
+                "chapter": chapter_name(notebook),
+                "record": record,
                 "run": run_label(record),
                 "recorded": "provenance" in record,
+                "others": [
+                    r for r in records if r["notebook"] == notebook and r is not record
+                ],
                 "headline": headline,
-                "verdict": verdict(headline),
+                "row_verdict": verdict(headline),
+                "verdict": claim_verdict(rows),
                 "tally": verdict_tally(rows),
                 "rows": len(rows),
             }
@@ -139,32 +184,42 @@ def glance_table(
     chapter_dir: str | None = None,
     recorded_dir: str | None = None,
 ) -> str:
-    """The "Results at a glance" table (Markdown): one line per record, short cells.
+    """The "Results at a glance" table (Markdown): one line per chapter, short cells.
 
-    Columns: chapter (a link when ``chapter_dir``/``recorded_dir`` give the folder of
-    the chapter pages / recorded pages relative to the page, then the
-    :func:`run_label`, a recorded run marked **recorded**); headline (what the
-    :func:`headline_row` measures, cut to ``GLANCE_LIMITS["headline"]`` characters);
-    paper and this run (cut to ``GLANCE_LIMITS["value"]``); the headline row's
-    :func:`verdict`; how many of all the record's rows meet / fall short / are not
-    comparable (``"2 / 5 / 1"``). The full rows are in :func:`chapter_details`.
+    Columns: chapter (a link when ``chapter_dir``/``recorded_dir`` give the folder of the
+    chapter pages / recorded pages relative to the page, then the :func:`run_label` of the
+    record that speaks for it, a recorded run marked **recorded**, and a link to any other
+    run of the chapter); headline (what the :func:`headline_row` measures, cut to
+    ``GLANCE_LIMITS["headline"]`` characters); paper and this run (cut to
+    ``GLANCE_LIMITS["value"]``); the chapter's verdict on the paper's central claim
+    (:func:`~gitutor.results.claim_verdict`, the ledger's); how many of all the record's
+    rows get each verdict of :data:`~gitutor.results.OUTCOMES` (``"2 / 5 / 1 / 0 / 3"``, the
+    counts of the chapter page's verdict sentence). The full rows are in
+    :func:`chapter_details`.
+
+    Raises:
+        ValueError: as :func:`glance_rows`.
     """
     header = [
         "chapter",
         "headline",
         "paper",
         "this run",
-        "verdict",
-        "all rows: meets / falls short / not resolved / not comparable",
+        "verdict on the central claim",
+        "all rows: " + " / ".join(OUTCOMES),
     ]
     lines, folders = [], (chapter_dir, recorded_dir)
-    for record, summary in zip(records, glance_rows(records)):
-        row = summary["headline"]
+    for summary in glance_rows(records):
+        record, row = summary["record"], summary["headline"]
         what = row["quantity"] + (f" · {row['setting']}" if row["setting"] else "")
         run = summary["run"].replace("recorded", "**recorded**", 1)
+        also = "".join(
+            "; " + _link(f"{run_label(other).partition(':')[0]} run", other, *folders)
+            for other in summary["others"]
+        )
         lines.append(
             [
-                f"{_link(summary['chapter'], record, *folders)} ({run})",
+                f"{_link(summary['chapter'], record, *folders)} ({run}{also})",
                 _shorten(what, GLANCE_LIMITS["headline"]),
                 _glance_value(row["paper"], row["unit"]),
                 _glance_value(row["this_run"], row["unit"]),
@@ -201,22 +256,37 @@ def chapter_details(
     """One MyST ``{dropdown}`` per record holding its full :func:`results_table`.
 
     The dropdown's title names the chapter, the run and its :func:`verdict_sentence`;
-    inside are the headline row (:data:`HEADLINE_RULE`), a link to the page (see
-    :func:`glance_table`), a recorded run's :func:`provenance_note`, and the table.
-    Render it with ``{glue:md}`` and ``:format: myst`` (it holds directives).
+    inside are the headline row (:data:`HEADLINE_RULE`) and, for the record that speaks for
+    the chapter (:func:`chapter_record`), the chapter's verdict on the paper's central claim
+    (the glance table's and the ledger's); a record that does not speak says so instead. Then
+    a link to the page (see :func:`glance_table`), a recorded run's :func:`provenance_note`,
+    and the table. Render it with ``{glue:md}`` and ``:format: myst`` (it holds directives).
+
+    Raises:
+        ValueError: as :func:`glance_rows`.
     """
+    speaking = {id(summary["record"]): summary for summary in glance_rows(records)}
     blocks = []
-    for record, summary in zip(records, glance_rows(records)):
-        row = summary["headline"]
+    for record in records:
+        row = headline_row(record["rows"])
         page = _link(
-            "the chapter" if not summary["recorded"] else "the recorded page",
+            "the recorded page" if "provenance" in record else "the chapter",
             record,
             chapter_dir,
             recorded_dir,
         )
         title = f"{record_label(record)}: {verdict_sentence(record['rows'])}"
-        headline = f"{row['quantity']} ({row['setting']}), **{summary['verdict']}**"
-        lines = [f"````{{dropdown}} {title}", f"Headline row: {headline}. Open {page}."]
+        summary = speaking.get(id(record))
+        claim = (
+            f"The paper's central claim: **{summary['verdict']}**."
+            if summary
+            else "Not the run that speaks for the paper on this page (see *What "
+            "reproduced*)."
+        )
+        lines = [
+            f"````{{dropdown}} {title}",
+            f"Headline row: {row['quantity']} ({row['setting']}). {claim} Open {page}.",
+        ]
         note = provenance_note(record)
         if note:
             lines.append(note)

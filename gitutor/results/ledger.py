@@ -1,14 +1,18 @@
-"""The ledger: per paper, its central claim (the chapter's headline row, in the paper's words when the
-row quotes them: ``claim``) read as *reproduced*, *not reproduced*, *not resolved* or *not comparable*
-by the one verdict rule — or, where the chapter judges a qualitative claim from its own evidence
-(``claim_outcome`` with ``claim_reason``), as *consistent* or *refuted* — with the reason in one line,
-and a sentence that sums the ledger up. Built from the results records, never typed.
+"""The ledger: per chapter, its paper's central claim (the chapter's headline row, in the paper's
+words when the row quotes them: ``claim``) with the chapter's one verdict on it
+(:func:`~gitutor.results.claim_verdict`: the headline row read by the one verdict rule as
+*reproduced*, *not reproduced*, *not resolved*, *not comparable* or *not judged*, or, where the
+chapter judges a qualitative claim from its own evidence — ``claim_outcome`` with ``claim_reason``
+—, that judgement: *consistent*, *refuted*, …), the reason in full, and a sentence that sums the
+ledger up. Built from the results records, never typed.
 
-:data:`PAPERS` maps each paper to the chapter whose headline row carries its central claim. A
-paper's line comes from that chapter's recorded run when one exists and quotes the paper's claim (a
-larger budget than the book build, recorded under the current rules), else from the chapter's run. The results page shows :func:`ledger_table` and
-:func:`ledger_summary`; the introduction, a Markdown page, pastes :func:`ledger_html` and the
-summary from the results page (myst-nb pastes only plain text, HTML and images across pages).
+:data:`PAPERS` maps each chapter's claim to its source. A line comes from the record that speaks
+for the chapter on the results page (:func:`~gitutor.results.chapter_record`): its recorded run
+when that run's headline row quotes the paper's claim, else the chapter's run of this build — the
+same record, and so the same verdict, as the chapter's line in the glance table. The results page
+shows :func:`ledger_table` and :func:`ledger_summary`; the introduction, a Markdown page, pastes
+:func:`ledger_html` and the summary from the results page (myst-nb pastes only plain text, HTML
+and images across pages).
 """
 
 from __future__ import annotations
@@ -16,11 +20,32 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-from gitutor.results.glance import _glance_value, _shorten
-from gitutor.results.verdicts import headline_row, verdict
+from gitutor.results.glance import _glance_value, chapter_record
+from gitutor.results.verdicts import (
+    CLAIM_OUTCOMES,
+    LEDGER_OUTCOMES,
+    claim_verdict,
+    headline_row,
+    verdict,
+    why_not_judged,
+)
 from gitutor.tables import markdown_table
 
-#: (paper, its source, the chapter whose headline is the paper's central claim), in book order.
+__all__ = [
+    "CLAIM_OUTCOMES",
+    "LEDGER_OUTCOMES",
+    "NOT_RUN",
+    "PAPERS",
+    "ledger_html",
+    "ledger_rows",
+    "ledger_summary",
+    "ledger_table",
+]
+
+#: (the claim's paper or study, its source, the chapter whose headline row carries the claim), in
+#: book order: one line per chapter. Chapter 07's source is a reproduction report, not a paper, and
+#: chapter 08 sets its Flower client's update against Table 1 of Wu et al., whose central claim is
+#: chapter 06's.
 PAPERS = (
     ("DLG", "Zhu, Liu & Han 2019", "01_dlg"),
     ("iDLG and soft labels", "Wang, Liang & He 2024", "02_idlg_soft_labels"),
@@ -33,44 +58,32 @@ PAPERS = (
     ("User-level inversion", "Li et al. 2023", "05_diffusion_user_level"),
     ("Learning To Invert", "Wu et al. 2023", "06_learning_to_invert"),
     ("DLG against FedADMM", "anonymous reproduction report (§5)", "07_admm_comparison"),
-)
-#: How the headline row's :func:`~gitutor.results.verdict` reads as the paper's claim.
-CLAIM_OUTCOMES = {
-    "meets": "reproduced",
-    "falls short": "not reproduced",
-    "not resolved": "not resolved",
-    "not comparable": "not comparable",
-}
-#: Every outcome a ledger line can read, in the summary's order (``consistent`` / ``refuted``: a chapter's
-#: judgement of a qualitative claim from its own evidence, the row's ``claim_outcome``).
-LEDGER_OUTCOMES = (
-    "reproduced",
-    "consistent",
-    "not reproduced",
-    "refuted",
-    "not comparable",
-    "not resolved",
+    (
+        "Inverting Gradients on a Flower client's update",
+        "Wu et al. 2023 (Table 1, its Inverting Gradients baseline)",
+        "08_flower_dp",
+    ),
 )
 NOT_RUN = "not run in this build"
-REASON_LIMIT = 150
+#: The ledger's columns (Markdown and HTML alike).
+COLUMNS = (
+    "paper",
+    "source",
+    "chapter",
+    "verdict on the central claim",
+    "why (headline row)",
+)
 
 
-def _record_for(records: Sequence[Mapping], notebook: str) -> Mapping | None:
-    """The recorded run of ``notebook`` if there is one whose headline row quotes the paper's claim, else
-    its chapter run, else None. A recording made before its chapter quoted the paper (its headline row has
-    no ``claim``) was judged by older rules; a record is never edited, so the chapter run speaks until the
-    chapter is recorded again."""
-    found = [r for r in records if r["notebook"] == notebook]
-    current = [
-        r for r in found if "provenance" in r and "claim" in headline_row(r["rows"])
-    ]
-    chapter = [r for r in found if "provenance" not in r]
-    return (current or chapter or found or [None])[0]
+def _whole(value, unit: str) -> str:
+    """A number with its short unit (as the glance table shows it), or a statement in full."""
+    return value if isinstance(value, str) else _glance_value(value, unit)
 
 
-def _reason(row: Mapping, outcome: str) -> str:
-    """One line: what the headline measures, the paper's and this run's numbers, why."""
-    value, spread = _glance_value(row["this_run"], row["unit"]), "low" in row
+def _reason(row: Mapping) -> str:
+    """One line, whole: what the headline measures, the paper's and this run's numbers, why."""
+    outcome = verdict(row)
+    value, spread = _whole(row["this_run"], row["unit"]), "low" in row
     if spread:
         value += f" [{row['low']:g}, {row['high']:g}]" + (
             f", n = {row['n']}" if "n" in row else ""
@@ -86,30 +99,35 @@ def _reason(row: Mapping, outcome: str) -> str:
             if spread
             else "how many trials is not stated"
         ),
-        "not comparable": "no number to set against the paper's",
+        "not comparable": f"not comparable: {row.get('not_comparable')}",
+        "not judged": f"not judged: {why_not_judged(row)}",
     }[outcome]
-    if row.get("not_comparable"):
-        why = f"not comparable: {row['not_comparable']}"
-    text = (
-        f"{row['quantity']}: paper {_glance_value(row['paper'], row['unit'])}, "
-        f"this run {value} — {why}"
-    )
-    return _shorten(text, REASON_LIMIT)
+    paper = _whole(row["paper"], row["unit"])
+    return f"{row['quantity']}: paper {paper}, this run {value} — {why}"
 
 
 def ledger_rows(records: Sequence[Mapping]) -> list[dict]:
-    """One dict per paper of :data:`PAPERS`: ``paper``, ``source``, ``notebook``, ``run``
-    (``"recorded"``, ``"chapter"`` or None), ``claim`` (the paper's words, or the headline's quantity),
-    ``outcome`` (:data:`LEDGER_OUTCOMES`, or :data:`NOT_RUN` when no record of its chapter is given) and
-    ``reason`` (one line)."""
+    """One dict per chapter of :data:`PAPERS`: ``paper``, ``source``, ``notebook``, ``run``
+    (``"recorded"``, ``"chapter"`` or None), ``passed_over`` (True when the chapter has a
+    recorded run that does not speak for it: :func:`~gitutor.results.chapter_record`),
+    ``claim`` (the paper's words, or the headline's quantity), ``outcome``
+    (:func:`~gitutor.results.claim_verdict`, one of :data:`LEDGER_OUTCOMES`, or :data:`NOT_RUN`
+    when no record of its chapter is given) and ``reason`` (whole, never cut: the chapter's
+    ``claim_reason`` where it judged the claim, else the headline row's numbers and verdict).
+
+    Raises:
+        ValueError: as :func:`~gitutor.results.verdict`, for a headline row that is not a
+            paper-vs-run row.
+    """
     lines = []
     for paper, source, notebook in PAPERS:
-        record = _record_for(records, notebook)
+        record = chapter_record(records, notebook)
         line = {
             "paper": paper,
             "source": source,
             "notebook": notebook,
             "run": None,
+            "passed_over": False,
             "claim": "",
             "outcome": NOT_RUN,
             "reason": "no results record of its chapter",
@@ -117,17 +135,19 @@ def ledger_rows(records: Sequence[Mapping]) -> list[dict]:
         if record is not None:
             row = headline_row(record["rows"])
             judged = row.get("claim_outcome")
-            reason = (
-                _shorten(row["claim_reason"], REASON_LIMIT)
-                if judged
-                else _reason(row, verdict(row))
-            )
             line |= {
                 "run": "recorded" if "provenance" in record else "chapter",
+                "passed_over": any(
+                    "provenance" in other and other is not record
+                    for other in records
+                    if other["notebook"] == notebook
+                ),
                 "quoted": "claim" in row,
                 "claim": row.get("claim", row["quantity"]),
-                "outcome": judged or CLAIM_OUTCOMES[verdict(row)],
-                "reason": reason,
+                "outcome": claim_verdict(record["rows"]),
+                "reason": " ".join(str(row["claim_reason"]).split())
+                if judged
+                else _reason(row),
             }
         lines.append(line)
     return lines
@@ -149,7 +169,13 @@ def _where(
     if line["run"] is None:
         return "", line["notebook"].replace("_", " ")
     folder = recorded_dir if line["run"] == "recorded" else chapter_dir
-    text = line["notebook"][:2] + (" (recorded)" if line["run"] == "recorded" else "")
+    text = line["notebook"][:2] + (
+        " (recorded)"
+        if line["run"] == "recorded"
+        else " (this build)"
+        if line.get("passed_over")
+        else ""
+    )
     return ("" if folder is None else f"{folder}/{line['notebook']}"), text
 
 
@@ -158,8 +184,14 @@ def ledger_table(
     chapter_dir: str | None = None,
     recorded_dir: str | None = None,
 ) -> str:
-    """The ledger as a Markdown table: paper, source, chapter (a link to ``.ipynb`` pages
-    when the folders are given, relative to the page), the claim's outcome, the reason."""
+    """The ledger as a Markdown table (:data:`COLUMNS`): paper, source, chapter (a link to
+    ``.ipynb`` pages when the folders are given, relative to the page; "(recorded)" when the
+    recorded run speaks, "(this build)" when a recorded run exists but does not), the chapter's
+    verdict on the central claim, the reason in full.
+
+    Raises:
+        ValueError: as :func:`ledger_rows`.
+    """
     body = []
     for line in ledger_rows(records):
         target, text = _where(line, chapter_dir, recorded_dir)
@@ -173,9 +205,7 @@ def ledger_table(
                 _why(line),
             ]
         )
-    return markdown_table(
-        ["paper", "source", "chapter", "central claim", "why (headline row)"], body
-    )
+    return markdown_table(list(COLUMNS), body)
 
 
 def ledger_html(
@@ -184,11 +214,12 @@ def ledger_html(
     recorded_dir: str | None = None,
 ) -> str:
     """The ledger as an HTML table (for pages that paste it from another page: myst-nb pastes
-    HTML, not Markdown, across pages); links point at the built ``.html`` pages."""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("paper", "source", "chapter", "central claim", "why (headline row)")
-    )
+    HTML, not Markdown, across pages); links point at the built ``.html`` pages.
+
+    Raises:
+        ValueError: as :func:`ledger_rows`.
+    """
+    head = "".join(f"<th>{h}</th>" for h in COLUMNS)
     body = []
     for line in ledger_rows(records):
         target, text = _where(line, chapter_dir, recorded_dir)
@@ -212,9 +243,10 @@ def ledger_html(
 
 
 def ledger_summary(records: Sequence[Mapping]) -> str:
-    """One sentence: how many papers' central claims reproduced, did not, are not resolved
-    (and were not run), naming them, e.g. "Of 7 papers' central claims, 1 reproduced (DLG),
-    2 did not reproduce (…) and 4 are not resolved at this budget (…)."."""
+    """One sentence: of the chapters' central claims (one per chapter of :data:`PAPERS`), how many
+    reproduced, did not, are not resolved, … (and were not run), naming them, e.g. "Of the 8
+    chapters' central claims, 1 reproduced (DLG), 2 did not reproduce (…) and 5 are not resolved
+    at this budget (…)."."""
     lines = ledger_rows(records)
     groups = {
         outcome: [line["paper"] for line in lines if line["outcome"] == outcome]
@@ -239,6 +271,10 @@ def ledger_summary(records: Sequence[Mapping]) -> str:
             "is not resolved at this budget",
             "are not resolved at this budget",
         ),
+        "not judged": (
+            "is not judged by the verdict rule",
+            "are not judged by the verdict rule",
+        ),
         NOT_RUN: ("was not run in this build", "were not run in this build"),
     }
     parts = [
@@ -249,4 +285,4 @@ def ledger_summary(records: Sequence[Mapping]) -> str:
     listed = (
         parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     )
-    return f"Of the {len(lines)} papers' central claims, {listed}."
+    return f"Of the {len(lines)} chapters' central claims, {listed}."

@@ -183,8 +183,8 @@ def number_problem(row: Mapping) -> str | None:
     ``n`` not an int ≥ 1; or, on a row that states which direction
     is better (and is not marked ``not_comparable``), a paper value that is NaN or inf, or a paper
     or run value that spells a number as a string ("20.0"; a run's "inf", "-inf" or "nan", which is
-    how a record stores those floats, is allowed). Words ("pixel-wise accurate") stay: such a row is not
-    comparable by :data:`gitutor.results.VERDICT_RULE`."""
+    how a record stores those floats, is allowed). Words ("pixel-wise accurate") stay: such a row is *not
+    judged* by :data:`gitutor.results.VERDICT_RULE` (or *not comparable*, when it is marked so)."""
     if ("low" in row) != ("high" in row):
         return "give both 'low' and 'high' (this run's interval) or neither"
     if "low" in row and not (

@@ -1,8 +1,11 @@
-"""The verdict of a paper-vs-run row (:data:`VERDICT_RULE`), a chapter's headline row and verdict
-sentence, and the Markdown table of rows."""
+"""The verdict of a paper-vs-run row (:data:`VERDICT_RULE`), a chapter's headline row, its verdict
+sentence and its one verdict on the paper's central claim (:func:`claim_verdict`), and the Markdown
+table of rows."""
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 from gitutor.checks import check_flag
@@ -25,23 +28,65 @@ VERDICT_RULE = (
     "on one side, and an interval that holds the paper's value (with that allowance) is "
     "**not resolved**; a row of several trials without its interval is refused, and a "
     "row that gives neither its interval nor n = 1 (a single measurement) is **not "
-    "resolved**, its uncertainty unknown. **not comparable**: the row states no direction, either "
-    "number is not a finite number, or its setting differs from the paper's in a way "
-    "that matters: a row is comparable only when its setting is the paper's or its "
-    "differences say why they do not matter, otherwise it is marked not comparable and "
-    "says why."
+    "resolved**, its uncertainty unknown. A row in the paper's kind of setting is judged "
+    "so. **not comparable**: the row's setting differs from the paper's in a way that "
+    "matters, and the row says how it differs and says why that matters (its verdict "
+    "gives that reason); the rule never makes a row not comparable on its own. **not "
+    "judged**: the row holds nothing to set "
+    "against the paper's number — the paper states its result in words or reports no "
+    "number, this run's number is not a finite number, or the row does not say whether "
+    "higher or lower is the better attack; its verdict says which, and its chapter reads "
+    "it against its figures (or judges the paper's claim from it, as the ledger shows)."
 )
 HEADLINE_RULE = (
     'A chapter\'s **headline row** is the row its record marks `"headline": true`; '
-    "a chapter that marks none is represented by its first comparable row (a row that "
-    "states which direction is better and has two finite numbers), and a chapter with "
-    "no comparable row by its first row."
+    "a chapter that marks none is represented by its first judged row (meets, falls "
+    "short or not resolved: a row that states which direction is better, has two finite "
+    "numbers and is not marked not comparable), and a chapter with no judged row by its "
+    "first row."
 )
-OUTCOMES = ("meets", "falls short", "not resolved", "not comparable")
+#: Every verdict a row can get, in the order tables count them.
+OUTCOMES = ("meets", "falls short", "not resolved", "not comparable", "not judged")
+#: The verdicts of a row the rule judges against the paper's number.
+JUDGED_OUTCOMES = OUTCOMES[:3]
+#: How a results record stores a run's NaN or infinite float (JSON has none).
+STORED_FLOATS = ("nan", "inf", "-inf")
+#: Why a row is *not judged* (:func:`why_not_judged`), each said in these words.
+NOT_JUDGED_REASONS = (
+    "the paper states no number",
+    "the paper's number is not finite",
+    "this run reports no number",
+    "this run's number is not finite",
+    "the row does not say whether higher or lower is better",
+)
+#: How a headline row's :func:`verdict` reads as the paper's central claim.
+CLAIM_OUTCOMES = {
+    "meets": "reproduced",
+    "falls short": "not reproduced",
+    "not resolved": "not resolved",
+    "not comparable": "not comparable",
+    "not judged": "not judged",
+}
+#: Every reading of a paper's central claim (:func:`claim_verdict`), in the order a summary lists them
+#: (``consistent`` / ``refuted``: a chapter's judgement of a qualitative claim from its own evidence,
+#: the headline row's ``claim_outcome``).
+LEDGER_OUTCOMES = (
+    "reproduced",
+    "consistent",
+    "not reproduced",
+    "refuted",
+    "not comparable",
+    "not resolved",
+    "not judged",
+)
 
 
 def verdict(row: Mapping) -> str:
     """One of :data:`OUTCOMES`: one row's verdict, by :data:`VERDICT_RULE`.
+
+    *not comparable* only for a row marked ``not_comparable`` (which says how its setting
+    differs); a row the rule cannot set against the paper and that is not so marked is *not
+    judged* (:func:`why_not_judged` says why).
 
     Raises:
         TypeError: if ``row`` is not a mapping.
@@ -63,7 +108,7 @@ def verdict(row: Mapping) -> str:
             f"row {row.get('quantity')!r} ({row.get('setting')!r}): {problem}"
         )
     if not judged(row):
-        return "not comparable"
+        return "not comparable" if row.get("not_comparable") else "not judged"
     problem = sample_problem(row)
     if problem:
         raise ValueError(
@@ -86,13 +131,51 @@ def verdict(row: Mapping) -> str:
     return "not resolved"
 
 
+def why_not_judged(row: Mapping) -> str | None:
+    """Why the verdict rule cannot set ``row`` against the paper, one of
+    :data:`NOT_JUDGED_REASONS` (None: it can, or the row is marked ``not_comparable``, which
+    says why itself): "the paper states no number", "the paper's number is not finite", "this
+    run reports no number", "this run's number is not finite" or "the row does not say whether
+    higher or lower is better".
+
+    Raises:
+        TypeError: if ``row`` is not a mapping.
+        ValueError: as :func:`verdict`, for a row that is not a paper-vs-run row.
+    """
+    if verdict(row) != "not judged":
+        return None
+    row = {key: scalar(value) for key, value in row.items()}
+    no_number = {"paper": NOT_JUDGED_REASONS[0], "this_run": NOT_JUDGED_REASONS[2]}
+    not_finite = {"paper": NOT_JUDGED_REASONS[1], "this_run": NOT_JUDGED_REASONS[3]}
+    for key in ("paper", "this_run"):
+        value = row.get(key)
+        if key == "this_run" and isinstance(value, str) and value in STORED_FLOATS:
+            return not_finite[key]  # a float as a record stores it
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            return no_number[key]
+        if not math.isfinite(value):
+            return not_finite[key]
+    return NOT_JUDGED_REASONS[4]
+
+
 def verdict_text(row: Mapping) -> str:
     """The :func:`verdict` as a table shows it: with the reason after a marked
-    ``not_comparable`` row's verdict ("not comparable: 16 px, untrained network"), and then the
-    chapter's judgement of the paper's qualitative claim when the row carries one ("; the claim:
-    refuted by this chapter's evidence", as the ledger reads it)."""
-    reason = row.get("not_comparable")
-    text = f"not comparable: {reason}" if reason else verdict(row)
+    ``not_comparable`` row's verdict ("not comparable: 16 px, untrained network") and after a
+    *not judged* one (:func:`why_not_judged`: "not judged: the paper states no number"), and
+    then the chapter's judgement of the paper's qualitative claim when the row carries one
+    ("; the paper's claim: **refuted** by this chapter's evidence", as the ledger reads it).
+
+    Raises:
+        TypeError: if ``row`` is not a mapping.
+        ValueError: as :func:`verdict`.
+    """
+    outcome = verdict(row)
+    if outcome == "not comparable":
+        text = f"not comparable: {row['not_comparable']}"
+    elif outcome == "not judged":
+        text = f"not judged: {why_not_judged(row)}"
+    else:
+        text = outcome
     judged = row.get("claim_outcome")
     return (
         f"{text}; the paper's claim: **{judged}** by this chapter's evidence"
@@ -114,25 +197,53 @@ def headline_row(rows: Sequence[Mapping]) -> Mapping:
     """The row that stands for a chapter, by :data:`HEADLINE_RULE`.
 
     The row marked ``"headline": True``; else the first row whose :func:`verdict` is
-    not "not comparable"; else the first row.
+    one of :data:`JUDGED_OUTCOMES`; else the first row.
 
     Raises:
-        ValueError: if ``rows`` is empty.
+        TypeError: naming ``rows[i]`` when a row is not a mapping.
+        ValueError: if ``rows`` is empty, or as :func:`verdict` for a row that is not a
+            paper-vs-run row.
     """
     if not rows:
         raise ValueError(
             "rows is empty: a chapter reports at least one paper-vs-run row"
         )
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(
+                f"rows[{i}] must be a dict (a paper-vs-run row), got {type(row).__name__}"
+            )
     marked = [row for row in rows if row.get("headline")]
-    comparable = [row for row in rows if verdict(row) != "not comparable"]
-    return (marked or comparable or list(rows))[0]
+    judged_rows = [row for row in rows if verdict(row) in JUDGED_OUTCOMES]
+    return (marked or judged_rows or list(rows))[0]
+
+
+def claim_verdict(rows: Sequence[Mapping]) -> str:
+    """One of :data:`LEDGER_OUTCOMES`: a chapter's one verdict on its paper's central claim.
+
+    It is read off the chapter's :func:`headline_row`: the chapter's own judgement of the claim
+    when the row carries one (``claim_outcome``: consistent, refuted, …, with its
+    ``claim_reason``), else the row's :func:`verdict` read as a claim (:data:`CLAIM_OUTCOMES`:
+    *meets* is *reproduced*, *falls short* *not reproduced*, the others keep their words). The
+    chapter's page, its line on the results page and its line in the ledger all state this one
+    verdict; a row's own verdict stays in the full table.
+
+    Raises:
+        TypeError: naming ``rows[i]`` when a row is not a mapping.
+        ValueError: if ``rows`` is empty, or as :func:`verdict` for a row that is not a
+            paper-vs-run row.
+    """
+    row = headline_row(rows)
+    outcome = verdict(row)
+    return row.get("claim_outcome") or CLAIM_OUTCOMES[outcome]
 
 
 def verdict_sentence(rows: Sequence[Mapping]) -> str:
     """The sentence a chapter ends with: how many of its ``rows`` meet the paper.
 
-    And how many fall short, are not resolved or are not comparable, by :data:`VERDICT_RULE`
-    (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows meets …"``).
+    And how many fall short, are not resolved, are not comparable or are not judged, by
+    :data:`VERDICT_RULE` (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows
+    meets …"``): the counts that :func:`verdict_tally` gives the results page.
 
     Raises:
         ValueError: if ``rows`` is empty.
@@ -146,6 +257,7 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
         "falls short": ("falls short", "fall short"),
         "not resolved": ("is not resolved", "are not resolved"),
         "not comparable": ("is not comparable", "are not comparable"),
+        "not judged": ("is not judged", "are not judged"),
     }
     met, n = counts["meets"], len(rows)
     parts = [

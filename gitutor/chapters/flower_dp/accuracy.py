@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import format_interval, success_interval
+from gitutor.stats import format_interval
 
 #: Chance on the chapter's test set: half faces, half not, so a constant guess gets 0.5.
 CHANCE = 0.5
@@ -29,49 +29,6 @@ def chance_words(acc, chance: float = CHANCE) -> str:
     if acc.high < chance:
         return f"below chance ({chance:g}, what always guessing one class gets)"
     return "not resolved from chance"
-
-
-def accuracy_words(
-    outcomes: Sequence[bool],
-    baseline: Sequence[bool] | None = None,
-    chance: float = CHANCE,
-) -> str:
-    """Test accuracy with its Wilson interval over the test images (one bool per image in ``outcomes``),
-    whether that interval lies above or below ``chance``, and — given the undefended run's ``baseline``
-    outcomes on the same test images — the paired difference and whether its interval excludes 0."""
-    acc = success_interval([bool(v) for v in outcomes])
-    text = f"{format_interval(acc, 2, False)} over {acc.n} test images, {chance_words(acc, chance)}"
-    if baseline is None:
-        return text
-    diff = _difference(outcomes, baseline)
-    verdict = (
-        "a resolved loss"
-        if diff.high < 0
-        else "a resolved gain"
-        if diff.low > 0
-        else "the same outcome on every test image"
-        if diff.low == diff.high == 0
-        else "not resolved (the interval covers 0)"
-    )
-    return (
-        text
-        + f"; minus the undefended run, paired: {format_interval(diff, 2, False)}, {verdict}"
-    )
-
-
-def paired_sentence(point: dict, plain: dict) -> str:
-    """The accuracy difference of ``point`` minus ``plain`` on the same test images (paired), and
-    whether it is resolved."""
-    diff = _difference(point["outcomes"], plain["outcomes"])
-    text = f"paired over the same {diff.n} test images the difference is {format_interval(diff, 2, False)}"
-    if diff.high < 0:
-        return text + ": the noise costs accuracy here."
-    if diff.low > 0:
-        return text + ": the noisy model is more accurate on this test set."
-    return (
-        text
-        + ": the interval covers 0, so this test set does not resolve a cost (a larger one might)."
-    )
 
 
 def smallest_accuracy_row(points: Sequence[dict]) -> dict:

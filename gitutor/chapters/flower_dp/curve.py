@@ -1,8 +1,8 @@
-"""Chapter 08's DP-SGD curve: attack PSNR along the σ sweep, the one-start Inverting Gradients beside the
-envelope of the strongest adversary (:func:`~gitutor.chapters.flower_dp.strongest.sweep_strongest`: the
-attacker's, and the oracle's upper bound); its figure, its table, and the σ / ε from which no photograph
-is recognisable, written as a bound where the sweep does not locate it; the noise's norm there in units of
-the clipping norm, and the budget check at it (:func:`budget_point`, :func:`budget_words`).
+"""Chapter 08's noise sweeps (DP-SGD over σ, LocalDpMod over z): attack PSNR along the sweep, the one-start
+Inverting Gradients beside the envelope of the strongest adversary
+(:func:`~gitutor.chapters.flower_dp.strongest.sweep_strongest`: the attacker's, and the oracle's upper
+bound); its figure, its tables, and the σ / ε from which no photograph is recognisable, written as a bound
+where the sweep does not locate it, and the point where the budget check runs (:func:`budget_point`).
 
 ``along`` is aligned with the sweep's ``points``: the envelope run at that σ, or None where the one-start
 IG already recovered every attacked client (there the envelope was not run: the defense failed anyway).
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 
 from gitutor.chapters.flower_dp.report import eps_text, flat_words, label_text
-from gitutor.checks import check_choice, check_int, check_real
+from gitutor.checks import check_choice, check_real
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
 from gitutor.tables import markdown_table
@@ -95,61 +95,6 @@ def threshold(
     return (order[place - 1] if place else None), at
 
 
-def _sigma(p: dict) -> str:
-    return f"σ = {p['sigma']:g} (ε = {eps_text(p['epsilon'])})"
-
-
-def threshold_sentence(
-    points: Sequence[dict], along: Sequence[dict | None], which: str
-) -> str:
-    """Where the ``which`` envelope stops recognising any photograph, in words that say how far the sweep
-    locates it (:func:`threshold`): inside (a, b] between two σ run; a bound at the sweep's edge — in
-    (0, b] when b is the smallest σ > 0 run (ε ≥ b's), above the largest σ when that still recognises
-    one; nothing when even σ = 0 recognises none."""
-    i, j = threshold(points, along, which)
-    who, n = ENVELOPES[which], points[0]["images"]
-    if j is None:
-        return (
-            f"No σ tried stops {who}: at the largest, {_sigma(points[i])}, it still recognises "
-            f"{recognised(points[i], along[i], which)} of {n} photographs, so the threshold lies above the "
-            f"sweep — a bound: **σ > {points[i]['sigma']:g}, ε < {eps_text(points[i]['epsilon'])}**."
-        )
-    at = points[j]
-    if at["sigma"] == 0:
-        return (
-            f"{who[0].upper() + who[1:]} recognises no photograph even without noise (σ = 0): the sweep "
-            "says nothing about ε."
-        )
-    if i is None or points[i]["sigma"] == 0:
-        return (
-            f"From {_sigma(at)} on, the smallest σ > 0 run, {who} recognises none of the {n} photographs: "
-            f"the threshold lies somewhere in σ ∈ (0, {at['sigma']:g}], which this sweep bounds and does "
-            f"not locate — **ε ≥ {eps_text(at['epsilon'])}** at the threshold."
-        )
-    below = points[i]
-    skipped = (
-        " (one start alone recovers every client there)" if along[i] is None else ""
-    )
-    return (
-        f"From {_sigma(at)} on, {who} recognises none of the {n} photographs at any σ run; at "
-        f"{_sigma(below)} it recognises {recognised(below, along[i], which)}{skipped}: the threshold lies "
-        f"somewhere in **σ ∈ ({below['sigma']:g}, {at['sigma']:g}]**, ε between {eps_text(at['epsilon'])} "
-        f"and {eps_text(below['epsilon'])}."
-    )
-
-
-def threshold_words(points: Sequence[dict], along: Sequence[dict | None]) -> str:
-    """:func:`threshold_sentence` of the attacker's envelope, then the oracle's — or, where the oracle
-    brackets the threshold between the same σ, that it does."""
-    words = threshold_sentence(points, along, "attacker")
-    if threshold(points, along, "oracle") == threshold(points, along, "attacker"):
-        return (
-            words
-            + " The oracle envelope, an upper bound on these adversaries, brackets it the same way."
-        )
-    return words + " " + threshold_sentence(points, along, "oracle")
-
-
 def threshold_text(
     points: Sequence[dict], along: Sequence[dict | None], which: str = "attacker"
 ) -> str:
@@ -165,45 +110,49 @@ def threshold_text(
     return f"[{eps_text(points[j]['epsilon'])}, {eps_text(points[i]['epsilon'])})"
 
 
-def noise_scale_words(
-    points: Sequence[dict], along: Sequence[dict | None], m: int
+def threshold_sigma_text(
+    points: Sequence[dict], along: Sequence[dict | None], which: str = "attacker"
 ) -> str:
-    """The attacker's threshold of :func:`threshold` in the units that explain it: the noise's norm
-    σ·C·√m (``m`` parameters) as a multiple of C, the largest norm of the clipped gradient it is added to
-    — at both ends of the bracket when the sweep locates it, at its one end when it bounds it, "" when
-    even σ = 0 recognises nothing.
+    """The σ bracket of :func:`threshold` for the page: ``"(a, b]"`` inside the sweep, ``"(0, b]"`` at its
+    small-σ edge, ``"> a"`` beyond its large-σ edge, "not located (none recognisable at σ = 0)"."""
+    i, j = threshold(points, along, which)
+    if j is None:
+        return f"> {points[i]['sigma']:g}"
+    if points[j]["sigma"] == 0:
+        return "not located (none recognisable at σ = 0)"
+    low = 0 if i is None else points[i]["sigma"]
+    return f"({low:g}, {points[j]['sigma']:g}]"
+
+
+def rounds_gain_table(points: Sequence[dict], along: Sequence[dict | None]) -> str:
+    """At every σ > 0 of the sweep where the strongest adversary ran (``along``): the PSNR of its
+    every-round attack minus that of the one-start IG on round 1's update alone, paired over the attacked
+    clients (dB, mean [95 % interval]), and whether the interval excludes 0 ("gain", "loss", "not
+    resolved"); "not run" where the one-start IG recovered every client.
 
     Raises:
-        ValueError: for ``m`` < 1, or as :func:`threshold`.
-        TypeError: for an ``m`` that is not an int, or as :func:`threshold`.
+        ValueError: for a sweep without a σ > 0, or as :func:`threshold` for ``points`` and ``along``.
     """
-    check_int(m, "m")
-    i, j = threshold(points, along, "attacker")
-
-    def scale(p):
-        return f"{p['sigma'] * m**0.5:.2g} C"
-
-    if j is None:
-        return (
-            f"Even at σ = {points[i]['sigma']:g}, noise of norm about {scale(points[i])}, a photograph "
-            "was recognisable."
-        )
-    if points[j]["sigma"] == 0:
-        return ""
-    if i is None or points[i]["sigma"] == 0:
-        return (
-            f"The noise's norm at σ = {points[j]['sigma']:g} is about {scale(points[j])}, against a clipped "
-            "gradient of norm ≤ C: the attack had stopped by then."
-        )
-    low, high = scale(points[i]), scale(points[j])
-    stopped = (
-        "well before the noise outweighs the gradient"
-        if points[j]["sigma"] * m**0.5 < 1
-        else "about where the noise outweighs the gradient"
+    _check(points, along)
+    noisy = sorted(
+        ((p, f) for p, f in zip(points, along) if p["sigma"] > 0),
+        key=lambda pair: pair[0]["sigma"],
     )
-    return (
-        f"Across the attacker's bracket the noise's norm σC√m grows from about {low} to {high}, against a clipped "
-        f"gradient of norm ≤ C: the attack stops {stopped}."
+    if not noisy:
+        raise ValueError("points must hold a σ > 0")
+    lines = []
+    for point, found in noisy:
+        if found is None or found.get("rounds") is None:
+            lines.append([f"{point['sigma']:g}", "not run", "—"])
+            continue
+        diff = paired_difference(
+            [r["psnr"] for r in found["rounds"]["rows"]],
+            [r["psnr"] for r in point["rows"]],
+        )
+        word = "gain" if diff.low > 0 else "loss" if diff.high < 0 else "not resolved"
+        lines.append([f"{point['sigma']:g}", format_interval(diff, 1, False), word])
+    return markdown_table(
+        ["σ", "every round − round 1 (dB, paired over the clients)", "resolved"], lines
     )
 
 
@@ -213,40 +162,6 @@ def budget_point(points: Sequence[dict], along: Sequence[dict | None]) -> dict |
     None when the sweep has no such σ."""
     _, j = threshold(points, along, "attacker")
     return None if j is None or points[j]["sigma"] == 0 else points[j]
-
-
-def budget_words(point: dict | None, longer: dict | None, steps: int) -> str:
-    """What the one-start IG with ``steps`` steps (``longer``: its summary on ``point``'s round-1 updates,
-    from the same starts) changes at :func:`budget_point`: the paired PSNR difference over the clients and
-    its recognisable count, and so whether the threshold holds at that budget ("" without a point).
-
-    Raises:
-        TypeError / ValueError: naming ``steps`` when not an int ≥ 1.
-    """
-    check_int(steps, "steps")
-    if point is None or longer is None:
-        return ""
-    diff = paired_difference(
-        [r["psnr"] for r in longer["rows"]], [r["psnr"] for r in point["rows"]]
-    )
-    what = (
-        "raises"
-        if diff.low > 0
-        else "lowers"
-        if diff.high < 0
-        else "does not resolvably change"
-    )
-    held = (
-        "so the threshold holds at that budget"
-        if longer["recognised"] == 0
-        else "so at that budget the threshold moves to a larger σ: the bracket above is a lower bound on it"
-    )
-    return (
-        f"The budget check: at σ = {point['sigma']:g}, the smallest σ from which the attacker's envelope "
-        f"recognises none, the one-start IG run for {steps} steps from the same starts {what} the PSNR "
-        f"({format_interval(diff, 2, False)} dB, paired over the {diff.n} clients) and recognises "
-        f"{longer['recognised']} of {longer['images']}, {held}."
-    )
 
 
 def run_sigmas(points: Sequence[dict], along: Sequence[dict | None]) -> str:
@@ -266,11 +181,15 @@ def epsilon_figure(
     success: float,
     control: float,
     chance: float,
+    *,
+    symbol: str = "σ",
+    level: str = "per example",
 ):
-    """Attack PSNR (95 % intervals over clients) against the sweep's σ on a categorical axis (ε under
-    each σ): the one-start IG on round 1's update, the attacker's envelope and the oracle envelope
-    (where run; "not run" where the one-start IG recovered every client); lines ``success`` and the best
-    ``control`` (dB). Below: test accuracy (Wilson interval over the test images), ``chance``.
+    """Attack PSNR (95 % intervals over clients) against the sweep's noise multiplier (``symbol``: σ of
+    DP-SGD, z of LocalDpMod) on a categorical axis (ε at ``level`` under each): the one-start IG on round
+    1's update, the attacker's envelope and the oracle envelope (where run; "not run" where the one-start
+    IG recovered every client); lines ``success`` and the best ``control`` (dB). Below: test accuracy
+    (Wilson interval over the test images), ``chance``.
 
     Raises:
         TypeError / ValueError: naming ``success``, ``control`` or ``chance`` when not a finite number
@@ -328,23 +247,30 @@ def epsilon_figure(
     bottom.set_ylim(0, 1.05)
     bottom.set_xticks(
         xs,
-        [f"σ = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points],
+        [f"{symbol} = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points],
         fontsize=8,
     )
     bottom.set_xlabel(
-        "noise multiplier σ (categorical axis; ε: Opacus RDP, all rounds, per example)"
+        f"noise multiplier {symbol} (categorical axis; ε: Opacus RDP, all rounds, {level})"
     )
     fig.tight_layout()
     return legible(fig)
 
 
 def sweep_table(
-    points: Sequence[dict], along: Sequence[dict | None], delta: float
+    points: Sequence[dict],
+    along: Sequence[dict | None],
+    delta: float,
+    *,
+    symbol: str = "σ",
+    level: str = "per example",
 ) -> str:
-    """One line per σ: ε, PSNR (intervals over clients) of the one-start IG on round 1 and on the mean of
-    all rounds, of the attacker's and the oracle envelope ("not run" where the one-start IG recovered every
-    client), recognisable images under each, where the restarted IG's curve flattens, labels (the
-    one-start sign rule) and test accuracy (interval over the test images).
+    """One line per σ (``symbol``): ε (``level``), PSNR (intervals over clients) of the one-start IG on
+    round 1 and of the attack on every round at its own model
+    (:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`), of the attacker's and the oracle
+    envelope ("not run" where the one-start IG recovered every client), recognisable images under each,
+    where the every-round attack's curve flattens, labels (the sign rule on the mean of the rounds'
+    updates where that attack ran, else on round 1's) and test accuracy (interval over the test images).
 
     Raises:
         TypeError / ValueError: naming ``delta`` when not a number in (0, 1), or as :func:`threshold`.
@@ -352,15 +278,15 @@ def sweep_table(
     _check(points, along)
     delta = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     header = [
-        "σ",
-        f"ε per example, all rounds (δ = {delta:g})",
+        symbol,
+        f"ε {level}, all rounds (δ = {delta:g})",
         "IG one start, round 1 (dB)",
-        "IG, mean of rounds (dB)",
+        "IG, every round (dB)",
         "attacker's envelope (dB)",
         "oracle envelope, upper bound (dB)",
         "recognisable: one start / attacker / oracle",
-        "IG flat from step",
-        "labels",
+        "every-round IG flat from step",
+        "labels (every round where run)",
         "test accuracy",
     ]
     lines = []
@@ -383,57 +309,14 @@ def sweep_table(
                 f"{p['sigma']:g}",
                 eps_text(p["epsilon"]),
                 format_interval(p["psnr"], 1, False),
-                format_interval(p["average"]["psnr"], 1, False),
+                "not run"
+                if found is None
+                else format_interval(found["rounds"]["psnr"], 1, False),
                 *envelope,
                 " / ".join(map(str, counts)) + f" of {p['images']}",
                 "—" if found is None else flat_words(found["curve"]),
-                label_text(p),
+                label_text(p if found is None else found["rounds"]),
                 format_interval(p["accuracy_interval"], 2, False),
             ]
         )
     return markdown_table(header, lines)
-
-
-def average_gain_sentence(points: Sequence[dict]) -> str:
-    """At every σ > 0 of the sweep, the PSNR of IG on the mean of the rounds minus that on round 1's
-    update, paired over the attacked clients, grouped by whether it is a resolved gain, a resolved loss
-    (the model's drift between rounds costs more than the averaged-down noise gains) or not resolved.
-
-    Raises:
-        ValueError: for a sweep without a σ > 0.
-    """
-    noisy = sorted((p for p in points if p["sigma"] > 0), key=lambda p: p["sigma"])
-    if not noisy:
-        raise ValueError("points must hold a σ > 0")
-    groups = {"raises": [], "lowers": [], "does not resolvably change": []}
-    n = 0
-    for point in noisy:
-        diff = paired_difference(
-            [r["psnr"] for r in point["average"]["rows"]],
-            [r["psnr"] for r in point["rows"]],
-        )
-        n = diff.n
-        what = (
-            "raises"
-            if diff.low > 0
-            else "lowers"
-            if diff.high < 0
-            else "does not resolvably change"
-        )
-        groups[what].append((point["sigma"], format_interval(diff, 1, False)))
-    parts = []
-    for what, found in groups.items():
-        if found:
-            sigmas = ", ".join(f"{s:g}" for s, _ in found)
-            diffs = "; ".join(d for _, d in found)
-            parts.append(
-                f"{what} {'it' if parts else 'the PSNR'} at σ = {sigmas} ({diffs} dB)"
-            )
-    return (
-        "Attacking the mean of the rounds instead of round 1's update, paired over the "
-        f"{n} clients, "
-        + ", ".join(parts[:-1])
-        + (" and " if len(parts) > 1 else "")
-        + parts[-1]
-        + "."
-    )

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from gitutor.chapters.flower_dp.accuracy import CHANCE
 from gitutor.chapters.flower_dp.report import (
     eps_text,
-    flat_step,
     flat_words,
     label_text,
 )
@@ -28,8 +27,8 @@ NAMES = {
     "local-dp": "LocalDpMod",
 }
 
-#: Who must be trusted not to invert a client's update, by design of each defense (SecAgg+'s conditions:
-#: :data:`SECAGG_TRUST`, stated once under the table).
+#: Who must be trusted not to invert a client's update, by design of each defense (SecAgg+'s conditions are
+#: stated once under the table, on the page).
 TRUSTED = {
     "none": "the server (it holds every update)",
     "secagg+": "a server that keeps SecAgg+'s conditions (see below)",
@@ -38,13 +37,6 @@ TRUSTED = {
     "local-dp": "nobody, for the update (the client's own noise)",
     "dp-sgd": "nobody, for the update (the client's own noise, every example, every step)",
 }
-
-#: SecAgg+'s conditions on the server, the words under the decision table.
-SECAGG_TRUST = (
-    "it must not collude with as many clients as SecAgg+'s reconstruction threshold, nor drop or "
-    "fake clients to shrink the aggregate towards one update; it then holds only the aggregate of "
-    "the round's clients"
-)
 
 
 def _scores(summary: dict) -> list[str]:
@@ -86,8 +78,10 @@ def defense_table(
 ) -> str:
     """One line per attack on a defense run: what the server attacked, PSNR / SSIM / LPIPS (intervals
     over the attacked clients), recognisable, labels, test accuracy (Wilson interval); ε is in
-    :func:`decision_table`. ``dp_sgd``: a point of the DP-SGD sweep
-    (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`), added as the last lines."""
+    :func:`decision_table`. A run's ``"rounds"`` (the every-round attack, where the strongest adversary
+    ran it) adds a line. ``dp_sgd``: a point of the DP-SGD sweep
+    (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`, with its ``"rounds"``), added as the last
+    lines."""
     header = [
         "defense",
         "the server attacks",
@@ -103,7 +97,7 @@ def defense_table(
     if dp_sgd is not None:
         runs["dp-sgd"] = {
             "round1": dp_sgd,
-            "average": dp_sgd["average"],
+            "rounds": dp_sgd.get("rounds"),
             "accuracy": dp_sgd["accuracy_interval"],
         }
     names = NAMES | {
@@ -114,7 +108,7 @@ def defense_table(
             "round 1's update as received"
             if name != "central-dp-server-clipping"
             else "round 1's update after its own clipping": run["round1"],
-            f"mean of the {rounds} rounds' updates": run["average"],
+            f"all {rounds} rounds' updates, each at its own model": run.get("rounds"),
         }
         for what, summary in attacks.items():
             if summary is None:
@@ -222,14 +216,14 @@ def decision_table(
 
 def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
     """Per defense, PSNR (dB; interval over the attacked clients) of each adversary — IG with restarts,
-    IG on the mean of the rounds (where run), LTI — the attacker's envelope (kept by gradient
-    distance) with its recognisable count, the oracle envelope (kept by PSNR: an upper bound no
+    IG on every round at its own model (where run), LTI — the attacker's envelope (kept by the matching
+    distance over the rounds the server holds) with its recognisable count, the oracle envelope (kept by PSNR: an upper bound no
     attacker can pick), and the step from which the restarted IG's mean PSNR stays within 1 dB of
     its last (:func:`~gitutor.chapters.flower_dp.report.flat_step`)."""
     header = [
         "defense",
         "IG, restarts",
-        "IG, mean of rounds",
+        "IG, every round",
         "LTI",
         "attacker's envelope",
         "recognisable",
@@ -242,7 +236,7 @@ def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
     }
     lines = []
     for name, found in strongest.items():
-        cells = [found[key] for key in ("restarts", "average", "lti", "attacker")]
+        cells = [found[key] for key in ("restarts", "rounds", "lti", "attacker")]
         lines.append(
             [
                 names[name],
@@ -272,7 +266,10 @@ def defense_rows(
             if k in aggregates:
                 rows[f"SecAgg+, k = {k}"] = aggregates[k]["rows"][0]["images"]
             continue
-        for what, summary in (("", run["round1"]), (", mean", run["average"])):
+        for what, summary in (
+            ("", run["round1"]),
+            (", every round", run.get("rounds")),
+        ):
             if summary is not None:
                 label = (
                     NAMES[name].split(" (")[0].replace("`", "") + what
@@ -286,173 +283,3 @@ def truth_of(runs: Mapping[str, dict]):
     import torch
 
     return torch.cat([r["truth"] for r in runs["none"]["round1"]["rows"]])
-
-
-def versus_none(
-    runs: Mapping[str, dict], defense: str = "central-dp-client-clipping"
-) -> str:
-    """``defense``'s run against the undefended one, paired: the attack's PSNR over the same clients and
-    the test accuracy over the same test images, each with whether its interval excludes 0."""
-
-    def said(diff, unit):
-        verdict = (
-            "higher"
-            if diff.low > 0
-            else "lower"
-            if diff.high < 0
-            else "the same on every one"
-            if diff.low == diff.high == 0
-            else "not resolved (covers 0)"
-        )
-        return f"{format_interval(diff, 2, False)}{unit}, {verdict}"
-
-    psnr = paired_difference(
-        [r["psnr"] for r in runs[defense]["round1"]["rows"]],
-        [r["psnr"] for r in runs["none"]["round1"]["rows"]],
-    )
-    accuracy = paired_difference(
-        [float(v) for v in runs[defense]["outcomes"]],
-        [float(v) for v in runs["none"]["outcomes"]],
-    )
-    return (
-        f"paired with the undefended run, the PSNR difference over the same clients is "
-        f"{said(psnr, ' dB')}, and the accuracy difference over the same test images {said(accuracy, '')}."
-    )
-
-
-def strongest_words(
-    strongest: Mapping[str, dict],
-    mean_colour: float,
-    noised: tuple[str, ...] = ("local-dp", "dp-sgd"),
-) -> str:
-    """What the strongest-adversary table says, in words built from it: the restarts' paired PSNR gain
-    on the undefended update (over the same clients, resolved or not), where the restarted IG was still
-    moving at its last step (a bound at this budget), the largest gap between the oracle's and the
-    attacker's envelope, the recognisable counts under the defenses whose noise is the client's, and
-    LTI's mean PSNR there against ``mean_colour``, the mean-colour control's mean PSNR (dB) on the same
-    photographs."""
-    none = strongest["none"]
-    gain = paired_difference(
-        [r["psnr"] for r in none["restarts"]["rows"]],
-        [r["psnr"] for r in none["single"]["rows"]],
-    )
-    verdict = (
-        "raise"
-        if gain.low > 0
-        else "lower"
-        if gain.high < 0
-        else "do not resolvably change"
-    )
-    words = [
-        (
-            f"On the undefended update the restarts {verdict} the PSNR of one run: "
-            f"{format_interval(gain, 1, False)} dB, paired over the {gain.n} clients."
-        )
-    ]
-    moving = [
-        NAMES.get(n, "Opacus DP-SGD")
-        for n, f in strongest.items()
-        if flat_step(f["curve"]) == max(f["curve"])
-    ]
-    flat = (
-        "The restarted IG's mean PSNR is flat (within 1 dB of its last) before its last step under "
-        "every defense."
-    )
-    still = (
-        f"The restarted IG's mean PSNR was still moving at its last step under {', '.join(moving)}: "
-        "there its number is a lower bound on what a longer attack gets."
-    )
-    words.append(still if moving else flat)
-    name = max(
-        strongest,
-        key=lambda n: (
-            strongest[n]["oracle"]["psnr"].mean - strongest[n]["attacker"]["psnr"].mean
-        ),
-    )
-    gap = (
-        strongest[name]["oracle"]["psnr"].mean
-        - strongest[name]["attacker"]["psnr"].mean
-    )
-    words.append(
-        f"The largest gap between the oracle's and the attacker's envelope is {gap:.1f} dB in mean "
-        f"PSNR ({NAMES.get(name, 'Opacus DP-SGD')}; the gradient distance kept "
-        f"{_kept(strongest[name]['wins'])})."
-    )
-    counts = [
-        f"{NAMES.get(n, 'Opacus DP-SGD')}: {strongest[n]['attacker']['recognised']}/"
-        f"{strongest[n]['attacker']['images']} (oracle {strongest[n]['oracle']['recognised']})"
-        for n in noised
-        if n in strongest
-    ]
-    words.append(
-        "Recognisable images under the client's own noise, attacker's envelope: "
-        + "; ".join(counts)
-        + "."
-    )
-    lti = {
-        NAMES.get(n, "Opacus DP-SGD"): strongest[n]["lti"]["psnr"].mean
-        for n in noised
-        if n in strongest
-    }
-    side = (
-        "below"
-        if max(lti.values()) < mean_colour
-        else "above"
-        if min(lti.values()) > mean_colour
-        else "around"
-    )
-    words.append(
-        "There LTI's mean PSNR ("
-        + ", ".join(f"{n}: {v:.1f} dB" for n, v in lti.items())
-        + f") lies {side} the mean-colour control's {mean_colour:.1f} dB: what a constant image of "
-        "the right brightness scores."
-    )
-    return " ".join(words)
-
-
-def decision_words(
-    runs: Mapping[str, dict], strongest: Mapping[str, dict], point: dict, plain: dict
-) -> str:
-    """The decision table's lesson in words built from it: under which defenses the attacker's envelope
-    recognised no photograph, and which of those paid for it in accuracy (paired difference to the
-    undefended run, resolved or not) — the DP-SGD ``point`` against the sweep's σ = 0 ``plain``."""
-    rows = {
-        name: (strongest[name]["attacker"], run["outcomes"], runs["none"]["outcomes"])
-        for name, run in runs.items()
-    }
-    rows["dp-sgd"] = (
-        strongest["dp-sgd"]["attacker"],
-        point["outcomes"],
-        plain["outcomes"],
-    )
-    name = NAMES | {"dp-sgd": f"Opacus DP-SGD (σ = {point['sigma']:g})"}
-    safe = [n for n, (found, _, _) in rows.items() if found["recognised"] == 0]
-    leaked = [n for n, (found, _, _) in rows.items() if found["recognised"] > 0]
-    cost = {
-        n: paired_difference(
-            [float(v) for v in rows[n][1]], [float(v) for v in rows[n][2]]
-        )
-        for n in safe
-    }
-    paid = [
-        f"{name[n]} ({format_interval(d, 2, False)})"
-        for n, d in cost.items()
-        if d.high < 0
-    ]
-    kept = [name[n] for n, d in cost.items() if d.high >= 0]
-    listed = (
-        "; ".join(name[n] for n in safe) or "no defense"
-    )  # "; ": the names hold commas
-    words = [
-        f"Against this page's adversaries, no photograph was recognisable under {listed}"
-    ]
-    if safe:
-        words.append(
-            f". Of these, {'; '.join(paid) or 'none'} lost accuracy (paired, resolved), and "
-            f"{'; '.join(kept) or 'none'} showed no resolved loss"
-        )
-    if leaked:
-        words.append(
-            f". At least one photograph was recognisable under {'; '.join(name[n] for n in leaked)}"
-        )
-    return "".join(words) + "."

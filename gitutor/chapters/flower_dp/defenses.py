@@ -5,7 +5,8 @@ attacked one-image clients and the utility clients), the same initial model, the
 and rounds, every reply weighted once (``weighting="uniform"``: Flower's accounted central DP refuses
 unequal weights, and only then is a client's sensitivity C/n). The server attacks what it holds of
 each attacked client: the raw update (no defense), the clipped un-noised update (central DP, either
-clipping), the noised update (LocalDpMod; also the mean of its R rounds), or only the aggregate of k
+clipping), the noised update (LocalDpMod; also every one of its R rounds at its own model), or only the
+aggregate of k
 clients (SecAgg+, :func:`secagg_aggregates`).
 """
 
@@ -18,10 +19,11 @@ import torch
 
 from gitutor.chapters.flower_dp.experiments import (
     attack_deltas,
-    averaged_deltas,
+    held_rounds,
     test_outcomes,
 )
 from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partitions
+from gitutor.checks import check_real
 from gitutor.controls import check_threshold, control_scores
 from gitutor.federated.client_secrets import client_secrets
 from gitutor.federated.flower_defenses import defended_round
@@ -36,8 +38,26 @@ ARMS = (
 )
 
 
-def arm_settings(defense: str, cfg) -> dict:
-    """The keyword arguments of :func:`defended_round` for ``defense`` from the profile."""
+def local_mod_epsilon(noise_multiplier: float, delta: float) -> float:
+    """The ε to give Flower's ``LocalDpMod`` so that its noise std per coordinate is z·s (z =
+    ``noise_multiplier``, s its sensitivity): LocalDpMod's calibration σ = s·√(2 ln(1.25/δ))/ε solved for
+    ε. The mod's ε is a setting, not the guarantee: the noise's ε over R rounds is Opacus' RDP
+    accountant of the Gaussian mechanism with noise multiplier z, R compositions, no subsampling — the
+    ε of DP-SGD at σ = z with q = 1 over R steps, so the two sweeps are matched in ε by construction
+    (at different levels: a client's whole update, s = 2C, against one example, C).
+
+    Raises:
+        TypeError / ValueError: naming ``noise_multiplier`` (a finite number > 0) or ``delta`` (in (0, 1)).
+    """
+    z = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_open=True)
+    delta = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
+    return math.sqrt(2 * math.log(1.25 / delta)) / z
+
+
+def arm_settings(defense: str, cfg, noise_multiplier: float | None = None) -> dict:
+    """The keyword arguments of :func:`defended_round` for ``defense`` from the profile; LocalDpMod at
+    noise multiplier z = ``noise_multiplier`` (default ``cfg.table_sigma``, the decision table's σ),
+    through :func:`local_mod_epsilon`."""
     if defense.startswith("central-dp"):
         return {
             "clip": cfg.central_clip,
@@ -47,20 +67,34 @@ def arm_settings(defense: str, cfg) -> dict:
     if defense == "local-dp":
         return {
             "clip": cfg.local_clip,
-            "epsilon": cfg.local_epsilon,
+            "epsilon": local_mod_epsilon(
+                cfg.table_sigma if noise_multiplier is None else noise_multiplier,
+                cfg.delta,
+            ),
             "delta": cfg.delta,
         }
     return {}
 
 
-def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
+def defense_run(
+    model,
+    data: dict,
+    defense: str,
+    cfg,
+    *,
+    seed: int = 0,
+    noise_multiplier: float | None = None,
+) -> dict:
     """One arm: ``cfg.rounds`` FedSGD rounds (η = ``cfg.defense_lr``) of the attacked and utility
     clients under ``defense``; returns the :class:`~gitutor.federated.flower_defenses.ServerView`
     (``"view"``), test accuracy after the last round with its Wilson interval over the test images
     (``"accuracy"``; per image: ``"outcomes"``),
     and the attack on each attacked client's round-1 update as the server holds it (``"round1"``;
-    None under SecAgg+) and, under LocalDpMod, on the mean of its ``cfg.rounds`` updates
-    (``"average"``). ``seed`` draws the clients' secrets (client side) and the server's noise."""
+    None under SecAgg+) and, under LocalDpMod, what the server holds of each attacked client over all
+    ``cfg.rounds`` rounds (``"held"``, :func:`~gitutor.chapters.flower_dp.experiments.held_rounds`: the
+    input of the every-round attack, which the strongest adversary runs).
+    ``seed`` draws the clients' secrets (client side) and the server's noise; ``noise_multiplier``:
+    LocalDpMod's z (:func:`arm_settings`)."""
     attacked = attacked_partitions(data, cfg.attacked_clients, 1)
     partitions = attacked + utility_partitions(
         data, cfg.utility_clients, cfg.attacked_clients
@@ -75,7 +109,7 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
         client_seeds=client_secrets(len(partitions), seed),
         server_seed=seed,
         weighting="uniform",
-        **arm_settings(defense, cfg),
+        **arm_settings(defense, cfg, noise_multiplier),
     )
     final = copy.deepcopy(model)
     with torch.no_grad():
@@ -86,7 +120,7 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
         "defense": defense,
         "view": view,
         "round1": None,
-        "average": None,
+        "held": None,
         "outcomes": outcomes,
         "accuracy": success_interval(outcomes),
     }
@@ -102,37 +136,33 @@ def defense_run(model, data: dict, defense: str, cfg, *, seed: int = 0) -> dict:
         model, deltas, attacked, cfg, lr=cfg.defense_lr, seed=seed
     )
     if defense == "local-dp":
-        mean = averaged_deltas(view.updates, view.starts, len(attacked))
-        out["average"] = attack_deltas(
-            model, mean, attacked, cfg, lr=cfg.defense_lr, seed=seed
-        )
+        out["held"] = held_rounds(view.updates, view.starts, len(attacked))
     return out
 
 
-def local_noise_ratio(
-    epsilon: float, delta: float, m: int, sensitivity_per_clip: float = 2.0
-) -> float:
-    """The norm of LocalDpMod's noise over ``m`` parameters as a multiple of its clipping norm C: per
-    coordinate it adds std s·√(2 ln(1.25/δ))/ε with s = ``sensitivity_per_clip``·C (the chapter's 2C),
-    so the ratio (s/C)·√(2 ln(1.25/δ))·√m/ε does not depend on C. Against an update of norm ≤ C it is the
-    noise-to-signal ratio of what the server receives.
+def local_dp_point(
+    model, data: dict, noise_multiplier: float, cfg, *, seed: int = 0
+) -> dict:
+    """One z of the LocalDpMod sweep, in the form of a DP-SGD sweep point
+    (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`): :func:`defense_run` of ``"local-dp"`` at
+    noise multiplier z; the attack on round 1's noised updates (its rows and intervals), ``"sigma"``: z,
+    ``"epsilon"``: Opacus' RDP ε over the rounds (client level), ``"held"``, ``"accuracy"``,
+    ``"accuracy_interval"``, ``"outcomes"`` and the run itself (``"run"``).
 
     Raises:
-        ValueError: for ε ≤ 0, δ outside (0, 1), m < 1 or a sensitivity factor ≤ 0.
+        TypeError / ValueError: naming ``noise_multiplier`` (a finite number > 0), before the federation runs.
     """
-    if not epsilon > 0 or not 0 < delta < 1 or not sensitivity_per_clip > 0:
-        raise ValueError(
-            f"epsilon must be > 0, delta in (0, 1), sensitivity_per_clip > 0; got {epsilon!r}, "
-            f"{delta!r}, {sensitivity_per_clip!r}"
-        )
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ValueError(f"m must be the number of parameters, an int ≥ 1, got {m!r}")
-    return (
-        sensitivity_per_clip
-        * math.sqrt(2 * math.log(1.25 / delta))
-        * math.sqrt(m)
-        / epsilon
-    )
+    z = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_open=True)
+    run = defense_run(model, data, "local-dp", cfg, seed=seed, noise_multiplier=z)
+    return run["round1"] | {
+        "sigma": z,
+        "epsilon": run["view"].guarantee.epsilon,
+        "held": run["held"],
+        "accuracy": run["accuracy"].mean,
+        "accuracy_interval": run["accuracy"],
+        "outcomes": run["outcomes"],
+        "run": run,
+    }
 
 
 def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:

@@ -5,12 +5,15 @@ Data and partitions: :mod:`.faces`.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from gitutor.attacks import inverting_gradients
 from gitutor.attacks.objectives import cosine_gradient_distance
+from gitutor.attacks.unrolled import check_schedule, rounds_distance, update_distance
 from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partitions
-from gitutor.checks import check_int, check_real, check_seed
+from gitutor.checks import check_choice, check_flag, check_int, check_real, check_seed
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.federated.client import client_gradients
 from gitutor.federated.client_secrets import client_secrets
@@ -60,17 +63,19 @@ def check_clients(cfg) -> None:
     check_int(cfg.utility_clients, "cfg.utility_clients", low=0)
 
 
-def federation(model, data: dict, cfg, config: dict, *, client_seeds=None):
+def federation(model, data: dict, cfg, config: dict, *, client_seeds=None, on="test"):
     """``cfg.rounds`` Flower rounds of the attacked one-image clients and the utility clients from
     ``model`` with the training ``config``; returns ``(updates, history, outcomes)``: the server's
-    recorded replies, its accuracy after every round, and whether each test image is classified right
+    recorded replies, its accuracy after every round, and whether each image of the ``on`` set
+    (``"test"``: the server's test set; ``"train"``: the clients' training images) is classified right
     after the last (:func:`test_outcomes`).
 
     Raises:
-        TypeError, ValueError: naming ``cfg.attacked_clients`` or ``cfg.utility_clients``
-            (:func:`check_clients`), before the federation runs; as
+        TypeError, ValueError: naming ``on`` (not "test" or "train"), ``cfg.attacked_clients`` or
+            ``cfg.utility_clients`` (:func:`check_clients`), before the federation runs; as
             :func:`~gitutor.federated.flower.federated_round`.
     """
+    check_choice(on, "on", ("test", "train"))
     check_clients(cfg)
     attacked = attacked_partitions(data, cfg.attacked_clients, 1)
     partitions = attacked + utility_partitions(
@@ -79,7 +84,7 @@ def federation(model, data: dict, cfg, config: dict, *, client_seeds=None):
     final = {}
 
     def evaluate(m):
-        final["outcomes"] = test_outcomes(m, data["test_x"], data["test_y"])
+        final["outcomes"] = test_outcomes(m, data[f"{on}_x"], data[f"{on}_y"])
         return sum(final["outcomes"]) / len(final["outcomes"])
 
     updates, history = federated_round(
@@ -95,9 +100,11 @@ def federation(model, data: dict, cfg, config: dict, *, client_seeds=None):
 
 
 def trained_outcomes(model, data: dict, cfg) -> list[bool]:
-    """Test outcomes after ``cfg.rounds`` undefended FedSGD rounds (η = ``cfg.lr``, weighted by examples)
-    from ``model`` (:func:`federation`): how well a candidate network learns the chapter's task."""
-    return federation(model, data, cfg, {"lr": cfg.lr})[2]
+    """Outcomes on the clients' training images (``data["train_x"]``) after ``cfg.rounds`` undefended
+    FedSGD rounds (η = ``cfg.lr``, weighted by examples) from ``model`` (:func:`federation`): how well a
+    candidate network learns the chapter's task, measured without the server's test set, which the
+    page's accuracies and Learning To Invert's auxiliary set use."""
+    return federation(model, data, cfg, {"lr": cfg.lr}, on="train")[2]
 
 
 def bias_label(gradient: list[torch.Tensor]) -> int:
@@ -113,29 +120,63 @@ def attack(
     labels,
     *,
     lr: float,
-    steps: int,
     iterations: int,
     tv_weight: float,
     seed: int,
+    epochs: int = 1,
+    batch_size: int | None = None,
+    unroll: bool = True,
     record_every: int = 50,
     progress: bool = False,
     noise_std: float = 0.0,
 ) -> dict:
-    """Inverting Gradients on −Δ/(η·steps); one client's row of :func:`attack_gradient`.
+    """Inverting Gradients on one client's FedAvg update Δ; one client's row of :func:`attack_gradient`.
+
+    The client ran K = E·⌈N/b⌉ SGD steps (η = ``lr``, E = ``epochs``, b = ``batch_size``, None: its N
+    images in one batch), the schedule the server configured. ``unroll=True`` (the server's attack): the
+    candidate's own K steps are simulated and their update matched to Δ
+    (:func:`~gitutor.attacks.unrolled.update_distance`; Geiping et al. 2020, §5); for K = 1 this is the
+    cosine to −Δ/η, which is what runs. ``unroll=False`` reads Δ as one gradient −Δ/(η·K) — exact only
+    for K = 1: the contrast that shows what unrolling buys. The row's ``gradient`` is −Δ/(η·K) either
+    way (the label is read off its bias, and Learning To Invert takes it as input).
 
     ``noise_std`` > 0 first adds chapter 01's hand-written defense, N(0, noise_std²) on every
-    entry of the gradient (no clipping), as if the client had sent that instead.
+    entry of the gradient (no clipping), as if the client had sent that instead (FedSGD only: K = 1).
 
     Raises:
-        TypeError, ValueError: naming ``noise_std`` (a finite number ≥ 0), ``lr``, ``steps`` or ``update``
+        TypeError, ValueError: naming ``noise_std`` (a finite number ≥ 0; > 0 needs K = 1), ``lr``,
+            ``epochs``, ``batch_size``, ``unroll`` or ``update``
             (:func:`~gitutor.federated.flower.update_as_gradient`), before the attack runs.
     """
     noise_std = check_real(noise_std, "noise_std", low=0.0)
+    unroll = check_flag(unroll, "unroll")
+    count = len(truth)
+    lr, epochs, batch_size = check_schedule(lr, epochs, batch_size or count, count)
+    steps = epochs * math.ceil(count / batch_size)
+    if noise_std and steps > 1:
+        raise ValueError(
+            f"noise_std is chapter 01's defense on one gradient (K = 1); this client ran K = {steps} steps"
+        )
     gradient = update_as_gradient(update, lr, steps)
     if noise_std:
         gradient = add_gaussian_noise(
             gradient, noise_std, torch.Generator().manual_seed(seed)
         )
+    objective = None
+    if unroll and steps > 1:
+        observed = [d.detach() for d in update]
+
+        def objective(images, used):
+            return update_distance(
+                model,
+                observed,
+                images,
+                used,
+                lr=lr,
+                epochs=epochs,
+                batch_size=batch_size,
+            )
+
     return attack_gradient(
         model,
         gradient,
@@ -146,6 +187,7 @@ def attack(
         seed=seed,
         record_every=record_every,
         progress=progress,
+        objective=objective,
     )
 
 
@@ -160,13 +202,26 @@ def attack_gradient(
     seed: int,
     record_every: int = 50,
     progress: bool = False,
+    objective=None,
 ) -> dict:
     """Inverting Gradients from the start drawn with ``seed``; one client's scores, label and
-    reconstruction. B = 1: the label is read off the bias (:func:`bias_label`); B > 1: the labels
-    are given. The row keeps ``gradient``, the ``used`` labels and ``matching``, the cosine
-    gradient distance of the reconstruction (what the attacker can compute; no truth in it)."""
+    reconstruction. B = 1: the label is read off the bias of ``gradient`` (:func:`bias_label`); B > 1:
+    the labels are given.
+
+    ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
+    ``gradient``, Geiping et al. 2020, Eq. 4), e.g. the unrolled update's (:func:`attack`) or every round's
+    (:func:`attack_rounds`). The row keeps ``gradient``, the ``used`` labels, the ``objective`` and
+    ``matching``: the objective at the reconstruction (what the attacker can compute; no truth in it)."""
     label = bias_label(gradient)
     used = torch.tensor([label]) if len(labels) == 1 else labels  # B > 1: labels known
+    if objective is None:
+
+        def objective(images, used_labels):
+            return cosine_gradient_distance(
+                client_gradients(model, images, used_labels, create_graph=True),
+                gradient,
+            )
+
     result = inverting_gradients(
         model,
         gradient,
@@ -177,14 +232,17 @@ def attack_gradient(
         seed=seed,
         record_every=record_every,
         progress=progress,
+        matching_distance=lambda images: objective(images, used),
     )
     images = result.images.clamp(0, 1)
+    matching = float(objective(images, used).detach())
     return score_row(images, truth) | {
         "label_ok": len(labels) > 1 or label == int(labels[0]),
         "result": result,
         "gradient": gradient,
         "used": used,
-        "matching": matching_loss(model, gradient, images, used),
+        "objective": objective,
+        "matching": matching,
     }
 
 
@@ -202,15 +260,6 @@ def score_row(images: torch.Tensor, truth: torch.Tensor) -> dict:
     }
 
 
-def matching_loss(model, gradient, images: torch.Tensor, labels: torch.Tensor) -> float:
-    """1 − cos between the gradient of ``images`` with ``labels`` and the observed ``gradient``
-    (Geiping et al. 2020, Eq. 4 without TV): the criterion by which the attacker, who never sees
-    the truth, ranks candidate reconstructions."""
-    return float(
-        cosine_gradient_distance(client_gradients(model, images, labels), gradient)
-    )
-
-
 def regime(
     model,
     data: dict,
@@ -222,70 +271,49 @@ def regime(
     seed: int = 0,
     batch_size: int | None = None,
     noise_std: float = 0.0,
+    unroll: bool = True,
 ) -> dict:
     """One Flower round with ``clients`` clients of ``batch`` images, then the attack on each.
 
     FedSGD: ``epochs = 1`` and one batch; FedAvg: ``epochs`` passes in mini-batches of
-    ``batch_size``. Returns the per-client rows and PSNR/SSIM intervals.
+    ``batch_size``. The server attacks with the schedule it configured (:func:`attack`: ``unroll``
+    simulates the clients' steps; False reads each update as one gradient). Returns the per-client rows
+    and PSNR/SSIM intervals (:func:`summarise`) and the recorded ``updates``.
 
     Raises:
         TypeError: naming ``clients``, ``batch``, ``epochs``, ``batch_size`` or ``seed`` when not an int,
-            ``noise_std`` when not a real number.
+            ``noise_std`` when not a real number, ``unroll`` when not a bool.
         ValueError: naming them when out of range (``clients``, ``batch``, ``epochs`` ≥ 1; ``batch_size``
-            in [1, batch]; ``noise_std`` a finite number ≥ 0), before the federation runs.
+            in [1, batch]; ``noise_std`` a finite number ≥ 0, > 0 only for one step), before the
+            federation runs.
     """
     for name, value in (("clients", clients), ("batch", batch), ("epochs", epochs)):
         check_int(value, name)
     if batch_size is not None:
         check_int(batch_size, "batch_size", high=batch)
     check_seed(seed)
-    check_real(noise_std, "noise_std", low=0.0)
+    check_flag(unroll, "unroll")
+    if check_real(noise_std, "noise_std", low=0.0) and (
+        epochs > 1 or (batch_size or batch) < batch
+    ):
+        raise ValueError("noise_std is chapter 01's defense on one gradient (FedSGD)")
     partitions = attacked_partitions(data, clients, batch)
     config = {"lr": cfg.lr, "local-epochs": epochs, "batch-size": batch_size or 0}
     updates, _ = federated_round(model, partitions, config, engine=cfg.engine)
-    summary = attack_updates(
-        model, updates, partitions, cfg, seed=seed, noise_std=noise_std
-    )
-    return summary | {"updates": updates}
-
-
-def attack_updates(
-    model,
-    updates,
-    partitions,
-    cfg,
-    *,
-    seed: int = 0,
-    first_round=1,
-    noise_std: float = 0.0,
-) -> dict:
-    """Attack the recorded round-``first_round`` update of every client in ``partitions``.
-
-    Raises:
-        TypeError / ValueError: naming ``first_round`` when not an int ≥ 1, or ``updates`` when it holds
-            no update of that round.
-    """
-    check_int(first_round, "first_round")
-    if not any(
-        u.round == first_round and u.partition < len(partitions) for u in updates
-    ):
-        raise ValueError(
-            f"updates hold no update of round {first_round} from the {len(partitions)} partitions"
-        )
     start = [p.detach() for p in model.parameters()]
-    chosen = [
-        u for u in updates if u.round == first_round and u.partition < len(partitions)
-    ]
-    return attack_deltas(
+    summary = attack_deltas(
         model,
-        {u.partition: u.update(start) for u in chosen},
+        {u.partition: u.update(start) for u in updates},
         partitions,
         cfg,
         lr=cfg.lr,
-        steps={u.partition: int(u.metrics["local-steps"]) for u in chosen},
+        epochs=epochs,
+        batch_size=batch_size,
+        unroll=unroll,
         seed=seed,
         noise_std=noise_std,
     )
+    return summary | {"updates": updates}
 
 
 def attack_deltas(
@@ -295,12 +323,15 @@ def attack_deltas(
     cfg,
     *,
     lr: float,
-    steps: dict | None = None,
+    epochs: int = 1,
+    batch_size: int | None = None,
+    unroll: bool = True,
     seed: int = 0,
     noise_std: float = 0.0,
 ) -> dict:
-    """Inverting Gradients on ``deltas`` (partition → Δ, one tensor per parameter) read as
-    −Δ/(η·steps) at ``model``'s parameters; the summary of :func:`summarise`."""
+    """:func:`attack` on ``deltas`` (partition → Δ, one tensor per parameter, taken at ``model``'s
+    parameters) with the clients' schedule (η = ``lr``, ``epochs``, ``batch_size``); the summary of
+    :func:`summarise`, one row per partition, seed ``seed + partition``."""
     rows = []
     for partition in sorted(deltas):
         truth, labels = partitions[partition]
@@ -310,7 +341,9 @@ def attack_deltas(
             truth,
             labels,
             lr=lr,
-            steps=(steps or {}).get(partition, 1),
+            epochs=epochs,
+            batch_size=batch_size,
+            unroll=unroll,
             iterations=cfg.attack_iterations,
             tv_weight=cfg.tv_weight,
             seed=seed + partition,
@@ -321,6 +354,88 @@ def attack_deltas(
         rows.append(
             row | {"partition": partition, "truth": truth, "truth_labels": labels}
         )
+    return summarise(rows)
+
+
+def held_rounds(updates, starts, clients: int) -> dict:
+    """What the server holds of each of the first ``clients`` partitions over the rounds: partition →
+    ``[(w_0 of round r, Δ of round r), …]`` in round order, each update against its own round's global
+    parameters (``starts[r − 1]``), the input of :func:`attack_rounds`.
+
+    Args:
+        updates: the recorded replies (``.round``, ``.partition``, ``.update(start)``) of every round.
+        starts: per round, the global parameters the clients trained from.
+        clients: how many partitions (0 … clients − 1) the server attacks.
+
+    Raises:
+        ValueError: naming ``updates`` when a partition has no recorded reply, or ``starts`` when it
+            lacks a round of the replies.
+    """
+    check_int(clients, "clients")
+    held = {}
+    for k in range(clients):
+        mine = sorted((u for u in updates if u.partition == k), key=lambda u: u.round)
+        if not mine:
+            raise ValueError(f"updates hold no reply of partition {k}")
+        if mine[-1].round > len(starts):
+            raise ValueError(
+                f"starts holds {len(starts)} rounds, the replies reach round {mine[-1].round}"
+            )
+        held[k] = [(starts[u.round - 1], u.update(starts[u.round - 1])) for u in mine]
+    return held
+
+
+def attack_rounds(
+    model, held: dict, partitions: list, cfg, *, lr: float, seed: int = 0
+) -> dict:
+    """The adversary that watches every round: per client, one candidate whose simulated one-step update
+    at each round's own global model matches that round's recorded update, jointly
+    (:func:`~gitutor.attacks.unrolled.rounds_distance`, the mean cosine distance over the R rounds).
+    The clients' data do not change between rounds, so the noise of R independent rounds averages out
+    in the objective while each round keeps its own model. The label is read off the bias of the mean of
+    the rounds' −Δ/η (the row's ``gradient``).
+
+    Args:
+        held: partition → its rounds (:func:`held_rounds`).
+        partitions: ``[(images, labels), …]`` of the attacked clients (partition k = index k).
+        lr: η of the clients' one full-batch step per round.
+
+    Raises:
+        TypeError / ValueError: naming ``lr`` (a finite number > 0), or ``held`` when it names a partition
+            ``partitions`` does not hold, before any attack runs.
+    """
+    check_real(lr, "lr", low=0.0, low_open=True)
+    if any(k >= len(partitions) for k in held):
+        raise ValueError(
+            f"held names partitions {sorted(held)}; partitions holds {len(partitions)}"
+        )
+    rows = []
+    for k, rounds in sorted(held.items()):
+        truth, labels = partitions[k]
+        count = len(truth)
+
+        def objective(images, used, rounds=rounds, count=count):
+            return rounds_distance(
+                model, rounds, images, used, lr=lr, epochs=1, batch_size=count
+            )
+
+        mean = [
+            sum(parts) / len(rounds)
+            for parts in zip(*(update_as_gradient(d, lr) for _, d in rounds))
+        ]
+        row = attack_gradient(
+            model,
+            mean,
+            truth,
+            labels,
+            iterations=cfg.attack_iterations,
+            tv_weight=cfg.tv_weight,
+            seed=seed + k,
+            record_every=cfg.record_every,
+            progress=cfg.progress,
+            objective=objective,
+        )
+        rows.append(row | {"partition": k, "truth": truth, "truth_labels": labels})
     return summarise(rows)
 
 
@@ -339,16 +454,6 @@ def fedavg_starts(model, updates) -> list[list[torch.Tensor]]:
             ]
         )
     return starts
-
-
-def averaged_deltas(updates, starts, partitions: int) -> dict:
-    """partition → the mean of its update over every round, each against its own round's start:
-    the multi-round adversary's estimate (noise std cut by √R when the data do not change)."""
-    out = {}
-    for k in range(partitions):
-        mine = [u.update(starts[u.round - 1]) for u in updates if u.partition == k]
-        out[k] = [sum(parts) / len(mine) for parts in zip(*mine)]
-    return out
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -390,8 +495,9 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     """One σ of the sweep: a Flower federation of attacked + utility clients training with
     Opacus DP-SGD (one full-batch step per round, q = 1) for ``cfg.rounds`` rounds.
 
-    Returns the attack summary on the attacked clients' round-1 updates, the attack on the mean
-    of each client's updates over all rounds (``"average"``, :func:`averaged_deltas`), the server's
+    Returns the attack summary on the attacked clients' round-1 updates, what the server holds of each
+    over all rounds for the joint attack (``"held"``, :func:`held_rounds`; the attack itself runs with
+    the strongest adversary, :func:`~gitutor.chapters.flower_dp.strongest.dp_sgd_strongest`), the server's
     test accuracy after the last round with its interval (``"accuracy_interval"``; per test image:
     ``"outcomes"``), and ε from
     Opacus' accountant for the steps each client took (example-level, every round).
@@ -420,14 +526,19 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
     rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
     eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
-    summary = attack_updates(model, updates, attacked, cfg, seed=seed)
-    mean = averaged_deltas(updates, fedavg_starts(model, updates), len(attacked))
-    average = attack_deltas(model, mean, attacked, cfg, lr=cfg.lr, seed=seed)
+    start = [p.detach() for p in model.parameters()]
+    first = {
+        u.partition: u.update(start)
+        for u in updates
+        if u.round == 1 and u.partition < len(attacked)
+    }
+    summary = attack_deltas(model, first, attacked, cfg, lr=cfg.lr, seed=seed)
+    held = held_rounds(updates, fedavg_starts(model, updates), len(attacked))
     return summary | {
         "sigma": float(sigma),
         "epsilon": eps,
         "steps": steps,
-        "average": average,
+        "held": held,
         "accuracy": history[-1][1],
         "outcomes": outcomes,
         "accuracy_interval": success_interval(outcomes),

@@ -45,8 +45,10 @@ QUICK = {
     "defense_lr": 0.1,
     "central_clip": 0.1,  # C of central DP, parameter units
     "central_z": 1.0,  # z: the server's noise std z·C on the clipped sum
-    "local_clip": 0.01,  # LocalDpMod's C (noise std 19·C per coordinate at ε = 0.5)
-    "local_epsilon": 0.5,  # LocalDpMod's ε per update (Gaussian mechanism, ε < 1)
+    "local_clip": 0.01,  # LocalDpMod's C, parameter units (s = 2C)
+    # LocalDpMod's noise multiplier z = σ/s (the mod's ε set from it: defenses.local_mod_epsilon); its
+    # ε over the rounds is DP-SGD's at σ = z, so the two sweeps share their ε; table_sigma must be one
+    "local_noise_multipliers": [0.003, 0.01, 1.0],
     "secagg_k": [2, 5],  # clients in the aggregate SecAgg+ leaves to the server
     "secagg_groups": 3,  # disjoint groups of k images per k (one aggregate each)
     "table_sigma": 1.0,  # the DP-SGD point of the decision table
@@ -71,6 +73,17 @@ FULL = {
     "utility_clients": 16,
     "rounds": 30,
     "noise_multipliers": [0.0, 0.001, 0.002, 0.003, 0.005, 0.01, 0.1, 1.0, 4.0, 12.0],
+    "local_noise_multipliers": [
+        0.0005,
+        0.001,
+        0.002,
+        0.003,
+        0.005,
+        0.01,
+        0.1,
+        1.0,
+        4.0,
+    ],
     "secagg_k": [
         2,
         5,
@@ -99,6 +112,7 @@ BUDGETS = {
         "utility_clients": 2,
         "rounds": 2,
         "noise_multipliers": [0.0, 1.0],
+        "local_noise_multipliers": [1.0],
         "secagg_k": [2],
         "secagg_groups": 2,
         "torch_threads": 1,

@@ -1,15 +1,20 @@
-"""Chapter 08's strongest adversary per defense: Inverting Gradients with restarts, the multi-round mean,
-and Learning To Invert trained through the same defense; their envelope per client.
+"""Chapter 08's strongest adversary per defense: Inverting Gradients with restarts, every round matched at
+its own model, and Learning To Invert trained through the same defense; their envelope per client.
 
 - Restarts (Geiping et al. 2020, §4: "the best of several trials"): R independent starts on the same
-  observed gradient, keeping per client the one whose reconstruction has the lowest cosine gradient
-  distance to it — what the attacker can compute, never its PSNR against the truth.
+  objective, keeping per client the one whose reconstruction has the lowest matching distance —
+  what the attacker can compute, never its PSNR against the truth.
+- Every round (:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`): one candidate matched to
+  all R updates the server recorded of a client, each at its own round's global model.
 - Learning To Invert (Wu et al. 2022, §3.2): g_θ trained on the server's own auxiliary images, their
   gradients at the attacked model passed through the defense the clients run (clipping and noise in
   the units the server reads, −Δ/η), then one forward pass per observed update.
-- The envelope: per client, the candidate with the lowest gradient distance to the update the server
-  holds of round 1 (``"attacker"``), and the oracle upper bound that picks the highest PSNR
-  (``"oracle"``: needs the truth, which no attacker has).
+- The envelope: per client, the candidate with the lowest matching distance to everything the server
+  holds of that client (``"attacker"``): the mean cosine distance between the candidate's simulated
+  update and each recorded round's noisy update, at that round's model, where the server holds every
+  round (the noise of R rounds averages out of the criterion as out of the objective); the distance to
+  round 1's update otherwise. And the oracle upper bound that picks the highest PSNR (``"oracle"``:
+  needs the truth, which no attacker has).
 
 They run for every defense of the decision table (:func:`strongest_by_defense`) and along the DP-SGD
 σ sweep (:func:`sweep_strongest`), where one σ's run is :func:`dp_sgd_strongest`.
@@ -30,7 +35,7 @@ from gitutor.attacks.lti import (
 )
 from gitutor.chapters.flower_dp.experiments import (
     attack_gradient,
-    matching_loss,
+    attack_rounds,
     score_row,
     summarise,
 )
@@ -48,8 +53,8 @@ RESTART_STRIDE = 1000
 def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     """Inverting Gradients with ``cfg.restarts`` starts per client: restart 0 is ``summary``'s run
     (from :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`, seed ``seed + partition``),
-    the others start from independent seeds on the same gradient; per client the lowest
-    ``matching`` is kept. Returns :func:`summarise` of the kept rows.
+    the others start from independent seeds on the same objective (the row's ``objective``); per
+    client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
 
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
@@ -73,6 +78,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
                 tv_weight=cfg.tv_weight,
                 seed=seed + row["partition"] + RESTART_STRIDE * r,
                 record_every=cfg.record_every,
+                objective=row["objective"],
             )
             | keep
             for r in range(1, cfg.restarts)
@@ -103,6 +109,7 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
             tv_weight=cfg.tv_weight,
             seed=seed + row["partition"],
             record_every=cfg.record_every,
+            objective=row["objective"],
         )
         | {k: row[k] for k in ("partition", "truth", "truth_labels")}
         for row in summary["rows"]
@@ -237,8 +244,8 @@ def train_lti(
 
 def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
     """Learning To Invert (:func:`train_lti`'s ``g``) on the gradients of ``summary``'s rows (their own
-    ``gradient``). Each row's ``matching``: the lowest gradient distance over the orders of its used
-    labels (g_θ returns no labels). Returns :func:`summarise` of the rows."""
+    ``gradient``). Each row's ``matching``: its row's ``objective`` at the output, the lowest over the
+    orders of its used labels (g_θ returns no labels). Returns :func:`summarise` of the rows."""
     observed = torch.stack(
         [torch.cat([t.flatten() for t in r["gradient"]]) for r in summary["rows"]]
     )
@@ -247,8 +254,7 @@ def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
     for row, images in zip(summary["rows"], found):
         orders = set(itertools.permutations(row["used"].tolist()))
         matching = min(
-            matching_loss(model, row["gradient"], images, torch.tensor(o))
-            for o in orders
+            float(row["objective"](images, torch.tensor(o)).detach()) for o in orders
         )
         rows.append(
             score_row(images, row["truth"])
@@ -257,17 +263,20 @@ def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
                 "label_ok": row["label_ok"],
                 "gradient": row["gradient"],
                 "used": row["used"],
+                "objective": row["objective"],
                 **{k: row[k] for k in ("partition", "truth", "truth_labels")},
             }
         )
     return summarise(rows)
 
 
-def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict:
+def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     """Per client, the best of ``candidates`` (name → summary, rows aligned by client; None: not
-    run): ``"attacker"`` keeps the lowest gradient distance to the update the server holds
-    (``reference``'s row ``gradient``, round 1), ``"oracle"`` the highest PSNR (an upper bound: it
-    needs the truth). Returns both summaries and ``"wins"``: how often each candidate was kept.
+    run): ``"attacker"`` keeps the lowest matching distance by ``reference``'s row ``objective`` — what
+    the attacker can compute from what it holds (the module docstring says which) — and ``"oracle"``
+    the highest PSNR (an upper bound: it needs the truth). Returns both summaries and ``"wins"``: how
+    often each candidate was kept. A client of several images keeps each candidate's own ``matching``
+    (every candidate matched the same aggregate, each with the label order it found best).
 
     Raises:
         ValueError: naming ``reference`` when it holds no rows, ``candidates`` when none was run, or the
@@ -289,11 +298,11 @@ def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict
         tries = {}
         for name, s in run.items():
             row = s["rows"][i]
-            same = row["gradient"] is ref["gradient"] or len(row["truth"]) > 1
+            same = row["objective"] is ref["objective"] or len(row["truth"]) > 1
             tries[name] = row | {
                 "matching": row["matching"]
                 if same
-                else matching_loss(model, ref["gradient"], row["images"], ref["used"])
+                else float(ref["objective"](row["images"], ref["used"]).detach())
             }
         chosen = min(tries, key=lambda n: tries[n]["matching"])
         wins[chosen] += 1
@@ -303,31 +312,33 @@ def envelope(model, candidates: dict[str, dict | None], reference: dict) -> dict
 
 
 def adversaries(
-    model, summary: dict, average: dict | None, g: InversionMLP, cfg, *, seed: int = 0
+    model, summary: dict, rounds: dict | None, g: InversionMLP, cfg, *, seed: int = 0
 ) -> dict:
     """The adversaries on what the server holds of each client and their envelope: ``summary`` (the
     one-start IG on round 1's update, :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`),
-    :func:`restarted` on the same gradients, ``average`` (IG on the mean of the rounds; None where the
-    noise is not the client's) and :func:`learned_inversion` with ``g``. The one-start run is restart
-    0, so it never changes the attacker's pick (ties go to the restarts); the oracle's it can.
-    Returns ``{"single", "restarts", "average", "lti", "curve"`` (:func:`psnr_curve` of the
-    restarts), ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
+    :func:`restarted` on the same objective, ``rounds`` (IG on every round at its own model,
+    :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`; None where the server holds no
+    client's every round) and :func:`learned_inversion` with ``g``. The envelope ranks by ``rounds``'
+    objective where it was run, else by round 1's. The one-start run is restart 0, so it never changes
+    the attacker's pick over the restarts (ties go to the restarts); the oracle's it can.
+    Returns ``{"single", "restarts", "rounds", "lti", "curve"`` (:func:`psnr_curve` of the every-round
+    attack where run, else of the restarts), ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
     found = {
         "single": summary,
         "restarts": restarted(model, summary, cfg, seed=seed),
-        "average": average,
+        "rounds": rounds,
         "lti": learned_inversion(model, summary, g),
     }
     candidates = {
         "IG, restarts": found["restarts"],
         "IG, one start": summary,
-        "IG, mean of rounds": average,
+        "IG, every round": rounds,
         "LTI": found["lti"],
     }
     return (
         found
-        | {"curve": psnr_curve(found["restarts"])}
-        | envelope(model, candidates, summary)
+        | {"curve": psnr_curve(found["restarts"] if rounds is None else rounds)}
+        | envelope(candidates, summary if rounds is None else rounds)
     )
 
 
@@ -357,7 +368,40 @@ def dp_sgd_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> d
         noise_std=point["sigma"] * clip,
         seed=seed,
     )
-    return adversaries(model, point, point["average"], g, cfg, seed=seed)
+    return adversaries(
+        model, point, every_round(model, point, cfg, cfg.lr, seed), g, cfg, seed=seed
+    )
+
+
+def local_dp_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> dict:
+    """:func:`adversaries` at one z of the LocalDpMod sweep (``point``:
+    :func:`~gitutor.chapters.flower_dp.defenses.local_dp_point`), LTI trained through LocalDpMod as the
+    server reads it (−Δ/η at η = ``cfg.defense_lr``): the update clipped to C = ``cfg.local_clip``, plus
+    the mod's noise, std σ per parameter (the run's ``view.sigma``), both divided by η; on the server's
+    test set."""
+    eta, view = cfg.defense_lr, point["run"]["view"]
+    g = train_lti(
+        model,
+        (data["test_x"], data["test_y"]),
+        len(point["rows"][0]["truth"]),
+        cfg,
+        clip=cfg.local_clip / eta,
+        noise_std=view.sigma / eta,
+        seed=seed,
+    )
+    return adversaries(
+        model, point, every_round(model, point, cfg, eta, seed), g, cfg, seed=seed
+    )
+
+
+def every_round(model, point: dict, cfg, lr: float, seed: int) -> dict:
+    """:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` on what the server holds of a sweep
+    point's clients (``point["held"]``), the clients' photographs taken from its round-1 rows."""
+    partitions = {
+        r["partition"]: (r["truth"], r["truth_labels"]) for r in point["rows"]
+    }
+    ordered = [partitions[k] for k in range(max(partitions) + 1)]
+    return attack_rounds(model, point["held"], ordered, cfg, lr=lr, seed=seed)
 
 
 def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -> bool:
@@ -398,8 +442,10 @@ def sweep_strongest(
     *,
     keep: float | None = None,
     seed: int = 0,
+    strongest=None,
 ) -> list[dict | None]:
-    """:func:`dp_sgd_strongest` at every σ of the DP-SGD sweep where the one-start IG does not already
+    """``strongest`` (None: :func:`dp_sgd_strongest`; :func:`local_dp_strongest` along the LocalDpMod sweep)
+    at every σ of the sweep where the one-start IG does not already
     recover every attacked client (:func:`recovers_every_client` with ``controls``), and at σ = ``keep``
     whatever it does (the decision table's, which reuses the run); None at the others: there the
     defense has failed whatever a stronger adversary adds, so it is not run. Aligned with ``points``.
@@ -409,8 +455,9 @@ def sweep_strongest(
     """
     if keep is not None and all(p["sigma"] != keep for p in points):
         raise ValueError(f"keep must be a σ of the sweep, got {keep!r}")
+    strongest = dp_sgd_strongest if strongest is None else strongest
     return [
-        dp_sgd_strongest(model, data, p, cfg, seed=seed)
+        strongest(model, data, p, cfg, seed=seed)
         if p["sigma"] == keep or not recovers_every_client(p, controls)
         else None
         for p in points
@@ -429,50 +476,49 @@ def same_updates(a: dict, b: dict) -> bool:
 
 
 def strongest_by_defense(
-    model, data: dict, runs: dict, aggregates: dict, dp_sgd: dict, cfg, *, seed: int = 0
+    model,
+    data: dict,
+    runs: dict,
+    aggregates: dict,
+    swept: dict,
+    cfg,
+    *,
+    seed: int = 0,
 ) -> dict:
     """:func:`adversaries` for every defense of the decision table: the runs of
     :func:`~gitutor.chapters.flower_dp.defenses.defense_run` (SecAgg+: its smallest aggregate of
-    :func:`~gitutor.chapters.flower_dp.defenses.secagg_aggregates`); ``dp_sgd`` (key ``"dp-sgd"``) is
-    :func:`dp_sgd_strongest` at the table's σ, run once for the sweep and passed in. LTI's auxiliary
-    set is the server's test set (``data["test_x"]``, the images it honestly holds), one g_θ per
-    (clip, noise, B); a defense whose updates are :func:`same_updates` as an earlier one's under the
-    same transform (both central-DP clippings) shares its run."""
+    :func:`~gitutor.chapters.flower_dp.defenses.secagg_aggregates`); ``swept`` holds those run once for a
+    sweep and passed in, at the table's σ (``"dp-sgd"``: :func:`dp_sgd_strongest`, ``"local-dp"``:
+    :func:`local_dp_strongest`). LTI's auxiliary set is the server's test set (``data["test_x"]``, the
+    images it honestly holds), one g_θ per (clip, noise, B); a defense whose updates are
+    :func:`same_updates` as an earlier one's under the same transform (both central-DP clippings)
+    shares its run."""
     aux, eta = (data["test_x"], data["test_y"]), cfg.defense_lr
     settings = {
-        "none": (runs["none"]["round1"], None, 0.0, None),
-        "secagg+": (aggregates[min(aggregates)], None, 0.0, None),
-        "local-dp": (
-            runs["local-dp"]["round1"],
-            cfg.local_clip / eta,
-            runs["local-dp"]["view"].sigma / eta,
-            runs["local-dp"]["average"],
-        ),
+        "none": (runs["none"]["round1"], None),
+        "secagg+": (aggregates[min(aggregates)], None),
     }
     for name in ("central-dp-server-clipping", "central-dp-client-clipping"):
-        settings[name] = (runs[name]["round1"], cfg.central_clip / eta, 0.0, None)
+        settings[name] = (runs[name]["round1"], cfg.central_clip / eta)
     out, trained = {}, {}
-    for name, (summary, clip, noise, average) in settings.items():
+    for name, (summary, clip) in settings.items():
         batch = len(summary["rows"][0]["truth"])
         twin = next(
             (
                 n
                 for n in out
-                if average is None
-                and settings[n][3] is None
-                and settings[n][1:3] == (clip, noise)
-                and same_updates(settings[n][0], summary)
+                if settings[n][1] == clip and same_updates(settings[n][0], summary)
             ),
             None,
         )
         if twin is not None:
             out[name] = out[twin]
             continue
-        if (clip, noise, batch) not in trained:
-            trained[clip, noise, batch] = train_lti(
-                model, aux, batch, cfg, clip=clip, noise_std=noise, seed=seed
+        if (clip, batch) not in trained:
+            trained[clip, batch] = train_lti(
+                model, aux, batch, cfg, clip=clip, noise_std=0.0, seed=seed
             )
         out[name] = adversaries(
-            model, summary, average, trained[clip, noise, batch], cfg, seed=seed
+            model, summary, None, trained[clip, batch], cfg, seed=seed
         )
-    return out | {"dp-sgd": dp_sgd}
+    return out | dict(swept)
