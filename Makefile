@@ -11,9 +11,10 @@ STAGE := $(BUILD)/book
 RESULTS := $(abspath $(BUILD)/results)
 NOTEBOOKS ?= $(shell grep -o 'notebooks/[0-9A-Za-z_]*' _toc.yml)
 # Two notebooks run at a time (one per core); the four longest quick chapters start first so that
-# both cores stay busy to the end (quick wall times alone: 01 ≈ 170 s, 04 ≈ 150 s, 06 ≈ 135 s, 08 ≈ 120 s, others ≤ 100 s).
-LONGEST_FIRST := notebooks/01_dlg notebooks/04_stepwise_gradinversion notebooks/06_learning_to_invert \
-	notebooks/08_flower_dp
+# both cores stay busy to the end (quick wall times, two at a time on 2 idle cores, 2026-12-06: 08 ≈ 1050 s,
+# 01 ≈ 690 s, 04 ≈ 390 s, 06 ≈ 385 s, 05 ≈ 245 s, 02 ≈ 200 s, 03 ≈ 190 s).
+LONGEST_FIRST := notebooks/08_flower_dp notebooks/01_dlg notebooks/04_stepwise_gradinversion \
+	notebooks/06_learning_to_invert
 RUN_ORDER = $(filter $(NOTEBOOKS),$(LONGEST_FIRST)) $(filter-out $(LONGEST_FIRST),$(NOTEBOOKS))
 INSTALLED := $(BUILD)/.installed
 
