@@ -129,3 +129,23 @@ def test_the_vectorised_rounds_are_the_rounds_one_by_one():
     params = [p.detach() for p in normed.parameters()]
     with pytest.raises(ValueError, match="model has buffers"):
         rounds_distance(normed, [(params, params)], images, labels, **schedule)
+
+
+def test_a_batchnorm_client_is_simulated_with_its_running_statistics_and_the_model_is_left_alone():
+    """A model with BatchNorm in training mode: the simulated update equals the client's training (which
+    updates the running statistics step by step), is differentiable in the images, and leaves the model's
+    own buffers as they were."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.Flatten(),
+                                torch.nn.Linear(200, 4)).train()
+    images = torch.rand(2, 3, 12, 12, generator=torch.Generator().manual_seed(1))
+    labels = torch.tensor([0, 1])
+    before = [b.clone() for b in model.buffers()]
+    schedule = dict(lr=0.1, epochs=2, batch_size=1)
+    expected = client_delta(model, images, labels, **schedule)
+    x = images.clone().requires_grad_(True)
+    found = simulated_update(model, x, labels, **schedule)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(found, expected))
+    (grad,) = torch.autograd.grad(sum(t.sum() for t in found), x)
+    assert bool(grad.abs().sum() > 0)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.buffers()))

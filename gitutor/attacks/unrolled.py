@@ -103,18 +103,20 @@ def local_steps(
     """w_K of the client's K = E·⌈N/b⌉ SGD steps from ``w0`` (checked arguments; the module docstring),
     each step's gradient by ``torch.func.grad`` so that w_K is differentiable in ``images`` and ``w0``
     through every step, and the function vectorises over a stack of starts (``torch.func.vmap``,
-    :func:`rounds_distance`)."""
+    :func:`rounds_distance`). A model's buffers (BatchNorm's running statistics) enter as copies that the
+    steps update as the client's training does; the model's own are not touched."""
     names = [name for name, _ in model.named_parameters()]
+    buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
 
-    def loss(params, x, y):
-        return cross_entropy(functional_call(model, params, (x,)), y)
+    def loss(params, state, x, y):
+        return cross_entropy(functional_call(model, {**params, **state}, (x,)), y)
 
     step = torch.func.grad(loss)
     w = dict(zip(names, w0))
     for _ in range(epochs):
         for first in range(0, images.shape[0], batch_size):
             batch = slice(first, first + batch_size)
-            grads = step(w, images[batch], labels[batch])
+            grads = step(w, buffers, images[batch], labels[batch])
             w = {name: w[name] - lr * grads[name] for name in names}
     return [w[name] for name in names]
 
