@@ -26,7 +26,6 @@ from torch.func import functional_call
 from gitutor.attacks.objectives import cosine_gradient_distance
 from gitutor.checks import check_flag, check_int, check_real
 from gitutor.federated.client import check_parameter_list, cross_entropy
-from gitutor.models.buffers import preserved_buffers
 
 
 def check_schedule(lr, epochs, batch_size, count: int) -> tuple[float, int, int]:
@@ -63,7 +62,7 @@ def simulated_update(
     Δ is differentiable in ``images``; the model's parameters and buffers are left as they were.
 
     Args:
-        model: the network, in the mode the client trains it (BatchNorm buffers are restored after).
+        model: the network, in the mode the client trains it (BatchNorm: its running statistics are copied, the model's own left alone).
         images: ``(N, C, H, W)`` the client's images (or a candidate x').
         labels: ``(N,)`` int64 labels or ``(N, classes)`` soft labels.
         lr: η, the client's learning rate.
@@ -91,8 +90,7 @@ def simulated_update(
             else check_parameter_list(model, start, "start")
         )
     ]
-    with preserved_buffers(model):
-        w = local_steps(model, w0, images, labels, lr, epochs, batch_size)
+    w = local_steps(model, w0, images, labels, lr, epochs, batch_size)
     delta = [wi - w0i for wi, w0i in zip(w, w0)]
     return delta if create_graph else [d.detach() for d in delta]
 
