@@ -359,17 +359,15 @@ def dp_sgd_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) -> d
             f"point: DP-SGD's transform here is for one-image clients, got {batch} images"
         )
     clip = cfg.max_grad_norm
-    g = train_lti(
+    return through_noise(
         model,
-        (data["test_x"], data["test_y"]),
-        batch,
+        data,
+        point,
         cfg,
         clip=clip,
         noise_std=point["sigma"] * clip,
+        lr=cfg.lr,
         seed=seed,
-    )
-    return adversaries(
-        model, point, every_round(model, point, cfg, cfg.lr, seed), g, cfg, seed=seed
     )
 
 
@@ -380,17 +378,43 @@ def local_dp_strongest(model, data: dict, point: dict, cfg, *, seed: int = 0) ->
     the mod's noise, std σ per parameter (the run's ``view.sigma``), both divided by η; on the server's
     test set."""
     eta, view = cfg.defense_lr, point["run"]["view"]
+    return through_noise(
+        model,
+        data,
+        point,
+        cfg,
+        clip=cfg.local_clip / eta,
+        noise_std=view.sigma / eta,
+        lr=eta,
+        seed=seed,
+    )
+
+
+def through_noise(
+    model,
+    data: dict,
+    point: dict,
+    cfg,
+    *,
+    clip: float,
+    noise_std: float,
+    lr: float,
+    seed: int,
+) -> dict:
+    """:func:`adversaries` on a sweep point whose noise is the client's: LTI trained on the server's
+    test set through the defense as the server reads it (clip ``clip``, noise ``noise_std``, units of
+    −Δ/η; :func:`train_lti`) and the every-round attack at the clients' η = ``lr`` (:func:`every_round`)."""
     g = train_lti(
         model,
         (data["test_x"], data["test_y"]),
         len(point["rows"][0]["truth"]),
         cfg,
-        clip=cfg.local_clip / eta,
-        noise_std=view.sigma / eta,
+        clip=clip,
+        noise_std=noise_std,
         seed=seed,
     )
     return adversaries(
-        model, point, every_round(model, point, cfg, eta, seed), g, cfg, seed=seed
+        model, point, every_round(model, point, cfg, lr, seed), g, cfg, seed=seed
     )
 
 
