@@ -216,6 +216,7 @@ def chapter_rows(
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
             round(epochs[max(epochs)]["ssim"].mean, 3),
             "SSIM",
+            **interval_fields(epochs[max(epochs)]["ssim"], 3),
         ),
     ]
 
