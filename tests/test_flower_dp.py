@@ -637,6 +637,21 @@ def test_the_longer_attack_starts_where_the_one_start_run_did_and_runs_more_step
             strongest.longer_attack(model, single, cfg, factor=bad)
 
 
+def test_restarts_and_the_longer_attack_repeat_the_rows_own_budget_not_the_profiles():
+    """SecAgg+'s aggregates run ``cfg.batch_iterations`` steps: their restarts and budget check must too."""
+    from gitutor.chapters.flower_dp import experiments as study
+    from gitutor.chapters.flower_dp import strongest
+
+    model, partitions, _, cfg = _tiny_attack_setting()
+    deltas = {k: [-LR * g for g in client_gradients(model, *p)] for k, p in enumerate(partitions)}
+    own = study.attack_deltas(model, deltas, partitions, cfg, lr=LR, iterations=6)
+    assert all(r["iterations"] == 6 and max(s for s, _ in r["result"].snapshots) == 6 for r in own["rows"])
+    kept = strongest.restarted(model, own, cfg)
+    assert all(r["iterations"] == 6 and max(s for s, _ in r["result"].snapshots) == 6 for r in kept["rows"])
+    longer = strongest.longer_attack(model, own, cfg, factor=2)
+    assert all(max(s for s, _ in r["result"].snapshots) == 12 for r in longer["rows"])
+
+
 def test_the_budget_check_runs_at_the_attackers_threshold():
     from gitutor.chapters.flower_dp import curve
 

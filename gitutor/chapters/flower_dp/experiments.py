@@ -211,7 +211,8 @@ def attack_gradient(
     ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
     ``gradient``, Geiping et al. 2020, Eq. 4), e.g. the unrolled update's (:func:`attack`) or every round's
     (:func:`attack_rounds`). The row keeps ``gradient``, the ``used`` labels, the ``objective`` and
-    ``matching``: the objective at the reconstruction (what the attacker can compute; no truth in it)."""
+    ``matching``: the objective at the reconstruction (what the attacker can compute; no truth in it)
+    and its step budget ``iterations`` (what a restart or a longer run of the row repeats)."""
     label = bias_label(gradient)
     used = torch.tensor([label]) if len(labels) == 1 else labels  # B > 1: labels known
     if objective is None:
@@ -243,6 +244,7 @@ def attack_gradient(
         "used": used,
         "objective": objective,
         "matching": matching,
+        "iterations": iterations,
     }
 
 
@@ -277,7 +279,8 @@ def regime(
 
     FedSGD: ``epochs = 1`` and one batch; FedAvg: ``epochs`` passes in mini-batches of
     ``batch_size``. The server attacks with the schedule it configured (:func:`attack`: ``unroll``
-    simulates the clients' steps; False reads each update as one gradient). Returns the per-client rows
+    simulates the clients' steps; False reads each update as one gradient), for ``cfg.attack_iterations``
+    steps on one image and ``cfg.batch_iterations`` on a batch (a batch flattens later). Returns the per-client rows
     and PSNR/SSIM intervals (:func:`summarise`) and the recorded ``updates``.
 
     Raises:
@@ -312,6 +315,7 @@ def regime(
         unroll=unroll,
         seed=seed,
         noise_std=noise_std,
+        iterations=cfg.batch_iterations if batch > 1 else cfg.attack_iterations,
     )
     return summary | {"updates": updates}
 
@@ -328,10 +332,12 @@ def attack_deltas(
     unroll: bool = True,
     seed: int = 0,
     noise_std: float = 0.0,
+    iterations: int | None = None,
 ) -> dict:
     """:func:`attack` on ``deltas`` (partition → Δ, one tensor per parameter, taken at ``model``'s
-    parameters) with the clients' schedule (η = ``lr``, ``epochs``, ``batch_size``); the summary of
-    :func:`summarise`, one row per partition, seed ``seed + partition``."""
+    parameters) with the clients' schedule (η = ``lr``, ``epochs``, ``batch_size``), ``iterations`` steps
+    (None: ``cfg.attack_iterations``); the summary of :func:`summarise`, one row per partition, seed
+    ``seed + partition``."""
     rows = []
     for partition in sorted(deltas):
         truth, labels = partitions[partition]
@@ -344,7 +350,7 @@ def attack_deltas(
             epochs=epochs,
             batch_size=batch_size,
             unroll=unroll,
-            iterations=cfg.attack_iterations,
+            iterations=cfg.attack_iterations if iterations is None else iterations,
             tv_weight=cfg.tv_weight,
             seed=seed + partition,
             record_every=cfg.record_every,

@@ -53,8 +53,8 @@ RESTART_STRIDE = 1000
 def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     """Inverting Gradients with ``cfg.restarts`` starts per client: restart 0 is ``summary``'s run
     (from :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`, seed ``seed + partition``),
-    the others start from independent seeds on the same objective (the row's ``objective``); per
-    client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
+    the others start from independent seeds on the same objective and budget (the row's ``objective``
+    and ``iterations``); per client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
 
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
@@ -74,7 +74,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
                 row["gradient"],
                 row["truth"],
                 row["truth_labels"],
-                iterations=cfg.attack_iterations,
+                iterations=row["iterations"],
                 tv_weight=cfg.tv_weight,
                 seed=seed + row["partition"] + RESTART_STRIDE * r,
                 record_every=cfg.record_every,
@@ -88,7 +88,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
 
 
 def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) -> dict:
-    """The one-start IG of ``summary`` rerun with ``factor`` × ``cfg.attack_iterations`` steps from the
+    """The one-start IG of ``summary`` rerun with ``factor`` × its rows' ``iterations`` steps from the
     same starts (seed ``seed + partition``) on the same gradients: the budget check. Within one run the
     step size falls at 3/8, 5/8 and 7/8 of the steps (Geiping et al. 2020), so a flat end of the run's
     curve is partly that schedule; a run with more steps tests the budget itself. Returns
@@ -105,7 +105,7 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
             row["gradient"],
             row["truth"],
             row["truth_labels"],
-            iterations=factor * cfg.attack_iterations,
+            iterations=factor * row["iterations"],
             tv_weight=cfg.tv_weight,
             seed=seed + row["partition"],
             record_every=cfg.record_every,
