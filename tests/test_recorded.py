@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from gitutor.chapters import NOTEBOOK_MODULES, PROFILES
-from gitutor.results import NOT_JUDGED_REASONS, results_table
+from gitutor.results import results_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "book" / "recorded").glob("*.ipynb"))
@@ -71,13 +71,7 @@ def test_recorded_results_match_the_page(page):
     assert record["notebook"] == page.stem and record["rows"]
     assert all(key in record["provenance"] for key in PROVENANCE), record["provenance"].keys()
     shown = _markdown_outputs(nbformat.read(page, as_version=4))
-    table = results_table(record["rows"])
-    # a page recorded before the rule read "not judged" shows those rows as "not comparable"; that
-    # word is the only difference allowed (the rows themselves must be the page's)
-    older = table
-    for why in NOT_JUDGED_REASONS:
-        older = older.replace(f"not judged: {why}", "not comparable")
-    assert table in shown or older in shown, "the rows of the record are not the table the page shows"
+    assert results_table(record["rows"]) in shown, "the rows of the record are not the table the page shows"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])
