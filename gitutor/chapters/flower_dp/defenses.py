@@ -171,7 +171,7 @@ def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
     ``train_x``, faces and non-faces alternating), one SecAgg+ FedSGD round each, and Inverting
     Gradients on the unmasked average read as one batch-k gradient (labels given), for
     ``cfg.batch_iterations`` steps: a batch needs a longer run than one image (the quick profile's value
-    is where this page's k = 2 run had flattened) Returns
+    is where this page's k = 2 run had flattened). Returns
     ``{k: summary}``, one row per group (intervals over the groups' aggregates)."""
     images, labels, out = data["train_x"], data["train_y"], {}
     for k in cfg.secagg_k:

@@ -280,8 +280,8 @@ def regime(
     FedSGD: ``epochs = 1`` and one batch; FedAvg: ``epochs`` passes in mini-batches of
     ``batch_size``. The server attacks with the schedule it configured (:func:`attack`: ``unroll``
     simulates the clients' steps; False reads each update as one gradient), for ``cfg.attack_iterations``
-    steps on one image and ``cfg.batch_iterations`` on a batch (a batch flattens later). Returns the per-client rows
-    and PSNR/SSIM intervals (:func:`summarise`) and the recorded ``updates``.
+    steps on one image and ``cfg.batch_iterations`` on a batch (a batch flattens later). Returns the
+    per-client rows and PSNR/SSIM intervals (:func:`summarise`) and the recorded ``updates``.
 
     Raises:
         TypeError: naming ``clients``, ``batch``, ``epochs``, ``batch_size`` or ``seed`` when not an int,
