@@ -495,10 +495,13 @@ def test_defenses_leaving_the_same_updates_share_one_run_and_the_swept_ones_are_
     from gitutor.chapters.flower_dp import strongest
 
     _, _, single, cfg = _tiny_attack_setting()
-    cfg = SimpleNamespace(**vars(cfg), defense_lr=0.1, local_clip=0.01, central_clip=0.1)
-    calls = []
+    cfg = SimpleNamespace(**vars(cfg), defense_lr=0.1, local_clip=0.01, central_clip=0.1, batch_iterations=7)
+    calls, every = [], []
     monkeypatch.setattr(strongest, "train_lti", lambda *a, **k: "g")
-    monkeypatch.setattr(strongest, "adversaries", lambda model, s, *a, **k: calls.append(s) or {"of": s})
+    monkeypatch.setattr(strongest, "adversaries",
+                        lambda model, s, rounds, *a, **k: calls.append((s, rounds)) or {"of": s})
+    monkeypatch.setattr(strongest, "attack_rounds",
+                        lambda model, held, batches, cfg, **k: every.append((held, batches, k)) or "every round")
 
     def copy(summary, bump=0.0):
         rows = [r | {"gradient": [g.clone() for g in r["gradient"]]} for r in summary["rows"]]
@@ -508,15 +511,69 @@ def test_defenses_leaving_the_same_updates_share_one_run_and_the_swept_ones_are_
     runs = {"none": {"round1": single},
             "central-dp-server-clipping": {"round1": copy(single)},
             "central-dp-client-clipping": {"round1": copy(single)}}
-    data, aggregates = {"test_x": None, "test_y": None}, {2: copy(single, bump=1e-3)}
-    swept = {"dp-sgd": {"dp": 1}, "local-dp": {"local": 1}}
+    held, batches = {0: ["round 1", "round 2"]}, ["group 0"]
+    aggregates = {2: copy(single, bump=1e-3) | {"held": held, "batches": batches}}
+    data, swept = {"test_x": None, "test_y": None}, {"dp-sgd": {"dp": 1}, "local-dp": {"local": 1}}
     best = strongest.strongest_by_defense(None, data, runs, aggregates, swept, cfg)
     assert len(calls) == 3 and best["dp-sgd"] == {"dp": 1} and best["local-dp"] == {"local": 1}
     assert best["central-dp-client-clipping"] is best["central-dp-server-clipping"]
+    # SecAgg+ leaves the same group's aggregate every round: its adversaries include the every-round
+    # attack at the batch budget; the un-noised single-client rows do not run it
+    assert [rounds for _, rounds in calls] == [None, "every round", None]
+    assert every == [(held, batches, {"lr": 0.1, "seed": 0, "iterations": 7})]
     runs["central-dp-client-clipping"]["round1"] = copy(single, bump=1e-6)
     calls.clear()
     best = strongest.strongest_by_defense(None, data, runs, aggregates, swept, cfg)
     assert len(calls) == 4 and best["central-dp-client-clipping"]["of"] is runs["central-dp-client-clipping"]["round1"]
+
+
+def test_secagg_aggregates_hold_every_rounds_aggregate_at_its_own_model():
+    """A SecAgg+ group federates for every round: the server holds each round's aggregate against that
+    round's start — round 1's is the batch's FedSGD step (−Δ/η = the batch gradient, up to SecAgg+'s
+    quantisation), each later start is the previous start plus its aggregate — and the round-1 attack
+    runs the batch budget."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import defenses, faces
+    from gitutor.chapters.flower_dp import experiments as study
+
+    data, model = faces.face_data(12, test_per_class=10), study.chapter_model(12)
+    cfg = SimpleNamespace(secagg_k=[2], secagg_groups=2, rounds=3, defense_lr=0.1, engine="in-process",
+                          attack_iterations=2, batch_iterations=3, tv_weight=1e-2, record_every=1, progress=False)
+    found = defenses.secagg_aggregates(model, data, cfg)[2]
+    assert [r["iterations"] for r in found["rows"]] == [3, 3] and len(found["batches"]) == 2
+    for g, rounds in found["held"].items():
+        assert len(rounds) == 3
+        images, labels = found["batches"][g]
+        assert torch.equal(images, found["rows"][g]["truth"])
+        start, delta = rounds[0]
+        for d, want in zip(delta, client_gradients(model, images, labels)):
+            assert torch.allclose(-d / 0.1, want, atol=1e-4, rtol=1e-3)
+        for (s0, d0), (s1, _) in zip(rounds, rounds[1:]):
+            assert all(torch.allclose(a + b, c, atol=1e-6) for a, b, c in zip(s0, d0, s1))
+
+
+def test_the_envelope_scores_a_batch_by_the_reference_objective_at_its_best_label_order():
+    """A batch row's images are stored in the truth's order, so the attacker's criterion for another
+    candidate is the reference objective at the lowest over the orders of that row's labels — never at
+    the reference's own label order."""
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    truth = torch.rand(2, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+
+    def objective(images, labels):  # lowest when the labels come in the order (1, 0)
+        return torch.tensor(0.1 if labels.tolist() == [1, 0] else 0.9)
+
+    def row(objective_, matching, used):
+        return {"psnr": 20.0, "ssim": 0.5, "lpips": None, "psnrs": [20.0, 20.0], "label_ok": True,
+                "images": truth, "truth": truth, "truth_labels": torch.tensor([0, 1]), "used": used,
+                "objective": objective_, "matching": matching}
+
+    reference = summarise([row(objective, 0.5, torch.tensor([0, 1]))])
+    other = summarise([row(lambda *a: torch.tensor(0.0), 0.0, torch.tensor([0, 1]))])
+    found = strongest.envelope({"every round": reference, "other": other}, reference)
+    assert found["wins"] == {"every round": 0, "other": 1} and found["attacker"]["rows"][0]["matching"] == pytest.approx(0.1)
 
 
 def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():

@@ -168,11 +168,22 @@ def local_dp_point(
 def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
     """What survives SecAgg+ for an aggregate of k one-image clients, k in ``cfg.secagg_k``:
     ``cfg.secagg_groups`` disjoint groups of k training images (group g: images g·k … g·k + k − 1 of
-    ``train_x``, faces and non-faces alternating), one SecAgg+ FedSGD round each, and Inverting
-    Gradients on the unmasked average read as one batch-k gradient (labels given), for
+    ``train_x``, faces and non-faces alternating), each a federation of its k clients for ``cfg.rounds``
+    SecAgg+ FedSGD rounds (the same clients every round, every reply weighted once), and Inverting
+    Gradients on round 1's unmasked average read as one batch-k gradient (labels given), for
     ``cfg.batch_iterations`` steps: a batch needs a longer run than one image (the quick profile's value
-    is where this page's k = 2 run had flattened). Returns
-    ``{k: summary}``, one row per group (intervals over the groups' aggregates)."""
+    is where this page's k = 2 run had flattened).
+
+    Returns:
+        ``{k: summary}``, one row per group (intervals over the groups' aggregates), each summary with
+        ``"held"`` (group → every round's ``(w_0, aggregate Δ)``, the input of
+        :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`) and ``"batches"`` (group → its
+        ``(images, labels)``).
+
+    Raises:
+        ValueError: naming ``secagg_k × secagg_groups`` when the groups need more images than
+            ``train_x`` holds, before any federation runs.
+    """
     images, labels, out = data["train_x"], data["train_y"], {}
     for k in cfg.secagg_k:
         if k * cfg.secagg_groups > len(images):
@@ -180,7 +191,8 @@ def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
                 f"secagg_k × secagg_groups = {k * cfg.secagg_groups} exceeds the "
                 f"{len(images)} training images"
             )
-        batches, deltas = [], {}
+    for k in cfg.secagg_k:
+        batches, deltas, held = [], {}, {}
         for g in range(cfg.secagg_groups):
             group = [
                 (images[i : i + 1], labels[i : i + 1]) for i in range(g * k, g * k + k)
@@ -190,11 +202,16 @@ def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
                 group,
                 {"lr": cfg.defense_lr},
                 "secagg+",
+                num_rounds=cfg.rounds,
                 engine=cfg.engine,
                 client_seeds=client_secrets(k, seed + g),
                 weighting="uniform",
             )
-            deltas[g] = [a - s for a, s in zip(view.aggregates[0], view.starts[0])]
+            held[g] = [
+                (start, [a - s for a, s in zip(aggregate, start)])
+                for start, aggregate in zip(view.starts, view.aggregates)
+            ]
+            deltas[g] = held[g][0][1]
             batches.append((images[g * k : g * k + k], labels[g * k : g * k + k]))
         out[k] = attack_deltas(
             model,
@@ -204,7 +221,7 @@ def secagg_aggregates(model, data: dict, cfg, *, seed: int = 0) -> dict:
             lr=cfg.defense_lr,
             seed=seed,
             iterations=cfg.batch_iterations,
-        )
+        ) | {"held": held, "batches": batches}
     return out
 
 

@@ -392,7 +392,14 @@ def held_rounds(updates, starts, clients: int) -> dict:
 
 
 def attack_rounds(
-    model, held: dict, partitions: list, cfg, *, lr: float, seed: int = 0
+    model,
+    held: dict,
+    partitions: list,
+    cfg,
+    *,
+    lr: float,
+    seed: int = 0,
+    iterations: int | None = None,
 ) -> dict:
     """The adversary that watches every round: per client, one candidate whose simulated one-step update
     at each round's own global model matches that round's recorded update, jointly
@@ -405,6 +412,7 @@ def attack_rounds(
         held: partition → its rounds (:func:`held_rounds`).
         partitions: ``[(images, labels), …]`` of the attacked clients (partition k = index k).
         lr: η of the clients' one full-batch step per round.
+        iterations: IG steps (None: ``cfg.attack_iterations``; a batch: ``cfg.batch_iterations``).
 
     Raises:
         TypeError / ValueError: naming ``lr`` (a finite number > 0), or ``held`` when it names a partition
@@ -434,7 +442,7 @@ def attack_rounds(
             mean,
             truth,
             labels,
-            iterations=cfg.attack_iterations,
+            iterations=cfg.attack_iterations if iterations is None else iterations,
             tv_weight=cfg.tv_weight,
             seed=seed + k,
             record_every=cfg.record_every,

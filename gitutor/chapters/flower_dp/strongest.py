@@ -5,7 +5,8 @@ its own model, and Learning To Invert trained through the same defense; their en
   objective, keeping per client the one whose reconstruction has the lowest matching distance —
   what the attacker can compute, never its PSNR against the truth.
 - Every round (:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`): one candidate matched to
-  all R updates the server recorded of a client, each at its own round's global model.
+  all R updates the server recorded of a client (under SecAgg+: all R aggregates of the same group),
+  each at its own round's global model.
 - Learning To Invert (Wu et al. 2022, §3.2): g_θ trained on the server's own auxiliary images, their
   gradients at the attacked model passed through the defense the clients run (clipping and noise in
   the units the server reads, −Δ/η), then one forward pass per observed update.
@@ -252,10 +253,7 @@ def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
     found = reconstruct(g, observed.float()).images
     rows = []
     for row, images in zip(summary["rows"], found):
-        orders = set(itertools.permutations(row["used"].tolist()))
-        matching = min(
-            float(row["objective"](images, torch.tensor(o)).detach()) for o in orders
-        )
+        matching = _lowest_over_orders(row["objective"], images, row["used"])
         rows.append(
             score_row(images, row["truth"])
             | {
@@ -270,13 +268,20 @@ def learned_inversion(model, summary: dict, g: InversionMLP) -> dict:
     return summarise(rows)
 
 
+def _lowest_over_orders(objective, images: torch.Tensor, labels: torch.Tensor) -> float:
+    """``objective(images, order)`` at its lowest over the distinct orders of ``labels``."""
+    orders = set(itertools.permutations(labels.tolist()))
+    return min(float(objective(images, torch.tensor(o)).detach()) for o in orders)
+
+
 def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     """Per client, the best of ``candidates`` (name → summary, rows aligned by client; None: not
     run): ``"attacker"`` keeps the lowest matching distance by ``reference``'s row ``objective`` — what
     the attacker can compute from what it holds (the module docstring says which) — and ``"oracle"``
     the highest PSNR (an upper bound: it needs the truth). Returns both summaries and ``"wins"``: how
-    often each candidate was kept. A client of several images keeps each candidate's own ``matching``
-    (every candidate matched the same aggregate, each with the label order it found best).
+    often each candidate was kept. A row's images are stored in the truth's order (for scoring), so for
+    a client of several images the reference objective takes the lowest value over the orders of the
+    row's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does).
 
     Raises:
         ValueError: naming ``reference`` when it holds no rows, ``candidates`` when none was run, or the
@@ -298,11 +303,10 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
         tries = {}
         for name, s in run.items():
             row = s["rows"][i]
-            same = row["objective"] is ref["objective"] or len(row["truth"]) > 1
             tries[name] = row | {
                 "matching": row["matching"]
-                if same
-                else float(ref["objective"](row["images"], ref["used"]).detach())
+                if row["objective"] is ref["objective"]
+                else _lowest_over_orders(ref["objective"], row["images"], row["used"])
             }
         chosen = min(tries, key=lambda n: tries[n]["matching"])
         wins[chosen] += 1
@@ -516,7 +520,10 @@ def strongest_by_defense(
     :func:`local_dp_strongest`). LTI's auxiliary set is the server's test set (``data["test_x"]``, the
     images it honestly holds), one g_θ per (clip, noise, B); a defense whose updates are
     :func:`same_updates` as an earlier one's under the same transform (both central-DP clippings)
-    shares its run."""
+    shares its run. Under SecAgg+ the server holds the same group's aggregate every round, un-noised,
+    so its adversaries include the every-round attack on the aggregates (``"held"``, at
+    ``cfg.batch_iterations``); without noise or an aggregate the round-1 attacks already recover every
+    client on this page, and the every-round attack is not run there."""
     aux, eta = (data["test_x"], data["test_y"]), cfg.defense_lr
     settings = {
         "none": (runs["none"]["round1"], None),
@@ -542,7 +549,20 @@ def strongest_by_defense(
             trained[clip, batch] = train_lti(
                 model, aux, batch, cfg, clip=clip, noise_std=0.0, seed=seed
             )
+        rounds = (
+            attack_rounds(
+                model,
+                summary["held"],
+                summary["batches"],
+                cfg,
+                lr=eta,
+                seed=seed,
+                iterations=cfg.batch_iterations,
+            )
+            if name == "secagg+"
+            else None
+        )
         out[name] = adversaries(
-            model, summary, None, trained[clip, batch], cfg, seed=seed
+            model, summary, rounds, trained[clip, batch], cfg, seed=seed
         )
     return out | dict(swept)
