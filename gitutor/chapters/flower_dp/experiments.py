@@ -211,8 +211,9 @@ def attack_gradient(
     ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
     ``gradient``, Geiping et al. 2020, Eq. 4), e.g. the unrolled update's (:func:`attack`) or every round's
     (:func:`attack_rounds`). The row keeps ``gradient``, the ``used`` labels, the ``objective`` and
-    ``matching``: the objective at the reconstruction (what the attacker can compute; no truth in it)
-    and its step budget ``iterations`` (what a restart or a longer run of the row repeats)."""
+    ``matching``: the objective at the reconstruction (what the attacker can compute; no truth in it),
+    its step budget ``iterations`` and its prior weight ``tv_weight`` (what a restart or a longer run of
+    the row repeats)."""
     label = bias_label(gradient)
     used = torch.tensor([label]) if len(labels) == 1 else labels  # B > 1: labels known
     if objective is None:
@@ -245,6 +246,7 @@ def attack_gradient(
         "objective": objective,
         "matching": matching,
         "iterations": iterations,
+        "tv_weight": tv_weight,
     }
 
 
@@ -400,6 +402,7 @@ def attack_rounds(
     lr: float,
     seed: int = 0,
     iterations: int | None = None,
+    tv_weight: float | None = None,
 ) -> dict:
     """The adversary that watches every round: per client, one candidate whose simulated one-step update
     at each round's own global model matches that round's recorded update, jointly
@@ -413,12 +416,20 @@ def attack_rounds(
         partitions: ``[(images, labels), …]`` of the attacked clients (partition k = index k).
         lr: η of the clients' one full-batch step per round.
         iterations: IG steps (None: ``cfg.attack_iterations``; a batch: ``cfg.batch_iterations``).
+        tv_weight: λ_TV (None: ``cfg.tv_weight``; under noise the server's own choice,
+            :func:`~gitutor.chapters.flower_dp.strongest.tuned_tv_weight`).
 
     Raises:
-        TypeError / ValueError: naming ``lr`` (a finite number > 0), or ``held`` when it names a partition
+        TypeError / ValueError: naming ``lr`` (a finite number > 0), ``tv_weight`` (a finite number ≥ 0),
+            or ``held`` when it names a partition
             ``partitions`` does not hold, before any attack runs.
     """
     check_real(lr, "lr", low=0.0, low_open=True)
+    tv_weight = (
+        cfg.tv_weight
+        if tv_weight is None
+        else check_real(tv_weight, "tv_weight", low=0.0)
+    )
     if any(k >= len(partitions) for k in held):
         raise ValueError(
             f"held names partitions {sorted(held)}; partitions holds {len(partitions)}"
@@ -443,7 +454,7 @@ def attack_rounds(
             truth,
             labels,
             iterations=cfg.attack_iterations if iterations is None else iterations,
-            tv_weight=cfg.tv_weight,
+            tv_weight=tv_weight,
             seed=seed + k,
             record_every=cfg.record_every,
             progress=cfg.progress,

@@ -29,6 +29,10 @@ QUICK = {
     "local_epochs": [1, 2, 5],  # FedAvg: E local steps on a client's one image
     "attack_iterations": 200,  # Inverting Gradients steps (signed Adam, lr 0.1)
     "tv_weight": 1e-2,
+    # under noise the server picks λ_TV per noise level from these, on its own test images sent through
+    # the same defense and rounds (strongest.tuned_tv_weight): more noise, smoother images win
+    "tv_candidates": [1e-2, 3e-2, 1e-1, 3e-1],
+    "tuning_images": 4,
     "record_every": 50,
     "utility_clients": 8,  # clients holding the rest of the training faces / non-faces
     "rounds": 10,  # federated rounds of the DP sweep (utility after them)

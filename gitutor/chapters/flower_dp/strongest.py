@@ -34,6 +34,7 @@ from gitutor.attacks.lti import (
     reconstruct,
     train_inversion_model,
 )
+from gitutor.attacks.unrolled import simulated_update
 from gitutor.chapters.flower_dp.experiments import (
     attack_gradient,
     attack_rounds,
@@ -49,13 +50,15 @@ from gitutor.stats import BOUNDS, interval
 
 #: Seeds of restart r ≥ 1 are ``seed + partition + RESTART_STRIDE · r`` (restart 0: the chapter's run).
 RESTART_STRIDE = 1000
+#: The server's noise draws on its own images (:func:`tuned_tv_weight`) come from ``TUNING_SEED + seed``.
+TUNING_SEED = 7919
 
 
 def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     """Inverting Gradients with ``cfg.restarts`` starts per client: restart 0 is ``summary``'s run
     (from :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`, seed ``seed + partition``),
-    the others start from independent seeds on the same objective and budget (the row's ``objective``
-    and ``iterations``); per client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
+    the others start from independent seeds on the same objective, budget and prior weight (the row's
+    ``objective``, ``iterations`` and ``tv_weight``); per client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
 
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
@@ -76,7 +79,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
                 row["truth"],
                 row["truth_labels"],
                 iterations=row["iterations"],
-                tv_weight=cfg.tv_weight,
+                tv_weight=row["tv_weight"],
                 seed=seed + row["partition"] + RESTART_STRIDE * r,
                 record_every=cfg.record_every,
                 objective=row["objective"],
@@ -90,7 +93,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
 
 def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) -> dict:
     """The one-start IG of ``summary`` rerun with ``factor`` × its rows' ``iterations`` steps from the
-    same starts (seed ``seed + partition``) on the same gradients: the budget check. Within one run the
+    same starts (seed ``seed + partition``) on the same gradients and prior weight: the budget check. Within one run the
     step size falls at 3/8, 5/8 and 7/8 of the steps (Geiping et al. 2020), so a flat end of the run's
     curve is partly that schedule; a run with more steps tests the budget itself. Returns
     :func:`summarise` of the rows.
@@ -107,7 +110,7 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
             row["truth"],
             row["truth_labels"],
             iterations=factor * row["iterations"],
-            tv_weight=cfg.tv_weight,
+            tv_weight=row["tv_weight"],
             seed=seed + row["partition"],
             record_every=cfg.record_every,
             objective=row["objective"],
@@ -407,7 +410,9 @@ def through_noise(
 ) -> dict:
     """:func:`adversaries` on a sweep point whose noise is the client's: LTI trained on the server's
     test set through the defense as the server reads it (clip ``clip``, noise ``noise_std``, units of
-    −Δ/η; :func:`train_lti`) and the every-round attack at the clients' η = ``lr`` (:func:`every_round`)."""
+    −Δ/η; :func:`train_lti`) and the every-round attack at the clients' η = ``lr`` (:func:`every_round`)
+    with the prior weight the server chose for this noise on its own images (:func:`tuned_tv_weight`,
+    returned as ``"tuning"``)."""
     g = train_lti(
         model,
         (data["test_x"], data["test_y"]),
@@ -417,19 +422,114 @@ def through_noise(
         noise_std=noise_std,
         seed=seed,
     )
-    return adversaries(
-        model, point, every_round(model, point, cfg, lr, seed), g, cfg, seed=seed
+    tuning = tuned_tv_weight(
+        model, data, point, cfg, clip=clip, noise_std=noise_std, lr=lr, seed=seed
     )
+    rounds = every_round(model, point, cfg, lr, seed, tv_weight=tuning["tv_weight"])
+    return adversaries(model, point, rounds, g, cfg, seed=seed) | {"tuning": tuning}
 
 
-def every_round(model, point: dict, cfg, lr: float, seed: int) -> dict:
+def tuning_images(data: dict, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``count`` images of the server's test set, taken from its classes in turn (label 0,
+    label 1, label 0, …): ``(images (count, 1, H, W), labels (count,))``.
+
+    Raises:
+        ValueError: naming ``count`` when it is < 1 or more than the test set holds of a class in turn.
+    """
+    count = check_int(count, "count")
+    labels = data["test_y"]
+    by_class = [torch.nonzero(labels == c).flatten() for c in labels.unique()]
+    if count < 1 or count > len(by_class) * min(len(i) for i in by_class):
+        raise ValueError(
+            f"count must be ≥ 1 and at most {len(by_class)} × the smallest class, got {count}"
+        )
+    per_class = min(len(i) for i in by_class)
+    chosen = torch.stack([i[:per_class] for i in by_class], 1).flatten()[:count]
+    return data["test_x"][chosen], labels[chosen]
+
+
+def tuned_tv_weight(
+    model,
+    data: dict,
+    point: dict,
+    cfg,
+    *,
+    clip: float | None,
+    noise_std: float,
+    lr: float,
+    seed: int = 0,
+) -> dict:
+    """λ_TV of the every-round attack at one sweep point, chosen by the server on images it holds.
+
+    The noise changes which prior weight recovers best (more noise: a smoother image wins), so the
+    server picks λ_TV per noise level the way the book picks every hyper-parameter: on images the table
+    does not score. It sends ``cfg.tuning_images`` of its own test set (:func:`tuning_images`) through
+    the rounds the attacked clients ran — at each round's global model (the starts of ``point["held"]``)
+    one full-batch SGD step at η = ``lr``, its −Δ/η passed through :func:`defense_transform` (clip
+    ``clip``, noise std ``noise_std``, drawn from the server's own generator, never a client's secret)
+    — attacks them with :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` at every λ_TV of
+    ``cfg.tv_candidates`` and keeps the one of the highest mean PSNR (ties: the smaller λ_TV).
+
+    Returns:
+        ``{"tv_weight": the chosen λ_TV, "psnr": {λ_TV: mean PSNR (dB) on the server's images}}``.
+
+    Raises:
+        ValueError: naming ``cfg.tv_candidates`` when it is empty or holds a value < 0, or
+            ``cfg.tuning_images`` (:func:`tuning_images`), before any attack runs; as
+            :func:`defense_transform` for ``clip`` and ``noise_std``.
+    """
+    candidates = list(cfg.tv_candidates)
+    if not candidates:
+        raise ValueError("cfg.tv_candidates must hold at least one λ_TV")
+    for weight in candidates:
+        check_real(weight, "cfg.tv_candidates", low=0.0)
+    check_seed(seed)
+    images, labels = tuning_images(data, cfg.tuning_images)
+    defense = defense_transform(
+        clip, noise_std, torch.Generator().manual_seed(TUNING_SEED + seed)
+    )
+    starts = [start for start, _ in next(iter(point["held"].values()))]
+    held = {}
+    for k in range(len(images)):
+        x, y = images[k : k + 1], labels[k : k + 1]
+        held[k] = []
+        for start in starts:
+            delta = simulated_update(
+                model,
+                x,
+                y,
+                lr=lr,
+                epochs=1,
+                batch_size=1,
+                start=start,
+                create_graph=False,
+            )
+            sent = defense([-d / lr for d in delta])
+            held[k].append((start, [-lr * g for g in sent]))
+    parts = [(images[k : k + 1], labels[k : k + 1]) for k in range(len(images))]
+    scores = {
+        weight: attack_rounds(
+            model, held, parts, cfg, lr=lr, seed=seed, tv_weight=weight
+        )["psnr"].mean
+        for weight in candidates
+    }
+    best = max(sorted(scores), key=lambda w: scores[w])
+    return {"tv_weight": best, "psnr": scores}
+
+
+def every_round(
+    model, point: dict, cfg, lr: float, seed: int, *, tv_weight: float | None = None
+) -> dict:
     """:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` on what the server holds of a sweep
-    point's clients (``point["held"]``), the clients' photographs taken from its round-1 rows."""
+    point's clients (``point["held"]``), the clients' photographs taken from its round-1 rows, at prior
+    weight ``tv_weight`` (None: ``cfg.tv_weight``)."""
     partitions = {
         r["partition"]: (r["truth"], r["truth_labels"]) for r in point["rows"]
     }
     ordered = [partitions[k] for k in range(max(partitions) + 1)]
-    return attack_rounds(model, point["held"], ordered, cfg, lr=lr, seed=seed)
+    return attack_rounds(
+        model, point["held"], ordered, cfg, lr=lr, seed=seed, tv_weight=tv_weight
+    )
 
 
 def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -> bool:
