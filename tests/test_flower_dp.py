@@ -368,12 +368,18 @@ def test_each_sigmas_lti_is_trained_through_that_sigmas_dp_sgd_step_and_the_orac
 
     seen, train = [], strongest.train_lti
     monkeypatch.setattr(strongest, "train_lti", lambda *a, **k: seen.append(k) or train(*a, **k))
-    every = {}  # the every-round attack needs a federation's rounds: the tiny attack's own runs stand in
-    monkeypatch.setattr(strongest, "every_round", lambda model, point, *a: every.setdefault("run", point))
+    every, tuned = {}, []  # the every-round attack needs a federation's rounds: the tiny attack's own runs
+    monkeypatch.setattr(strongest, "every_round",
+                        lambda model, point, *a, tv_weight: every.update(run=point, tv=tv_weight) or point)
+    monkeypatch.setattr(strongest, "tuned_tv_weight",
+                        lambda *a, **k: tuned.append(k) or {"tv_weight": 0.03, "psnr": {0.03: 20.0}})
     for sigma in (0.5, 3.0):
         model, data, point, cfg = _dp_setting(sigma, clip=2.0)
         found = strongest.dp_sgd_strongest(model, data, point, cfg)
         assert seen[-1]["clip"] == 2.0 and seen[-1]["noise_std"] == pytest.approx(2.0 * sigma)
+        # the prior weight is chosen through the same defense, and the every-round attack runs at it
+        assert tuned[-1]["clip"] == 2.0 and tuned[-1]["noise_std"] == pytest.approx(2.0 * sigma)
+        assert every["tv"] == 0.03 and found["tuning"]["tv_weight"] == 0.03
     assert found["single"] is point and found["rounds"] is every["run"]
     for i, row in enumerate(found["oracle"]["rows"]):
         tries = [found[k]["rows"][i]["psnr"] for k in ("single", "restarts", "rounds", "lti")]
@@ -773,9 +779,117 @@ def test_localdpmods_lti_is_trained_through_the_mod_in_the_servers_units(monkeyp
 
     seen = {}
     monkeypatch.setattr(strongest, "train_lti", lambda *a, **k: seen.setdefault("lti", k) and "g")
-    monkeypatch.setattr(strongest, "every_round", lambda model, point, cfg, lr, seed: seen.setdefault("lr", lr))
-    monkeypatch.setattr(strongest, "adversaries", lambda model, point, rounds, g, cfg, seed=0: (rounds, g))
+    monkeypatch.setattr(strongest, "every_round",
+                        lambda model, point, cfg, lr, seed, tv_weight: seen.setdefault("lr", lr))
+    monkeypatch.setattr(strongest, "tuned_tv_weight",
+                        lambda *a, **k: seen.setdefault("tuning", k) and {"tv_weight": 0.1})
+    monkeypatch.setattr(strongest, "adversaries",
+                        lambda model, point, rounds, g, cfg, seed=0: {"pair": (rounds, g)})
     cfg = SimpleNamespace(defense_lr=0.1, local_clip=0.01, lr=0.05)
     point = {"rows": [{"truth": torch.zeros(1, 1, 4, 4)}], "run": {"view": SimpleNamespace(sigma=0.002)}}
-    assert strongest.local_dp_strongest(None, {"test_x": None, "test_y": None}, point, cfg) == (0.1, "g")
+    found = strongest.local_dp_strongest(None, {"test_x": None, "test_y": None}, point, cfg)
+    assert found["pair"] == (0.1, "g")
     assert seen["lti"]["clip"] == pytest.approx(0.1) and seen["lti"]["noise_std"] == pytest.approx(0.02)
+    assert seen["tuning"]["clip"] == pytest.approx(0.1) and seen["tuning"]["noise_std"] == pytest.approx(0.02)
+    assert seen["tuning"]["lr"] == 0.1
+
+
+def test_the_server_picks_lambda_tv_on_its_own_images_sent_through_the_same_defense_and_rounds(monkeypatch):
+    """Under noise the prior weight is chosen per noise level on the server's test images — never an
+    attacked client's — each sent through one step at every round's own global model, clipped and
+    noised like the clients' updates; the λ_TV of the best mean PSNR is kept (ties: the smaller)."""
+    from types import SimpleNamespace
+
+    from gitutor.attacks.unrolled import simulated_update
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.federated.flower_defenses import clip_update
+    from gitutor.federated.flower_defenses import defended_round
+
+    model, partitions = _setting(clients=2)
+    partitions = [(x[:1], y[:1]) for x, y in partitions]
+    view = defended_round(model, partitions, {"lr": LR}, num_rounds=2, client_seeds=[1, 2])
+    from gitutor.chapters.flower_dp.experiments import fedavg_starts, held_rounds
+
+    starts = fedavg_starts(model, view.updates)
+    point = {"held": held_rounds(view.updates, starts, 2)}
+    aux = torch.rand(6, 1, 12, 12, generator=torch.Generator().manual_seed(9))
+    data = {"test_x": aux, "test_y": torch.tensor([1, 1, 1, 0, 0, 0])}
+    calls = []
+
+    def fake_rounds(model, held, parts, cfg, *, lr, seed, tv_weight):
+        calls.append((held, parts, tv_weight))
+        return {"psnr": SimpleNamespace(mean={0.01: 20.0, 0.1: 25.0, 0.3: 25.0}[tv_weight])}
+
+    monkeypatch.setattr(strongest, "attack_rounds", fake_rounds)
+    cfg = SimpleNamespace(tv_candidates=[0.3, 0.01, 0.1], tuning_images=2)
+    clip = 0.5
+    found = strongest.tuned_tv_weight(model, data, point, cfg, clip=clip, noise_std=0.0, lr=LR)
+    assert found == {"tv_weight": 0.1, "psnr": {0.3: 25.0, 0.01: 20.0, 0.1: 25.0}}
+    held, parts, _ = calls[0]
+    # the server's own images, one of each class in turn: label 0 (index 3), then label 1 (index 0)
+    assert torch.equal(parts[0][0], aux[3:4]) and torch.equal(parts[1][0], aux[0:1])
+    assert [int(p[1]) for p in parts] == [0, 1]
+    for k, (x, y) in enumerate(parts):
+        assert len(held[k]) == len(starts)
+        for (start, delta), own in zip(held[k], starts):
+            assert start is own
+            step = simulated_update(model, x, y, lr=LR, epochs=1, batch_size=1, start=own,
+                                    create_graph=False)
+            clipped = clip_update([-d / LR for d in step], clip)
+            assert all(torch.allclose(d, -LR * c, atol=1e-7) for d, c in zip(delta, clipped))
+    noisy = strongest.tuned_tv_weight(model, data, point, cfg, clip=clip, noise_std=0.3, lr=LR)
+    assert noisy["tv_weight"] == 0.1
+    differs = [(d - e).abs().max() for d, e in zip(calls[-1][0][0][0][1], held[0][0][1])]
+    assert max(differs) > 0.01  # noise of std 0.3·η per entry was added
+    for bad, match in (({"tv_candidates": []}, "tv_candidates"), ({"tv_candidates": [-1.0]}, "tv_candidates"),
+                       ({"tuning_images": 7}, "count")):
+        calls.clear()
+        with pytest.raises(ValueError, match=match):
+            strongest.tuned_tv_weight(model, data, point, SimpleNamespace(**{**vars(cfg), **bad}),
+                                      clip=clip, noise_std=0.0, lr=LR)
+        assert not calls
+
+
+def test_the_sanity_arm_starts_at_the_photograph_and_compares_the_objective_there_with_the_run():
+    """The arm reruns each row's attack (its objective, budget, prior weight) from the photograph plus
+    small noise; the objective at the photograph and at the reconstruction say which one it prefers."""
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.metrics import psnr
+
+    model, _, single, _ = _tiny_attack_setting()
+    single["rows"] = [r | {"tv_weight": 0.05} for r in single["rows"]]
+    checks = strongest.sanity_arm(model, single, scale=0.05, seed=4)
+    generator = torch.Generator().manual_seed(4)
+    for k, row in enumerate(single["rows"]):
+        start = (row["truth"] + 0.05 * torch.randn(row["truth"].shape, generator=generator)).clamp(0, 1)
+        assert checks["start_psnr"][k] == pytest.approx(float(psnr(start, row["truth"]).mean()))
+        arm = checks["arm"]["rows"][k]
+        assert arm["tv_weight"] == 0.05 and arm["iterations"] == row["iterations"]
+        at_truth = row["objective"](row["truth"], row["used"]).detach()
+        assert checks["at_truth"][k] == pytest.approx(float(at_truth))
+        assert checks["at_run"][k] == row["matching"]
+    # a few steps from the photograph stay near it; from noise they do not
+    assert min(r["psnr"] for r in checks["arm"]["rows"]) > max(r["psnr"] for r in single["rows"])
+    assert checks["prefers_run"] == sum(r < t for r, t in zip(checks["at_run"], checks["at_truth"]))
+    with pytest.raises(ValueError, match="scale"):
+        strongest.sanity_arm(model, single, scale=0.0)
+    two = single | {"rows": [r | {"truth": r["truth"].repeat(2, 1, 1, 1)} for r in single["rows"]]}
+    with pytest.raises(ValueError, match="summary"):
+        strongest.sanity_arm(model, two)
+
+
+def test_rows_carry_their_prior_weight_and_restarts_repeat_it(monkeypatch):
+    """The every-round attack at the server's λ_TV: its rows say which, and a restart or a longer run
+    repeats that weight, not the profile's."""
+    from gitutor.chapters.flower_dp import strongest
+
+    model, _, single, cfg = _tiny_attack_setting()
+    assert all(r["tv_weight"] == cfg.tv_weight for r in single["rows"])
+    tuned = single | {"rows": [r | {"tv_weight": 0.07} for r in single["rows"]]}
+    weights, attack = [], strongest.attack_gradient
+    monkeypatch.setattr(strongest, "attack_gradient",
+                        lambda *a, **k: weights.append(k["tv_weight"]) or attack(*a, **k))
+    strongest.restarted(model, tuned, cfg)
+    strongest.longer_attack(model, tuned, cfg)
+    runs = len(single["rows"]) * (cfg.restarts - 1) + len(single["rows"])
+    assert weights == [0.07] * runs

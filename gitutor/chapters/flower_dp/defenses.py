@@ -43,8 +43,10 @@ def local_mod_epsilon(noise_multiplier: float, delta: float) -> float:
     ``noise_multiplier``, s its sensitivity): LocalDpMod's calibration σ = s·√(2 ln(1.25/δ))/ε solved for
     ε. The mod's ε is a setting, not the guarantee: the noise's ε over R rounds is Opacus' RDP
     accountant of the Gaussian mechanism with noise multiplier z, R compositions, no subsampling — the
-    ε of DP-SGD at σ = z with q = 1 over R steps, so the two sweeps are matched in ε by construction
-    (at different levels: a client's whole update, s = 2C, against one example, C).
+    ε of DP-SGD at σ = z with q = 1 over R steps, so the two sweeps carry the same nominal ε by
+    construction, under different neighbouring relations and levels: replacing a client's whole update
+    (s = 2C) against adding or removing one example (C). Under add/remove at C the mod at z is the
+    Gaussian mechanism with noise multiplier 2z.
 
     Raises:
         TypeError / ValueError: naming ``noise_multiplier`` (a finite number > 0) or ``delta`` (in (0, 1)).

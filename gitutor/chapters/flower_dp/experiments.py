@@ -203,9 +203,10 @@ def attack_gradient(
     record_every: int = 50,
     progress: bool = False,
     objective=None,
+    start: torch.Tensor | None = None,
 ) -> dict:
-    """Inverting Gradients from the start drawn with ``seed``; one client's scores, label and
-    reconstruction. B = 1: the label is read off the bias of ``gradient`` (:func:`bias_label`); B > 1:
+    """Inverting Gradients from the start drawn with ``seed`` (or from ``start``, ``(B, C, H, W)`` in
+    [0, 1]: the sanity arm); one client's scores, label and reconstruction. B = 1: the label is read off the bias of ``gradient`` (:func:`bias_label`); B > 1:
     the labels are given.
 
     ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
@@ -235,6 +236,7 @@ def attack_gradient(
         record_every=record_every,
         progress=progress,
         matching_distance=lambda images: objective(images, used),
+        start=start,
     )
     images = result.images.clamp(0, 1)
     matching = float(objective(images, used).detach())

@@ -532,6 +532,59 @@ def every_round(
     )
 
 
+def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> dict:
+    """The sanity arm on every client of an attack ``summary`` (one image per client): the row's own
+    attack — its objective, labels, ``iterations`` and ``tv_weight`` — rerun from the client's
+    photograph plus N(0, ``scale``²) per pixel (clamped to [0, 1]; noise from ``seed``), and the
+    objective the attack minimises (its matching term, ``objective``) at the photograph, at the row's
+    reconstruction and at the arm's. Where the objective is lower at the reconstruction than at the
+    photograph, the search has found what the objective asks for: the objective, not the optimiser,
+    limits that client.
+
+    Returns:
+        ``{"arm": summarise(arm rows), "start_psnr": [dB per client], "at_truth": […], "at_run": […],
+        "at_arm": […], "prefers_run": clients whose objective is lower at the reconstruction}``.
+
+    Raises:
+        ValueError: naming ``scale`` (a finite number > 0) or ``summary`` when a row holds more than
+            one image, before any attack runs.
+    """
+    scale = check_real(scale, "scale", low=0.0, low_open=True)
+    check_seed(seed)
+    if any(len(row["truth"]) != 1 for row in summary["rows"]):
+        raise ValueError("summary: the sanity arm here is for clients of one image")
+    generator = torch.Generator().manual_seed(seed)
+    rows, starts, at_truth = [], [], []
+    for row in summary["rows"]:
+        truth = row["truth"]
+        start = (truth + scale * torch.randn(truth.shape, generator=generator)).clamp(
+            0, 1
+        )
+        arm = attack_gradient(
+            model,
+            row["gradient"],
+            truth,
+            row["truth_labels"],
+            iterations=row["iterations"],
+            tv_weight=row["tv_weight"],
+            seed=seed + row["partition"],
+            objective=row["objective"],
+            start=start,
+        )
+        rows.append(arm | {k: row[k] for k in ("partition", "truth", "truth_labels")})
+        starts.append(float(psnr(start, truth).mean()))
+        at_truth.append(float(row["objective"](truth, row["used"]).detach()))
+    at_run = [row["matching"] for row in summary["rows"]]
+    return {
+        "arm": summarise(rows),
+        "start_psnr": starts,
+        "at_truth": at_truth,
+        "at_run": at_run,
+        "at_arm": [row["matching"] for row in rows],
+        "prefers_run": sum(r < t for r, t in zip(at_run, at_truth)),
+    }
+
+
 def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -> bool:
     """Whether the one-start IG of ``summary`` (one image per client) already recovers every client:
     each PSNR ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR` and above every control's PSNR on the same
