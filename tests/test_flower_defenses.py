@@ -140,6 +140,30 @@ def test_local_dp_mod_adds_noise_of_the_stated_scale_to_the_clipped_update():
     assert float(noise.std()) == pytest.approx(sigma / 2, rel=0.05)
 
 
+def test_flowers_mods_run_without_their_per_reply_info_lines_and_keep_flowers_level(caplog):
+    """LocalDpMod logs two INFO lines per reply (hundreds on a page, in every Ray actor's stderr, where
+    the in-process run's quiet block does not reach): the book's wrapper silences Flower's INFO lines
+    inside the mod only, keeps its warnings, and leaves Flower's logger as it found it."""
+    import logging
+    from types import SimpleNamespace
+
+    from flwr.common.logger import FLOWER_LOGGER
+
+    from gitutor.federated.flower_defenses import _zero_safe_mod
+
+    def chatty(msg, ctxt, call_next):
+        FLOWER_LOGGER.info("LocalDpMod: parameters are clipped")
+        FLOWER_LOGGER.warning("a warning stays")
+        return call_next(msg, ctxt)
+
+    failed = SimpleNamespace(has_error=lambda: True)  # an error reply goes straight to Flower's mod
+    caplog.set_level(logging.INFO, logger=FLOWER_LOGGER.name)
+    assert _zero_safe_mod(chatty)(SimpleNamespace(), None, lambda *_: failed) is failed
+    messages = [r.getMessage() for r in caplog.records]
+    assert "a warning stays" in messages and not [m for m in messages if "LocalDpMod" in m]
+    assert FLOWER_LOGGER.level == logging.INFO
+
+
 def test_no_defense_lets_the_server_seed_a_clients_noise():
     model, partitions = _setting(sizes=(2, 2))
     run = lambda **kw: defended_round(model, partitions, {"lr": LR}, "local-dp", clip=0.02, **kw)

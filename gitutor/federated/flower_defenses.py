@@ -36,6 +36,7 @@ still added to it.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -194,8 +195,11 @@ def _zero_safe_mod(mod, noise_std: float | None = None):
     def safe(msg, ctxt, call_next):
         reply = call_next(msg, ctxt)
 
-        def flower(*_):  # the reply, to Flower's own mod
-            return mod(msg, ctxt, lambda *_: reply)
+        def flower(
+            *_,
+        ):  # the reply, to Flower's own mod (LocalDpMod logs two INFO lines per reply)
+            with quiet_flower(logging.WARNING):
+                return mod(msg, ctxt, lambda *_: reply)
 
         if (
             reply.has_error()
