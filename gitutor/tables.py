@@ -76,6 +76,36 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
     return "\n".join(lines)
 
 
+def split_table(
+    header: Sequence[str], rows: Iterable[Sequence], at: int, keys: int = 1
+) -> str:
+    """A table too wide for the page's column as two Markdown tables, separated by a blank line, one line
+    per row in each: the columns before ``at``, then the first ``keys`` columns (what names a row) with
+    the columns from ``at`` on. The key cells appear in both tables, every other cell in one; a table
+    with no column from ``at`` on is written whole (:func:`markdown_table`).
+
+    Raises:
+        ValueError: for ``keys`` < 1 or ``at`` ≤ ``keys`` (the first table would hold only key
+            columns), or as :func:`markdown_table`.
+        TypeError: as :func:`markdown_table`.
+    """
+    if isinstance(keys, bool) or not isinstance(keys, int) or keys < 1:
+        raise ValueError(f"keys must be an int ≥ 1, got {keys!r}")
+    if isinstance(at, bool) or not isinstance(at, int) or at <= keys:
+        raise ValueError(f"at must be an int > keys = {keys}, got {at!r}")
+    if not isinstance(rows, (str, bytes)) and isinstance(rows, Iterable):
+        rows = list(rows)  # read once: checked whole, then cut
+    whole = markdown_table(header, rows)  # every check of a table, on the whole
+    header, rows = list(header), [list(row) for row in rows]
+    if len(header) <= at:
+        return whole
+    first = markdown_table(header[:at], [row[:at] for row in rows])
+    second = markdown_table(
+        header[:keys] + header[at:], [row[:keys] + row[at:] for row in rows]
+    )
+    return first + "\n\n" + second
+
+
 def code(text: str) -> str:
     """``text`` as a Markdown inline code span, typeset verbatim (MyST would turn a command's ``--``
     into a dash in plain text).

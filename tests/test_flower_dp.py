@@ -483,12 +483,17 @@ def test_the_sweep_table_and_figure_show_both_envelopes_where_run_and_say_where_
     run = {"attacker": summary([9, 10, 11]), "oracle": summary([12, 13, 31]), "rounds": summary([9, 9, 9]),
            "curve": {50: interval([5.0, 6.0]), 100: interval([5.5, 6.0])}}
     table = curve.sweep_table(points, [None, run], 1e-5)
-    skipped, ran = table.splitlines()[2:]
-    assert "not run | not run" in skipped and "3 / — / — of 3" in skipped
-    assert "10.0 [" in ran and "18.7 [" in ran and "0 / 0 / 1 of 3" in ran and "50 of 100" in ran
+    psnr, rest = table.split("\n\n")  # two tables, one line per σ in each, σ first in both
+    (psnr_header, _, skipped, ran), (rest_header, _, skipped_rest, ran_rest) = (
+        psnr.splitlines(), rest.splitlines())
+    assert psnr_header.count("|") == curve.SWEEP_PSNR_COLUMNS + 1 and "(dB)" in psnr_header
+    assert rest_header.startswith("| σ | recognisable") and rest_header.endswith("| test accuracy |")
+    assert skipped.startswith("| 0 |") and skipped_rest.startswith("| 0 |") and ran_rest.startswith("| 1 |")
+    assert "not run | not run" in skipped and "3 / — / — of 3" in skipped_rest
+    assert "10.0 [" in ran and "18.7 [" in ran and "0 / 0 / 1 of 3" in ran_rest and "50 of 100" in ran_rest
     assert curve.run_sigmas(points, [None, run]) == "1"
     fig = curve.epsilon_figure(points, [None, run], 30.0, 20.0, 0.5)
-    assert any(t.get_text() == "envelope\nnot run\n(one start\nrecovers all)" for t in fig.axes[0].texts)
+    assert any(t.get_text() == "envelopes\nnot run" for t in fig.axes[0].texts)
     assert "oracle envelope (upper bound)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
@@ -656,12 +661,145 @@ def test_the_defense_table_shows_dp_sgd_round_1_and_every_round():
     acc = success_interval([True] * 8 + [False] * 2)
     runs = {"none": {"round1": summary([40, 41]), "accuracy": acc}}  # no "rounds": no every-round line
     point = summary([6, 7]) | {"sigma": 1.0, "rounds": summary([8, 9]), "accuracy_interval": acc}
-    lines = defense_table(runs, 10, point).splitlines()
-    assert len(lines) == 5 and defense_table(runs, 10).count("\n") == 2
+    scores, rest = defense_table(runs, 10, point).split("\n\n")  # two tables: scores, then labels and accuracy
+    lines, others = scores.splitlines(), rest.splitlines()
+    assert len(lines) == len(others) == 5
+    assert [len(t.splitlines()) for t in defense_table(runs, 10).split("\n\n")] == [3, 3]
     assert lines[3].startswith("| Opacus DP-SGD, σ = 1 | round 1's update as received | 6.5 [")
     assert lines[4].startswith("| Opacus DP-SGD, σ = 1 | all 10 rounds' updates, each at its own model | 8.5 [")
-    assert "| 0.500 [" in lines[3] and "| 100% (chance 50%) | 0.80 [" in lines[3]
+    assert "| 0.500 [" in lines[3] and lines[3].endswith("| 0/2 |")
+    assert others[0] == "| defense | the server attacks | labels | test accuracy |"
+    assert others[3].startswith("| Opacus DP-SGD, σ = 1 | round 1's update as received | 100% (chance 50%) | 0.80 [")
 
+
+
+def _decision_inputs(server_delta=1e-5):
+    """Two defenses and DP-SGD for the decision and strongest-adversary tables: the undefended run and
+    LocalDpMod (the client's noise), each with its attacker's envelope."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.stats import success_interval
+
+    def summary(psnrs, k=1):
+        return summarise([{"psnr": p, "ssim": 0.1, "lpips": None, "psnrs": [p], "label_ok": True,
+                           "truth": torch.zeros(k, 1, 4, 4)} for p in psnrs])
+
+    def view(eps, noise_by):
+        return SimpleNamespace(noise_by=noise_by, guarantee=SimpleNamespace(epsilon=eps, delta=server_delta))
+
+    outcomes = [True] * 8 + [False] * 2
+    runs = {
+        "none": {"view": view(None, "none"), "accuracy": success_interval(outcomes), "outcomes": outcomes},
+        "secagg+": {"view": view(None, "none"), "accuracy": success_interval(outcomes), "outcomes": outcomes},
+        "local-dp": {"view": view(19.1, "client"), "accuracy": success_interval(outcomes[2:] + [False] * 2),
+                     "outcomes": outcomes[2:] + [False] * 2},
+    }
+    curve = {50: summary([5.0, 6.0])["psnr"], 100: summary([20.0, 21.0])["psnr"]}
+
+    def found(psnrs, wins, k=1, rounds=True):
+        return {"restarts": summary(psnrs, k), "rounds": summary(psnrs, k) if rounds else None,
+                "lti": summary([9.0, 9.5], k), "attacker": summary(psnrs, k),
+                "oracle": summary([p + 1 for p in psnrs], k), "wins": wins, "curve": curve}
+
+    strongest = {
+        "none": found([40.0, 42.0], {"IG, restarts": 2, "LTI": 0}, rounds=False),
+        "secagg+": found([20.0, 22.0], {"IG, restarts": 1, "IG, every round": 1}, k=2),
+        "local-dp": found([6.0, 7.0], {"IG, every round": 2}),
+        "dp-sgd": found([6.5, 7.5], {"IG, every round": 1, "LTI": 1}),
+    }
+    point = {"sigma": 1.0, "epsilon": 19.1, "accuracy_interval": success_interval(outcomes), "outcomes": outcomes}
+    return runs, strongest, point
+
+
+def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order():
+    """What each defense promises, then what the attacker's envelope left and the accuracy it cost: the
+    columns the page reads (recognisable, test accuracy, minus undefended) in one table, each table
+    narrow enough for the page's column; δ in the header where every ε shares it."""
+    from gitutor.chapters.flower_dp import decision
+
+    runs, strongest, point = _decision_inputs()
+    promises, outcome = decision.decision_table(runs, strongest, point, point, 10, 1e-5).split("\n\n")
+    promises, outcome = promises.splitlines(), outcome.splitlines()
+    assert promises[0] == ("| defense | who must be trusted | ε over 10 rounds (δ = 1e-05, Opacus RDP) "
+                           "| ε holds for | adversary kept (per client) |")
+    assert outcome[0] == ("| defense | PSNR (dB) | recognisable | test accuracy (chance 0.5) | minus undefended |")
+    names = ["none (FedAvg)", "SecAgg+ (k = 2)", "LocalDpMod", "Opacus DP-SGD, σ = 1"]
+    for lines in (promises, outcome):
+        assert [line.split(" | ")[0][2:] for line in lines[2:]] == names
+    assert promises[2] == ("| none (FedAvg) | the server (it holds every update) | none (no DP) | — "
+                           "| IG, restarts 2/2 |")
+    assert promises[4].endswith("| 19.1 | one client, the server included | IG, every round 2/2 |")
+    assert promises[5].endswith("| 19.1 | one example, the server included | IG, every round 1/2; LTI 1/2 |")
+    assert outcome[2].startswith("| none (FedAvg) | 41.0 [")
+    assert outcome[2].endswith("| 2/2 | 0.80 [0.49, 0.94] | — |")
+    assert outcome[4].endswith("| 0/2 | 0.60 [0.31, 0.83] | -0.20 [-0.50, 0.10] |")
+    assert outcome[5].endswith("| 0/2 | 0.80 [0.49, 0.94] | 0.00 [0.00, 0.00] |")
+    runs, strongest, point = _decision_inputs(server_delta=1e-6)  # δ differs: each ε carries its own
+    promises = decision.decision_table(runs, strongest, point, point, 10, 1e-5).split("\n\n")[0].splitlines()
+    assert "| ε over 10 rounds (Opacus RDP) |" in promises[0]
+    assert "| 19.1 (δ = 1e-06) |" in promises[4] and "| 19.1 (δ = 1e-05) |" in promises[5]
+
+
+def test_the_strongest_table_is_the_adversaries_then_the_envelopes_ending_on_the_flat_step():
+    from gitutor.chapters.flower_dp import decision
+
+    _, strongest, _ = _decision_inputs()
+    adversaries, envelopes = decision.strongest_table(strongest, 1.0, 2).split("\n\n")
+    adversaries, envelopes = adversaries.splitlines(), envelopes.splitlines()
+    assert adversaries[0] == "| defense | IG, restarts | IG, every round | LTI |"
+    assert envelopes[0] == ("| defense | attacker's envelope | recognisable | oracle envelope "
+                            "| IG flat from step |")
+    assert adversaries[2].startswith("| none (FedAvg) | 41.0 [") and "| — |" in adversaries[2]
+    assert envelopes[3].startswith("| SecAgg+, k = 2 | 21.0 [")
+    assert envelopes[3].endswith("| 0/2 | 22.0 [9.3, 34.7] | not flat by 100 |")  # the last column: the flat step
+    assert [line.split(" | ")[0] for line in adversaries[2:]] == [line.split(" | ")[0] for line in envelopes[2:]]
+
+
+def test_the_chapters_figures_fit_the_page_column_with_text_at_body_size_and_legends_off_the_data():
+    """Every figure is at most FIGURE_WIDTH wide (a 612 px column shows it at about its own size), every
+    text at least the body's size, and the legends sit above the axes, covering no interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.text import Text
+
+    from gitutor.chapters.flower_dp import curve, report
+    from gitutor.chapters.flower_dp.experiments import summarise
+    from gitutor.stats import interval, success_interval
+    from gitutor.viz import BODY_PT
+
+    def summary(psnrs):
+        return summarise([{"psnr": p, "ssim": 0.5, "lpips": None, "psnrs": [p], "label_ok": True} for p in psnrs])
+
+    steps = {name: {s: interval([s / 5, s / 4, s / 3]) for s in (50, 100, 150, 200)} for name in ("a", "b")}
+    studies = {k: summary([40 - k, 35 - k, 30]) for k in (1, 2, 5)}
+    acc = success_interval([True] * 8 + [False] * 2)
+    points = [summary([40, 41]) | {"sigma": s, "epsilon": e, "accuracy_interval": acc}
+              for s, e in ((0.0, math.inf), (0.01, 5.5e4), (1.0, 19.1))]
+    run = {"attacker": summary([9, 10]), "oracle": summary([12, 13]), "rounds": summary([9, 9])}
+    images = torch.rand(3, 1, 8, 8)
+    figures = {
+        "budget": report.budget_figure(steps, 30.0),
+        "degradation": report.degradation_figure(studies, studies, 30.0, studies),
+        "epsilon": curve.epsilon_figure(points, [None, run, run], 30.0, 20.0, 0.5),
+        "grid": report.reconstruction_grid(images, {"central DP, server-side clipping": images}, "a title " * 12,
+                                           columns=["σ = 0.001"] * 3),
+    }
+    for name, fig in figures.items():
+        assert fig.get_size_inches()[0] <= report.FIGURE_WIDTH + 1e-9, name
+        fig.canvas.draw()
+        texts = [t for t in fig.findobj(Text) if t.get_text() and t.get_visible()]
+        assert min(t.get_fontsize() for t in texts) >= BODY_PT, name
+        width = fig.get_window_extent().width  # what a tight bounding box may add: nothing past the figure
+        assert all(t.get_window_extent().x1 <= width + 1 and t.get_window_extent().x0 >= -1 for t in texts), name
+    for name in ("budget", "degradation", "epsilon"):
+        ax = figures[name].axes[0]
+        legend = ax.get_legend().get_window_extent()
+        assert legend.y0 >= ax.get_window_extent().y1, f"{name}: the legend overlaps its axes"
+    grid = figures["grid"]
+    assert grid.axes[0].yaxis.label.get_text() == "private"
+    assert grid.axes[3].yaxis.label.get_text() == "central DP,\nserver-side\nclipping"
 
 def test_trained_outcomes_are_the_federations_last_round_on_the_clients_training_images():
     """The network choice never reads the server's test set: one outcome per training image after cfg.rounds

@@ -14,11 +14,16 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
-from gitutor.chapters.flower_dp.report import eps_text, flat_words, label_text
+from gitutor.chapters.flower_dp.report import (
+    FIGURE_WIDTH,
+    eps_text,
+    flat_words,
+    label_text,
+)
 from gitutor.checks import check_choice, check_real
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
-from gitutor.tables import markdown_table
+from gitutor.tables import markdown_table, split_table
 from gitutor.viz import interval_errorbars, legible
 
 #: The two envelopes of :func:`~gitutor.chapters.flower_dp.strongest.envelope`, as the page names them.
@@ -187,9 +192,10 @@ def epsilon_figure(
 ):
     """Attack PSNR (95 % intervals over clients) against the sweep's noise multiplier (``symbol``: σ of
     DP-SGD, z of LocalDpMod) on a categorical axis (ε at ``level`` under each): the one-start IG on round
-    1's update, the attacker's envelope and the oracle envelope (where run; "not run" where the one-start
-    IG recovered every client); lines ``success`` and the best ``control`` (dB). Below: test accuracy
-    (Wilson interval over the test images), ``chance``.
+    1's update, the attacker's envelope and the oracle envelope (where run; "envelopes not run" where the
+    one-start IG recovered every client); lines ``success`` and the best ``control`` (dB); the legend
+    above the axes. Below: test accuracy (Wilson interval over the test images), ``chance``.
+    :data:`~gitutor.chapters.flower_dp.report.FIGURE_WIDTH` wide.
 
     Raises:
         TypeError / ValueError: naming ``success``, ``control`` or ``chance`` when not a finite number
@@ -201,14 +207,18 @@ def epsilon_figure(
     xs = list(range(len(points)))
     ran = [x for x in xs if along[x] is not None]
     fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(8, 6.2), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+        2,
+        1,
+        figsize=(FIGURE_WIDTH, 6.8),
+        sharex=True,
+        gridspec_kw={"height_ratios": [3, 2]},
     )
     interval_errorbars(
         top,
         [x - 0.12 for x in xs],
         [p["psnr"] for p in points],
         color="C3",
-        label="IG, one start, round 1's update",
+        label="IG, one start, round 1",
     )
     if ran:
         interval_errorbars(
@@ -226,35 +236,65 @@ def epsilon_figure(
             mfc="white",
             label="oracle envelope (upper bound)",
         )
+    # more ticks than fit side by side at the page's text size: labels and notes upright
+    crowded = len(points) > 6
     for x in set(xs) - set(ran):
+        # at the foot of the axes (the one-start IG recovered all there: its interval is high up);
+        # upright, beside that interval
         top.text(
-            x + 0.3,
-            0.4 * success,
-            "envelope\nnot run\n(one start\nrecovers all)",
+            x + (0.2 if crowded else 0.0),
+            0.04,
+            "envelopes not run" if crowded else "envelopes\nnot run",
+            transform=top.get_xaxis_transform(),
             ha="center",
-            va="center",
-            fontsize=8,
+            va="bottom",
+            rotation=90 if crowded else 0,
         )
     top.axhline(
         success, color="k", ls="--", lw=1, label=f"recognisable ({success:g} dB)"
     )
     top.axhline(control, color="grey", ls=":", lw=1, label="best control")
     top.set_ylabel("attack PSNR (dB)")
-    top.legend(fontsize=8, loc="upper right")
+    top.set_xlim(-0.6, len(xs) - 0.4)
+    # above the axes, the attacks in the first column, the two lines in the second: inside, five entries
+    # at the page's text size would cover intervals
+    handles, labels = top.get_legend_handles_labels()
+    lines = {f"recognisable ({success:g} dB)", "best control"}
+    order = sorted(range(len(labels)), key=lambda i: labels[i] in lines)
+    top.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        loc="lower left",
+        bbox_to_anchor=(0, 1.02),
+        borderaxespad=0,
+        ncol=2,
+        frameon=False,
+        columnspacing=1.0,
+        handlelength=1.5,
+    )
     interval_errorbars(bottom, xs, [p["accuracy_interval"] for p in points], color="C0")
     bottom.axhline(chance, color="C0", ls=":", lw=1)
     bottom.set_ylabel("test accuracy")
     bottom.set_ylim(0, 1.05)
-    bottom.set_xticks(
-        xs,
-        [f"{symbol} = {p['sigma']:g}\nε = {eps_text(p['epsilon'])}" for p in points],
-        fontsize=8,
-    )
+    ticks = [(f"{p['sigma']:g}", eps_text(p["epsilon"])) for p in points]
+    if crowded:  # one line each, upright
+        bottom.set_xticks(xs, [f"{s} (ε {e})" for s, e in ticks], rotation=90)
+        where = "in brackets"
+    else:
+        bottom.set_xticks(xs, [f"{s}\n{e}" for s, e in ticks])
+        where = "the lower line"
     bottom.set_xlabel(
-        f"noise multiplier {symbol} (categorical axis; ε: Opacus RDP, all rounds, {level})"
+        f"noise multiplier {symbol} and its ε {level} over all rounds\n"
+        f"(ε: Opacus RDP, {where}), on a categorical axis"
     )
     fig.tight_layout()
-    return legible(fig)
+    return legible(fig, width=FIGURE_WIDTH)
+
+
+#: :func:`sweep_table`'s first table: σ, ε and the attacks' PSNR, its columns before this one; its second
+#: table: σ and the columns from this one on (recognisable counts, the every-round attack's run, labels,
+#: accuracy, and any column added after them).
+SWEEP_PSNR_COLUMNS = 6
 
 
 def sweep_table(
@@ -271,6 +311,8 @@ def sweep_table(
     envelope ("not run" where the one-start IG recovered every client), recognisable images under each,
     where the every-round attack's curve flattens, labels (the sign rule on the mean of the rounds'
     updates where that attack ran, else on round 1's) and test accuracy (interval over the test images).
+    Written as two tables (:func:`~gitutor.tables.split_table`, one line per σ in each), so that each fits
+    the page's column: ε and the PSNR columns (before :data:`SWEEP_PSNR_COLUMNS`), then σ with the rest.
 
     Raises:
         TypeError / ValueError: naming ``delta`` when not a number in (0, 1), or as :func:`threshold`.
@@ -279,7 +321,7 @@ def sweep_table(
     delta = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     header = [
         symbol,
-        f"ε {level}, all rounds (δ = {delta:g})",
+        f"ε {level} (δ = {delta:g})",
         "IG one start, round 1 (dB)",
         "IG, every round (dB)",
         "attacker's envelope (dB)",
@@ -319,4 +361,4 @@ def sweep_table(
                 format_interval(p["accuracy_interval"], 2, False),
             ]
         )
-    return markdown_table(header, lines)
+    return split_table(header, lines, SWEEP_PSNR_COLUMNS)

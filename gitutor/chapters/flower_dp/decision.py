@@ -17,7 +17,7 @@ from gitutor.chapters.flower_dp.report import (
 )
 from gitutor.paired import paired_difference
 from gitutor.stats import format_interval
-from gitutor.tables import markdown_table
+from gitutor.tables import markdown_table, split_table
 
 NAMES = {
     "none": "none (FedAvg)",
@@ -37,6 +37,17 @@ TRUSTED = {
     "local-dp": "nobody, for the update (the client's own noise)",
     "dp-sgd": "nobody, for the update (the client's own noise, every example, every step)",
 }
+
+#: The tables below are each written as two (:func:`~gitutor.tables.split_table`) so that each fits the
+#: page's column (612 px at a 1 200 px window): their first table holds the columns before these.
+#: :func:`decision_table`: what the defense promises (who must be trusted, ε, whom it holds for) and which
+#: adversary the attacker kept; then what that left (PSNR, recognisable) and what it cost (accuracy).
+DECISION_PROMISE_COLUMNS = 5
+#: :func:`defense_table`: the defense, what the server attacks, PSNR / SSIM / LPIPS and recognisable; then
+#: labels and test accuracy.
+DEFENSE_QUALITY_COLUMNS = 6
+#: :func:`strongest_table`: the adversaries (IG with restarts, every round, LTI); then the envelopes.
+STRONGEST_ADVERSARY_COLUMNS = 4
 
 
 def _scores(summary: dict) -> list[str]:
@@ -60,19 +71,6 @@ def _quality(summary: dict) -> list[str]:
     return [scores[0], scores[3]]
 
 
-def guarantee_text(run: dict, rounds: int) -> str:
-    """ε of a defense run with its level and source, for a table cell."""
-    g = run["view"].guarantee
-    if g.epsilon is None:
-        return "none (no DP)"
-    against = (
-        "the server included"
-        if run["view"].noise_by == "client"
-        else "released model only"
-    )
-    return f"{eps_text(g.epsilon)} per client over {rounds} rounds, δ = {g.delta:g} (Opacus RDP); {against}"
-
-
 def defense_table(
     runs: Mapping[str, dict], rounds: int, dp_sgd: dict | None = None
 ) -> str:
@@ -81,7 +79,9 @@ def defense_table(
     :func:`decision_table`. A run's ``"rounds"`` (the every-round attack, where the strongest adversary
     ran it) adds a line. ``dp_sgd``: a point of the DP-SGD sweep
     (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`, with its ``"rounds"``), added as the last
-    lines."""
+    lines. Written as two tables (:func:`~gitutor.tables.split_table`, the defense and what the server
+    attacks in both), so that each fits the page's column: PSNR to recognisable, then labels and test
+    accuracy."""
     header = [
         "defense",
         "the server attacks",
@@ -122,7 +122,7 @@ def defense_table(
                     format_interval(run["accuracy"], 2, False),
                 ]
             )
-    return markdown_table(header, lines)
+    return split_table(header, lines, DEFENSE_QUALITY_COLUMNS, keys=2)
 
 
 def secagg_table(aggregates: Mapping[int, dict]) -> str:
@@ -159,6 +159,18 @@ def _kept(wins: Mapping[str, int]) -> str:
     return "; ".join(f"{name} {count}/{total}" for name, count in wins.items() if count)
 
 
+def _holds_for(run: dict | None) -> str:
+    """The level of a defense run's ε and against whom it holds, for a table cell (``None``: DP-SGD, whose
+    noise is the client's, per example)."""
+    if run is None:
+        return "one example, the server included"
+    if run["view"].guarantee.epsilon is None:
+        return "—"
+    if run["view"].noise_by == "client":
+        return "one client, the server included"
+    return "one client, released model only"
+
+
 def decision_table(
     runs: Mapping[str, dict],
     strongest: Mapping[str, dict],
@@ -167,51 +179,69 @@ def decision_table(
     rounds: int,
     delta: float,
 ) -> str:
-    """Defense × who must be trusted × ε (level) × the strongest adversary × accuracy: one line per
-    defense (SecAgg+: its smallest aggregate), the DP-SGD line from the sweep ``point``. The attack
-    columns are the attacker's envelope of :func:`~gitutor.chapters.flower_dp.strongest.envelope`
-    (kept per client by gradient distance, no truth used). The last column: accuracy minus the
-    undefended run's on the same test images (paired; DP-SGD against the sweep's σ = 0 point
-    ``plain``); ``delta``: the sweep's δ."""
-    header = [
-        "defense",
-        "who must be trusted",
-        "ε (level, accountant)",
-        "adversary kept (per client)",
-        "PSNR (dB)",
-        "recognisable",
-        f"test accuracy (chance {CHANCE:g})",
-        "minus undefended",
-    ]
-    lines = []
+    """Two Markdown tables, one line per defense in the same order (SecAgg+: its smallest aggregate; the
+    DP-SGD line from the sweep ``point``), separated by a blank line, so that each fits the page's
+    column. The first: what the defense promises — who must be trusted, ε (Opacus RDP over ``rounds``
+    rounds; ``delta``: the sweep's δ, in the header where every ε shares it), whom it holds for and
+    against — and which adversary the attacker's envelope of
+    :func:`~gitutor.chapters.flower_dp.strongest.envelope` kept (per client, by gradient distance, no
+    truth used). The second: what that envelope left — its PSNR and recognisable count — and what the
+    defense cost: test accuracy and that accuracy minus the undefended run's on the same test images
+    (paired; DP-SGD against the sweep's σ = 0 point ``plain``)."""
     k = len(strongest["secagg+"]["attacker"]["rows"][0]["truth"])
-    for name, run in runs.items():
-        found = strongest[name]["attacker"]
-        lines.append(
-            [
-                NAMES[name] + (f" (k = {k})" if name == "secagg+" else ""),
-                TRUSTED[name],
-                guarantee_text(run, rounds),
-                _kept(strongest[name]["wins"]),
-                *_quality(found),
-                format_interval(run["accuracy"], 2, False),
-                "—"
-                if name == "none"
-                else _difference(run["outcomes"], runs["none"]["outcomes"]),
-            ]
-        )
+    names = {
+        name: NAMES[name] + (f" (k = {k})" if name == "secagg+" else "")
+        for name in runs
+    } | {"dp-sgd": f"Opacus DP-SGD, σ = {point['sigma']:g}"}
+    guarantees = {name: run["view"].guarantee for name, run in runs.items()}
+    deltas = {g.delta for g in guarantees.values() if g.epsilon is not None} | {delta}
+    shared = len(deltas) == 1
+
+    def eps(epsilon, its_delta) -> str:
+        if epsilon is None:
+            return "none (no DP)"
+        return eps_text(epsilon) + ("" if shared else f" (δ = {its_delta:g})")
+
+    lines = [
+        [
+            names[name],
+            TRUSTED[name],
+            eps(guarantees[name].epsilon, guarantees[name].delta),
+            _holds_for(run),
+            _kept(strongest[name]["wins"]),
+            *_quality(strongest[name]["attacker"]),
+            format_interval(run["accuracy"], 2, False),
+            "—"
+            if name == "none"
+            else _difference(run["outcomes"], runs["none"]["outcomes"]),
+        ]
+        for name, run in runs.items()
+    ]
     lines.append(
         [
-            f"Opacus DP-SGD, σ = {point['sigma']:g}",
+            names["dp-sgd"],
             TRUSTED["dp-sgd"],
-            f"{eps_text(point['epsilon'])} per example over {rounds} rounds, δ = {delta:g} (Opacus RDP)",
+            eps(point["epsilon"], delta),
+            _holds_for(None),
             _kept(strongest["dp-sgd"]["wins"]),
             *_quality(strongest["dp-sgd"]["attacker"]),
             format_interval(point["accuracy_interval"], 2, False),
             _difference(point["outcomes"], plain["outcomes"]),
         ]
     )
-    return markdown_table(header, lines)
+    accountant = f"ε over {rounds} rounds (" + (f"δ = {delta:g}, " if shared else "")
+    header = [
+        "defense",
+        "who must be trusted",
+        accountant + "Opacus RDP)",
+        "ε holds for",
+        "adversary kept (per client)",
+        "PSNR (dB)",
+        "recognisable",
+        f"test accuracy (chance {CHANCE:g})",
+        "minus undefended",
+    ]
+    return split_table(header, lines, DECISION_PROMISE_COLUMNS)
 
 
 def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
@@ -219,7 +249,9 @@ def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
     IG on every round at its own model (where run), LTI — the attacker's envelope (kept by the matching
     distance over the rounds the server holds) with its recognisable count, the oracle envelope (kept by PSNR: an upper bound no
     attacker can pick), and the step from which the restarted IG's mean PSNR stays within 1 dB of
-    its last (:func:`~gitutor.chapters.flower_dp.report.flat_step`)."""
+    its last (:func:`~gitutor.chapters.flower_dp.report.flat_step`). Written as two tables
+    (:func:`~gitutor.tables.split_table`), so that each fits the page's column: the adversaries, then
+    the envelopes with the flat step."""
     header = [
         "defense",
         "IG, restarts",
@@ -249,7 +281,7 @@ def strongest_table(strongest: Mapping[str, dict], sigma: float, k: int) -> str:
                 flat_words(found["curve"]),
             ]
         )
-    return markdown_table(header, lines)
+    return split_table(header, lines, STRONGEST_ADVERSARY_COLUMNS)
 
 
 def defense_rows(

@@ -11,6 +11,7 @@ restated here.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -29,6 +30,17 @@ def eps_text(value: float) -> str:
     return "∞" if math.isinf(value) else f"{value:.3g}"
 
 
+#: inches: every figure of the chapter is this wide (640 px at the page's 100 dpi), so the page shows it at
+#: about its own size in a 612 px column (a 1 200 px window) and its text, at ≥ :data:`gitutor.viz.BODY_PT`
+#: (:func:`gitutor.viz.legible`), reads at about 15 px.
+FIGURE_WIDTH = 6.4
+
+
+def _wrapped(text: str, width: int) -> str:
+    """``text`` broken at spaces into lines of at most ``width`` characters (a longer word stays whole)."""
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+
+
 def reconstruction_grid(
     truth: torch.Tensor,
     rows: Mapping[str, torch.Tensor],
@@ -36,25 +48,36 @@ def reconstruction_grid(
     columns: Sequence[str] | None = None,
 ):
     """Rows of images (first row: the clients' private photographs), optional column titles;
-    returns the figure."""
+    returns the figure, :data:`FIGURE_WIDTH` wide: row names and the title are wrapped so that the
+    images, not the words, take the width."""
     grids = {"private": truth, **rows}
+    names = {name: _wrapped(name, 14) for name in grids}
     cols = len(truth)
+    label = 0.1 * max(len(line) for n in names.values() for line in n.splitlines())
+    cell = min(1.3, (FIGURE_WIDTH - label - 0.3) / cols)
+    top = 0.3 * (bool(title) + (columns is not None))
     fig, axes = plt.subplots(
-        len(grids), cols, figsize=(1.3 * cols + 1.4, 1.35 * len(grids)), squeeze=False
+        len(grids),
+        cols,
+        figsize=(
+            min(FIGURE_WIDTH, label + 0.3 + cell * cols),
+            (cell + 0.1) * len(grids) + top,
+        ),
+        squeeze=False,
     )
     for r, (name, images) in enumerate(grids.items()):
         for c in range(cols):
             ax = axes[r, c]
-            ax.imshow(images[c, 0].detach().cpu(), cmap="gray", vmin=0, vmax=1)
+            ax.imshow(images[c, 0].detach().cpu().numpy(), cmap="gray", vmin=0, vmax=1)
             ax.set_xticks([]), ax.set_yticks([])
             if c == 0:
-                ax.set_ylabel(name, fontsize=8, rotation=0, ha="right", va="center")
+                ax.set_ylabel(names[name], rotation=0, ha="right", va="center")
             if r == 0 and columns is not None:
-                ax.set_title(columns[c], fontsize=7)
+                ax.set_title(columns[c])
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(_wrapped(title, 55))
     fig.tight_layout()
-    return legible(fig)
+    return legible(fig, width=FIGURE_WIDTH)
 
 
 def degradation_figure(
@@ -64,12 +87,12 @@ def degradation_figure(
     one_gradient: Mapping[int, dict] | None = None,
 ):
     """PSNR (dB; mean, 95 % interval over clients) against local steps E (the unrolled attack; and, when
-    given, ``one_gradient``: the same updates read as one gradient, dashed) and images per client B,
-    with the line ``success`` (the book's recognisable, dB)."""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharey=True)
+    given, ``one_gradient``: the same updates read as one gradient, dashed, with a legend above the
+    panels) and images per client B, with the line ``success`` (the book's recognisable, dB)."""
+    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.6), sharey=True)
     for ax, study, label in (
-        (axes[0], epochs, "local steps E (FedAvg, B = 1)"),
-        (axes[1], batches, "images per client B (FedSGD)"),
+        (axes[0], epochs, "local steps E\n(FedAvg, B = 1)"),
+        (axes[1], batches, "images per client B\n(FedSGD)"),
     ):
         keys = list(study)
         bars = interval_errorbars(ax, keys, [study[k]["psnr"] for k in keys])
@@ -88,10 +111,13 @@ def degradation_figure(
             color="tab:red",
             label="read as one gradient −Δ/(ηE)",
         )
-        axes[0].legend(fontsize=9)
-    axes[0].set_ylabel("PSNR of the reconstruction (dB)")
+        # above the panels: a legend inside would cover the intervals
+        axes[0].legend(
+            loc="lower left", bbox_to_anchor=(0, 1.02), borderaxespad=0, frameon=False
+        )
+    axes[0].set_ylabel("PSNR (dB)")
     fig.tight_layout()
-    return legible(fig)
+    return legible(fig, width=FIGURE_WIDTH)
 
 
 def label_text(summary: dict) -> str:
@@ -241,16 +267,22 @@ def clients_to_resolve(level: float, limit: int = 10_000) -> int:
 
 
 def budget_figure(curves: Mapping[str, Mapping[int, object]], success: float):
-    """PSNR (dB; 95 % interval over clients) against attack steps, one line per candidate."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    """PSNR (dB; 95 % interval over clients) against attack steps, one line per candidate; the legend
+    above the axes, where it covers no interval."""
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.6))
     for name, curve in curves.items():
         interval_errorbars(ax, list(curve), list(curve.values()), label=name)
     ax.axhline(success, color="grey", ls="--", lw=1)
+    steps = sorted({s for curve in curves.values() for s in curve})
+    if len(steps) <= 6:  # each step a tick; more would crowd: matplotlib's own then
+        ax.set_xticks(steps)
     ax.set_xlabel("Inverting Gradients steps")
     ax.set_ylabel("PSNR (dB)")
-    ax.legend(fontsize=8)
+    ax.legend(
+        loc="lower left", bbox_to_anchor=(0, 1.02), borderaxespad=0, frameon=False
+    )
     fig.tight_layout()
-    return legible(fig)
+    return legible(fig, width=FIGURE_WIDTH)
 
 
 def budget_table(curves: Mapping[str, Mapping[int, object]]) -> str:
