@@ -954,15 +954,22 @@ def test_the_server_picks_lambda_tv_on_its_own_images_sent_through_the_same_defe
     data = {"test_x": aux, "test_y": torch.tensor([1, 1, 1, 0, 0, 0])}
     calls = []
 
+    score = {0.01: 20.0, 0.1: 25.0, 0.3: 25.0, 1.0: 24.0, 3.0: 40.0}
+
     def fake_rounds(model, held, parts, cfg, *, lr, seed, tv_weight):
         calls.append((held, parts, tv_weight))
-        return {"psnr": SimpleNamespace(mean={0.01: 20.0, 0.1: 25.0, 0.3: 25.0}[tv_weight])}
+        return {"psnr": SimpleNamespace(mean=score[tv_weight])}
 
     monkeypatch.setattr(strongest, "attack_rounds", fake_rounds)
-    cfg = SimpleNamespace(tv_candidates=[0.3, 0.01, 0.1], tuning_images=2)
+    cfg = SimpleNamespace(tv_candidates=[0.01, 0.1, 0.3, 1.0, 3.0], tuning_images=2)
     clip = 0.5
     found = strongest.tuned_tv_weight(model, data, point, cfg, clip=clip, noise_std=0.0, lr=LR)
-    assert found == {"tv_weight": 0.1, "psnr": {0.3: 25.0, 0.01: 20.0, 0.1: 25.0}}
+    # in increasing order until the score turns down (at 1.0): 3.0 is never tried; ties keep the smaller
+    assert found == {"tv_weight": 0.1, "psnr": {0.01: 20.0, 0.1: 25.0, 0.3: 25.0, 1.0: 24.0},
+                     "at_edge": False}
+    rising = strongest.tuned_tv_weight(model, data, point, SimpleNamespace(**{**vars(cfg), "tv_candidates": [0.01, 0.1]}),
+                                       clip=clip, noise_std=0.0, lr=LR)
+    assert rising["tv_weight"] == 0.1 and rising["at_edge"]
     held, parts, _ = calls[0]
     # the server's own images, one of each class in turn: label 0 (index 3), then label 1 (index 0)
     assert torch.equal(parts[0][0], aux[3:4]) and torch.equal(parts[1][0], aux[0:1])
@@ -980,7 +987,7 @@ def test_the_server_picks_lambda_tv_on_its_own_images_sent_through_the_same_defe
     differs = [(d - e).abs().max() for d, e in zip(calls[-1][0][0][0][1], held[0][0][1])]
     assert max(differs) > 0.01  # noise of std 0.3·η per entry was added
     for bad, match in (({"tv_candidates": []}, "tv_candidates"), ({"tv_candidates": [-1.0]}, "tv_candidates"),
-                       ({"tuning_images": 7}, "count")):
+                       ({"tv_candidates": [0.1, 0.01]}, "increasing"), ({"tuning_images": 7}, "count")):
         calls.clear()
         with pytest.raises(ValueError, match=match):
             strongest.tuned_tv_weight(model, data, point, SimpleNamespace(**{**vars(cfg), **bad}),
@@ -1031,3 +1038,22 @@ def test_rows_carry_their_prior_weight_and_restarts_repeat_it(monkeypatch):
     strongest.longer_attack(model, tuned, cfg)
     runs = len(single["rows"]) * (cfg.restarts - 1) + len(single["rows"])
     assert weights == [0.07] * runs
+
+
+def test_identification_ranks_the_clients_photograph_among_the_servers_by_the_matching_term():
+    """Without noise the matching term is lowest at the client's own photograph: rank 1 among any other
+    photographs; a candidate set that holds the photograph itself ties it (not lower), so still rank 1."""
+    from gitutor.chapters.flower_dp import strongest
+
+    model, partitions, single, _ = _tiny_attack_setting()
+    others = torch.rand(5, 1, 12, 12, generator=torch.Generator().manual_seed(11))
+    assert strongest.identification_ranks(single, others) == [1, 1, 1]
+    with_truth = torch.cat([others, partitions[0][0]])
+    assert strongest.identification_ranks(single, with_truth)[0] == 1
+    # scored by another client's gradient, a photograph ranks below that client's own
+    swapped = single | {"rows": [single["rows"][1] | {"truth": partitions[0][0]}]}
+    assert strongest.identification_ranks(swapped, torch.cat([others, partitions[1][0]]))[0] >= 2
+    with pytest.raises(ValueError, match="candidates"):
+        strongest.identification_ranks(single, others[0])
+    with pytest.raises(ValueError, match="candidates"):
+        strongest.identification_ranks(single, torch.rand(2, 1, 8, 8))

@@ -29,10 +29,10 @@ QUICK = {
     "local_epochs": [1, 2, 5],  # FedAvg: E local steps on a client's one image
     "attack_iterations": 200,  # Inverting Gradients steps (signed Adam, lr 0.1)
     "tv_weight": 1e-2,
-    # under noise the server picks λ_TV per noise level from these, on its own test images sent through
-    # the same defense and rounds (strongest.tuned_tv_weight): more noise, smoother images win (σ = 0.01,
-    # 4 server images, 1e-2 / 3e-2 / 1e-1 / 3e-1: 23.9 / 27.9 / 27.9 / 25.8 dB — scratch run, 2026-12-06)
-    "tv_candidates": [1e-2, 3e-2, 1e-1],
+    # under noise the server picks λ_TV per noise level from these, in increasing order until its score
+    # turns down, on its own test images sent through the same defense and rounds
+    # (strongest.tuned_tv_weight): more noise, smoother images win
+    "tv_candidates": [1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0],
     "tuning_images": 2,
     "record_every": 50,
     "utility_clients": 8,  # clients holding the rest of the training faces / non-faces
@@ -101,7 +101,7 @@ FULL = {
         20,
     ],  # (quick: 2, 5 — a batch-k attack costs k times one image's)
     "batch_iterations": 10000,
-    "tv_candidates": [3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
+    "tv_candidates": [3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0, 10.0],
     "tuning_images": 8,
     "restarts": 8,
     "lti_hidden": 1000,

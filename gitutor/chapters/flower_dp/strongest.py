@@ -467,15 +467,18 @@ def tuned_tv_weight(
     the rounds the attacked clients ran — at each round's global model (the starts of ``point["held"]``)
     one full-batch SGD step at η = ``lr``, its −Δ/η passed through :func:`defense_transform` (clip
     ``clip``, noise std ``noise_std``, drawn from the server's own generator, never a client's secret)
-    — attacks them with :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` at every λ_TV of
-    ``cfg.tv_candidates`` and keeps the one of the highest mean PSNR (ties: the smaller λ_TV).
+    — and attacks them with :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` at the λ_TV
+    of ``cfg.tv_candidates`` in increasing order, until one scores a lower mean PSNR than the best so far
+    (the score has turned down) or the grid ends; it keeps the best (ties: the smaller λ_TV).
 
     Returns:
-        ``{"tv_weight": the chosen λ_TV, "psnr": {λ_TV: mean PSNR (dB) on the server's images}}``.
+        ``{"tv_weight": the chosen λ_TV, "psnr": {λ_TV: mean PSNR (dB) on the server's images, for
+        those tried}, "at_edge": whether the choice is the grid's largest (the score had not turned
+        down: a larger λ_TV might do better)}``.
 
     Raises:
-        ValueError: naming ``cfg.tv_candidates`` when it is empty or holds a value < 0, or
-            ``cfg.tuning_images`` (:func:`tuning_images`), before any attack runs; as
+        ValueError: naming ``cfg.tv_candidates`` when it is empty, not increasing or holds a value < 0,
+            or ``cfg.tuning_images`` (:func:`tuning_images`), before any attack runs; as
             :func:`defense_transform` for ``clip`` and ``noise_std``.
     """
     candidates = list(cfg.tv_candidates)
@@ -483,6 +486,8 @@ def tuned_tv_weight(
         raise ValueError("cfg.tv_candidates must hold at least one λ_TV")
     for weight in candidates:
         check_real(weight, "cfg.tv_candidates", low=0.0)
+    if any(b <= a for a, b in itertools.pairwise(candidates)):
+        raise ValueError(f"cfg.tv_candidates must be increasing, got {candidates}")
     check_seed(seed)
     images, labels = tuning_images(data, cfg.tuning_images)
     defense = defense_transform(
@@ -507,14 +512,17 @@ def tuned_tv_weight(
             sent = defense([-d / lr for d in delta])
             held[k].append((start, [-lr * g for g in sent]))
     parts = [(images[k : k + 1], labels[k : k + 1]) for k in range(len(images))]
-    scores = {
-        weight: attack_rounds(
+    scores, best = {}, None
+    for weight in candidates:
+        found = attack_rounds(
             model, held, parts, cfg, lr=lr, seed=seed, tv_weight=weight
-        )["psnr"].mean
-        for weight in candidates
-    }
-    best = max(sorted(scores), key=lambda w: scores[w])
-    return {"tv_weight": best, "psnr": scores}
+        )
+        scores[weight] = found["psnr"].mean
+        if best is not None and scores[weight] < scores[best]:
+            break  # the score has turned down
+        if best is None or scores[weight] > scores[best]:
+            best = weight
+    return {"tv_weight": best, "psnr": scores, "at_edge": best == candidates[-1]}
 
 
 def every_round(
@@ -583,6 +591,39 @@ def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> d
         "at_arm": [row["matching"] for row in rows],
         "prefers_run": sum(r < t for r, t in zip(at_run, at_truth)),
     }
+
+
+def identification_ranks(summary: dict, candidates: torch.Tensor) -> list[int]:
+    """Per client of an attack ``summary``: the rank of the client's photograph among ``candidates``
+    (``(N, C, H, W)`` photographs the server holds, e.g. its test set) and itself, by the row's own
+    matching term (``objective`` at the row's ``used`` labels; 1 = lowest). A photograph that ranks first
+    is still in the updates, whatever a reconstruction from noise recovers: a server holding a candidate
+    set that contains it can pick it out.
+
+    Raises:
+        ValueError: naming ``candidates`` when it is not ``(N, C, H, W)`` with a row's image shape, or
+            ``summary`` when a row holds more than one image, before anything is evaluated.
+    """
+    if not isinstance(candidates, torch.Tensor) or candidates.dim() != 4:
+        raise ValueError("candidates must be an (N, C, H, W) tensor of photographs")
+    for row in summary["rows"]:
+        if len(row["truth"]) != 1:
+            raise ValueError("summary: identification here is for clients of one image")
+        if tuple(row["truth"].shape[1:]) != tuple(candidates.shape[1:]):
+            raise ValueError(
+                f"candidates hold {tuple(candidates.shape[1:])} images, the clients "
+                f"{tuple(row['truth'].shape[1:])}"
+            )
+    ranks = []
+    for row in summary["rows"]:
+
+        def score(image, row=row):
+            return float(row["objective"](image, row["used"]).detach())
+
+        truth = score(row["truth"])
+        others = [score(candidates[i : i + 1]) for i in range(len(candidates))]
+        ranks.append(1 + sum(v < truth for v in others))
+    return ranks
 
 
 def recovers_every_client(summary: dict, controls: Mapping[str, torch.Tensor]) -> bool:
