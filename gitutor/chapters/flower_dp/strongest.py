@@ -6,7 +6,8 @@ its own model, and Learning To Invert trained through the same defense; their en
   what the attacker can compute, never its PSNR against the truth.
 - Every round (:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`): one candidate matched to
   all R updates the server recorded of a client (under SecAgg+: all R aggregates of the same group),
-  each at its own round's global model.
+  each at its own round's global model; under noise at the λ_TV the server chose for that noise on its
+  own images sent through the same defense (:func:`tuned_tv_weight`).
 - Learning To Invert (Wu et al. 2022, §3.2): g_θ trained on the server's own auxiliary images, their
   gradients at the attacked model passed through the defense the clients run (clipping and noise in
   the units the server reads, −Δ/η), then one forward pass per observed update.
@@ -18,7 +19,10 @@ its own model, and Learning To Invert trained through the same defense; their en
   needs the truth, which no attacker has).
 
 They run for every defense of the decision table (:func:`strongest_by_defense`) and along the DP-SGD
-σ sweep (:func:`sweep_strongest`), where one σ's run is :func:`dp_sgd_strongest`.
+σ sweep (:func:`sweep_strongest`), where one σ's run is :func:`dp_sgd_strongest`. Where an attack stops,
+two checks say what stops it: :func:`sanity_arm` (the same attack from the photograph, and the matching
+term at the photograph beside the run's) and :func:`identification_ranks` (whether the matching term
+still singles out the photograph among others the server holds).
 """
 
 from __future__ import annotations
