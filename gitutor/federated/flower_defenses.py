@@ -195,9 +195,8 @@ def _zero_safe_mod(mod, noise_std: float | None = None):
     def safe(msg, ctxt, call_next):
         reply = call_next(msg, ctxt)
 
-        def flower(
-            *_,
-        ):  # the reply, to Flower's own mod (LocalDpMod logs two INFO lines per reply)
+        # the reply, to Flower's own mod (LocalDpMod logs two INFO lines per reply)
+        def flower(*_):
             with quiet_flower(logging.WARNING):
                 return mod(msg, ctxt, lambda *_: reply)
 

@@ -206,8 +206,8 @@ def attack_gradient(
     start: torch.Tensor | None = None,
 ) -> dict:
     """Inverting Gradients from the start drawn with ``seed`` (or from ``start``, ``(B, C, H, W)`` in
-    [0, 1]: the sanity arm); one client's scores, label and reconstruction. B = 1: the label is read off the bias of ``gradient`` (:func:`bias_label`); B > 1:
-    the labels are given.
+    [0, 1]: the sanity arm); one client's scores, label and reconstruction. B = 1: the label is read off
+    the bias of ``gradient`` (:func:`bias_label`); B > 1: the labels are given.
 
     ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
     ``gradient``, Geiping et al. 2020, Eq. 4), e.g. the unrolled update's (:func:`attack`) or every round's
@@ -423,8 +423,7 @@ def attack_rounds(
 
     Raises:
         TypeError / ValueError: naming ``lr`` (a finite number > 0), ``tv_weight`` (a finite number ≥ 0),
-            or ``held`` when it names a partition
-            ``partitions`` does not hold, before any attack runs.
+            or ``held`` when it names a partition ``partitions`` does not hold, before any attack runs.
     """
     check_real(lr, "lr", low=0.0, low_open=True)
     tv_weight = (
