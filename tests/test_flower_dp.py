@@ -997,7 +997,9 @@ def test_the_server_picks_lambda_tv_on_its_own_images_sent_through_the_same_defe
 
 def test_the_sanity_arm_starts_at_the_photograph_and_compares_the_objective_there_with_the_run():
     """The arm reruns each row's attack (its objective, budget, prior weight) from the photograph plus
-    small noise; the objective at the photograph and at the reconstruction say which one it prefers."""
+    small noise; the whole objective (matching + λ_TV · TV) at the photograph and at the reconstruction
+    say which one it prefers."""
+    from gitutor.attacks.objectives import total_variation
     from gitutor.chapters.flower_dp import strongest
     from gitutor.metrics import psnr
 
@@ -1010,9 +1012,12 @@ def test_the_sanity_arm_starts_at_the_photograph_and_compares_the_objective_ther
         assert checks["start_psnr"][k] == pytest.approx(float(psnr(start, row["truth"]).mean()))
         arm = checks["arm"]["rows"][k]
         assert arm["tv_weight"] == 0.05 and arm["iterations"] == row["iterations"]
-        at_truth = row["objective"](row["truth"], row["used"]).detach()
-        assert checks["at_truth"][k] == pytest.approx(float(at_truth))
-        assert checks["at_run"][k] == row["matching"]
+        # the whole objective the attack minimises: matching + λ_TV · TV, at the photograph and the run's end
+        def whole(images):
+            return float((row["objective"](images, row["used"]) + 0.05 * total_variation(images)).detach())
+        assert checks["at_truth"][k] == pytest.approx(whole(row["truth"]))
+        assert checks["at_run"][k] == pytest.approx(whole(row["images"]))
+        assert checks["at_run"][k] > row["matching"]  # TV > 0 at a reconstruction
     # a few steps from the photograph stay near it; from noise they do not
     assert min(r["psnr"] for r in checks["arm"]["rows"]) > max(r["psnr"] for r in single["rows"])
     assert checks["prefers_run"] == sum(r < t for r, t in zip(checks["at_run"], checks["at_truth"]))

@@ -38,6 +38,7 @@ from gitutor.attacks.lti import (
     reconstruct,
     train_inversion_model,
 )
+from gitutor.attacks.objectives import total_variation
 from gitutor.attacks.unrolled import simulated_update
 from gitutor.chapters.flower_dp.experiments import (
     attack_gradient,
@@ -544,18 +545,25 @@ def every_round(
     )
 
 
+def _whole_objective(row: dict, images: torch.Tensor) -> float:
+    """What a row's attack minimises at ``images``: its matching term + its λ_TV · TV."""
+    matching = row["objective"](images, row["used"])
+    return float((matching + row["tv_weight"] * total_variation(images)).detach())
+
+
 def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> dict:
     """The sanity arm on every client of an attack ``summary`` (one image per client): the row's own
     attack — its objective, labels, ``iterations`` and ``tv_weight`` — rerun from the client's
-    photograph plus N(0, ``scale``²) per pixel (clamped to [0, 1]; noise from ``seed``), and the
-    objective the attack minimises (its matching term, ``objective``) at the photograph, at the row's
-    reconstruction and at the arm's. Where the objective is lower at the reconstruction than at the
-    photograph, the search has found what the objective asks for: the objective, not the optimiser,
-    limits that client.
+    photograph plus N(0, ``scale``²) per pixel (clamped to [0, 1]; noise from ``seed``), and the whole
+    objective the attack minimises — the matching term (``objective``) + λ_TV · TV (Geiping et al. 2020,
+    Eq. 4) — at the photograph, at the row's reconstruction and at the arm's. Where that objective is lower
+    at the reconstruction than at the photograph, the search has found what the objective asks for: the
+    objective at this prior weight, not the optimiser, limits that client.
 
     Returns:
         ``{"arm": summarise(arm rows), "start_psnr": [dB per client], "at_truth": […], "at_run": […],
-        "at_arm": […], "prefers_run": clients whose objective is lower at the reconstruction}``.
+        "at_arm": […] (the whole objective), "prefers_run": clients whose whole objective is lower at the
+        reconstruction than at the photograph}``.
 
     Raises:
         ValueError: naming ``scale`` (a finite number > 0) or ``summary`` when a row holds more than
@@ -585,14 +593,14 @@ def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> d
         )
         rows.append(arm | {k: row[k] for k in ("partition", "truth", "truth_labels")})
         starts.append(float(psnr(start, truth).mean()))
-        at_truth.append(float(row["objective"](truth, row["used"]).detach()))
-    at_run = [row["matching"] for row in summary["rows"]]
+        at_truth.append(_whole_objective(row, truth))
+    at_run = [_whole_objective(row, row["images"]) for row in summary["rows"]]
     return {
         "arm": summarise(rows),
         "start_psnr": starts,
         "at_truth": at_truth,
         "at_run": at_run,
-        "at_arm": [row["matching"] for row in rows],
+        "at_arm": [_whole_objective(row, row["images"]) for row in rows],
         "prefers_run": sum(r < t for r, t in zip(at_run, at_truth)),
     }
 
