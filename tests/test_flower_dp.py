@@ -14,6 +14,7 @@ from torch import nn
 pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
 pytest.importorskip("opacus", reason="the fl extra: pip install 'gitutor[fl]'")
 
+from gitutor.attacks.objectives import total_variation  # noqa: E402
 from gitutor.federated import client_gradients  # noqa: E402
 from gitutor.federated.dp import epsilon, private_sgd  # noqa: E402
 from gitutor.federated.flower import (  # noqa: E402
@@ -301,7 +302,7 @@ def _tiny_attack_setting():
     return model, partitions, study.attack_deltas(model, deltas, partitions, cfg, lr=LR), cfg
 
 
-def test_restarts_keep_the_start_with_the_lowest_gradient_distance_never_the_psnr():
+def test_restarts_keep_the_start_with_the_lowest_objective_never_the_psnr():
     from gitutor.chapters.flower_dp import strongest
     from gitutor.chapters.flower_dp.experiments import attack_gradient
 
@@ -311,7 +312,9 @@ def test_restarts_keep_the_start_with_the_lowest_gradient_distance_never_the_psn
         tries = [first] + [attack_gradient(model, first["gradient"], first["truth"], first["truth_labels"],
                                            iterations=4, tv_weight=1e-2, record_every=2,
                                            seed=row["partition"] + strongest.RESTART_STRIDE * r) for r in (1, 2)]
-        assert row["matching"] == min(t["matching"] for t in tries)
+        def whole(t):  # what each start minimised: matching + λ_TV · TV
+            return t["matching"] + 1e-2 * float(total_variation(t["images"]))
+        assert whole(row) == pytest.approx(min(whole(t) for t in tries))
     with pytest.raises(ValueError, match="restarts"):
         strongest.restarted(model, single, type(cfg)(**{**vars(cfg), "restarts": 0}))
     assert sorted(strongest.psnr_curve(kept)) == [2, 4]
@@ -339,7 +342,9 @@ def test_learned_inversion_and_the_envelopes_pick_by_what_each_may_know():
     assert len(lti["rows"]) == 3 and all(0 <= r["matching"] <= 2 for r in lti["rows"])
     found = strongest.envelope({"IG": single, "rounds": None, "LTI": lti}, single)
     for i, row in enumerate(found["attacker"]["rows"]):
-        assert row["matching"] == min(single["rows"][i]["matching"], lti["rows"][i]["matching"])
+        def whole(r, i=i):  # what the reference attack minimised: matching + λ_TV · TV
+            return r["matching"] + single["rows"][i]["tv_weight"] * float(total_variation(r["images"]))
+        assert row["criterion"] == pytest.approx(min(whole(single["rows"][i]), whole(lti["rows"][i])))
     best = [max(single["rows"][i]["psnr"], lti["rows"][i]["psnr"]) for i in range(3)]
     assert [r["psnr"] for r in found["oracle"]["rows"]] == best
     assert sum(found["wins"].values()) == 3 and set(found["wins"]) == {"IG", "LTI"}
@@ -579,12 +584,52 @@ def test_the_envelope_scores_a_batch_by_the_reference_objective_at_its_best_labe
     def row(objective_, matching, used):
         return {"psnr": 20.0, "ssim": 0.5, "lpips": None, "psnrs": [20.0, 20.0], "label_ok": True,
                 "images": truth, "truth": truth, "truth_labels": torch.tensor([0, 1]), "used": used,
-                "objective": objective_, "matching": matching}
+                "objective": objective_, "matching": matching, "tv_weight": 0.0}
 
     reference = summarise([row(objective, 0.5, torch.tensor([0, 1]))])
     other = summarise([row(lambda *a: torch.tensor(0.0), 0.0, torch.tensor([0, 1]))])
     found = strongest.envelope({"every round": reference, "other": other}, reference)
     assert found["wins"] == {"every round": 0, "other": 1} and found["attacker"]["rows"][0]["matching"] == pytest.approx(0.1)
+
+
+def test_the_envelope_and_the_restarts_rank_by_the_whole_objective_at_the_references_prior_weight(
+        monkeypatch):
+    """Under noise a candidate fitted to the noise can match the updates better than a smooth one; the
+    attacker ranks by what its attack minimised — the reference's matching term + its λ_TV · TV — so at
+    the server's λ_TV the smooth candidate wins, and at λ_TV = 0 the noisy one. The restarts keep the
+    start of the lowest whole objective the same way."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    generator = torch.Generator().manual_seed(0)
+    truth = torch.full((1, 1, 8, 8), 0.5)
+    noisy = torch.rand(1, 1, 8, 8, generator=generator)  # TV ≈ 2/3, the smooth one's 0
+
+    def objective(images, labels):  # the noisy candidate matches a little better
+        return torch.tensor(0.40 if float(total_variation(images)) > 0.1 else 0.45)
+
+    def row(images, weight):
+        return {"psnr": 20.0, "ssim": 0.5, "lpips": None, "psnrs": [20.0], "label_ok": True,
+                "images": images, "truth": truth, "truth_labels": torch.tensor([0]),
+                "used": torch.tensor([0]), "objective": objective,
+                "matching": float(objective(images, None)), "tv_weight": weight, "partition": 0}
+
+    for weight, winner in ((1.0, "smooth"), (0.0, "fitted to the noise")):
+        reference = summarise([row(truth, weight)])
+        found = strongest.envelope(
+            {"smooth": reference, "fitted to the noise": summarise([row(noisy, weight)])}, reference
+        )
+        assert found["wins"][winner] == 1
+        want = float(objective(found["attacker"]["rows"][0]["images"], None))
+        assert found["attacker"]["rows"][0]["matching"] == pytest.approx(want)
+    # the restarts: restart 0 is the run fitted to the noise, restart 1 the smooth one
+    cfg = SimpleNamespace(restarts=2, record_every=50)
+    for weight, kept in ((1.0, truth), (0.0, noisy)):
+        monkeypatch.setattr(strongest, "attack_gradient", lambda *a, w=weight, **k: row(truth, w))
+        first = summarise([row(noisy, weight) | {"gradient": None, "iterations": 5}])
+        assert torch.equal(strongest.restarted(None, first, cfg)["rows"][0]["images"], kept)
 
 
 def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():

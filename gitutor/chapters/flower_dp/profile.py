@@ -38,9 +38,10 @@ QUICK = {
     "utility_clients": 8,  # clients holding the rest of the training faces / non-faces
     "rounds": 10,  # federated rounds of the DP sweep (utility after them)
     # σ of the sweep (0: clipping only, ε = ∞; ε ≈ 5.5e6 … 1.1 for the 10 rounds): the attack breaks
-    # where the noise's norm σC√m (m = 9 074 parameters) is a fraction of C, so the small σ bracket
-    # it inside the sweep; 1 (the decision table's) and 12 show the accuracy side
-    "noise_multipliers": [0.0, 0.001, 0.003, 0.01, 1.0, 12.0],
+    # near where the noise's norm σC√m (m = 9 074 parameters) reaches C (σ ≈ 0.01), so the small σ
+    # bracket it inside the sweep, one decade apart at most (0.01, 0.1); 1 (the decision table's) and
+    # 12 show the accuracy side
+    "noise_multipliers": [0.0, 0.001, 0.003, 0.01, 0.1, 1.0, 12.0],
     "max_grad_norm": 1.0,  # C, per-example clipping norm
     "delta": 1e-5,
     "accountant": "rdp",
@@ -54,7 +55,7 @@ QUICK = {
     "local_clip": 0.01,  # LocalDpMod's C, parameter units (s = 2C)
     # LocalDpMod's noise multiplier z = σ/s (the mod's ε set from it: defenses.local_mod_epsilon); its
     # ε over the rounds is DP-SGD's at σ = z, so the two sweeps share their ε; table_sigma must be one
-    "local_noise_multipliers": [0.003, 0.01, 1.0],
+    "local_noise_multipliers": [0.003, 0.01, 0.1, 1.0],
     "secagg_k": [2, 5],  # clients in the aggregate SecAgg+ leaves to the server
     "secagg_groups": 3,  # disjoint groups of k images per k (one aggregate each)
     # IG steps on the gradient of more than one image (FedSGD with B > 1, a SecAgg+ aggregate): a batch
@@ -63,7 +64,7 @@ QUICK = {
     "batch_iterations": 1000,
     "table_sigma": 1.0,  # the DP-SGD point of the decision table
     # the strongest adversary per defense (decision table): IG restarts, multi-round mean, LTI
-    "restarts": 3,  # IG starts per client, the lowest gradient distance kept
+    "restarts": 3,  # IG starts per client, the lowest objective (matching + λ_TV·TV) kept
     "lti_hidden": 256,  # LTI's MLP hidden size (Wu et al.: 3 000)
     "lti_epochs": 40,
     "lti_lr": 2e-3,  # Adam (chapter 06's quick setting; Wu et al.: 1e-4, 200 epochs)

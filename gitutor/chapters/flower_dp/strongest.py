@@ -2,8 +2,8 @@
 its own model, and Learning To Invert trained through the same defense; their envelope per client.
 
 - Restarts (Geiping et al. 2020, §4: "the best of several trials"): R independent starts on the same
-  objective, keeping per client the one whose reconstruction has the lowest matching distance —
-  what the attacker can compute, never its PSNR against the truth.
+  objective, keeping per client the one whose reconstruction has the lowest objective (matching + λ_TV
+  · TV) — what the attacker can compute, never its PSNR against the truth.
 - Every round (:func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`): one candidate matched to
   all R updates the server recorded of a client (under SecAgg+: all R aggregates of the same group),
   each at its own round's global model; under noise at the λ_TV the server chose for that noise on its
@@ -11,11 +11,11 @@ its own model, and Learning To Invert trained through the same defense; their en
 - Learning To Invert (Wu et al. 2022, §3.2): g_θ trained on the server's own auxiliary images, their
   gradients at the attacked model passed through the defense the clients run (clipping and noise in
   the units the server reads, −Δ/η), then one forward pass per observed update.
-- The envelope: per client, the candidate with the lowest matching distance to everything the server
-  holds of that client (``"attacker"``): the mean cosine distance between the candidate's simulated
-  update and each recorded round's noisy update, at that round's model, where the server holds every
-  round (the noise of R rounds averages out of the criterion as out of the objective); the distance to
-  round 1's update otherwise. And the oracle upper bound that picks the highest PSNR (``"oracle"``:
+- The envelope: per client, the candidate with the lowest objective on everything the server holds of
+  that client (``"attacker"``): the every-round attack's matching term (the mean cosine distance
+  between the candidate's simulated update and each recorded round's noisy update, at that round's
+  model; the noise of R rounds averages out of the criterion as out of the objective) plus its λ_TV ·
+  TV, where the server holds every round; round 1's objective otherwise. And the oracle upper bound that picks the highest PSNR (``"oracle"``:
   needs the truth, which no attacker has).
 
 They run for every defense of the decision table (:func:`strongest_by_defense`) and along the DP-SGD
@@ -63,7 +63,9 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     """Inverting Gradients with ``cfg.restarts`` starts per client: restart 0 is ``summary``'s run
     (from :func:`~gitutor.chapters.flower_dp.experiments.attack_deltas`, seed ``seed + partition``),
     the others start from independent seeds on the same objective, budget and prior weight (the row's
-    ``objective``, ``iterations`` and ``tv_weight``); per client the lowest ``matching`` is kept. Returns :func:`summarise` of the kept rows.
+    ``objective``, ``iterations`` and ``tv_weight``); per client the start whose reconstruction has the
+    lowest whole objective (matching + λ_TV · TV: what every start minimised) is kept. Returns
+    :func:`summarise` of the kept rows.
 
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
@@ -92,7 +94,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
             | keep
             for r in range(1, cfg.restarts)
         ]
-        rows.append(min(tries, key=lambda t: t["matching"]))
+        rows.append(min(tries, key=lambda t: _whole_objective(t, t["images"])))
     return summarise(rows)
 
 
@@ -284,12 +286,18 @@ def _lowest_over_orders(objective, images: torch.Tensor, labels: torch.Tensor) -
 
 def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     """Per client, the best of ``candidates`` (name → summary, rows aligned by client; None: not
-    run): ``"attacker"`` keeps the lowest matching distance by ``reference``'s row ``objective`` — what
-    the attacker can compute from what it holds (the module docstring says which) — and ``"oracle"``
-    the highest PSNR (an upper bound: it needs the truth). Returns both summaries and ``"wins"``: how
-    often each candidate was kept. A row's images are stored in the truth's order (for scoring), so for
-    a client of several images the reference objective takes the lowest value over the orders of the
-    row's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does).
+    run): ``"attacker"`` keeps the lowest ``"criterion"`` — the whole objective of ``reference``'s row
+    at the candidate's reconstruction, its matching term (``objective``) + its λ_TV · TV (Geiping et
+    al. 2020, Eq. 4), what the attacker minimised and can compute from what it holds (the module
+    docstring says which) — and ``"oracle"`` the highest PSNR (an upper bound: it needs the truth).
+    The prior term is the reference's own: under noise a candidate fitted to one round's noise can
+    match the rounds' updates about as well as a smooth one, and the λ_TV the server chose for that
+    noise on its own images (:func:`tuned_tv_weight`) is what tells them apart. Each kept row carries
+    its ``"matching"`` (the reference's matching term) and ``"criterion"``. Returns both summaries and
+    ``"wins"``: how often each candidate was kept. A row's images are stored in the truth's order (for
+    scoring), so for a client of several images the matching term is the lowest over the orders of the
+    row's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does);
+    TV does not depend on the order.
 
     Raises:
         ValueError: naming ``reference`` when it holds no rows, ``candidates`` when none was run, or the
@@ -311,12 +319,14 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
         tries = {}
         for name, s in run.items():
             row = s["rows"][i]
-            tries[name] = row | {
-                "matching": row["matching"]
+            matching = (
+                row["matching"]
                 if row["objective"] is ref["objective"]
                 else _lowest_over_orders(ref["objective"], row["images"], row["used"])
-            }
-        chosen = min(tries, key=lambda n: tries[n]["matching"])
+            )
+            prior = ref["tv_weight"] * float(total_variation(row["images"]))
+            tries[name] = row | {"matching": matching, "criterion": matching + prior}
+        chosen = min(tries, key=lambda n: tries[n]["criterion"])
         wins[chosen] += 1
         attacker.append(tries[chosen])
         oracle.append(max(tries.values(), key=lambda r: r["psnr"]))
@@ -331,8 +341,9 @@ def adversaries(
     :func:`restarted` on the same objective, ``rounds`` (IG on every round at its own model,
     :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds`; None where the server holds no
     client's every round) and :func:`learned_inversion` with ``g``. The envelope ranks by ``rounds``'
-    objective where it was run, else by round 1's. The one-start run is restart 0, so it never changes
-    the attacker's pick over the restarts (ties go to the restarts); the oracle's it can.
+    whole objective (matching + its λ_TV · TV) where it was run, else by round 1's. The one-start run
+    is restart 0, so it never changes the attacker's pick over the restarts (ties go to the restarts);
+    the oracle's it can.
     Returns ``{"single", "restarts", "rounds", "lti", "curve"`` (:func:`psnr_curve` of the every-round
     attack where run, else of the restarts), ``"attacker", "oracle", "wins"}`` (:func:`envelope`)."""
     found = {
