@@ -250,7 +250,7 @@ def test_report_tables_are_markdown_with_one_line_per_cell():
     fcn = report.fcn_table({"smoothing": (0.99991, 118.09, None), "mixup": (1.0, 102.9, 0.01234)}).splitlines()
     assert "n/a" in fcn[2] and fcn[3] == "| mixup | 1.0000 | 102.90 | 0.0123 |"
     noise = report.noise_markdown({1e-4: (100.0, 0.0684, 0.0622)}).splitlines()
-    assert noise[-1] == "| 1e-04 | 100 % | 6.84e-02 | 6.22e-02 |"
+    assert noise[-1] == "| 1e-04 | 100 % | 6.84e-02 | 2.74e-01 | 6.22e-02 |"  # x = 4λ: L_s × 4
     assert report.diagnosis_markdown({}, 20.0).startswith("No cosine run")
     diagnosis = report.diagnosis_markdown({"mixup": {"as run": 12.0, "3× steps": 25.0, "no TV": 15.0}}, 20.0)
     assert diagnosis.splitlines()[-1] == "| mixup | 12.0 | 25.0 | 15.0 | 3× steps |"
