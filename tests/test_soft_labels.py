@@ -90,6 +90,23 @@ def test_same_seed_same_result_on_pso_path():
     assert first.lam == second.lam and torch.equal(first.label, second.label)
 
 
+def test_a_given_row_is_the_row_read_and_any_row_gives_the_same_label_without_noise(lenet, images):
+    """r = argmax |row sum| is the authors' pick; any row of a clean gradient is λ_i h for its own λ_i, so
+    the label comes back whichever row is read. A row outside [0, C) is refused by name, before anything
+    runs (even on a zero gradient, which returns early)."""
+    y = smooth_labels(torch.tensor([3]), 0.2, NUM_CLASSES)
+    grads = client_gradients(lenet, images[:1], y)
+    chosen = recover_soft_label(lenet.fc, grads[-1])
+    other = (chosen.row + 1) % NUM_CLASSES
+    given = recover_soft_label(lenet.fc, grads[-1], row=other)
+    assert given.row == other and _l1(given, y) < TOLERANCE
+    for bad in (NUM_CLASSES, -1, 1.0, True):
+        with pytest.raises(ValueError, match="row"):
+            recover_soft_label(lenet.fc, grads[-1], row=bad)
+        with pytest.raises(ValueError, match="row"):
+            recover_soft_label(torch.randn(NUM_CLASSES, 5), torch.zeros(NUM_CLASSES, 5), row=bad)
+
+
 def test_zero_gradient_returns_prediction():
     weight = torch.randn(NUM_CLASSES, 5)
     prediction = torch.zeros(NUM_CLASSES)

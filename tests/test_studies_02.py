@@ -47,6 +47,25 @@ def test_landscape_example_finds_the_true_lambda(lenet):
     assert example["result"].lam == pytest.approx(example["lam_star"], rel=1e-3)
 
 
+def test_the_landscape_marker_sits_on_the_curve(lenet):
+    """Fig. 1's star is the loss at the recovered λ, on the plotted curve (which samples the narrow basin),
+    not at the axis floor."""
+    import matplotlib.pyplot as plt
+
+    from gitutor.chapters.idlg_soft_labels import figures
+
+    examples = study.landscape_examples({"LeNet": (lenet, _sampler(), True)}, 3)
+    fig = figures.plot_landscapes(examples, (-6.0, 6.0, 2001))
+    ax = fig.axes[0]
+    curve, star = ax.get_lines()[0], next(line for line in ax.get_lines() if line.get_marker() == "*")
+    x, y = curve.get_xdata(), curve.get_ydata()
+    (lam,), (loss,) = star.get_xdata(), star.get_ydata()
+    i = abs(x - lam).argmin()
+    assert abs(x[i] - lam) < 1e-3 * abs(lam) and loss == pytest.approx(y[i], rel=0.5)
+    assert loss <= y.min() * 10  # the star is at the curve's bottom, where the recovered λ lies
+    plt.close(fig)
+
+
 def test_fcn_inversion_is_near_exact():
     fcn = FCN(C, image_shape=(3, 8, 8), widths=(64, 32))
     truths, reconstructions, (ssim, psnr, _) = study.fcn_inversion(fcn, _sampler(size=8), 2, "mixup")
@@ -55,11 +74,42 @@ def test_fcn_inversion_is_near_exact():
 
 
 def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet):
-    cfg = types.SimpleNamespace(noise_variances=[1e-12, 10.0], noise_samples=2, noise_bound=6.0)
-    table, signal, samples = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
-    assert table[1e-12][0] == 100.0 and table[1e-12][1] < 1e-3
-    assert samples[1e-12]["hits"] == [True, True] and len(samples[10.0]["gaps"]) == 2
-    assert table[10.0][1] > table[1e-12][1] and len(signal) == 4
+    cfg = types.SimpleNamespace(noise_sigmas=[1e-12, 10.0], noise_samples=2, noise_bound=6.0)
+    for rows in ("row", "all"):
+        table, signal, samples = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0), rows=rows)
+        assert table[1e-12][0] == 100.0 and table[1e-12][1] < 1e-3
+        assert samples[1e-12]["hits"] == [True, True] and len(samples[10.0]["gaps"]) == 2
+        assert table[10.0][1] > table[1e-12][1] and len(signal) == 4
+    with pytest.raises(ValueError, match="rows"):
+        study.noise_table(lenet, _sampler(), cfg, torch.Generator(), rows="g_r")
+
+
+def test_table5_noise_is_sigma_on_row_r_as_the_authors_draw_it(lenet, monkeypatch):
+    """The authors' ``setup``: N(0, σ²) with σ the table's value, on row r of largest |row sum| of the clean
+    gradient only, and the search reads that row; the variant puts it on every entry. A hit is the
+    authors' |4λ − 4λ*| < 1."""
+    seen = []
+
+    def spy(weight, grad, **kwargs):
+        seen.append((grad.clone(), kwargs["row"]))
+        return real(weight, grad, **kwargs)
+
+    real = study.recover_soft_label
+    monkeypatch.setattr(study, "recover_soft_label", spy)
+    sampler = _sampler()
+    x, y, _ = sampler("smoothing", 0)
+    clean = study.observed(lenet, x, y)[-1]
+    r = int(clean.sum(dim=1).abs().argmax())
+    cfg = types.SimpleNamespace(noise_sigmas=[1e-2], noise_samples=1, noise_bound=6.0)
+    study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
+    grad, row = seen[-1]
+    changed = (grad - clean).abs().sum(dim=1) > 0
+    assert row == r and changed.tolist() == [i == r for i in range(C)]
+    assert float((grad[r] - clean[r]).std()) == pytest.approx(1e-2, rel=0.25)  # σ, not √σ = 0.1
+    study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0), rows="all")
+    grad, row = seen[-1]
+    assert row is None and bool(((grad - clean).abs() > 0).all())
+    assert study.NOISE_HIT == 0.25
 
 
 def test_cosine_diagnosis_runs_only_for_runs_below_the_bar(lenet):
@@ -116,8 +166,8 @@ def test_paper_rows_carry_the_run_and_a_verdict_direction():
     rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([0.9, 0.92], [40.0, 41.0]),
                                                          "mixup": ([1.0, 1.0], [45.0, 47.0])},
                       {key: [(20.0, 0.5), (22.0, 0.6)] for key in PAPER_TABLE3},
-                      {v: {"hits": [True, False], "gaps": [0.0, 1.0]} for v in cfg.noise_variances})
-    assert len(rows) == 2 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_variances)
+                      {v: {"hits": [True, False], "gaps": [0.0, 1.0]} for v in cfg.noise_sigmas})
+    assert len(rows) == 2 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_sigmas)
     accuracy = [r for r in rows if r["quantity"] == "label accuracy (Table 2)"]
     assert all(r["this_run"] == 90.0 and r["better"] == "higher" for r in accuracy)
     assert all(r["better"] == "lower" for r in rows if r["quantity"].startswith("mean L_r"))
@@ -145,9 +195,13 @@ def test_easier_or_differently_scaled_settings_are_not_comparable():
     rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([1.0] * 4, [120.0] * 4),
                                                          "mixup": ([1.0] * 4, [100.0] * 4)},
                       {key: [(62.9, 0.99)] * 10 for key in PAPER_TABLE3},
-                      {v: {"hits": [True] * 4, "gaps": [0.0] * 4} for v in cfg.noise_variances})
-    table3 = [r for r in rows if "Table 3" in r["quantity"] or "Table 5" in r["quantity"]]
+                      {v: {"hits": [True] * 12, "gaps": [0.0] * 12} for v in cfg.noise_sigmas})
+    table3 = [r for r in rows if "Table 3" in r["quantity"]]
     assert table3 and all(verdict(r) == "not comparable" and r["not_comparable"] for r in table3)
+    # Table 5 is the paper's setting (untrained ResNet18, smoothing, PSO only, σ on g_r): judged
+    table5 = [r for r in rows if "Table 5" in r["quantity"]]
+    assert len(table5) == 8 and all("not_comparable" not in r for r in table5)
+    assert {verdict(r) for r in table5} <= {"meets", "falls short", "not resolved"}
     # the differences hold for every row: the results table states them once, rows add only their own
     assert len({r["differences"] for r in rows}) == 1 and "not comparable" in rows[0]["differences"]
     from gitutor.results import results_table
@@ -196,7 +250,7 @@ def test_report_tables_are_markdown_with_one_line_per_cell():
     fcn = report.fcn_table({"smoothing": (0.99991, 118.09, None), "mixup": (1.0, 102.9, 0.01234)}).splitlines()
     assert "n/a" in fcn[2] and fcn[3] == "| mixup | 1.0000 | 102.90 | 0.0123 |"
     noise = report.noise_markdown({1e-4: (100.0, 0.0684, 0.0622)}).splitlines()
-    assert noise[-1] == "| 1e-04 | 100 % | 6.84e-02 | 6.22e-02 |"
+    assert noise[-1] == "| 1e-04 | 100 % | 6.84e-02 | 2.74e-01 | 6.22e-02 |"  # x = 4λ: L_s × 4
     assert report.diagnosis_markdown({}, 20.0).startswith("No cosine run")
     diagnosis = report.diagnosis_markdown({"mixup": {"as run": 12.0, "3× steps": 25.0, "no TV": 15.0}}, 20.0)
     assert diagnosis.splitlines()[-1] == "| mixup | 12.0 | 25.0 | 15.0 | 3× steps |"

@@ -126,6 +126,7 @@ def lambda_problem(
     *,
     exclude_top: int = 1,
     fc_bias: torch.Tensor | None = None,
+    row: int | None = None,
 ) -> LambdaProblem:
     """Set up Eq. 4–5 from the last layer's weight and its gradient for ONE sample.
 
@@ -135,15 +136,20 @@ def lambda_problem(
         exclude_top: entries left out of the variance (1: smoothing / one-hot, 2: mixup).
         fc_bias: the layer's bias b ``(C,)`` when it has one (pass the weight, not the ``nn.Linear``);
             it enters the logits only, the gradient used is the weight's.
+        row: the row r whose gradient g_r is read as λ·h (None: the row of largest |row sum| of
+            ``fc_weight_grad``, as the authors' code picks it). Given, e.g., when noise was added to
+            row r only and r was picked on the clean gradient, as the authors' noise study does
+            (``recovering.py``, ``setup``).
 
     Returns:
-        :class:`LambdaProblem` with r = the row of largest |row sum| (authors' code).
+        :class:`LambdaProblem` with that r.
 
     Raises:
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient whose shape differs from the weight's
             (e.g. a bias gradient ``(C,)``), fewer than ``exclude_top + 2`` classes, non-finite
-            values, or an all-zero gradient (use :func:`recover_soft_label`, which handles it).
+            values, an all-zero gradient (use :func:`recover_soft_label`, which handles it), or a
+            ``row`` that is not an int in [0, C).
     """
     weight = _as_weight(fc_weight).to(torch.float64)
     if not isinstance(fc_weight_grad, torch.Tensor):
@@ -187,7 +193,9 @@ def lambda_problem(
             raise ValueError(
                 f"fc_bias must be finite with shape ({weight.shape[0]},), got {tuple(fc_bias.shape)}"
             )
-    row = int(grad.sum(dim=1).abs().argmax())
+    if row is None:
+        row = int(grad.sum(dim=1).abs().argmax())
+    _check_row(row, weight.shape[0])
     row_gradient = grad[row]
     norm2 = row_gradient.dot(row_gradient)
     if norm2 == 0:
@@ -200,6 +208,11 @@ def lambda_problem(
     return LambdaProblem(
         weight @ row_gradient, ratios, row_gradient, row, exclude_top, offset
     )
+
+
+def _check_row(row, classes: int) -> None:
+    if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < classes:
+        raise ValueError(f"row must be an int in [0, {classes}), got {row!r}")
 
 
 def _result(
@@ -228,6 +241,7 @@ def recover_soft_label(
     prediction: torch.Tensor | None = None,
     search: str = "lbfgs+pso",
     fc_bias: torch.Tensor | None = None,
+    row: int | None = None,
 ) -> SoftLabelResult:
     """Recover a sample's soft label and last-layer feature from the last-layer gradient (§3, Eq. 2–5).
 
@@ -255,6 +269,7 @@ def recover_soft_label(
         search: ``"lbfgs+pso"`` (App. E) or ``"pso"`` (PSO windows only, §5.2).
         fc_bias: the known bias ``(C,)`` of a last layer z = W h + b (give ``fc_weight`` as the weight);
             only the weight gradient is used (see the module docstring).
+        row: the row r of g_r (None: largest |row sum|; :func:`lambda_problem`).
 
     Returns:
         :class:`SoftLabelResult` (``label`` ``(C,)``, ``feature`` ``(d,)``, ``lam``, ``loss``,
@@ -263,12 +278,14 @@ def recover_soft_label(
     Raises:
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient of the wrong shape, too few classes,
-            non-finite values, ``bound`` ≤ 1, an unknown ``search``, or a zero gradient without
-            ``prediction``.
+            non-finite values, ``bound`` ≤ 1, an unknown ``search``, a ``row`` outside [0, C), or a
+            zero gradient without ``prediction``.
     """
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
     weight = _as_weight(fc_weight)
+    if row is not None:
+        _check_row(row, weight.shape[0])
     if (
         isinstance(fc_weight_grad, torch.Tensor)
         and fc_weight_grad.shape == weight.shape
@@ -276,7 +293,7 @@ def recover_soft_label(
     ):
         return _zero_gradient_result(weight, prediction)
     problem = lambda_problem(
-        weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias
+        weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias, row=row
     )
     if not bound > PSO_START:
         raise ValueError(

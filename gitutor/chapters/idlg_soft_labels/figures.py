@@ -12,6 +12,9 @@ import torch
 from gitutor.labels import LambdaProblem
 from gitutor.viz import legible, show_grid
 
+#: The landscape's lowest plotted loss: below it a log axis would stretch float64 round-off over decades.
+LOSS_FLOOR = 1e-14
+
 
 def plot_landscapes(
     landscapes: Mapping[str, tuple[LambdaProblem, object, float] | Mapping],
@@ -33,12 +36,20 @@ def plot_landscapes(
         _, high, steps = curve_lambdas
         reach = max(high, 1.3 * abs(result.lam))
         grid = torch.linspace(-reach, reach, steps, dtype=torch.float64)
-        grid = grid[grid.abs() > 0.5]
-        ax.semilogy(grid, problem.loss(grid).clamp_min(1e-14), lw=1)
+        # the basins at λ and λ* are narrower than the grid's step: sample them finely, so the curve
+        # runs through the recovered λ and the star sits on it
+        for centre in (result.lam, lam_star):
+            width = 0.02 * abs(centre)
+            grid = torch.cat(
+                [grid, centre + torch.linspace(-width, width, 401, dtype=grid.dtype)]
+            )
+        grid = grid[grid.abs() > 0.5].sort().values
+        ax.semilogy(grid, problem.loss(grid).clamp_min(LOSS_FLOOR), lw=1)
         ax.axvline(lam_star, color="k", ls=":", label=f"true λ* = {lam_star:.3f}")
+        at = problem.loss(torch.tensor([result.lam], dtype=torch.float64))
         ax.plot(
             [result.lam],
-            [max(result.loss, 1e-14)],
+            [float(at.clamp_min(LOSS_FLOOR))],
             "r*",
             ms=12,
             label=f"recovered ({result.method}) {result.lam:.3f}",

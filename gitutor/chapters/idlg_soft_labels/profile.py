@@ -45,8 +45,9 @@ QUICK = {
     "table3_tv_weight": 1e-4,
     "recognisable_psnr": RECOGNISABLE_PSNR,  # dB: the book's one "recognisable" (gitutor.controls), checked
     # against the controls on Table 3's images by the notebook
-    "noise_variances": [1e-4, 1e-3, 1e-2, 1e-1],
-    "noise_samples": 4,  # paper: 100
+    # Table 5's noise levels as the authors' code draws them: σ of N(0, σ²) (the paper's text: "variance")
+    "noise_sigmas": [1e-4, 1e-3, 1e-2, 1e-1],
+    "noise_samples": 12,  # per level, each variant (paper: 100)
     "noise_bound": 6.0,  # PSO windows up to |λ| = 6 (untrained ResNet18 has |λ| < 3)
     "imagenet_network": "efficientnet_lite0",  # gitutor.models.pretrained: ImageNet weights, eval mode
     "imagenet_photos": 20,  # foolbox's 20 ImageNet photographs, true labels, 224 px (all of them)
