@@ -389,3 +389,18 @@ def test_chapter_figures_are_legible_at_page_width():
     with pytest.raises(ValueError, match="positive"):
         from gitutor.viz import legible as make_legible
         make_legible(old, width=0)
+
+
+def test_the_defense_sweep_attacks_the_first_seed_recognisable_at_its_budget_and_repeats_that_run():
+    rows = sweeps.seed_study([0, 1], iterations=6, record_every=3, **CASE)
+    model, x, y = sweeps.dlg_case(1, **CASE)
+    sweep = sweeps.defense_sweep(model, x, y, prune_rates=[], noise_variances=[], iterations=3, seed=1)
+    # the undefended run is the study's run of that seed, cut at the sweep's budget
+    assert torch.equal(sweep["none", 0.0][1], dict(rows[1]["result"].snapshots)[3].clamp(0, 1))
+    at_3 = [float(psnr(dict(r["result"].snapshots)[3].clamp(0, 1), r["truth"])) for r in rows]
+    level = max(at_3) - 1e-3  # only the better run of the two clears it
+    assert sweeps.defense_seed(rows, 3, level) == rows[at_3.index(max(at_3))]["seed"]
+    assert sweeps.defense_seed(rows, 3, 1e9) == 0  # none recognisable: the first seed
+    assert sweeps.defense_seed(rows, 4, 0.0) == 0  # no snapshot at that step: the first seed
+    with pytest.raises(ValueError, match="rows"):
+        sweeps.defense_seed([], 3, 30.0)

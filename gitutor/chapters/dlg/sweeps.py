@@ -2,7 +2,8 @@
 
 ``dlg_case`` builds one seeded attack case (the DLG LeNet, a private image, its label);
 ``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``showcase_row`` picks its median
-run, ``psnr_curves`` follows those runs step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on
+run and ``defense_seed`` the first run recognisable at the defense sweep's budget, ``psnr_curves``
+follows those runs step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on
 batches and other image sources; ``restart_failures`` reruns the runs an attacker sees fail (final gradient
 distance at or above ``match_loss``) from a new dummy start; ``defense_sweep``
 reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
@@ -181,6 +182,28 @@ def showcase_row(rows: Sequence[dict]) -> dict:
     if not rows:
         raise ValueError("rows must hold at least one seed_study run")
     return sorted(rows, key=lambda row: row["psnr"])[len(rows) // 2]
+
+
+def defense_seed(rows: Sequence[dict], step: int, threshold: float) -> int:
+    """The seed the defense sweep attacks: the first :func:`seed_study` run (in the rows' order) whose snapshot
+    at ``step`` (the sweep's L-BFGS budget) has PSNR ≥ ``threshold`` dB, clipped to [0, 1]. The undefended run
+    of :func:`defense_sweep` on that seed's case and dummy start repeats that run's first ``step`` steps, so
+    DLG recovers the image without a defense and a defense has something to stop. The first row's seed when
+    no run is recognisable there (or none has a snapshot at ``step``).
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one seed_study run")
+    for row in rows:
+        snapshot = dict(row["result"].snapshots).get(step)
+        if (
+            snapshot is not None
+            and float(psnr(snapshot.clamp(0, 1), row["truth"]).mean()) >= threshold
+        ):
+            return row["seed"]
+    return rows[0]["seed"]
 
 
 def restart_failures(
