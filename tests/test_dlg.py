@@ -133,7 +133,7 @@ def test_dlg_distance_is_the_objective_dlg_minimises(digit_case, monkeypatch):
 def test_dlg_distance_refuses_bad_input(digit_case):
     from gitutor.attacks import dlg_distance
 
-    model, x, y, grads = digit_case
+    model, x, _, grads = digit_case
     with pytest.raises(ValueError, match="dummy_y"):
         dlg_distance(model, x, None, grads)
     with pytest.raises(ValueError, match="dummy_y"):
