@@ -32,11 +32,12 @@ def smallest_sigma(target, steps, delta, sigmas):
     fitting = [s for s in sigmas if epsilon(s, 1.0, steps, delta) <= target]
     return max(fitting) if fitting else None
 """,
-    # missing softmax: the dummy logits are used as if they were label probabilities
-    "dlg_objective": """
-def dlg_objective(model, dummy_x, dummy_logits, target_grads):
-    dummy_grads = client_gradients(model, dummy_x, dummy_logits, create_graph=True)
-    return sum(((d - t) ** 2).sum() for d, t in zip(dummy_grads, target_grads))
+    # the norm instead of its square: the terms no longer sum to DLG's distance
+    "dlg_layer_distances": """
+def layer_distances(model, dummy_x, dummy_logits, target_grads):
+    soft = torch.softmax(dummy_logits, dim=-1)
+    dummy_grads = client_gradients(model, dummy_x, soft, create_graph=True)
+    return [(d - t).norm() for d, t in zip(dummy_grads, target_grads)]
 """,
     # off by one in the list: the last rate at which DLG still succeeds
     "dlg_pruning": "first_stopping_rate = max(r for r, v in ex_psnr_by_rate.items() if v >= EX_PSNR_BAR)",

@@ -40,9 +40,9 @@ def test_defense_sweep_without_defense_is_dlg_on_the_clients_gradient():
     sweep = sweeps.defense_sweep(model, x, y, prune_rates=[0.5], noise_variances=[1.0], iterations=2)
     assert list(sweep) == [("none", 0.0), ("prune", 0.5), ("noise", 1.0)]
     direct = dlg(model, client_gradients(model, x, y), x.shape, 100, iterations=2, seed=0)
-    # every strength runs at once (batched_dlg, tested to follow dlg to rounding in float64); in float32
-    # the chaotic first L-BFGS steps amplify rounding, so compare the PSNR of the image clipped to [0, 1]
-    assert sweep["none", 0.0][0] == pytest.approx(float(psnr(direct.images.clamp(0, 1), x).mean()), abs=1.0)
+    # one dlg run per strength: the undefended one is exactly dlg on the client's gradient
+    assert torch.equal(sweep["none", 0.0][1], direct.images.clamp(0, 1))
+    assert sweep["none", 0.0][0] == pytest.approx(float(psnr(direct.images.clamp(0, 1), x).mean()))
     assert 0 <= float(sweep["none", 0.0][1].min()) and float(sweep["none", 0.0][1].max()) <= 1
     assert not torch.equal(sweep["noise", 1.0][1], sweep["none", 0.0][1])  # the server attacked the defended gradient
 
@@ -91,21 +91,65 @@ def test_noise_ladder_hits_the_requested_psnr_and_stays_an_image():
         dlg_figures.ladder({"grey": rungs}, {}, 15.0)
 
 
-def test_stop_loss_ends_a_seed_run_once_dlg_has_found_the_image_and_failures_restart():
+def test_seed_study_runs_dlg_for_the_whole_budget_and_match_loss_only_flags_failures(monkeypatch):
     full = sweeps.seed_study([0], iterations=40, record_every=5, **CASE)[0]
-    stopped = sweeps.seed_study([0], iterations=40, record_every=5, stop_loss=1e-5, **CASE)[0]
-    assert stopped["steps"] < full["steps"] and stopped["loss"] < 1e-5 and stopped["psnr"] > 40
-    assert stopped["result"].snapshots[-1][0] == stopped["steps"] == stopped["result"].info["stopped_at"]
-    assert 0 <= full["ssim"] <= 1 and stopped["label_ok"]
-    # a run whose distance stays above stop_loss is the failure an attacker sees; it restarts elsewhere
-    again = sweeps.restart_failures([dict(full, loss=1.0), dict(stopped, seed=1)], stop_loss=1e-5, iterations=2,
+    # no stop rule: the run matched the gradient long before step 40 and still ran every step
+    assert full["loss"] < 1e-5 and full["psnr"] > 40 and full["label_ok"] and 0 <= full["ssim"] <= 1
+    info = full["result"].info
+    assert "stopped_at" not in info and full["steps"] == info.get("converged_at", 40)
+    assert len(full["result"].history["loss"]) == 40 and full["result"].snapshots[-1][0] == 40
+    with pytest.raises(TypeError, match="stop_loss"):  # the study has no stop rule to pass
+        sweeps.seed_study([0], iterations=2, stop_loss=1e-5, **CASE)
+    # every seed is one call of gitutor.attacks.dlg, never with a stop rule
+    calls = []
+
+    def recorded(*args, **kwargs):
+        calls.append(kwargs)
+        return dlg(*args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "dlg", recorded)
+    rows = sweeps.seed_study([0, 1], iterations=3, record_every=1, **CASE)
+    assert [c["seed"] for c in calls] == [0, 1] and all("stop_loss" not in c for c in calls)
+    assert all(row["steps"] == row["result"].info.get("converged_at", 3) for row in rows)
+    # a run whose final distance is not below match_loss is the failure an attacker sees; it restarts
+    calls.clear()
+    again = sweeps.restart_failures([dict(full, loss=1.0), dict(full, seed=1)], match_loss=1e-5, iterations=2,
                                     record_every=1, **CASE)
     assert list(again) == [0] and again[0]["result"].snapshots[0][1].shape == (1, 3, 16, 16)
-    limited = sweeps.restart_failures([dict(full, loss=1.0), dict(full, seed=1, loss=1.0)], stop_loss=1e-5,
+    assert [c["seed"] for c in calls] == [1000] and "stop_loss" not in calls[0]  # a new dummy start
+    limited = sweeps.restart_failures([dict(full, loss=1.0), dict(full, seed=1, loss=1.0)], match_loss=1e-5,
                                       limit=1, iterations=1, **CASE)
     assert list(limited) == [0]  # a CPU budget: only the first failure is rerun
-    with pytest.raises(ValueError, match="stop_loss"):
-        sweeps.seed_study([0], iterations=2, stop_loss=0.0, **CASE)
+    with pytest.raises(ValueError, match="match_loss"):
+        sweeps.restart_failures([full], match_loss=0.0, iterations=2, **CASE)
+
+
+def test_the_showcase_is_the_seed_studys_median_run():
+    rows = [{"seed": s, "psnr": v} for s, v in enumerate([5.0, 41.0, 12.0, 33.0, 20.0])]
+    assert sweeps.showcase_row(rows)["seed"] == 4  # 20 dB: two runs below, two above
+    assert sweeps.showcase_row(rows[:4])["seed"] == 3  # even n: the upper median, 33 dB
+    assert sweeps.showcase_row(rows[:1]) is rows[0]
+    with pytest.raises(ValueError, match="rows"):
+        sweeps.showcase_row([])
+
+
+def test_the_page_runs_and_shows_the_packages_dlg():
+    """Chapter 01's visible cells print the package's DLG objective, run the seed study (one ``dlg`` per
+    seed, no stop rule) and show its median run, not a run of their own."""
+    import json
+    from pathlib import Path
+
+    notebook = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "01_dlg.ipynb").read_text())
+    cells = [c for c in notebook["cells"] if "exercise" not in c["metadata"].get("tags", [])]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    visible = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"
+               and not {"remove-input", "hide-input", "remove-cell"} & set(c["metadata"].get("tags", []))]
+    assert any("from gitutor.attacks import dlg, dlg_distance" in cell for cell in code)
+    assert any("print(inspect.getsource(dlg_distance))" in cell for cell in visible)
+    assert any("sweeps.seed_study(cfg.seeds" in cell and "sweeps.showcase_row(seed_rows)" in cell
+               for cell in visible)
+    text = "\n".join(code) + "\n".join("".join(c["source"]) for c in cells)
+    assert "stop_loss" not in text and "batched_dlg" not in text and "def closure" not in text
 
 
 def test_psnr_curves_follow_the_snapshots_and_find_the_first_success():
@@ -169,13 +213,13 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     assert ledger_rows([{"notebook": "01_dlg", "rows": rows}])[0]["outcome"] == "consistent"
     judged = lambda psnrs: next(r for r in _rows(cfg, psnrs) if r.get("headline"))  # noqa: E731
     assert judged([20.0] * 10)["claim_outcome"] == "refuted"  # no seed matches the gradient
-    # a run that matches the gradient (distance < stop_loss) with an unrecognisable image refutes the claim
-    fooled = dlg_report.claim_judgement(_seed_rows([45.0, 20.0], losses=[1e-6, 1e-6]), 30.0, cfg.stop_loss)
+    # a run that matches the gradient (distance < match_loss) with an unrecognisable image refutes the claim
+    fooled = dlg_report.claim_judgement(_seed_rows([45.0, 20.0], losses=[1e-6, 1e-6]), 30.0, cfg.match_loss)
     assert fooled[0] == "refuted" and "1 of the 2 runs that match the gradient" in fooled[1]
     # the rule is not the rate: 1 of 10 matched and recognisable is still consistent (the rate is the row's number)
-    assert dlg_report.claim_judgement(_seed_rows([45.0] + [5.0] * 9), 30.0, cfg.stop_loss)[0] == "consistent"
+    assert dlg_report.claim_judgement(_seed_rows([45.0] + [5.0] * 9), 30.0, cfg.match_loss)[0] == "consistent"
     with pytest.raises(ValueError, match="seed_rows"):
-        dlg_report.claim_judgement([], 30.0, cfg.stop_loss)
+        dlg_report.claim_judgement([], 30.0, cfg.match_loss)
     half = judged([45.0] * 5 + [5.0] * 5)
     assert half["claim_outcome"] == "consistent" and "depends on the seed" in half["claim_reason"]
     assert "[0.24, 0.76]" in half["claim_reason"]  # the rate, with its Wilson interval
@@ -345,3 +389,18 @@ def test_chapter_figures_are_legible_at_page_width():
     with pytest.raises(ValueError, match="positive"):
         from gitutor.viz import legible as make_legible
         make_legible(old, width=0)
+
+
+def test_the_defense_sweep_attacks_the_first_seed_recognisable_at_its_budget_and_repeats_that_run():
+    rows = sweeps.seed_study([0, 1], iterations=6, record_every=3, **CASE)
+    model, x, y = sweeps.dlg_case(1, **CASE)
+    sweep = sweeps.defense_sweep(model, x, y, prune_rates=[], noise_variances=[], iterations=3, seed=1)
+    # the undefended run is the study's run of that seed, cut at the sweep's budget
+    assert torch.equal(sweep["none", 0.0][1], dict(rows[1]["result"].snapshots)[3].clamp(0, 1))
+    at_3 = [float(psnr(dict(r["result"].snapshots)[3].clamp(0, 1), r["truth"])) for r in rows]
+    level = max(at_3) - 1e-3  # only the better run of the two clears it
+    assert sweeps.defense_seed(rows, 3, level) == rows[at_3.index(max(at_3))]["seed"]
+    assert sweeps.defense_seed(rows, 3, 1e9) == 0  # none recognisable: the first seed
+    assert sweeps.defense_seed(rows, 4, 0.0) == 0  # no snapshot at that step: the first seed
+    with pytest.raises(ValueError, match="rows"):
+        sweeps.defense_seed([], 3, 30.0)

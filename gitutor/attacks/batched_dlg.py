@@ -12,6 +12,11 @@ later where DLG is chaotic (a seed on the edge between success and failure). Per
 :func:`gitutor.attacks.loop.optimise_images` does: a step that leaves the dummy unchanged is a fixed
 point (``info["converged_at"]``, history and snapshots filled), ``stop_loss`` ends a problem
 (``info["stopped_at"]``), a NaN/inf loss restores the state before the step (``info["stopped_early"]``).
+
+Only chapter 07 runs it (its comparison attacks 10 images per data kind with five DLG variants, where one
+``dlg`` per problem costs several times the CPU budget); chapter 01 runs :func:`gitutor.attacks.dlg`.
+In float32 a run here and the same problem in ``dlg`` need not end alike: DLG is chaotic (one ulp on the
+target changes the loss after two steps by more than 10 %, ``tests/test_dlg.py``).
 """
 
 from __future__ import annotations

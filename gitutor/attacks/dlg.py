@@ -9,7 +9,7 @@ The public code uses torch's L-BFGS without a line search (fixed step ``lr``); `
 Optimization, Alg. 3.5–3.6), a beyond-the-paper option that picks each step length so the distance
 decreases sufficiently, instead of trusting the fixed step.
 Given the labels (e.g. from the iDLG sign rule), only the image is optimised: the iDLG setting
-(Zhao et al. 2020).
+(Zhao et al. 2020). :func:`dlg_distance` is the objective, :func:`dlg` the attack that minimises it.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from gitutor.attacks.objectives import (
     check_target_gradients,
     gradient_l2_distance,
 )
-from gitutor.checkpoints import Checkpoint
 from gitutor.attacks.result import AttackResult
+from gitutor.checkpoints import Checkpoint
 from gitutor.checks import check_num_classes
 from gitutor.federated.client import check_labels, client_gradients
 from gitutor.models.buffers import preserved_buffers
@@ -36,6 +36,49 @@ from gitutor.seeding import make_generator
 #: ``line_search`` values and the step rule of :func:`gitutor.attacks.loop.optimise_images` each runs:
 #: the DLG code's fixed step, or torch's strong-Wolfe line search.
 LINE_SEARCHES = {None: "lbfgs", "strong_wolfe": "lbfgs_strong_wolfe"}
+
+
+def dlg_distance(
+    model: nn.Module,
+    dummy_x: torch.Tensor,
+    dummy_y: torch.Tensor | None,
+    target_grads: Sequence[torch.Tensor],
+    *,
+    labels: torch.Tensor | None = None,
+    dummy_gradients: Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]]
+    | None = None,
+) -> torch.Tensor:
+    """DLG's objective (Zhu et al. 2019, §3, Eq. 4; Algorithm 1, line 5), a scalar tensor:
+    D = Σ_l ‖∂ℓ(F(x'; W), softmax(y'))/∂W_l − ∇W_l‖², summed over the parameter tensors.
+
+    Args:
+        model: the shared model F(·; W), twice differentiable (e.g. Sigmoid LeNet).
+        dummy_x: ``(B, C, H, W)`` dummy images x'.
+        dummy_y: ``(B, K)`` dummy label logits y' (the label is softmax(y')); may be None
+            when ``labels`` is given.
+        target_grads: the observed gradient ∇W, aligned with ``model.parameters()``.
+        labels: ``(B,)`` int64 or ``(B, K)`` soft labels used instead of softmax(y')
+            (the iDLG setting, Zhao et al. 2020).
+        dummy_gradients: ``f(x', labels) -> list of tensors`` the client would send;
+            default its gradient, ``client_gradients(..., create_graph=True)``.
+
+    Returns:
+        D in the squared units of the gradient, differentiable in ``dummy_x`` and
+        ``dummy_y`` (second derivatives of the model).
+
+    Raises:
+        ValueError: ``dummy_y`` None without ``labels`` or not ``(B, K)``; gradients
+            whose count or shapes differ from ``target_grads``; or as
+            :func:`gitutor.federated.client_gradients` for a bad batch.
+    """
+    if labels is None:
+        _check_logits(dummy_y, dummy_x)
+    soft_labels = F.softmax(dummy_y, dim=-1) if labels is None else labels
+    if dummy_gradients is None:
+        dummy_grads = client_gradients(model, dummy_x, soft_labels, create_graph=True)
+    else:
+        dummy_grads = dummy_gradients(dummy_x, soft_labels)
+    return gradient_l2_distance(dummy_grads, target_grads)  # Σ_l ‖g'_l − g_l‖²
 
 
 def dlg(
@@ -74,7 +117,8 @@ def dlg(
         line_search: ``None`` (the DLG code: fixed steps) or ``"strong_wolfe"`` (torch's strong-Wolfe
             line search; not in the paper).
         stop_loss: stop once the gradient distance is below this value (None, the DLG code: run every
-            step); :func:`gitutor.attacks.loop.optimise_images` sets ``info["stopped_at"]``.
+            step); :func:`gitutor.attacks.loop.optimise_images` sets ``info["stopped_at"]``. A budget
+            rule beyond the paper: a run stopped there is scored before the paper's 300 steps.
         progress: show a tqdm progress bar.
         checkpoint: save and resume the run there (:class:`gitutor.checkpoints.Checkpoint`).
         dummy_gradients: ``f(dummy_x, dummy_label) -> list of tensors`` (differentiable) that the
@@ -82,14 +126,20 @@ def dlg(
             create_graph=True)``. The ADMM attacks pass a simulated client update here (the
             CLIENTUPDATE of the reproduction report's Algorithm 2).
 
+    Every step minimises :func:`dlg_distance` over the dummy image (and the dummy label logits
+    when ``labels`` is None).
+
     Returns:
         :class:`AttackResult` of :func:`gitutor.attacks.loop.optimise_images` (step rule L-BFGS, no box)
         with ``images`` (unclamped, as DLG returns them), ``labels`` (argmax of the recovered label
         distribution, or the given labels as passed), ``history["loss"]`` (gradient distance at the start
         of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
         attack stops and returns the last finite state, with ``info["stopped_early"]`` set. If a step leaves
-        the dummy data exactly unchanged, L-BFGS has reached a fixed point: the loop stops computing there,
-        sets ``info["converged_at"]`` and fills history and snapshots as the remaining steps would, so the
+        the dummy data exactly unchanged, the run is at a fixed point of the L-BFGS iteration (torch's
+        L-BFGS returned without moving: its direction does not descend, or the gradient is below its
+        tolerance; every later step returns the same way). This is a state of the optimiser, not
+        necessarily a stationary point of the distance. The loop stops computing there, sets
+        ``info["converged_at"]`` and fills history and snapshots as the remaining steps would, so the
         result equals that of the full budget.
 
     Raises:
@@ -118,16 +168,17 @@ def dlg(
     dummy_y = torch.randn(
         (shape[0], num_classes), generator=generator, device=device
     ).requires_grad_(True)
-    if dummy_gradients is None:
-
-        def dummy_gradients(
-            images: torch.Tensor, soft_labels: torch.Tensor
-        ) -> list[torch.Tensor]:
-            return client_gradients(model, images, soft_labels, create_graph=True)
 
     def objective(x: torch.Tensor, t: int) -> dict[str, torch.Tensor]:
-        current = labels if labels is not None else F.softmax(dummy_y, dim=-1)
-        return {"loss": gradient_l2_distance(dummy_gradients(x, current), target_grads)}
+        distance = dlg_distance(
+            model,
+            x,
+            dummy_y,
+            target_grads,
+            labels=labels,
+            dummy_gradients=dummy_gradients,
+        )
+        return {"loss": distance}
 
     result = optimise_images(
         objective,
@@ -184,4 +235,18 @@ def _check_output_width(model: nn.Module, x: torch.Tensor, num_classes: int) -> 
         raise ValueError(
             f"num_classes={num_classes} but the model outputs {width} logits per image; pass "
             f"num_classes={width}"
+        )
+
+
+def _check_logits(dummy_y: torch.Tensor | None, dummy_x: torch.Tensor) -> None:
+    """Raise ValueError naming ``dummy_y`` unless it is a ``(B, K)`` tensor with B = len(dummy_x)."""
+    if (
+        not isinstance(dummy_y, torch.Tensor)
+        or dummy_y.dim() != 2
+        or dummy_y.shape[0] != dummy_x.shape[0]
+    ):
+        shape = tuple(dummy_y.shape) if isinstance(dummy_y, torch.Tensor) else dummy_y
+        raise ValueError(
+            f"dummy_y must be ({dummy_x.shape[0]}, num_classes) dummy label logits (or "
+            f"pass labels=), got {shape!r}"
         )

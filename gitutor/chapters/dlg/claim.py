@@ -3,9 +3,8 @@
 "For images, the recovery is pixel-wise accurate" is a claim about how exact a recovery is, not how often
 DLG gets there: the paper states no rate, and the reproduction report (§6) says success depends strongly on
 the seed. The test that can fail: does a run that matches the client's gradient (final gradient distance below
-the study's ``stop_loss``) hold the image (PSNR ≥ the book's :data:`gitutor.controls.RECOGNISABLE_PSNR`, above
-every control)? (A run of the study stops once its distance is below ``stop_loss``, so a count at a stricter
-PSNR would score where it stopped, not how exact it can get.)
+the profile's ``match_loss``, read after the run's whole budget) hold the image (PSNR ≥ the book's
+:data:`gitutor.controls.RECOGNISABLE_PSNR`, above every control)?
 """
 
 from __future__ import annotations
@@ -20,14 +19,14 @@ CLAIM = "for images, the recovery is pixel-wise accurate (Zhu et al. 2019, Abstr
 
 
 def claim_judgement(
-    seed_rows: Sequence[Mapping], recognisable: float, stop_loss: float
+    seed_rows: Sequence[Mapping], recognisable: float, match_loss: float
 ) -> tuple[str, str]:
     """``(claim_outcome, claim_reason)`` of :data:`CLAIM` from the seed study's
     :func:`~gitutor.chapters.dlg.sweeps.score_run` rows (``psnr`` dB, final gradient distance ``loss``).
 
     The claim is about how exact a recovery is, not how often DLG gets there (the paper states no rate; the
     report, §6, says it depends on the seed). A run *matched the gradient* when its final distance is below
-    ``stop_loss``: DLG found an input with the client's gradient. *Consistent* when some run matched it and
+    ``match_loss``: DLG found an input with the client's gradient. *Consistent* when some run matched it and
     every run that matched it recovers the image (PSNR ≥ ``recognisable`` dB, above the book's controls);
     *refuted* when a run matched the gradient with an image below ``recognisable`` (the gradient did not pin
     the image down) or no run matched it. The reason gives the matched runs' PSNR and the rate of
@@ -39,21 +38,21 @@ def claim_judgement(
     if not seed_rows:
         raise ValueError("seed_rows must hold at least one run")
     rate = success_interval([row["psnr"] >= recognisable for row in seed_rows])
-    matched = [row["psnr"] for row in seed_rows if row["loss"] < stop_loss]
+    matched = [row["psnr"] for row in seed_rows if row["loss"] < match_loss]
     n, k = len(seed_rows), len(matched)
     if not matched:
         return (
             "refuted",
-            f"0 of {n} seeds match the gradient (distance < {stop_loss:g}) in the study",
+            f"0 of {n} seeds match the gradient (distance < {match_loss:g}) in the study",
         )
     below = [p for p in matched if p < recognisable]
     if below:
         return "refuted", (
-            f"{len(below)} of the {k} runs that match the gradient (distance < {stop_loss:g}) end "
+            f"{len(below)} of the {k} runs that match the gradient (distance < {match_loss:g}) end "
             f"below {recognisable:.0f} dB ({min(below):.1f} dB)"
         )
     return "consistent", (
-        f"{k} of {n} runs match the gradient (distance < {stop_loss:g}), end at "
+        f"{k} of {n} runs match the gradient (distance < {match_loss:g}), end at "
         f"{min(matched):.1f}–{max(matched):.1f} dB (≥ {recognisable:.0f} dB, above all controls); "
         f"the rate [{rate.low:.2f}, {rate.high:.2f}] depends on the seed (§6)"
     )

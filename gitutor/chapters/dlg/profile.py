@@ -2,12 +2,13 @@
 
 The main setting is the paper's: DLG LeNet for 100 classes, real CIFAR-100 images at 32×32 with their true
 labels (quick profile: foolbox's 20 CIFAR-100 test samples, offline; seed ``s`` attacks sample ``s``), up to
-300 L-BFGS steps. The seed study runs 10 seeds at that setting (10 distinct images), all at once in one
-stacked network (``gitutor.attacks.batched_dlg``); a run of the study stops once its gradient distance is
-below ``stop_loss`` (DLG has found the image). Failures (distance still high after 300 steps) are rerun
-from a new dummy start, as an attacker who sees the distance would. The defense sweep runs at 32×32 too;
-the batch and MNIST sweeps use 16×16 images (CPU budget). One 32×32 L-BFGS step of one stacked run costs
-about 0.03 s of one CPU core.
+300 L-BFGS steps. The seed study runs ``gitutor.attacks.dlg`` once per seed at that setting (distinct
+seeds attack distinct images) for the whole 300 steps: no stop rule. A run *matched the client's gradient*
+when its final gradient distance is below ``match_loss``, a criterion read after the run; failures (distance
+at or above it) are rerun from a new dummy start, as an attacker who sees the distance would. The page
+shows the study's median run. The defense sweep runs at 32×32 too; the batch and MNIST sweeps use 16×16
+images (CPU budget). One 32×32 L-BFGS step of ``dlg`` (up to 20 evaluations of the distance) costs about
+0.2 s of one CPU core, at 16×16 hardly less.
 
 Criteria (dB): ``recognisable_psnr`` is the book's one "recognisable",
 :data:`gitutor.controls.RECOGNISABLE_PSNR` (30 dB) — above what a flat image of each sample's mean colour,
@@ -33,8 +34,12 @@ QUICK = {
     ],  # foolbox's real MNIST samples (the report's MNIST)
     "progress": False,  # no progress bars in the rendered book
     "known_iterations": 30,  # label-known run (iDLG setting), compared at the same step
-    "seeds": list(range(10)),  # seed study at the main setting (seed 0 is the main run)
-    "stop_loss": 1e-5,  # seed study: stop once the gradient distance is below this
+    "seeds": list(
+        range(10)
+    ),  # seed study at the main setting; the page shows its median run
+    # a criterion, never a stop rule: a run whose final gradient distance is below this
+    # matched the client's gradient (the claim's test; the others are the failures rerun)
+    "match_loss": 1e-5,
     "restart_offset": 1000,  # a failed seed restarts from dummy seed + this
     "sweep_image_size": 16,  # batch and MNIST sweeps on 16×16 images (CPU budget)
     "defense_image_size": 32,  # the defense sweep at the paper's 32×32

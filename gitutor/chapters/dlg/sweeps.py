@@ -1,14 +1,17 @@
 """Chapter 01's experiments around DLG (Zhu, Liu & Han 2019; the reproduction report §6 on seeds).
 
 ``dlg_case`` builds one seeded attack case (the DLG LeNet, a private image, its label);
-``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``psnr_curves`` follows those runs
-step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on batches and other image sources;
-``restart_failures`` reruns the runs an attacker sees fail from a new dummy start; ``defense_sweep``
+``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``showcase_row`` picks its median
+run and ``defense_seed`` the first run recognisable at the defense sweep's budget, ``psnr_curves``
+follows those runs step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on
+batches and other image sources; ``restart_failures`` reruns the runs an attacker sees fail (final gradient
+distance at or above ``match_loss``) from a new dummy start; ``defense_sweep``
 reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
 it stays below a PSNR level); ``dummy_start`` is DLG's N(0, 1) start as a control beside the book's
 (:mod:`gitutor.controls`) and ``noise_ladder`` shows an image at given PSNRs (together the yardstick of the
 recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
-be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`.
+be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`;
+every attack is :func:`gitutor.attacks.dlg`, run for its whole budget (no stop rule).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import torch
 from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
-from gitutor.attacks.batched_dlg import batched_dlg
+from gitutor.checks import check_real
 from gitutor.data import (
     REAL_PHOTOGRAPHS,
     digits,
@@ -109,11 +112,13 @@ def score_run(
 ) -> dict:
     """``{seed, psnr (dB, mean over the batch), ssim, label_ok, loss, steps, truth, result}`` of one DLG run on
     ``(x, y)``. The reconstruction is scored clipped to [0, 1] (it estimates an image in [0, 1]); ``loss`` is
-    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps it ran (up to
-    ``stop_loss`` or a fixed point, where the dummy stopped moving)."""
+    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps it computed:
+    the whole budget, or fewer when L-BFGS reached a fixed point of its iteration (a step that left the
+    dummy unchanged, ``info["converged_at"]``; every later step would repeat it), or a stop rule's step
+    (``info["stopped_at"]``; chapter 01 passes none)."""
     truth, images = x.cpu(), result.images.clamp(0, 1)
     losses = result.history.get("loss") or [math.nan]
-    info = result.info  # the step it stopped at (stop_loss), or reached a fixed point, else every step run
+    info = result.info  # a stop rule's step, a fixed point's, else every step run
     steps = info.get(
         "stopped_at", info.get("converged_at", len(result.history.get("loss", [])))
     )
@@ -135,7 +140,6 @@ def seed_study(
     iterations: int,
     line_search: str | None = None,
     record_every: int = 10,
-    stop_loss: float | None = None,
     dummy_offset: int = 0,
     progress: bool = False,
     **case,
@@ -143,60 +147,88 @@ def seed_study(
     """DLG (label unknown) on ``dlg_case(seed, **case)`` for every seed: one :func:`score_run` dict per seed.
 
     The seed draws the model, the image, the label and (shifted by ``dummy_offset``) the dummy start
-    together (the report's "random seed", §6); ``stop_loss`` (stop once the gradient distance is below it)
-    and ``line_search`` are DLG's (:func:`gitutor.attacks.dlg`). With the DLG code's fixed step
-    (``line_search=None``) all seeds run at once in :func:`gitutor.attacks.batched_dlg.batched_dlg` (batch
-    size 1 each; the same algorithm, several times cheaper on a CPU); with a line search one after another.
+    together (the report's "random seed", §6). Each seed is one call of :func:`gitutor.attacks.dlg` for
+    ``iterations`` L-BFGS steps, with no stop rule (the paper runs its whole budget); ``line_search`` is
+    DLG's. ``case`` goes to :func:`dlg_case`.
+
+    Raises:
+        ValueError: as :func:`dlg_case` (for every seed, before any attack runs) and
+            :func:`gitutor.attacks.dlg` (e.g. ``iterations < 1``; the first attack, before it runs).
     """
     views = [gradient_case(*dlg_case(seed, **case)) for seed in seeds]
-    options = dict(
-        iterations=iterations, record_every=record_every, stop_loss=stop_loss
-    )
-    if line_search is None and views:
-        results = batched_dlg(
-            [v.server_view["model"] for v in views],
-            [v.server_view["update"] for v in views],
-            tuple(views[0].inputs.shape[1:]),
-            views[0].server_view["model"].fc.out_features,
-            seeds=[seed + dummy_offset for seed in seeds],
-            **options,
-        )
-    else:
-        results = [
-            attack(
-                view,
-                seed=seed + dummy_offset,
-                line_search=line_search,
-                progress=progress,
-                **options,
-            )
-            for seed, view in zip(seeds, views)
-        ]
+    options = {
+        "iterations": iterations,
+        "record_every": record_every,
+        "line_search": line_search,
+        "progress": progress,
+    }
+    results = [
+        attack(view, seed=seed + dummy_offset, **options)
+        for seed, view in zip(seeds, views)
+    ]
     return [
         score_run(seed, result, view.inputs, view.labels)
         for seed, result, view in zip(seeds, results, views)
     ]
 
 
+def showcase_row(rows: Sequence[dict]) -> dict:
+    """The median run of a :func:`seed_study` by PSNR (the upper median, ``sorted(rows)[n // 2]``, for an even
+    n; ties keep the rows' order): the run the page shows as representative, one the study made.
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one seed_study run")
+    return sorted(rows, key=lambda row: row["psnr"])[len(rows) // 2]
+
+
+def defense_seed(rows: Sequence[dict], step: int, threshold: float) -> int:
+    """The seed the defense sweep attacks: the first :func:`seed_study` run (in the rows' order) whose snapshot
+    at ``step`` (the sweep's L-BFGS budget) has PSNR ≥ ``threshold`` dB, clipped to [0, 1]. The undefended run
+    of :func:`defense_sweep` on that seed's case and dummy start repeats that run's first ``step`` steps, so
+    DLG recovers the image without a defense and a defense has something to stop. The first row's seed when
+    no run is recognisable there (or none has a snapshot at ``step``).
+
+    Raises:
+        ValueError: if ``rows`` is empty.
+    """
+    if not rows:
+        raise ValueError("rows must hold at least one seed_study run")
+    for row in rows:
+        snapshot = dict(row["result"].snapshots).get(step)
+        if (
+            snapshot is not None
+            and float(psnr(snapshot.clamp(0, 1), row["truth"]).mean()) >= threshold
+        ):
+            return row["seed"]
+    return rows[0]["seed"]
+
+
 def restart_failures(
     rows: Sequence[dict],
     *,
-    stop_loss: float,
+    match_loss: float,
     offset: int = 1000,
     limit: int | None = None,
     **study,
 ) -> dict[int, dict]:
     """Rerun, from a new dummy start (seed + ``offset``), every :func:`seed_study` run whose final gradient
-    distance stayed at or above ``stop_loss``: the failures an attacker sees without knowing the image
-    (only the first ``limit`` of them, in the rows' order, when ``limit`` is given: a CPU budget).
+    distance stayed at or above ``match_loss`` (the run did not match the client's gradient): the failures an
+    attacker sees without knowing the image (only the first ``limit`` of them, in the rows' order, when
+    ``limit`` is given: a CPU budget). ``match_loss`` is a criterion read after the run, never a stop rule.
 
     Returns ``{seed: score_run dict of the restart}``; ``study`` (iterations, record_every, size, …) goes
     to :func:`seed_study`.
+
+    Raises:
+        ValueError: for a ``match_loss`` that is not a positive finite number.
     """
-    failed = [row["seed"] for row in rows if not row["loss"] < stop_loss][:limit]
+    match_loss = check_real(match_loss, "match_loss", low=0.0, low_open=True)
+    failed = [row["seed"] for row in rows if not row["loss"] < match_loss][:limit]
     return {
-        row["seed"]: row
-        for row in seed_study(failed, stop_loss=stop_loss, dummy_offset=offset, **study)
+        row["seed"]: row for row in seed_study(failed, dummy_offset=offset, **study)
     }
 
 
@@ -318,8 +350,9 @@ def defense_sweep(
     seed: int = 0,
     progress: bool = False,
 ) -> dict:
-    """DLG against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients, every
-    strength at once (:func:`gitutor.attacks.batched_dlg.batched_dlg`; ``x`` is one image, the model a DLG LeNet).
+    """DLG (:func:`gitutor.attacks.dlg`, label unknown, ``iterations`` L-BFGS steps from the dummy start of
+    ``seed``) against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients, one
+    run per strength (``x`` is one image ``(1, C, H, W)``, the model a DLG LeNet).
 
     Returns ``{(kind, strength): (psnr dB, images)}`` with kind in ``"none"``, ``"prune"``, ``"noise"``
     (strength: pruned fraction, noise variance σ²; the noise is drawn from ``seed``); ``images`` are the
@@ -345,16 +378,17 @@ def defense_sweep(
         key: gradient_case(model, x, y, defense=defense).server_view
         for key, defense in defenses.items()
     }
-    runs = batched_dlg(
-        [model] * len(views),
-        [view["update"] for view in views.values()],
-        tuple(x.shape[1:]),
-        model.fc.out_features,
-        seeds=[seed] * len(views),
-        iterations=iterations,
-    )
     out = {}
-    for key, run in zip(views, runs):
+    for key, view in views.items():
+        run = dlg(
+            model,
+            view["update"],
+            tuple(x.shape),
+            model.fc.out_features,
+            iterations=iterations,
+            seed=seed,
+            progress=progress,
+        )
         images = run.images.clamp(0, 1)
         out[key] = (float(psnr(images, x.cpu()).mean()), images)
     return out
