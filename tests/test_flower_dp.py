@@ -632,6 +632,41 @@ def test_the_envelope_and_the_restarts_rank_by_the_whole_objective_at_the_refere
         assert torch.equal(strongest.restarted(None, first, cfg)["rows"][0]["images"], kept)
 
 
+def test_the_attackers_choices_read_no_truth_labels_or_order(monkeypatch):
+    """Review S1/S2: the envelope scores every candidate at the reference's labels (a candidate's own
+    round-1 label may be wrong where the rounds' mean reads it right), and the restarts rank by each
+    start's own matching (computed before its images were put in the photographs' order for scoring),
+    never by the objective re-evaluated at the truth-ordered images."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    flat = torch.full((1, 1, 4, 4), 0.5)  # TV 0: only the matching term ranks
+
+    def objective(images, labels):  # right label 1 matches better
+        return torch.tensor(0.2 if labels.tolist() == [1] else 0.9)
+
+    def row(used, matching, **extra):
+        return {"psnr": 20.0, "ssim": 0.5, "lpips": None, "psnrs": [20.0], "label_ok": True, "images": flat,
+                "truth": flat, "truth_labels": torch.tensor([1]), "used": torch.tensor([used]),
+                "objective": objective, "matching": matching, "tv_weight": 1.0, "partition": 0, **extra}
+
+    reference = summarise([row(1, 0.5)])  # the every-round run: label 1, matching 0.5
+    wrong_label = summarise([row(0, 0.9) | {"objective": lambda *a: torch.tensor(0.9)}])
+    found = strongest.envelope({"every round": reference, "LTI": wrong_label}, reference)
+    # at the reference's label the LTI image scores 0.2 < 0.5: kept (at its own label it scored 0.9)
+    assert found["wins"] == {"every round": 0, "LTI": 1}
+    assert found["attacker"]["rows"][0]["matching"] == pytest.approx(0.2)
+    # restarts: start 0 matched 0.3 at its own order, start 1 0.6; the objective re-evaluated at the
+    # (truth-ordered) images says the opposite, and must not decide
+    monkeypatch.setattr(strongest, "attack_gradient", lambda *a, **k: row(1, 0.6))
+    first = summarise([row(1, 0.3) | {"gradient": None, "iterations": 5,
+                                      "objective": lambda images, labels: torch.tensor(9.0)}])
+    kept = strongest.restarted(None, first, SimpleNamespace(restarts=2, record_every=50))
+    assert kept["rows"][0]["matching"] == 0.3
+
+
 def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():
     """The LocalDpMod sweep is matched in ε to the DP-SGD sweep: the mod's ε set from z makes Flower's own
     noise std z·s per coordinate, and the ε the run states is Opacus' RDP ε of σ = z over the rounds, the

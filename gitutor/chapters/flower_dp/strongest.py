@@ -94,8 +94,14 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
             | keep
             for r in range(1, cfg.restarts)
         ]
-        rows.append(min(tries, key=lambda t: _whole_objective(t, t["images"])))
+        rows.append(min(tries, key=_start_objective))
     return summarise(rows)
+
+
+def _start_objective(row: dict) -> float:
+    """What a start minimised, at its end: its ``matching`` (computed at the attack's own image order, before
+    the images were matched to the photographs for scoring) + its λ_TV · TV (which no order changes)."""
+    return row["matching"] + row["tv_weight"] * float(total_variation(row["images"]))
 
 
 def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) -> dict:
@@ -287,8 +293,9 @@ def _lowest_over_orders(objective, images: torch.Tensor, labels: torch.Tensor) -
 def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     """Per client, the best of ``candidates`` (name → summary, rows aligned by client; None: not
     run): ``"attacker"`` keeps the lowest ``"criterion"`` — the whole objective of ``reference``'s row
-    at the candidate's reconstruction, its matching term (``objective``) + its λ_TV · TV (Geiping et
-    al. 2020, Eq. 4), what the attacker minimised and can compute from what it holds (the module
+    at the candidate's reconstruction, its matching term (``objective``, at the reference's labels
+    ``used``: a candidate's own round-1 label may differ) + its λ_TV · TV (Geiping et al. 2020, Eq. 4),
+    what the attacker minimised and can compute from what it holds (the module
     docstring says which) — and ``"oracle"`` the highest PSNR (an upper bound: it needs the truth).
     The prior term is the reference's own: under noise a candidate fitted to one round's noise can
     match the rounds' updates about as well as a smooth one, and the λ_TV the server chose for that
@@ -296,7 +303,7 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     its ``"matching"`` (the reference's matching term) and ``"criterion"``. Returns both summaries and
     ``"wins"``: how often each candidate was kept. A row's images are stored in the truth's order (for
     scoring), so for a client of several images the matching term is the lowest over the orders of the
-    row's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does);
+    reference's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does);
     TV does not depend on the order.
 
     Raises:
@@ -322,7 +329,7 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
             matching = (
                 row["matching"]
                 if row["objective"] is ref["objective"]
-                else _lowest_over_orders(ref["objective"], row["images"], row["used"])
+                else _lowest_over_orders(ref["objective"], row["images"], ref["used"])
             )
             prior = ref["tv_weight"] * float(total_variation(row["images"]))
             tries[name] = row | {"matching": matching, "criterion": matching + prior}
