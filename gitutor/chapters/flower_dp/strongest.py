@@ -15,8 +15,8 @@ its own model, and Learning To Invert trained through the same defense; their en
   that client (``"attacker"``): the every-round attack's matching term (the mean cosine distance
   between the candidate's simulated update and each recorded round's noisy update, at that round's
   model; the noise of R rounds averages out of the criterion as out of the objective) plus its λ_TV ·
-  TV, where the server holds every round; round 1's objective otherwise. And the oracle upper bound that picks the highest PSNR (``"oracle"``:
-  needs the truth, which no attacker has).
+  TV, where the server holds every round; round 1's objective otherwise. And the oracle upper bound
+  that picks the highest PSNR (``"oracle"``: needs the truth, which no attacker has).
 
 They run for every defense of the decision table (:func:`strongest_by_defense`) and along the DP-SGD
 σ sweep (:func:`sweep_strongest`), where one σ's run is :func:`dp_sgd_strongest`. Where an attack stops,
@@ -295,16 +295,16 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     run): ``"attacker"`` keeps the lowest ``"criterion"`` — the whole objective of ``reference``'s row
     at the candidate's reconstruction, its matching term (``objective``, at the reference's labels
     ``used``: a candidate's own round-1 label may differ) + its λ_TV · TV (Geiping et al. 2020, Eq. 4),
-    what the attacker minimised and can compute from what it holds (the module
-    docstring says which) — and ``"oracle"`` the highest PSNR (an upper bound: it needs the truth).
+    what the attacker minimised and can compute from what it holds (the module docstring says which)
+    — and ``"oracle"`` the highest PSNR (an upper bound: it needs the truth).
     The prior term is the reference's own: under noise a candidate fitted to one round's noise can
     match the rounds' updates about as well as a smooth one, and the λ_TV the server chose for that
     noise on its own images (:func:`tuned_tv_weight`) is what tells them apart. Each kept row carries
     its ``"matching"`` (the reference's matching term) and ``"criterion"``. Returns both summaries and
     ``"wins"``: how often each candidate was kept. A row's images are stored in the truth's order (for
     scoring), so for a client of several images the matching term is the lowest over the orders of the
-    reference's labels, which the attacker can compute without the truth (as :func:`learned_inversion` does);
-    TV does not depend on the order.
+    reference's labels, which the attacker can compute without the truth (as
+    :func:`learned_inversion` does); TV does not depend on the order.
 
     Raises:
         ValueError: naming ``reference`` when it holds no rows, ``candidates`` when none was run, or the
