@@ -78,8 +78,9 @@ def browser(chrome):
 
 # ---- Opening a page ---------------------------------------------------------------------------------
 
-def wait_for_math(driver, timeout_s: float = 20) -> None:
-    """Wait until MathJax 3 has typeset the page (at once when the page has no MathJax)."""
+def wait_for_math(driver, timeout_s: float = 60) -> None:
+    """Wait until MathJax 3 has typeset the page (at once when the page has no MathJax). The first page
+    loads MathJax cold: on a loaded machine that took more than 20 s (the CI of c266fbd, index page)."""
     driver.set_script_timeout(timeout_s + 5)
     driver.execute_async_script("""
         const done = arguments[arguments.length - 1], deadline = Date.now() + arguments[0] * 1000;
