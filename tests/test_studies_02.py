@@ -110,6 +110,12 @@ def test_table5_noise_is_sigma_on_row_r_as_the_authors_draw_it(lenet, monkeypatc
     grad, row = seen[-1]
     assert row is None and bool(((grad - clean).abs() > 0).all())
     assert study.NOISE_HIT == 0.25
+    # the hits are read against NOISE_HIT (not the old 0.1 |λ*|): with a bar of 0 no λ is right, with an
+    # unbounded one every λ is
+    for bar, want in ((0.0, [False]), (float("inf"), [True])):
+        monkeypatch.setattr(study, "NOISE_HIT", bar)
+        _, _, hits = study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
+        assert hits[1e-2]["hits"] == want
 
 
 def test_cosine_diagnosis_runs_only_for_runs_below_the_bar(lenet):
