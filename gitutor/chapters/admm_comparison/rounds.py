@@ -6,8 +6,8 @@ through :func:`~gitutor.federated.case.fedadmm_case`) and ``client_round`` build
 observes; ``attack_first_round`` runs the report's four attacks and this book's adaptive one on it;
 ``closed_form_errors``, ``alignment`` and ``naive_and_adaptive_psnr`` are the closed-form check and the
 ablation (:func:`alignment_grid` and :func:`ablation_psnr` run them over the profile's settings);
-``chapter_model`` builds the attacked LeNet, ``model_at`` and ``relative_error`` are the small tools
-they need.
+``chapter_model`` builds the attacked LeNet and ``relative_error`` compares parameter lists (with
+:func:`gitutor.models.parameters_at.model_at`, the small tools they need).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
 from gitutor.metrics import psnr
 from gitutor.models import LeNet, init_uniform_
+from gitutor.models.parameters_at import model_at
 from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
@@ -244,15 +245,6 @@ def client_round(
         model, x, y, z, pi, rho=rho, lr=lr, local_steps=local_steps, local_params=w
     )
     return z, w, pi, update
-
-
-def model_at(model: nn.Module, params: Sequence[torch.Tensor]) -> nn.Module:
-    """A copy of ``model`` whose parameters are ``params`` (aligned with ``model.parameters()``)."""
-    clone = copy.deepcopy(model)
-    with torch.no_grad():
-        for p, value in zip(clone.parameters(), params, strict=True):
-            p.copy_(value)
-    return clone
 
 
 def relative_error(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> float:
