@@ -309,3 +309,20 @@ def test_true_class_probabilities_are_the_softmax_entries_of_the_true_labels():
     assert admm_report.true_class_probabilities(model, images, labels) == pytest.approx(want)
     with pytest.raises(ValueError, match="labels"):
         admm_report.true_class_probabilities(model, images, labels[:2])
+
+
+def test_round_two_is_attacked_by_the_closed_form_the_adaptive_attack_and_dlg_admm_on_every_image():
+    """Round 2 (E = 1): the server derives w, π, z from z₀ and Δ₁; the closed form reads ∇f(w) off Δ to
+    float32 rounding, and DLG on it recovers what DLG on the true ∇f(w) recovers, where DLG-ADMM (−Δ/η read
+    as a gradient at z) recovers nothing; every attack runs on every image at the same budget."""
+    from gitutor.chapters.admm_comparison.rounds import ROUND_TWO_ATTACKS, round_two_attacks
+
+    model = init_uniform_(LeNet(10, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(1))
+    images, labels = digits(size=8)
+    found = round_two_attacks(model, images[:3], labels[:3], (images[5:6], labels[5:6]), 10,
+                              rho=0.01, lr=0.1, iterations=15, record_every=15)
+    assert list(found["psnr"]) == list(ROUND_TWO_ATTACKS)
+    assert all(len(v) == 3 for v in found["psnr"].values()) and max(found["error"]) < 1e-4
+    closed, reference = found["psnr"][ROUND_TWO_ATTACKS[1]], found["psnr"][ROUND_TWO_ATTACKS[3]]
+    assert sum(p >= 30 for p in closed) >= 1 and max(found["psnr"][ROUND_TWO_ATTACKS[0]]) < 30
+    assert [p >= 30 for p in closed] == [p >= 30 for p in reference]

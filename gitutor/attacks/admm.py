@@ -9,6 +9,10 @@ Three attackers see the same increment Δ a FedADMM client sends (``gitutor.fede
   the attacker knows ρ, the dual π, η and the number of local steps E, simulates the client's E
   local steps on the dummy data and minimises ||Δ(x', y') − Δ||² / η², differentiating through the
   unrolled steps (``create_graph=True``).
+- The closed form (one local step, E = 1): the increment is affine in the client's gradient at its
+  local model w, so :func:`closed_form_gradient` reads ∇f(w) off Δ exactly and DLG attacks that
+  (:func:`closed_form_inversion`); :func:`server_state_after_round_one` derives the w and π it needs from
+  what the server holds.
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ from torch import nn
 from gitutor.attacks.dlg import dlg
 from gitutor.attacks.objectives import check_input_shape, check_target_gradients
 from gitutor.attacks.result import AttackResult
+from gitutor.checks import check_real
 from gitutor.federated.admm import fedadmm_client_update, pseudo_gradient
+from gitutor.federated.client import check_parameter_list
 from gitutor.labels.idlg import idlg_label
 from gitutor.models.introspect import fc_weight_index
+from gitutor.models.parameters_at import model_at
 
 
 def dlg_admm(
@@ -182,4 +189,121 @@ def adaptive_admm_inversion(
         lr=optimizer_lr,
         progress=progress,
         dummy_gradients=simulated_pseudo_gradient,
+    )
+
+
+def closed_form_gradient(
+    model: nn.Module,
+    delta: Sequence[torch.Tensor],
+    *,
+    global_params: Sequence[torch.Tensor],
+    dual: Sequence[torch.Tensor],
+    local_params: Sequence[torch.Tensor],
+    rho: float,
+    lr: float,
+    local_steps: int = 1,
+) -> list[torch.Tensor]:
+    """The client's gradient ∇f(w) at its local model w, read exactly off one FedADMM increment Δ.
+
+    With one local step (Algorithm 2 lines 15–19; Gong et al. 2022), w⁺ = w − η(∇f(w) + π + ρ(w − z)),
+    π⁺ = π + ρ(w⁺ − z) and Δ = (w⁺ + π⁺/ρ) − (w + π/ρ) = 2w⁺ − w − z, so
+    −Δ/η = 2(∇f(w) + π) + (2ρ − 1/η)(w − z) and
+
+        ∇f(w) = ½ [−Δ/η − (2ρ − 1/η)(w − z)] − π,
+
+    which DLG can attack at the model w (:func:`closed_form_inversion`). In round 1 (w = z, π = 0) it is
+    −Δ/(2η), the report's DLG-ADMM target halved. Float32 rounding grows with |2ρ − 1/η|.
+
+    Args:
+        model: the shared model (for the parameters' alignment and shapes).
+        delta: Δ, aligned with ``model.parameters()``.
+        global_params, dual, local_params: z, π and w of the client's round.
+        rho, lr: ρ > 0 and η > 0.
+        local_steps: E; only 1 has this closed form.
+
+    Returns:
+        ∇f(w), a list aligned with ``model.parameters()`` (f: the batch-mean cross-entropy).
+
+    Raises:
+        ValueError: naming ``local_steps`` when it is not 1 (E > 1 steps compose non-linearly: use
+            :func:`adaptive_admm_inversion`), ``rho`` or ``lr`` when not finite and > 0, or a parameter
+            list that does not match the model; before anything is computed.
+    """
+    if isinstance(local_steps, bool) or local_steps != 1:
+        raise ValueError(
+            f"local_steps must be 1 for the closed form, got {local_steps!r}: with E > 1 steps the "
+            "increment is not affine in one gradient (use adaptive_admm_inversion)"
+        )
+    rho = check_real(rho, "rho", low=0.0, low_open=True)
+    lr = check_real(lr, "lr", low=0.0, low_open=True)
+    delta = check_parameter_list(model, delta, "delta")
+    z = check_parameter_list(model, global_params, "global_params")
+    pi = check_parameter_list(model, dual, "dual")
+    w = check_parameter_list(model, local_params, "local_params")
+    slope = 2 * rho - 1 / lr
+    return [
+        0.5 * (-d / lr - slope * (wi - zi)) - pi_i
+        for d, zi, pi_i, wi in zip(delta, z, pi, w)
+    ]
+
+
+def server_state_after_round_one(
+    model: nn.Module,
+    start: Sequence[torch.Tensor],
+    first_delta: Sequence[torch.Tensor],
+    *,
+    rho: float,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """``(z, w, π)`` of a client's second round, from what the server holds: the model z₀ it sent in round
+    1 (``start``) and the client's round-1 increment Δ₁, for one local step, one client and the server
+    step 1 (z₁ = z₀ + Δ₁; the report's line 20 with η_i = 1). Round 1 starts at w₀ = z₀ with π₀ = 0, so
+    Δ₁ = 2(w₁ − z₀) and π₁ = ρ(w₁ − z₀):
+
+        w₁ = z₀ + Δ₁/2,   π₁ = ρ Δ₁ / 2,   z₁ = z₀ + Δ₁.
+
+    No client secret enters: the closed form's inputs are the server's own.
+
+    Raises:
+        ValueError: naming ``rho`` (finite, > 0) or a parameter list that does not match the model.
+    """
+    rho = check_real(rho, "rho", low=0.0, low_open=True)
+    z0 = check_parameter_list(model, start, "start")
+    d1 = check_parameter_list(model, first_delta, "first_delta")
+    z = [a + d for a, d in zip(z0, d1)]
+    w = [a + d / 2 for a, d in zip(z0, d1)]
+    pi = [rho * d / 2 for d in d1]
+    return z, w, pi
+
+
+def closed_form_inversion(
+    model: nn.Module,
+    delta: Sequence[torch.Tensor],
+    input_shape: Sequence[int],
+    num_classes: int,
+    *,
+    global_params: Sequence[torch.Tensor],
+    dual: Sequence[torch.Tensor],
+    local_params: Sequence[torch.Tensor],
+    rho: float,
+    lr: float,
+    **options,
+) -> AttackResult:
+    """DLG (:func:`gitutor.attacks.dlg`, ``options``: labels, iterations, seed, record_every, …) on the
+    gradient :func:`closed_form_gradient` reads off Δ, at the client's local model w — the model the
+    gradient was computed at. One local step only.
+
+    Raises:
+        ValueError: as :func:`closed_form_gradient` and :func:`gitutor.attacks.dlg`.
+    """
+    gradient = closed_form_gradient(
+        model,
+        delta,
+        global_params=global_params,
+        dual=dual,
+        local_params=local_params,
+        rho=rho,
+        lr=lr,
+    )
+    return dlg(
+        model_at(model, local_params), gradient, input_shape, num_classes, **options
     )

@@ -23,7 +23,7 @@ from gitutor.attacks import AttackResult
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.metrics import mse
 from gitutor.results import interval_fields
-from gitutor.stats import Interval, format_interval
+from gitutor.stats import Interval, format_interval, success_interval
 from gitutor.chapters.admm_comparison.rounds import NAMES
 from gitutor.tables import markdown_table
 
@@ -170,6 +170,61 @@ def results_rows(
             "cosine",
             setting=f"ρ ∈ {cfg.cosine_rhos}, E ∈ {cfg.cosine_local_steps}, one earlier round",
         )
+    )
+    return rows
+
+
+def round_two_table(found: Mapping) -> str:
+    """Markdown table of :func:`~gitutor.chapters.admm_comparison.rounds.round_two_attacks`: per attack the
+    images recognisable (PSNR ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR` dB) with their 95 % Wilson
+    interval, and the PSNR per image (dB)."""
+    lines = []
+    for name, psnrs in found["psnr"].items():
+        hits = [p >= RECOGNISABLE_PSNR for p in psnrs]
+        share = success_interval(hits)
+        count = f"{sum(hits)}/{len(hits)} {_span(share, 2)}"
+        lines.append([name, count, ", ".join(f"{p:.1f}" for p in psnrs)])
+    header = [
+        "attack on round 2's Δ",
+        "recognisable [95 % Wilson]",
+        "PSNR per image (dB)",
+    ]
+    return markdown_table(header, lines)
+
+
+def round_two_rows(found: Mapping, cfg, kind: str, iterations: int) -> list[dict]:
+    """The results record's rows for the second round (this book's addition: the report attacks round 1
+    only): per attack of :func:`~gitutor.chapters.admm_comparison.rounds.round_two_attacks`, the fraction of
+    the images recognisable with its 95 % Wilson interval (``paper``: "not studied"), and the closed form's
+    largest relative error."""
+    differences = profile_differences(cfg)
+    setting = (
+        f"{len(found['error'])} images of {NAMES[kind]}, round 2, E = 1, ρ = {cfg.rho}, "
+        f"η = {cfg.lr}, {iterations} L-BFGS steps each"
+    )
+    rows = []
+    for name, psnrs in found["psnr"].items():
+        rate = success_interval([p >= RECOGNISABLE_PSNR for p in psnrs])
+        rows.append(
+            {
+                "quantity": f"images recognisable (PSNR ≥ {RECOGNISABLE_PSNR:.0f} dB), round 2: {name}",
+                "setting": setting,
+                "paper": "not studied (the report attacks round 1)",
+                "this_run": round(rate.mean, 3),
+                "unit": f"fraction; 95 % Wilson interval {_span(rate, 2)}",
+                "differences": differences,
+                **interval_fields(rate, 3),
+            }
+        )
+    rows.append(
+        {
+            "quantity": "relative error of the closed form's ∇f(w), round 2 (largest over the images)",
+            "setting": setting + ", float32",
+            "paper": "not studied",
+            "this_run": float(f"{max(found['error']):.2g}"),
+            "unit": "ratio",
+            "differences": differences,
+        }
     )
     return rows
 

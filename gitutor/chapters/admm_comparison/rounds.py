@@ -6,8 +6,8 @@ through :func:`~gitutor.federated.case.fedadmm_case`) and ``client_round`` build
 observes; ``attack_first_round`` runs the report's four attacks and this book's adaptive one on it;
 ``closed_form_errors``, ``alignment`` and ``naive_and_adaptive_psnr`` are the closed-form check and the
 ablation (:func:`alignment_grid` and :func:`ablation_psnr` run them over the profile's settings);
-``chapter_model`` builds the attacked LeNet, ``model_at`` and ``relative_error`` are the small tools
-they need.
+``chapter_model`` builds the attacked LeNet and ``relative_error`` compares parameter lists (with
+:func:`gitutor.models.parameters_at.model_at`, the small tools they need).
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ from gitutor.attacks import (
     fc_weight_index,
     idlg_admm,
 )
+from gitutor.attacks.admm import (
+    closed_form_gradient,
+    closed_form_inversion,
+    server_state_after_round_one,
+)
 from gitutor.data import (
     REAL_PHOTOGRAPHS,
     OfflineDataError,
@@ -43,6 +48,7 @@ from gitutor.federated.case import Case, fedadmm_case
 from gitutor.labels import idlg_label
 from gitutor.metrics import psnr
 from gitutor.models import LeNet, init_uniform_
+from gitutor.models.parameters_at import model_at
 from gitutor.seeding import make_generator
 
 #: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
@@ -244,15 +250,6 @@ def client_round(
         model, x, y, z, pi, rho=rho, lr=lr, local_steps=local_steps, local_params=w
     )
     return z, w, pi, update
-
-
-def model_at(model: nn.Module, params: Sequence[torch.Tensor]) -> nn.Module:
-    """A copy of ``model`` whose parameters are ``params`` (aligned with ``model.parameters()``)."""
-    clone = copy.deepcopy(model)
-    with torch.no_grad():
-        for p, value in zip(clone.parameters(), params, strict=True):
-            p.copy_(value)
-    return clone
 
 
 def relative_error(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> float:
@@ -486,3 +483,103 @@ def ablation_psnr(
         )
         for rho, steps, r in settings
     ]
+
+
+#: The attacks on a client's second FedADMM round (E = 1), in the order of :func:`round_two_attacks`' rows.
+ROUND_TWO_ATTACKS = (
+    "DLG-ADMM (−Δ/η at z)",
+    "closed form (DLG on ∇f(w) read off Δ)",
+    "adaptive (simulated round)",
+    "DLG on the true ∇f(w) (reference)",
+)
+
+
+def round_two_attacks(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    earlier: tuple[torch.Tensor, torch.Tensor],
+    num_classes: int,
+    *,
+    rho: float,
+    lr: float,
+    iterations: int,
+    seed: int = 0,
+    record_every: int = 10,
+) -> dict:
+    """Every attack of :data:`ROUND_TWO_ATTACKS` on each image's second FedADMM round (one local step, one
+    client, the server's step 1), all at the same budget ``iterations`` and from the same dummy start (seed
+    ``seed + i`` for image i).
+
+    The client first trains one round on ``earlier``; the server, holding z₀ and that increment Δ₁, derives
+    the client's z, w and π (:func:`~gitutor.attacks.admm.server_state_after_round_one`), then attacks the
+    round-2 increment Δ of image i: DLG-ADMM reads −Δ/η as a gradient at z (the report's Algorithm 2); the
+    closed form reads ∇f(w) off Δ exactly and runs DLG at w
+    (:func:`~gitutor.attacks.admm.closed_form_inversion`); the adaptive attack simulates the round
+    (:func:`~gitutor.attacks.admm.adaptive_admm_inversion`); and DLG on the client's true ∇f(w) is the
+    reference the closed form should equal.
+
+    Args:
+        images, labels: ``(N, C, H, W)`` images in [0, 1] and ``(N,)`` labels, one client each.
+        earlier: the client's round-1 batch ``(x, y)``.
+
+    Returns:
+        ``{"psnr": {attack: [dB per image]}, "error": [‖∇̂f − ∇f(w)‖ / ‖∇f(w)‖ per image]}`` (each
+        reconstruction clipped to [0, 1]; the error is the closed form's rounding).
+
+    Raises:
+        ValueError: as :func:`~gitutor.federated.fedadmm_client_update` and the attacks, before any
+            attack runs for a bad batch, ρ or η.
+    """
+    z0 = [p.detach().clone() for p in model.parameters()]
+    zero = [torch.zeros_like(p) for p in z0]
+    first = fedadmm_client_update(
+        model, *earlier, z0, zero, rho=rho, lr=lr, local_steps=1
+    )
+    z, w, pi = server_state_after_round_one(model, z0, first.delta, rho=rho)
+    at_z, at_w = model_at(model, z), model_at(model, w)
+    options = {"iterations": iterations, "record_every": record_every}
+    found = {"psnr": {name: [] for name in ROUND_TWO_ATTACKS}, "error": []}
+    for i in range(len(images)):
+        x, y = images[i : i + 1], labels[i : i + 1]
+        update = fedadmm_client_update(
+            model, x, y, z, pi, rho=rho, lr=lr, local_steps=1, local_params=w
+        )
+        state = {
+            "global_params": z,
+            "dual": pi,
+            "local_params": w,
+            "rho": rho,
+            "lr": lr,
+        }
+        truth = client_gradients(at_w, x, y)
+        read = closed_form_gradient(model, update.delta, **state)
+        found["error"].append(relative_error(read, truth))
+        runs = (
+            dlg_admm(
+                at_z, update.delta, lr, x.shape, num_classes, seed=seed + i, **options
+            ),
+            closed_form_inversion(
+                model,
+                update.delta,
+                x.shape,
+                num_classes,
+                seed=seed + i,
+                **state,
+                **options,
+            ),
+            adaptive_admm_inversion(
+                model,
+                update.delta,
+                x.shape,
+                num_classes,
+                local_steps=1,
+                seed=seed + i,
+                **state,
+                **options,
+            ),
+            dlg(at_w, truth, x.shape, num_classes, seed=seed + i, **options),
+        )
+        for name, run in zip(ROUND_TWO_ATTACKS, runs):
+            found["psnr"][name].append(float(psnr(run.images.clamp(0, 1), x)))
+    return found
