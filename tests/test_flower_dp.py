@@ -1028,10 +1028,11 @@ def test_localdpmods_lti_is_trained_through_the_mod_in_the_servers_units(monkeyp
                         lambda *a, **k: seen.setdefault("tuning", k) and {"tv_weight": 0.1})
     monkeypatch.setattr(strongest, "adversaries",
                         lambda model, point, rounds, g, cfg, seed=0: {"pair": (rounds, g)})
+    monkeypatch.setattr(strongest, "prior_alone", lambda model, rounds, cfg, seed=0: ("prior of", rounds))
     cfg = SimpleNamespace(defense_lr=0.1, local_clip=0.01, lr=0.05)
     point = {"rows": [{"truth": torch.zeros(1, 1, 4, 4)}], "run": {"view": SimpleNamespace(sigma=0.002)}}
     found = strongest.local_dp_strongest(None, {"test_x": None, "test_y": None}, point, cfg)
-    assert found["pair"] == (0.1, "g")
+    assert found["pair"] == (0.1, "g") and found["prior"] == ("prior of", 0.1)
     assert seen["lti"]["clip"] == pytest.approx(0.1) and seen["lti"]["noise_std"] == pytest.approx(0.02)
     assert seen["tuning"]["clip"] == pytest.approx(0.1) and seen["tuning"]["noise_std"] == pytest.approx(0.02)
     assert seen["tuning"]["lr"] == 0.1
