@@ -953,20 +953,45 @@ def test_every_round_is_judged_at_every_noisy_sigma_by_its_paired_difference():
         return summarise([{"psnr": p, "ssim": 0.0, "lpips": None, "psnrs": [p], "label_ok": True}
                           for p in psnrs])
 
-    def point(sigma, first, mean):
-        return summary(first) | {"sigma": sigma}, {"rounds": summary(mean)}
+    def point(sigma, first, mean, prior):
+        return summary(first) | {"sigma": sigma}, {"rounds": summary(mean), "prior": summary(prior)}
 
-    points, along = _curve(point(0.0, [40, 41, 42], [20, 22, 21]), point(0.001, [35, 36, 34], [22, 23, 21]),
-                           point(0.01, [13, 14, 12], [19, 20, 18.5]), point(1.0, [6, 7, 6.5], [6.5, 6.6, 6.4]))
+    points, along = _curve(point(0.0, [40, 41, 42], [20, 22, 21], [9, 9, 9]),
+                           point(0.001, [35, 36, 34], [22, 23, 21], [9, 10, 9]),
+                           point(0.01, [13, 14, 12], [19, 20, 18.5], [12, 12.5, 12]),
+                           point(1.0, [6, 7, 6.5], [6.5, 6.6, 6.4], [6.4, 6.7, 6.5]))
     lines = curve.rounds_gain_table(points, along).splitlines()
     assert len(lines) == 5 and not any(line.startswith("| 0 |") for line in lines)
-    assert lines[2].startswith("| 0.001 | -13.0 [") and lines[2].endswith("| loss |")
-    assert lines[3].startswith("| 0.01 | 6.2 [") and lines[3].endswith("| gain |")
-    assert lines[4].endswith("| not resolved |")
+    assert lines[2].startswith("| 0.001 | -13.0 [") and "| loss | 12.7 [" in lines[2]
+    assert lines[3].startswith("| 0.01 | 6.2 [") and "| gain | 7.0 [" in lines[3] and lines[3].endswith("| gain |")
+    # σ = 1: the every-round attack is its prior's own sample — the control says so
+    assert lines[4].endswith("| not resolved |") and lines[4].count("not resolved") == 2
     along[1] = None  # one start recovered every client there: not run
-    assert curve.rounds_gain_table(points, along).splitlines()[2] == "| 0.001 | not run | — |"
+    assert curve.rounds_gain_table(points, along).splitlines()[2] == "| 0.001 | not run | — | not run | — |"
     with pytest.raises(ValueError, match="σ > 0"):
         curve.rounds_gain_table(points[:1], along[:1])
+
+def test_the_prior_alone_is_the_same_attack_without_its_matching_term(monkeypatch):
+    """The control runs each row's own attack (start seed, steps, λ_TV) with a matching term that is 0 with
+    its gradient, and the row's reconstruction then moves by TV alone."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import strongest
+
+    model, _, single, cfg = _tiny_attack_setting()
+    seen = []
+    real = strongest.attack_gradient
+    monkeypatch.setattr(strongest, "attack_gradient", lambda *a, **k: seen.append(k) or real(*a, **k))
+    single["rows"] = [r | {"tv_weight": 0.5} for r in single["rows"]]
+    prior = strongest.prior_alone(model, single, SimpleNamespace(record_every=2), seed=3)
+    assert [k["seed"] for k in seen] == [3 + r["partition"] for r in single["rows"]]
+    assert all(k["tv_weight"] == 0.5 and k["iterations"] == r["iterations"] for k, r in zip(seen, single["rows"]))
+    images = torch.rand(1, 1, 12, 12, requires_grad=True)
+    value = seen[0]["objective"](images, torch.tensor([0]))
+    value.backward()
+    assert float(value.detach()) == 0.0 and not images.grad.any()
+    assert len(prior["rows"]) == len(single["rows"])
+
 
 def test_the_engine_table_compares_the_simulation_recording_row_by_row_within_its_tolerance():
     from gitutor.chapters.flower_dp.report import ENGINE_TOLERANCE, engine_table
@@ -1003,10 +1028,11 @@ def test_localdpmods_lti_is_trained_through_the_mod_in_the_servers_units(monkeyp
                         lambda *a, **k: seen.setdefault("tuning", k) and {"tv_weight": 0.1})
     monkeypatch.setattr(strongest, "adversaries",
                         lambda model, point, rounds, g, cfg, seed=0: {"pair": (rounds, g)})
+    monkeypatch.setattr(strongest, "prior_alone", lambda model, rounds, cfg, seed=0: ("prior of", rounds))
     cfg = SimpleNamespace(defense_lr=0.1, local_clip=0.01, lr=0.05)
     point = {"rows": [{"truth": torch.zeros(1, 1, 4, 4)}], "run": {"view": SimpleNamespace(sigma=0.002)}}
     found = strongest.local_dp_strongest(None, {"test_x": None, "test_y": None}, point, cfg)
-    assert found["pair"] == (0.1, "g")
+    assert found["pair"] == (0.1, "g") and found["prior"] == ("prior of", 0.1)
     assert seen["lti"]["clip"] == pytest.approx(0.1) and seen["lti"]["noise_std"] == pytest.approx(0.02)
     assert seen["tuning"]["clip"] == pytest.approx(0.1) and seen["tuning"]["noise_std"] == pytest.approx(0.02)
     assert seen["tuning"]["lr"] == 0.1

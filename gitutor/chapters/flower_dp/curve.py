@@ -131,9 +131,11 @@ def threshold_sigma_text(
 
 def rounds_gain_table(points: Sequence[dict], along: Sequence[dict | None]) -> str:
     """At every σ > 0 of the sweep where the strongest adversary ran (``along``): the PSNR of its
-    every-round attack minus that of the one-start IG on round 1's update alone, paired over the attacked
-    clients (dB, mean [95 % interval]), and whether the interval excludes 0 ("gain", "loss", "not
-    resolved"); "not run" where the one-start IG recovered every client.
+    every-round attack minus that of the one-start IG on round 1's update alone, and minus that of the same
+    attack with its matching term removed (``along[i]["prior"]``,
+    :func:`~gitutor.chapters.flower_dp.strongest.prior_alone`: what its prior gives whatever the updates
+    hold), each paired over the attacked clients (dB, mean [95 % interval]) with whether the interval
+    excludes 0 ("gain", "loss", "not resolved"); "not run" where the one-start IG recovered every client.
 
     Raises:
         ValueError: for a sweep without a σ > 0, or as :func:`threshold` for ``points`` and ``along``.
@@ -145,20 +147,32 @@ def rounds_gain_table(points: Sequence[dict], along: Sequence[dict | None]) -> s
     )
     if not noisy:
         raise ValueError("points must hold a σ > 0")
+
+    def against(found, rows):
+        diff = paired_difference(
+            [r["psnr"] for r in found["rounds"]["rows"]], [r["psnr"] for r in rows]
+        )
+        word = "gain" if diff.low > 0 else "loss" if diff.high < 0 else "not resolved"
+        return [format_interval(diff, 1, False), word]
+
     lines = []
     for point, found in noisy:
         if found is None or found.get("rounds") is None:
-            lines.append([f"{point['sigma']:g}", "not run", "—"])
+            lines.append([f"{point['sigma']:g}", "not run", "—", "not run", "—"])
             continue
-        diff = paired_difference(
-            [r["psnr"] for r in found["rounds"]["rows"]],
-            [r["psnr"] for r in point["rows"]],
+        lines.append(
+            [f"{point['sigma']:g}"]
+            + against(found, point["rows"])
+            + against(found, found["prior"]["rows"])
         )
-        word = "gain" if diff.low > 0 else "loss" if diff.high < 0 else "not resolved"
-        lines.append([f"{point['sigma']:g}", format_interval(diff, 1, False), word])
-    return markdown_table(
-        ["σ", "every round − round 1 (dB, paired over the clients)", "resolved"], lines
-    )
+    header = [
+        "σ",
+        "every round − round 1 (dB, paired over the clients)",
+        "resolved",
+        "every round − its prior alone (dB, paired)",
+        "resolved",
+    ]
+    return markdown_table(header, lines)
 
 
 def budget_point(points: Sequence[dict], along: Sequence[dict | None]) -> dict | None:

@@ -134,6 +134,36 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
     return summarise(rows)
 
 
+def _no_matching(images: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """A matching term that is 0 everywhere (its gradient too): the attack then follows its prior alone."""
+    return images.sum() * 0.0
+
+
+def prior_alone(model, summary: dict, cfg, *, seed: int = 0) -> dict:
+    """The control for an attack ``summary`` (one row per client): the same attack — start (seed ``seed +
+    partition``, as :func:`~gitutor.chapters.flower_dp.experiments.attack_rounds` draws it), steps and
+    λ_TV — with its matching term replaced by 0, so that every signed step follows λ_TV · TV alone
+    (Geiping et al. 2020, Eq. 4, without its first term). It says how much of an attack's PSNR its prior
+    gives whatever the updates hold: under heavy noise, at a large λ_TV, the two can coincide. Returns
+    :func:`summarise` of the rows."""
+    rows = [
+        attack_gradient(
+            model,
+            row["gradient"],
+            row["truth"],
+            row["truth_labels"],
+            iterations=row["iterations"],
+            tv_weight=row["tv_weight"],
+            seed=seed + row["partition"],
+            record_every=cfg.record_every,
+            objective=_no_matching,
+        )
+        | {k: row[k] for k in ("partition", "truth", "truth_labels")}
+        for row in summary["rows"]
+    ]
+    return summarise(rows)
+
+
 def psnr_curve(summary: dict) -> dict:
     """PSNR (dB; interval over the rows) of each row's kept run at every recorded step:
     ``{step: Interval}``, for :func:`~gitutor.chapters.flower_dp.report.flat_step`.
@@ -435,7 +465,8 @@ def through_noise(
     test set through the defense as the server reads it (clip ``clip``, noise ``noise_std``, units of
     −Δ/η; :func:`train_lti`) and the every-round attack at the clients' η = ``lr`` (:func:`every_round`)
     with the prior weight the server chose for this noise on its own images (:func:`tuned_tv_weight`,
-    returned as ``"tuning"``)."""
+    returned as ``"tuning"``), and that attack's control with its matching term removed
+    (:func:`prior_alone`, ``"prior"``)."""
     g = train_lti(
         model,
         (data["test_x"], data["test_y"]),
@@ -449,7 +480,10 @@ def through_noise(
         model, data, point, cfg, clip=clip, noise_std=noise_std, lr=lr, seed=seed
     )
     rounds = every_round(model, point, cfg, lr, seed, tv_weight=tuning["tv_weight"])
-    return adversaries(model, point, rounds, g, cfg, seed=seed) | {"tuning": tuning}
+    return adversaries(model, point, rounds, g, cfg, seed=seed) | {
+        "tuning": tuning,
+        "prior": prior_alone(model, rounds, cfg, seed=seed),
+    }
 
 
 def tuning_images(data: dict, count: int) -> tuple[torch.Tensor, torch.Tensor]:
