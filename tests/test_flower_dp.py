@@ -632,6 +632,41 @@ def test_the_envelope_and_the_restarts_rank_by_the_whole_objective_at_the_refere
         assert torch.equal(strongest.restarted(None, first, cfg)["rows"][0]["images"], kept)
 
 
+def test_the_envelope_ranks_every_start_of_the_restarts_by_its_own_criterion(monkeypatch):
+    """Review N4: the restarts keep a start by round 1's objective at round 1's λ_TV; the envelope, at the
+    reference's λ_TV, sees all the starts (``"starts"``), so a start the first ranking dropped can be kept.
+    The oracle looks at every start too."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import strongest
+    from gitutor.chapters.flower_dp.experiments import summarise
+
+    generator = torch.Generator().manual_seed(0)
+    truth = torch.full((1, 1, 8, 8), 0.5)
+    noisy = torch.rand(1, 1, 8, 8, generator=generator)
+
+    def objective(images, labels):  # the noisy start matches a little better
+        return torch.tensor(0.40 if float(total_variation(images)) > 0.1 else 0.45)
+
+    def row(images, weight, psnr):
+        return {"psnr": psnr, "ssim": 0.5, "lpips": None, "psnrs": [psnr], "label_ok": True,
+                "images": images, "truth": truth, "truth_labels": torch.tensor([0]),
+                "used": torch.tensor([0]), "objective": objective,
+                "matching": float(objective(images, None)), "tv_weight": weight, "partition": 0,
+                "gradient": None, "iterations": 5}
+
+    # round 1 ranks at λ_TV = 0: the noisy start (restart 0) is kept; the smooth restart 1 is not
+    monkeypatch.setattr(strongest, "attack_gradient", lambda *a, **k: row(truth, 0.0, 30.0))
+    cfg = SimpleNamespace(restarts=2, record_every=50)
+    restarts = strongest.restarted(None, summarise([row(noisy, 0.0, 10.0)]), cfg)
+    assert torch.equal(restarts["rows"][0]["images"], noisy) and len(restarts["rows"][0]["starts"]) == 2
+    # the reference ranks at λ_TV = 1 and matches worse than either start: the smooth start wins
+    reference = summarise([row(truth, 1.0, 20.0) | {"objective": lambda *a: torch.tensor(0.9), "matching": 0.95}])
+    found = strongest.envelope({"reference": reference, "IG, restarts": restarts}, reference)
+    assert found["wins"] == {"reference": 0, "IG, restarts": 1}
+    assert found["attacker"]["rows"][0]["psnr"] == 30.0 and found["oracle"]["rows"][0]["psnr"] == 30.0
+
+
 def test_the_attackers_choices_read_no_truth_labels_or_order(monkeypatch):
     """Review S1/S2: the envelope scores every candidate at the reference's labels (a candidate's own
     round-1 label may be wrong where the rounds' mean reads it right), and the restarts rank by each
@@ -993,24 +1028,22 @@ def test_the_prior_alone_is_the_same_attack_without_its_matching_term(monkeypatc
     assert len(prior["rows"]) == len(single["rows"])
 
 
-def test_the_engine_table_compares_the_simulation_recording_row_by_row_within_its_tolerance():
-    from gitutor.chapters.flower_dp.report import ENGINE_TOLERANCE, engine_table
+def test_the_recording_table_sets_every_recorded_row_and_its_verdict_beside_this_runs_number():
+    from gitutor.chapters.flower_dp.report import recording_table
+    from gitutor.results.verdicts import verdict
 
-    rows = [{"quantity": "MSE", "setting": "no defense", "this_run": 0.0200, "low": 0.0, "high": 0.05, "n": 5,
-             "paper": 0.022}, {"quantity": "ε", "setting": "DP-SGD", "this_run": "≥ 5e4"}]
-    recording = {"provenance": {"commit": "8fe089065d23df1b"}, "rows": [dict(r, paper="other") for r in rows]}
-    lines = engine_table(rows, recording, "quick", None).splitlines()
-    assert len(lines) == 4 and all(line.endswith("| yes |") for line in lines[2:])  # the paper is no measurement
-    near = [dict(rows[0], this_run=0.0200 * (1 + ENGINE_TOLERANCE / 2)), rows[1]]
-    assert engine_table(near, recording, "quick", None).splitlines()[2].endswith("| yes |")
-    far = [dict(rows[0], this_run=0.0200 * (1 + 2 * ENGINE_TOLERANCE)), dict(rows[1], this_run="≥ 6e5")]
-    assert all(line.endswith("| no |") for line in engine_table(far, recording, "quick", None).splitlines()[2:])
-    missing = engine_table(rows + [{"quantity": "new", "this_run": 1.0}], recording, "quick", None)
-    assert missing.splitlines()[-1] == "| new | 1.0 | — | no |"
-    assert "not compared: this run's sizes" in engine_table(rows, recording, "full", None)
-    assert "not compared: this run's sizes" in engine_table(rows, recording, "quick", "smoke")
-    assert "not compared: no recording" in engine_table(rows, None, "quick", None)
-    assert "not compared: this page is the recording" in engine_table(rows, None, "quick", "simulation")
+    recorded = [{"quantity": "MSE", "setting": "no defense", "this_run": 0.0200, "paper": 0.022, "better": "lower",
+                 "unit": "", "differences": "—"},
+                {"quantity": "ε", "setting": "DP-SGD", "this_run": "[655, 5.51e+04)", "paper": "x", "unit": "",
+                 "differences": "—"}]
+    recording = {"provenance": {"commit": "8fe089065d23df1b"}, "rows": recorded}
+    mine = [{"quantity": "MSE", "this_run": 0.5}, {"quantity": "only here", "this_run": 1.0}]
+    lines = recording_table(mine, recording, None).splitlines()
+    assert len(lines) == 4  # the recording's two rows, none of this run's own
+    assert lines[2] == f"| MSE | 0.02 | {verdict(recorded[0])} | 0.5 |"
+    assert lines[3].startswith("| ε | [655, 5.51e+04) |") and lines[3].endswith("| — |")
+    assert "this page is the recording" in recording_table(mine, recording, "recorded")
+    assert "no recording in this checkout" in recording_table(mine, None, None)
 
 
 def test_localdpmods_lti_is_trained_through_the_mod_in_the_servers_units(monkeypatch):
@@ -1127,8 +1160,18 @@ def test_the_sanity_arm_starts_at_the_photograph_and_compares_the_objective_ther
     # a few steps from the photograph stay near it; from noise they do not
     assert min(r["psnr"] for r in checks["arm"]["rows"]) > max(r["psnr"] for r in single["rows"])
     assert checks["prefers_run"] == sum(r < t for r, t in zip(checks["at_run"], checks["at_truth"]))
+    # the arm's step: signed Adam moves a pixel by at most lr per step, so a small step stays near the start
+    lr = 1e-3
+    near = strongest.sanity_arm(model, single, scale=0.05, seed=4, lr=lr)
+    generator = torch.Generator().manual_seed(4)
+    for row, arm in zip(single["rows"], near["arm"]["rows"]):
+        start = (row["truth"] + 0.05 * torch.randn(row["truth"].shape, generator=generator)).clamp(0, 1)
+        assert float((arm["images"] - start).abs().max()) <= 1.01 * lr * row["iterations"]
+        assert float((arm["images"] - start).abs().max()) > 0
     with pytest.raises(ValueError, match="scale"):
         strongest.sanity_arm(model, single, scale=0.0)
+    with pytest.raises(ValueError, match="lr"):
+        strongest.sanity_arm(model, single, lr=-0.1)
     two = single | {"rows": [r | {"truth": r["truth"].repeat(2, 1, 1, 1)} for r in single["rows"]]}
     with pytest.raises(ValueError, match="summary"):
         strongest.sanity_arm(model, two)

@@ -118,7 +118,7 @@ def test_a_recording_says_in_its_title_what_it_is():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.recording_title("04_stepwise_gradinversion", "cpu_recording") == "at a larger budget"
-    assert module.recording_title("08_flower_dp", "simulation").startswith("on Flower's simulation engine")
+    assert module.recording_title("08_flower_dp", "recorded").startswith("on Flower's simulation engine")
     notebook = {"cells": [{"cell_type": "markdown", "source": ["# Title\n", "text"]}]}
     module.retitle(notebook, "2026-11-28", "CPU", "on Flower's simulation engine")
     assert "".join(notebook["cells"][0]["source"]).startswith(

@@ -37,3 +37,12 @@ def test_a_smoke_budget_names_a_budget_of_the_profile_module(notebook):
     budget = smoke.smoke_parameters(notebook).get("BUDGET")
     if budget is not None:
         assert budget in module.BUDGETS
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_chapter_07s_smoke_budget_sets_a_budget_for_every_kind_of_either_profile(profile):
+    """`make smoke` runs PROFILE=quick by default: its budget must name the quick kinds as well as the full ones."""
+    from gitutor import get_profile
+
+    cfg = get_profile("07_admm_comparison", profile, budget="smoke")
+    assert set(cfg.kinds) <= set(cfg.iterations) and set(cfg.iterations.values()) == {3}

@@ -67,7 +67,10 @@ BUDGETS = {
     # cosine grid) for a few L-BFGS steps on one image per kind
     "smoke": {
         "images_per_kind": 2,
-        "iterations": {"mnist": 3, "cifar100": 3, "lfw_people": 3},
+        # the kinds of both profiles (quick: digits, photos, lfw; full: mnist, cifar100, lfw_people)
+        "iterations": dict.fromkeys(
+            ("digits", "photos", "lfw", "mnist", "cifar100", "lfw_people"), 3
+        ),
         "record_every": 1,
         "cosine_iterations": 4,
         "ablation_iterations": 2,

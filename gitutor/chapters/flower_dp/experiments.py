@@ -204,9 +204,11 @@ def attack_gradient(
     progress: bool = False,
     objective=None,
     start: torch.Tensor | None = None,
+    lr: float = 0.1,
 ) -> dict:
     """Inverting Gradients from the start drawn with ``seed`` (or from ``start``, ``(B, C, H, W)`` in
-    [0, 1]: the sanity arm); one client's scores, label and reconstruction. B = 1: the label is read off
+    [0, 1]: the sanity arm), signed Adam at step ``lr`` (Geiping et al. 2020's 0.1); one client's scores,
+    label and reconstruction. B = 1: the label is read off
     the bias of ``gradient`` (:func:`bias_label`); B > 1: the labels are given.
 
     ``objective(images, labels) -> scalar``: the matching term (default: the cosine gradient distance to
@@ -237,6 +239,7 @@ def attack_gradient(
         progress=progress,
         matching_distance=lambda images: objective(images, used),
         start=start,
+        lr=lr,
     )
     images = result.images.clamp(0, 1)
     matching = float(objective(images, used).detach())

@@ -20,6 +20,7 @@ import torch
 from gitutor.chapters.flower_dp.accuracy import smallest_accuracy_row
 from gitutor.controls import RECOGNISABLE_PSNR
 from gitutor.results import interval_fields
+from gitutor.results.verdicts import verdict
 from gitutor.stats import format_interval, success_interval
 from gitutor.tables import markdown_table
 from gitutor.viz import interval_errorbars, legible
@@ -329,50 +330,33 @@ def control_table(scores: Mapping[str, torch.Tensor]) -> str:
     return markdown_table(["control", "PSNR (dB)", "highest (dB)"], lines)
 
 
-#: Relative tolerance between this run and the simulation-engine recording: a Ray worker and this process
-#: sum floats in different orders and threads, so a long attack ends at nearby, not equal, numbers.
-ENGINE_TOLERANCE = 0.05
-
-
-def _agree(mine, theirs) -> bool:
-    if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
-        return abs(mine - theirs) <= ENGINE_TOLERANCE * max(abs(mine), abs(theirs))
-    return mine == theirs
-
-
-def engine_table(
-    rows: Sequence[Mapping], recording: Mapping | None, profile: str, budget: str | None
+def recording_table(
+    rows: Sequence[Mapping], recording: Mapping | None, budget: str | None
 ) -> str:
-    """This run's results ``rows`` beside those of the chapter's recording on Flower's simulation engine
-    (``recording``: its results record, ``book/recorded/08_flower_dp.json``), row by row (matched by
-    ``quantity``): this run's number, the recording's, and whether they agree — equal text, or numbers
-    within :data:`ENGINE_TOLERANCE` of each other (relative). A Markdown table; one row saying why
-    nothing is compared where the sizes differ (a profile other than quick, or a budget), where this
-    page is the recording (budget ``"simulation"``) or where there is no recording."""
-    header = [
-        "quantity",
-        "this run",
-        "recording",
-        f"agree (within {ENGINE_TOLERANCE:.0%})",
-    ]
+    """The chapter's recording beside this run: for every row of ``recording`` (its results record,
+    ``book/recorded/08_flower_dp.json``, run at the decisive sizes, budget ``"recorded"``), its number and
+    verdict (:func:`gitutor.results.verdicts.verdict`) and this run's number for the same ``quantity``
+    ("—" where this run has no such row). A Markdown table; one row saying why there is nothing to set
+    beside this run where this page is the recording (``budget == "recorded"``) or where there is no
+    recording. No tolerance is applied: the two runs have different sizes, so their numbers differ."""
+    header = ["quantity", "recording", "its verdict", "this run"]
     why = (
         "this page is the recording"
-        if budget == "simulation"
+        if budget == "recorded"
         else "no recording in this checkout"
         if recording is None
-        else "this run's sizes are not the recording's"
-        if profile != "quick" or budget is not None
         else None
     )
     if why is not None:
-        return markdown_table(header, [["—", "—", "—", f"not compared: {why}"]])
-    theirs = {r["quantity"]: r for r in recording["rows"]}
-    lines = []
-    for row in rows:
-        other = theirs.get(row["quantity"])
-        found = "—" if other is None else other["this_run"]
-        ok = other is not None and all(
-            _agree(row.get(k), other.get(k)) for k in ("this_run", "low", "high")
-        )
-        lines.append([row["quantity"], row["this_run"], found, "yes" if ok else "no"])
+        return markdown_table(header, [["—", "—", "—", why]])
+    mine = {r["quantity"]: r for r in rows}
+    lines = [
+        [
+            theirs["quantity"],
+            theirs["this_run"],
+            verdict(theirs),
+            mine[theirs["quantity"]]["this_run"] if theirs["quantity"] in mine else "—",
+        ]
+        for theirs in recording["rows"]
+    ]
     return markdown_table(header, lines)

@@ -65,7 +65,13 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     the others start from independent seeds on the same objective, budget and prior weight (the row's
     ``objective``, ``iterations`` and ``tv_weight``); per client the start whose reconstruction has the
     lowest whole objective (matching + λ_TV · TV: what every start minimised) is kept. Returns
-    :func:`summarise` of the kept rows.
+    :func:`summarise` of the kept rows; each carries ``"starts"``, the rows of all its starts, so that
+    :func:`envelope` ranks every start by its own criterion, not only the one kept here.
+
+    A departure from the authors' code: inversefed's ``_score_trial`` (``scoring_choice="loss"``, its
+    default, which :func:`~gitutor.attacks.inverting_gradients.inverting_gradients` follows) ranks
+    restarts by the matching term alone. Under noise a start fitted to one round's noise matches about as
+    well as a smooth one; λ_TV · TV, which the server computes too, tells them apart.
 
     Raises:
         ValueError: for ``cfg.restarts`` < 1.
@@ -94,7 +100,7 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
             | keep
             for r in range(1, cfg.restarts)
         ]
-        rows.append(min(tries, key=_start_objective))
+        rows.append(min(tries, key=_start_objective) | {"starts": tries})
     return summarise(rows)
 
 
@@ -330,7 +336,9 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
     The prior term is the reference's own: under noise a candidate fitted to one round's noise can
     match the rounds' updates about as well as a smooth one, and the λ_TV the server chose for that
     noise on its own images (:func:`tuned_tv_weight`) is what tells them apart. Each kept row carries
-    its ``"matching"`` (the reference's matching term) and ``"criterion"``. Returns both summaries and
+    its ``"matching"`` (the reference's matching term) and ``"criterion"``. A candidate row holding
+    ``"starts"`` (:func:`restarted`) enters with each of its starts, the lowest criterion among them kept
+    under the candidate's name. Returns both summaries and
     ``"wins"``: how often each candidate was kept. A row's images are stored in the truth's order (for
     scoring), so for a client of several images the matching term is the lowest over the orders of the
     reference's labels, which the attacker can compute without the truth (as
@@ -353,20 +361,27 @@ def envelope(candidates: dict[str, dict | None], reference: dict) -> dict:
             )
     attacker, oracle, wins = [], [], dict.fromkeys(run, 0)
     for i, ref in enumerate(reference["rows"]):
-        tries = {}
+        tries, every = {}, []
         for name, s in run.items():
-            row = s["rows"][i]
-            matching = (
-                row["matching"]
-                if row["objective"] is ref["objective"]
-                else _lowest_over_orders(ref["objective"], row["images"], ref["used"])
-            )
-            prior = ref["tv_weight"] * float(total_variation(row["images"]))
-            tries[name] = row | {"matching": matching, "criterion": matching + prior}
+            scored = []
+            for row in s["rows"][i].get("starts", [s["rows"][i]]):
+                matching = (
+                    row["matching"]
+                    if row["objective"] is ref["objective"]
+                    else _lowest_over_orders(
+                        ref["objective"], row["images"], ref["used"]
+                    )
+                )
+                prior = ref["tv_weight"] * float(total_variation(row["images"]))
+                scored.append(
+                    row | {"matching": matching, "criterion": matching + prior}
+                )
+            tries[name] = min(scored, key=lambda r: r["criterion"])
+            every += scored
         chosen = min(tries, key=lambda n: tries[n]["criterion"])
         wins[chosen] += 1
         attacker.append(tries[chosen])
-        oracle.append(max(tries.values(), key=lambda r: r["psnr"]))
+        oracle.append(max(every, key=lambda r: r["psnr"]))
     return {"attacker": summarise(attacker), "oracle": summarise(oracle), "wins": wins}
 
 
@@ -603,10 +618,14 @@ def _whole_objective(row: dict, images: torch.Tensor) -> float:
     return float((matching + row["tv_weight"] * total_variation(images)).detach())
 
 
-def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> dict:
+def sanity_arm(
+    model, summary: dict, *, scale: float = 0.05, seed: int = 0, lr: float = 0.1
+) -> dict:
     """The sanity arm on every client of an attack ``summary`` (one image per client): the row's own
     attack — its objective, labels, ``iterations`` and ``tv_weight`` — rerun from the client's
-    photograph plus N(0, ``scale``²) per pixel (clamped to [0, 1]; noise from ``seed``), and the whole
+    photograph plus N(0, ``scale``²) per pixel (clamped to [0, 1]; noise from ``seed``) at signed-Adam
+    step ``lr`` (the attack's 0.1; a smaller step stays near the photograph: whether the objective admits
+    a recognisable image there, which a step that jumps away cannot tell), and the whole
     objective the attack minimises — the matching term (``objective``) + λ_TV · TV (Geiping et al. 2020,
     Eq. 4) — at the photograph, at the row's reconstruction and at the arm's. Where that objective is lower
     at the reconstruction than at the photograph, the search has found what the objective asks for: the
@@ -618,10 +637,11 @@ def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> d
         reconstruction than at the photograph}``.
 
     Raises:
-        ValueError: naming ``scale`` (a finite number > 0) or ``summary`` when a row holds more than
-            one image, before any attack runs.
+        ValueError: naming ``scale`` or ``lr`` (finite numbers > 0) or ``summary`` when a row holds more
+            than one image, before any attack runs.
     """
     scale = check_real(scale, "scale", low=0.0, low_open=True)
+    lr = check_real(lr, "lr", low=0.0, low_open=True)
     check_seed(seed)
     if any(len(row["truth"]) != 1 for row in summary["rows"]):
         raise ValueError("summary: the sanity arm here is for clients of one image")
@@ -642,6 +662,7 @@ def sanity_arm(model, summary: dict, *, scale: float = 0.05, seed: int = 0) -> d
             seed=seed + row["partition"],
             objective=row["objective"],
             start=start,
+            lr=lr,
         )
         rows.append(arm | {k: row[k] for k in ("partition", "truth", "truth_labels")})
         starts.append(float(psnr(start, truth).mean()))
