@@ -84,24 +84,38 @@ def restarted(model, summary: dict, cfg, *, seed: int = 0) -> dict:
         raise ValueError(f"cfg.restarts must be an int ≥ 1, got {cfg.restarts!r}")
     rows = []
     for row in summary["rows"]:
-        keep = {k: row[k] for k in ("partition", "truth", "truth_labels")}
         tries = [row] + [
-            attack_gradient(
+            _rerun(
                 model,
-                row["gradient"],
-                row["truth"],
-                row["truth_labels"],
-                iterations=row["iterations"],
-                tv_weight=row["tv_weight"],
+                row,
                 seed=seed + row["partition"] + RESTART_STRIDE * r,
                 record_every=cfg.record_every,
-                objective=row["objective"],
             )
-            | keep
             for r in range(1, cfg.restarts)
         ]
         rows.append(min(tries, key=_start_objective) | {"starts": tries})
     return summarise(rows)
+
+
+def _rerun(model, row: dict, *, seed: int, **changes) -> dict:
+    """``row``'s attack (its gradient, labels, objective, ``iterations`` and ``tv_weight``) run again from
+    the start drawn with ``seed``, with ``changes`` to
+    :func:`~gitutor.chapters.flower_dp.experiments.attack_gradient`'s options (another ``objective``,
+    ``iterations``, ``start``, ``lr``, ``record_every``); the new row keeps ``row``'s client fields."""
+    options = {
+        "iterations": row["iterations"],
+        "tv_weight": row["tv_weight"],
+        "objective": row["objective"],
+    }
+    found = attack_gradient(
+        model,
+        row["gradient"],
+        row["truth"],
+        row["truth_labels"],
+        seed=seed,
+        **(options | changes),
+    )
+    return found | {k: row[k] for k in ("partition", "truth", "truth_labels")}
 
 
 def _start_objective(row: dict) -> float:
@@ -123,18 +137,13 @@ def longer_attack(model, summary: dict, cfg, *, factor: int = 2, seed: int = 0) 
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
         raise ValueError(f"factor must be an int ≥ 2, got {factor!r}")
     rows = [
-        attack_gradient(
+        _rerun(
             model,
-            row["gradient"],
-            row["truth"],
-            row["truth_labels"],
-            iterations=factor * row["iterations"],
-            tv_weight=row["tv_weight"],
+            row,
             seed=seed + row["partition"],
             record_every=cfg.record_every,
-            objective=row["objective"],
+            iterations=factor * row["iterations"],
         )
-        | {k: row[k] for k in ("partition", "truth", "truth_labels")}
         for row in summary["rows"]
     ]
     return summarise(rows)
@@ -153,18 +162,13 @@ def prior_alone(model, summary: dict, cfg, *, seed: int = 0) -> dict:
     gives whatever the updates hold: under heavy noise, at a large λ_TV, the two can coincide. Returns
     :func:`summarise` of the rows."""
     rows = [
-        attack_gradient(
+        _rerun(
             model,
-            row["gradient"],
-            row["truth"],
-            row["truth_labels"],
-            iterations=row["iterations"],
-            tv_weight=row["tv_weight"],
+            row,
             seed=seed + row["partition"],
             record_every=cfg.record_every,
             objective=_no_matching,
         )
-        | {k: row[k] for k in ("partition", "truth", "truth_labels")}
         for row in summary["rows"]
     ]
     return summarise(rows)
@@ -652,19 +656,8 @@ def sanity_arm(
         start = (truth + scale * torch.randn(truth.shape, generator=generator)).clamp(
             0, 1
         )
-        arm = attack_gradient(
-            model,
-            row["gradient"],
-            truth,
-            row["truth_labels"],
-            iterations=row["iterations"],
-            tv_weight=row["tv_weight"],
-            seed=seed + row["partition"],
-            objective=row["objective"],
-            start=start,
-            lr=lr,
-        )
-        rows.append(arm | {k: row[k] for k in ("partition", "truth", "truth_labels")})
+        arm = _rerun(model, row, seed=seed + row["partition"], start=start, lr=lr)
+        rows.append(arm)
         starts.append(float(psnr(start, truth).mean()))
         at_truth.append(_whole_objective(row, truth))
     at_run = [_whole_objective(row, row["images"]) for row in summary["rows"]]
