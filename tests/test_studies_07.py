@@ -205,7 +205,7 @@ def test_summaries_follow_the_final_images_clipped_to_the_image_range():
     with pytest.raises(ValueError, match="loss history"):
         losses.loss_growth(_result(truth, []))
     cfg = get_profile("07_admm_comparison", "quick")
-    assert admm_report.iterations_note(cfg).startswith(f"{cfg.iterations['digits']} L-BFGS steps on digits")
+    assert admm_report.iterations_note(cfg).startswith(f"{cfg.iterations['mnist_samples']} L-BFGS steps on MNIST")
 
 
 def test_glue_tables_and_cosine_summary():
@@ -374,3 +374,26 @@ def test_round_two_is_attacked_by_the_closed_form_the_adaptive_attack_and_dlg_ad
     closed, reference = found["psnr"][ROUND_TWO_ATTACKS[1]], found["psnr"][ROUND_TWO_ATTACKS[3]]
     assert sum(p >= 30 for p in closed) >= 1 and max(found["psnr"][ROUND_TWO_ATTACKS[0]]) < 30
     assert [p >= 30 for p in closed] == [p >= 30 for p in reference]
+
+
+def test_the_quick_kinds_are_the_reports_datasets_real_samples_with_their_true_labels():
+    from gitutor.data import sample_set
+
+    cfg = get_profile("07_admm_comparison", "quick")
+    assert cfg.kinds[:2] == ["mnist_samples", "cifar100_samples"]
+    data = load_kinds(cfg.kinds[:2], 11, 16, 0, "data", cfg.num_classes, cfg.channels)
+    for kind, name in (("mnist_samples", "mnist"), ("cifar100_samples", "cifar100")):
+        images, labels = data[kind]
+        pool, pool_labels = sample_set(name, 16)
+        assert images.shape == (11, cfg.channels[kind], 16, 16)
+        for image, label in zip(images, labels):  # each one of the 20 samples, with its own label
+            match = [i for i in range(len(pool)) if torch.equal(pool[i], image)]
+            assert len(match) == 1 and pool_labels[match[0]] == label
+    with pytest.raises(ValueError, match="20 samples"):
+        load_kinds(["mnist_samples"], 21, 16, 0, "data", cfg.num_classes, cfg.channels)
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_the_ablations_adaptive_attack_gets_no_smaller_budget_than_dlg(profile):
+    cfg = get_profile("07_admm_comparison", profile)
+    assert cfg.ablation_iterations >= cfg.iterations[cfg.ablation_kind]

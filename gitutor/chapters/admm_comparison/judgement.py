@@ -112,9 +112,7 @@ def kind_judgements(
         )
     out = {}
     for kind, table in tables.items():
-        on_increment = [
-            p >= threshold for p in attackers_pick(table, criteria[kind])
-        ]
+        on_increment = [p >= threshold for p in attackers_pick(table, criteria[kind])]
         oracle = [p >= threshold for p in best_on_increment(table)]
         on_gradient = [p >= threshold for p in best_on_increment(table, ON_GRADIENT)]
         rate = success_interval(on_increment)

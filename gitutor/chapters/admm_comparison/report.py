@@ -461,8 +461,8 @@ def chapter_verdict(
     return (
         f"Over {gap.n} paired images the MSE gap between each ADMM variant and its attack on the gradient "
         f"is {format_interval(gap)} in log10: {gap_sentence(gap)}. That gap is not privacy where the "
-        f"increment, read as what it is, leaks the images: in round 1 with E = {local_steps}, the better of DLG "
-        f"on −Δ/(2η) and cosine matching on −Δ/η makes recognisable (PSNR ≥ {threshold:.0f} dB) "
+        f"increment, read as what it is, leaks the images: in round 1 with E = {local_steps}, the attacker's pick "
+        f"of DLG on −Δ/(2η) and cosine matching on −Δ/η makes recognisable (PSNR ≥ {threshold:.0f} dB) "
         f"{kinds_text(judgements, NAMES)} (the better of DLG and iDLG on the gradient: {gradient}), so the "
         f"report's conclusion reads **{claim_outcome(judgements)}** for round 1 with E = {local_steps}."
     )
