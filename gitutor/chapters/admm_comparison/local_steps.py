@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import Interval, success_interval
+from gitutor.stats import success_interval
 from gitutor.tables import markdown_table
 from gitutor.chapters.admm_comparison.judgement import (
     ON_INCREMENT,
@@ -39,12 +39,6 @@ def _psnrs(
         **{name: [p for _, p in table[name]] for name in ON_INCREMENT},
         BETTER: attackers_pick(table, criteria),
     }
-
-
-def _direction(change: Interval) -> str:
-    return (
-        "higher" if change.low > 0 else "lower" if change.high < 0 else "not resolved"
-    )
 
 
 def summarise(
@@ -127,11 +121,14 @@ def steps_table(
     """Markdown table: one row for ``base`` (E = ``base_steps``, any ρ: in round 1 with one step −Δ/η = 2∇f
     whatever ρ) and one per ``(ρ, E)`` of ``summaries``; per attack and :data:`BETTER` the images recognisable
     (≥ ``threshold`` dB) "k / n (median dB)", then the paired PSNR change against the base row, mean
-    [95 % interval] in dB; last, the report's conclusion by the main table's rule."""
+    [95 % interval] in dB; then the images :data:`BETTER` makes recognisable in the base row and not
+    here / here and not in the base row ("lost / gained"); last, the report's conclusion by the main
+    table's rule."""
     rows = [
         [
             f"E = {base_steps} (main table)",
             *(_cell(base, k) for k in (*ON_INCREMENT, BETTER)),
+            "—",
             base["verdict"],
         ]
     ]
@@ -139,40 +136,13 @@ def steps_table(
         [
             f"ρ = {rho:g}, E = {steps}",
             *(_cell(s, k) for k in (*ON_INCREMENT, BETTER)),
+            f"{s['lost']} / {s['gained']}",
             s["verdict"],
         ]
         for (rho, steps), s in summaries.items()
     ]
-    return markdown_table(
-        ["round 1", *ON_INCREMENT, BETTER, "“ADMM may protect privacy”"], rows
-    )
-
-
-def steps_sentence(
-    base: Mapping,
-    summaries: Mapping[tuple[float, int], Mapping],
-    base_steps: int,
-    kind: str,
-) -> str:
-    """What more local steps did to the two attacks on ``kind``, setting by setting, in one sentence each:
-    the attacker's pick's count against the base's, the images it lost and gained, and whether each attack's
-    paired PSNR change is resolved (its 95 % interval wholly above or below 0) or not."""
-    sentences = []
-    for (rho, steps), s in summaries.items():
-        moves = "; ".join(
-            f"{name} {_direction(s['change'][name])} ({s['change'][name].mean:+.1f} dB)"
-            if s["change"][name]
-            else f"{name}: one image, no interval"
-            for name in (*ON_INCREMENT, BETTER)
-        )
-        sentences.append(
-            f"At ρ = {rho:g}, E = {steps} the attacker's pick makes {s['counts'][BETTER]} of "
-            f"{s['n']} {kind} recognisable (E = {base_steps}: {base['counts'][BETTER]}; "
-            f"{s['lost']} lost and {s['gained']} gained, image by image), and the report's "
-            f"conclusion reads **{s['verdict']}** there; the PSNR, image by image against "
-            f"E = {base_steps}: {moves}."
-        )
-    return " ".join(sentences)
+    header = ["round 1", *ON_INCREMENT, BETTER, "lost / gained"]
+    return markdown_table([*header, "“ADMM may protect privacy”"], rows)
 
 
 def steps_rows(
@@ -198,21 +168,10 @@ def steps_rows(
     ]
 
 
-def coverage_sentence(
+def unattacked_steps(
     base_steps: int, attacked: Sequence[int], measured: Sequence[int]
-) -> str:
-    """Which numbers of local steps the two attacks ran at (``base_steps`` in the main table, ``attacked`` in
-    the ablation) and at which of the cosine grid's ``measured`` E only the target's turn is measured."""
-    ran = sorted(set(attacked) - {base_steps})
-    unattacked = sorted(set(measured) - set(ran) - {base_steps})
-    text = f"The two attacks on the increment ran at E = {base_steps}" + (
-        f" and, in the ablation, at E = {', '.join(map(str, ran))} (round 1)"
-        if ran
-        else ""
-    )
-    if unattacked:
-        text += (
-            f"; at E = {', '.join(map(str, unattacked))} only their target's turn is measured, not whether "
-            "they recover the images"
-        )
-    return text + "."
+) -> list[int]:
+    """The E of the cosine grid (``measured``) at which the two attacks on the increment ran neither in
+    the main table (E = ``base_steps``) nor in the ablation (``attacked``): there only their target's
+    turn is measured, not whether they recover the images. Sorted."""
+    return sorted(set(measured) - set(attacked) - {base_steps})

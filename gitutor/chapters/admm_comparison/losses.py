@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from gitutor.attacks import AttackResult
 from gitutor.stats import success_interval
+from gitutor.tables import markdown_table
 
 #: The report's attacks on −Δ/η whose loss Fig. 2 shows growing.
 ADMM_ATTACKS = ("DLG-ADMM", "iDLG-ADMM")
@@ -88,6 +89,25 @@ def growth_text(
         f"{attack} grew on {sum(r > 1 for r in values)}/{len(values)} {names[kind].split(' (')[0]} "
         f"(median last/first {statistics.median(values):.2g})"
         for (kind, attack), values in ratios.items()
+    )
+
+
+def growth_table(
+    ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping[str, str]
+) -> str:
+    """Markdown table: per (kind, attack) of ``ratios`` (:func:`growth_ratios`), the images whose loss
+    grew (last over first > 1) out of all, and the median of last over first loss."""
+    return markdown_table(
+        ["data", "attack", "loss grew on", "median last / first"],
+        [
+            [
+                names[kind],
+                attack,
+                f"{sum(r > 1 for r in values)} / {len(values)}",
+                f"{statistics.median(values):.2g}",
+            ]
+            for (kind, attack), values in ratios.items()
+        ],
     )
 
 
