@@ -22,6 +22,7 @@ from torch import nn
 from gitutor.attacks import AttackResult, fc_weight_index
 from gitutor.attacks.batched_dlg import batched_dlg
 from gitutor.attacks.batched_ig import batched_inverting_gradients
+from gitutor.attacks.objectives import cosine_gradient_distance
 from gitutor.federated import client_gradients
 from gitutor.labels import idlg_label
 from gitutor.metrics import mse, psnr
@@ -219,6 +220,49 @@ def increment_attacks(
     )
     found = [dict(zip(ON_INCREMENT, pair)) for pair in zip(dlg, cosine)]
     return [found[k * n : (k + 1) * n] for k in range(len(settings))]
+
+
+def increment_criteria(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    runs: Sequence[Mapping[str, AttackResult]],
+    *,
+    rho: float,
+    lr: float,
+    local_steps: int,
+) -> dict[str, list[float]]:
+    """What the attacker can compute to choose between the attacks on the increment, per image: the cosine
+    distance (Geiping et al. 2020, Eq. 4) between the gradient at ``model`` of each attack's reconstruction
+    (clipped to [0, 1], at the attack's own label) and −Δ/η of that image's client, for the attacks of
+    :data:`ON_INCREMENT` in ``runs`` (one ``{attack: AttackResult}`` per image of ``images`` ``(n, C, H,
+    W)``, labels ``(n,)``). −Δ/η is recomputed from the same first FedADMM round (w = z, π = 0, ``rho``,
+    ``lr``, E = ``local_steps``) the attacks saw; the true image and label serve only to make the
+    client's message, as the client does. Cosine is blind to the factor 2 of the closed form, so the two
+    attacks are scored on one scale whatever they minimised.
+
+    Returns:
+        ``{attack: [distance per image]}`` in the order of :data:`ON_INCREMENT` (0 = the same direction).
+
+    Raises:
+        ValueError: when ``runs`` does not hold one entry per image, or an entry lacks an attack of
+            :data:`ON_INCREMENT`.
+    """
+    n = _check_batch(images, labels)
+    if len(runs) != n or any(set(ON_INCREMENT) - set(r) for r in runs):
+        raise ValueError(
+            f"runs must hold one {{attack: result}} per image with the attacks {ON_INCREMENT}, "
+            f"got {len(runs)} for {n} images"
+        )
+    sent = _sent(model, images, labels, rho=rho, lr=lr, local_steps=local_steps)
+    out = {name: [] for name in ON_INCREMENT}
+    for target, results in zip(sent, runs):
+        for name in ON_INCREMENT:
+            found = results[name]
+            candidate = found.images.clamp(0, 1).to(images.device)
+            dummy = client_gradients(model, candidate, found.labels.to(images.device))
+            out[name].append(float(cosine_gradient_distance(dummy, target)))
+    return out
 
 
 def scores(

@@ -3,8 +3,9 @@ is worth on the chapter's own images.
 
 The report concludes that ADMM "may be an effective privacy-protection technique" (§5, on Fig. 1). An
 attacker of the increment has two attacks in this chapter that use nothing but what the server knows in
-round 1: DLG on −Δ/(2η) and cosine matching on −Δ/η. Per image, the better of the two is what the
-increment leaks (:func:`best_on_increment`); per data kind, the fraction of images it makes recognisable
+round 1: DLG on −Δ/(2η) and cosine matching on −Δ/η. Per image, the attacker keeps the one whose
+reconstruction's gradient points closest to −Δ/η (:func:`attackers_pick`, a number the server computes;
+:func:`best_on_increment`, the higher PSNR, is the oracle beside it); per data kind, the fraction of images it makes recognisable
 (PSNR ≥ :data:`gitutor.controls.RECOGNISABLE_PSNR`, with its 95 % Wilson interval) reads *refuted* when
 the whole interval lies above ½, *consistent* when it lies below ½, else not resolved
 (:func:`kind_judgements`). Kinds are never pooled into one verdict: the headline says what each kind
@@ -53,6 +54,35 @@ def best_on_increment(
     return [max(values) for values in zip(*columns)]
 
 
+def attackers_pick(
+    table: Mapping[str, Sequence[tuple[float, float]]],
+    criteria: Mapping[str, Sequence[float]],
+) -> list[float]:
+    """Per image, the PSNR (dB) of the attack the attacker would keep: of the attacks in ``criteria``
+    (``{attack: [what the attacker computes per image, lower = better]}``, e.g.
+    :func:`~gitutor.chapters.admm_comparison.compare.increment_criteria`), the one with the lowest
+    criterion, read off ``table`` (``{attack: [(MSE, PSNR)] per image}``). Ties go to the first attack.
+    Unlike :func:`best_on_increment` (the oracle: the highest PSNR, which needs the photograph), this
+    uses nothing the server lacks.
+
+    Raises:
+        KeyError: naming an attack of ``criteria`` missing from ``table``; ValueError: when the attacks
+            scored or were scored on different numbers of images.
+    """
+    names = list(criteria)
+    columns = [[p for _, p in table[name]] for name in names]
+    sizes = {len(c) for c in columns} | {len(criteria[name]) for name in names}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"the attacks {names} must score and be scored on the same images, got sizes {sorted(sizes)}"
+        )
+    picks = [
+        min(range(len(names)), key=lambda a: criteria[names[a]][i])
+        for i in range(len(columns[0]))
+    ]
+    return [columns[a][i] for i, a in enumerate(picks)]
+
+
 def judge(rate: Interval) -> str:
     """``"refuted"`` when the 95 % interval of the fraction recognisable lies above ½ (the increment leaks
     most images), ``"consistent"`` when it lies below ½, else ``"not resolved"`` (the kind's n is too small)."""
@@ -63,20 +93,34 @@ def judge(rate: Interval) -> str:
 
 def kind_judgements(
     tables: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
+    criteria: Mapping[str, Mapping[str, Sequence[float]]],
     threshold: float = RECOGNISABLE_PSNR,
 ) -> dict[str, dict]:
-    """Per data kind: ``increment`` and ``gradient`` (:func:`gitutor.stats.success_interval` of images with
-    PSNR ≥ ``threshold`` dB by the best attack of :data:`ON_INCREMENT` / :data:`ON_GRADIENT`), ``count``
-    (images recognisable from the increment), ``n`` and ``verdict`` (:func:`judge` of ``increment``)."""
+    """Per data kind: ``increment`` (:func:`gitutor.stats.success_interval` of images with PSNR ≥
+    ``threshold`` dB by :func:`attackers_pick` of the attacks on the increment, chosen by the kind's
+    ``criteria``), ``count`` (those images), ``oracle_count`` (by :func:`best_on_increment`, the highest
+    PSNR: an upper bound that needs the photograph), ``gradient`` and ``gradient_count`` (the best of
+    :data:`ON_GRADIENT`, for reference), ``n`` and ``verdict`` (:func:`judge` of ``increment``: the
+    attacker's, never the oracle's).
+
+    Raises:
+        ValueError: when ``criteria`` lacks a kind of ``tables``.
+    """
+    if set(tables) - set(criteria):
+        raise ValueError(
+            f"criteria must hold every kind of tables, missing {sorted(set(tables) - set(criteria))}"
+        )
     out = {}
     for kind, table in tables.items():
-        on_increment = [p >= threshold for p in best_on_increment(table)]
+        on_increment = [p >= threshold for p in attackers_pick(table, criteria[kind])]
+        oracle = [p >= threshold for p in best_on_increment(table)]
         on_gradient = [p >= threshold for p in best_on_increment(table, ON_GRADIENT)]
         rate = success_interval(on_increment)
         out[kind] = {
             "increment": rate,
             "gradient": success_interval(on_gradient),
             "count": sum(on_increment),
+            "oracle_count": sum(oracle),
             "gradient_count": sum(on_gradient),
             "n": len(on_increment),
             "verdict": judge(rate),
@@ -110,14 +154,17 @@ def kinds_text(judgements: Mapping[str, Mapping], names: Mapping[str, str]) -> s
 def kind_table(
     judgements: Mapping[str, Mapping], names: Mapping[str, str], threshold: float
 ) -> str:
-    """Markdown table: per kind, images recognisable from the gradient (best of DLG, iDLG) and from the increment
-    (best of :data:`ON_INCREMENT`), the latter's 95 % Wilson interval, and the kind's verdict on the claim."""
+    """Markdown table: per kind, images recognisable from the gradient (best of DLG, iDLG), from the
+    increment by the attacker's pick (:func:`attackers_pick`) with its 95 % Wilson interval, by the oracle
+    (:func:`best_on_increment`, which needs the photograph), and the kind's verdict on the claim (the
+    attacker's)."""
     rows = [
         [
             names[kind],
             f"{j['gradient_count']} / {j['n']}",
             f"{j['count']} / {j['n']}",
             f"[{j['increment'].low:.2f}, {j['increment'].high:.2f}]",
+            f"{j['oracle_count']} / {j['n']}",
             j["verdict"],
         ]
         for kind, j in judgements.items()
@@ -126,8 +173,9 @@ def kind_table(
         [
             "data",
             f"from ∇f (≥ {threshold:.0f} dB)",
-            "from −Δ/η",
+            "from −Δ/η, attacker's pick",
             "95 % Wilson",
+            "oracle (needs the photograph)",
             "“ADMM may protect privacy”",
         ],
         rows,

@@ -5,7 +5,7 @@ the main table (:func:`gitutor.chapters.admm_comparison.compare.increment_attack
 
 ``base`` below is the main table of the ablation's data kind and ``more`` ``{(ρ, E): table}``, each table
 ``{attack: [(MSE, PSNR dB)] per image}`` over the same images in the same order. Per setting,
-:func:`summarise` counts the images each attack (and the better of the two) makes recognisable, and takes
+:func:`summarise` counts the images each attack (and the attacker's pick) makes recognisable, and takes
 the paired change in PSNR against ``base`` image by image (:func:`gitutor.paired.paired_difference`:
 mean and 95 % Student-t interval). The report's conclusion is read for each setting by the same rule as
 the main table (:func:`~gitutor.chapters.admm_comparison.judgement.judge`).
@@ -18,39 +18,38 @@ from collections.abc import Mapping, Sequence
 
 from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import Interval, success_interval
+from gitutor.stats import success_interval
 from gitutor.tables import markdown_table
 from gitutor.chapters.admm_comparison.judgement import (
     ON_INCREMENT,
-    best_on_increment,
+    attackers_pick,
     judge,
 )
 
-#: The better of the two attacks, per image (:func:`~gitutor.chapters.admm_comparison.judgement.best_on_increment`).
-BETTER = "better of the two"
+#: Per image, the attack the attacker keeps by what it computes
+#: (:func:`~gitutor.chapters.admm_comparison.judgement.attackers_pick`).
+BETTER = "attacker's pick"
 
 
 def _psnrs(
     table: Mapping[str, Sequence[tuple[float, float]]],
+    criteria: Mapping[str, Sequence[float]],
 ) -> dict[str, list[float]]:
     return {
         **{name: [p for _, p in table[name]] for name in ON_INCREMENT},
-        BETTER: best_on_increment(table),
+        BETTER: attackers_pick(table, criteria),
     }
-
-
-def _direction(change: Interval) -> str:
-    return (
-        "higher" if change.low > 0 else "lower" if change.high < 0 else "not resolved"
-    )
 
 
 def summarise(
     base: Mapping[str, Sequence[tuple[float, float]]],
     more: Mapping[tuple[float, int], Mapping[str, Sequence[tuple[float, float]]]],
     threshold: float,
+    criteria: Mapping,
 ) -> dict[tuple[float, int], dict]:
-    """Per ``(ρ, E)`` of ``more``: ``counts`` and ``medians`` (images with PSNR ≥ ``threshold`` dB and median
+    """``criteria``: what the attacker computes to pick an attack per image
+    (:func:`~gitutor.chapters.admm_comparison.compare.increment_criteria`), for ``base`` under the key
+    ``"base"`` and for every ``(ρ, E)`` of ``more``. Per ``(ρ, E)`` of ``more``: ``counts`` and ``medians`` (images with PSNR ≥ ``threshold`` dB and median
     PSNR, per attack and :data:`BETTER`), ``n``, ``rate`` (Wilson interval of :data:`BETTER`'s count),
     ``verdict`` (:func:`~gitutor.chapters.admm_comparison.judgement.judge` of it), ``lost`` / ``gained`` (images
     :data:`BETTER` makes recognisable in ``base`` and not here / here and not in ``base``) and ``change``
@@ -59,10 +58,10 @@ def summarise(
     Raises:
         KeyError: naming a missing attack; ValueError: when a table scores other images than ``base``.
     """
-    before = _psnrs(base)
+    before = _psnrs(base, criteria["base"])
     out = {}
     for setting, table in more.items():
-        after = _psnrs(table)
+        after = _psnrs(table, criteria[setting])
         if len(after[BETTER]) != len(before[BETTER]):
             raise ValueError(
                 f"setting {setting} scores {len(after[BETTER])} images, the base "
@@ -91,10 +90,16 @@ def summarise(
 
 
 def base_summary(
-    base: Mapping[str, Sequence[tuple[float, float]]], threshold: float
+    base: Mapping[str, Sequence[tuple[float, float]]],
+    threshold: float,
+    criteria: Mapping[str, Sequence[float]],
 ) -> dict:
-    """:func:`summarise`'s fields for ``base`` itself (``change`` None)."""
-    return summarise(base, {(0.0, 0): base}, threshold)[0.0, 0] | {"change": None}
+    """:func:`summarise`'s fields for ``base`` itself (``change`` None), the attacker picking by
+    ``criteria``."""
+    picks = {"base": criteria, (0.0, 0): criteria}
+    return summarise(base, {(0.0, 0): base}, threshold, picks)[0.0, 0] | {
+        "change": None
+    }
 
 
 def _cell(summary: Mapping, name: str) -> str:
@@ -116,11 +121,14 @@ def steps_table(
     """Markdown table: one row for ``base`` (E = ``base_steps``, any ρ: in round 1 with one step −Δ/η = 2∇f
     whatever ρ) and one per ``(ρ, E)`` of ``summaries``; per attack and :data:`BETTER` the images recognisable
     (≥ ``threshold`` dB) "k / n (median dB)", then the paired PSNR change against the base row, mean
-    [95 % interval] in dB; last, the report's conclusion by the main table's rule."""
+    [95 % interval] in dB; then the images :data:`BETTER` makes recognisable in the base row and not
+    here / here and not in the base row ("lost / gained"); last, the report's conclusion by the main
+    table's rule."""
     rows = [
         [
             f"E = {base_steps} (main table)",
             *(_cell(base, k) for k in (*ON_INCREMENT, BETTER)),
+            "—",
             base["verdict"],
         ]
     ]
@@ -128,40 +136,13 @@ def steps_table(
         [
             f"ρ = {rho:g}, E = {steps}",
             *(_cell(s, k) for k in (*ON_INCREMENT, BETTER)),
+            f"{s['lost']} / {s['gained']}",
             s["verdict"],
         ]
         for (rho, steps), s in summaries.items()
     ]
-    return markdown_table(
-        ["round 1", *ON_INCREMENT, BETTER, "“ADMM may protect privacy”"], rows
-    )
-
-
-def steps_sentence(
-    base: Mapping,
-    summaries: Mapping[tuple[float, int], Mapping],
-    base_steps: int,
-    kind: str,
-) -> str:
-    """What more local steps did to the two attacks on ``kind``, setting by setting, in one sentence each:
-    the better attack's count against the base's, the images it lost and gained, and whether each attack's
-    paired PSNR change is resolved (its 95 % interval wholly above or below 0) or not."""
-    sentences = []
-    for (rho, steps), s in summaries.items():
-        moves = "; ".join(
-            f"{name} {_direction(s['change'][name])} ({s['change'][name].mean:+.1f} dB)"
-            if s["change"][name]
-            else f"{name}: one image, no interval"
-            for name in (*ON_INCREMENT, BETTER)
-        )
-        sentences.append(
-            f"At ρ = {rho:g}, E = {steps} the better of the two makes {s['counts'][BETTER]} of "
-            f"{s['n']} {kind} recognisable (E = {base_steps}: {base['counts'][BETTER]}; "
-            f"{s['lost']} lost and {s['gained']} gained, image by image), and the report's "
-            f"conclusion reads **{s['verdict']}** there; the PSNR, image by image against "
-            f"E = {base_steps}: {moves}."
-        )
-    return " ".join(sentences)
+    header = ["round 1", *ON_INCREMENT, BETTER, "lost / gained"]
+    return markdown_table([*header, "“ADMM may protect privacy”"], rows)
 
 
 def steps_rows(
@@ -171,8 +152,8 @@ def steps_rows(
     differences: str,
     budget: str,
 ) -> list[dict]:
-    """One results row per ``(ρ, E)``: the fraction of ``kind``'s images the better of the two attacks makes
-    recognisable (95 % Wilson interval); the report does not vary E (no paper value)."""
+    """One results row per ``(ρ, E)``: the fraction of ``kind``'s images the attacker's pick of the two attacks
+    makes recognisable (95 % Wilson interval); the report does not vary E (no paper value)."""
     return [
         {
             "quantity": f"images recognisable from −Δ/η at E = {steps}, ρ = {rho:g} ({BETTER} attacks on it)",
@@ -187,21 +168,10 @@ def steps_rows(
     ]
 
 
-def coverage_sentence(
+def unattacked_steps(
     base_steps: int, attacked: Sequence[int], measured: Sequence[int]
-) -> str:
-    """Which numbers of local steps the two attacks ran at (``base_steps`` in the main table, ``attacked`` in
-    the ablation) and at which of the cosine grid's ``measured`` E only the target's turn is measured."""
-    ran = sorted(set(attacked) - {base_steps})
-    unattacked = sorted(set(measured) - set(ran) - {base_steps})
-    text = f"The two attacks on the increment ran at E = {base_steps}" + (
-        f" and, in the ablation, at E = {', '.join(map(str, ran))} (round 1)"
-        if ran
-        else ""
-    )
-    if unattacked:
-        text += (
-            f"; at E = {', '.join(map(str, unattacked))} only their target's turn is measured, not whether "
-            "they recover the images"
-        )
-    return text + "."
+) -> list[int]:
+    """The E of the cosine grid (``measured``) at which the two attacks on the increment ran neither in
+    the main table (E = ``base_steps``) nor in the ablation (``attacked``): there only their target's
+    turn is measured, not whether they recover the images. Sorted."""
+    return sorted(set(measured) - set(attacked) - {base_steps})

@@ -6,8 +6,11 @@ The chapter records the matching loss D of DLG-ADMM and iDLG-ADMM at every L-BFG
 attacked image (:func:`gitutor.chapters.admm_comparison.compare.compare_kind`). Per image the loss
 *grew* when its last value exceeds its first (:func:`loss_growth` > 1). Per data kind and attack the
 fraction of images whose loss grew, with its 95 % Wilson interval, reads *reproduced* when the whole
-interval lies above ½ and *not reproduced* when it lies below ½; the claim reads reproduced / not
-reproduced when every kind and attack agrees, else *not resolved* (:func:`growth_judgement`).
+interval lies above ½ and *not reproduced* when it lies below ½. The report states the claim for both
+attacks on MNIST and "similar" on the other kinds, so — the chapter's rule for the report's conclusion
+(:func:`~gitutor.chapters.admm_comparison.judgement.claim_outcome`) — one (kind, attack) whose loss
+clearly falls is a counter-example: the claim reads *not reproduced* when some (kind, attack) reads so,
+*reproduced* when every one does, else *not resolved* (:func:`growth_judgement`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from gitutor.attacks import AttackResult
 from gitutor.stats import success_interval
+from gitutor.tables import markdown_table
 
 #: The report's attacks on −Δ/η whose loss Fig. 2 shows growing.
 ADMM_ATTACKS = ("DLG-ADMM", "iDLG-ADMM")
@@ -61,8 +65,9 @@ def growth_ratios(
 
 
 def growth_judgement(ratios: Mapping[tuple[str, str], Sequence[float]]) -> str:
-    """``"reproduced"`` when, for every (kind, attack), the 95 % Wilson interval of the fraction of images
-    whose loss grew lies above ½; ``"not reproduced"`` when every one lies below ½; else ``"not resolved"``.
+    """``"not reproduced"`` when, for some (kind, attack), the 95 % Wilson interval of the fraction of
+    images whose loss grew lies below ½ (a counter-example to a claim made for every kind and both
+    attacks); ``"reproduced"`` when for every one it lies above ½; else ``"not resolved"``.
 
     Raises:
         ValueError: if ``ratios`` is empty.
@@ -70,11 +75,9 @@ def growth_judgement(ratios: Mapping[tuple[str, str], Sequence[float]]) -> str:
     if not ratios:
         raise ValueError("ratios must hold at least one (kind, attack)")
     rates = [success_interval([r > 1 for r in values]) for values in ratios.values()]
-    if all(rate.low > 0.5 for rate in rates):
-        return "reproduced"
-    return (
-        "not reproduced" if all(rate.high < 0.5 for rate in rates) else "not resolved"
-    )
+    if any(rate.high < 0.5 for rate in rates):
+        return "not reproduced"
+    return "reproduced" if all(rate.low > 0.5 for rate in rates) else "not resolved"
 
 
 def growth_text(
@@ -86,6 +89,25 @@ def growth_text(
         f"{attack} grew on {sum(r > 1 for r in values)}/{len(values)} {names[kind].split(' (')[0]} "
         f"(median last/first {statistics.median(values):.2g})"
         for (kind, attack), values in ratios.items()
+    )
+
+
+def growth_table(
+    ratios: Mapping[tuple[str, str], Sequence[float]], names: Mapping[str, str]
+) -> str:
+    """Markdown table: per (kind, attack) of ``ratios`` (:func:`growth_ratios`), the images whose loss
+    grew (last over first > 1) out of all, and the median of last over first loss."""
+    return markdown_table(
+        ["data", "attack", "loss grew on", "median last / first"],
+        [
+            [
+                names[kind],
+                attack,
+                f"{sum(r > 1 for r in values)} / {len(values)}",
+                f"{statistics.median(values):.2g}",
+            ]
+            for (kind, attack), values in ratios.items()
+        ],
     )
 
 

@@ -9,29 +9,33 @@ builds on); the attacked round is the first one (local model = global model, dua
 
 QUICK = {
     "image_size": 16,  # DLG LeNet input side (paper 32): 10 images per kind afford it
-    "kinds": ["digits", "photos", "lfw"],  # stand-ins for MNIST, CIFAR-100, LFW
-    "num_classes": {"digits": 10, "photos": 100, "lfw": 100},
-    "channels": {"digits": 1, "photos": 3, "lfw": 1},
+    # foolbox's real MNIST and CIFAR-100 test samples (the report's datasets); LFW: skimage's subset
+    "kinds": ["mnist_samples", "cifar100_samples", "lfw"],
+    # per offline kind (the stand-ins too: the exercises and tests use digits and photos)
+    "num_classes": dict(
+        mnist_samples=10, cifar100_samples=100, lfw=100, digits=10, photos=100
+    ),
+    "channels": dict(mnist_samples=1, cifar100_samples=3, lfw=1, digits=1, photos=3),
     "images_per_kind": 10,  # attacked images; one more is the client's earlier batch
     # the paper runs 300 L-BFGS steps (Fig. 1 shows up to 280); at 16×16 DLG converges on digits and
     # faces within ~15 steps and on photographs within ~25–40; every attack gets the same budget
-    "iterations": {"digits": 20, "photos": 30, "lfw": 20},
+    "iterations": {"mnist_samples": 20, "cifar100_samples": 30, "lfw": 20},
     "record_every": 2,
     "cosine_iterations": 200,  # Adam steps of cosine matching (Inverting Gradients)
     "tv_weight": 1e-4,  # its α_TV
     "rho": 0.01,
     "lr": 0.1,
     "local_steps": 1,
-    "ablation_kind": "digits",
-    "ablation_iterations": 10,
+    "ablation_kind": "mnist_samples",
+    "ablation_iterations": 20,  # DLG's budget on the ablation kind: the adaptive attack gets no less
     # (rho, local_steps, round): round 2 follows one earlier round on another image of the client,
     # so the dual and the local model differ from 0 and from the global model
     "ablation_settings": [(0.01, 1, 1), (0.01, 3, 1), (1.0, 3, 1), (0.01, 1, 2)],
     "cosine_rhos": [0.01, 0.1, 1.0],
     "cosine_local_steps": [1, 3, 10],
     "torch_threads": 1,  # LeNet-sized work gains nothing from intra-op threads
-    "data": "bundled: scikit-learn digits (MNIST stand-in), whole skimage photographs (CIFAR stand-in), "
-    "skimage LFW subset, resized to 16×16",
+    "data": "offline: foolbox's real MNIST and CIFAR-100 test samples with their true labels, skimage's LFW "
+    "subset (random labels), resized to 16×16",
 }
 
 FULL = {
@@ -67,9 +71,17 @@ BUDGETS = {
     # cosine grid) for a few L-BFGS steps on one image per kind
     "smoke": {
         "images_per_kind": 2,
-        # the kinds of both profiles (quick: digits, photos, lfw; full: mnist, cifar100, lfw_people)
+        # the kinds of both profiles (quick: the samples and lfw; full: mnist, cifar100, lfw_people)
         "iterations": dict.fromkeys(
-            ("digits", "photos", "lfw", "mnist", "cifar100", "lfw_people"), 3
+            (
+                "mnist_samples",
+                "cifar100_samples",
+                "lfw",
+                "mnist",
+                "cifar100",
+                "lfw_people",
+            ),
+            3,
         ),
         "record_every": 1,
         "cosine_iterations": 4,

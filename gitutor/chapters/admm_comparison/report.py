@@ -63,7 +63,7 @@ def results_rows(
 
     The headline is the report's conclusion, that ADMM may protect privacy (§5), judged from this chapter's
     evidence kind by kind (:mod:`gitutor.chapters.admm_comparison.judgement`): per kind, the images that the
-    better of the two round-1 attacks on −Δ/η makes recognisable, read *refuted* / *consistent* / not
+    attacker's pick of the two round-1 attacks on −Δ/η makes recognisable, read *refuted* / *consistent* / not
     resolved by their 95 % Wilson interval against ½; the claim reads *refuted* when some kind refutes it
     (:func:`~gitutor.chapters.admm_comparison.judgement.claim_outcome`). The row's number is how many kinds
     refute it. Then the paired log10 MSE gaps of :func:`~gitutor.chapters.admm_comparison.compare.log_gaps`
@@ -137,8 +137,8 @@ def results_rows(
         "increment": "noise (Fig. 1; DLG-ADMM, iDLG-ADMM)",
     }
     attacks = {
-        "gradient": "the better of DLG, iDLG on ∇f",
-        "increment": "the better of DLG on −Δ/(2η), cosine on −Δ/η",
+        "gradient": "the better of DLG, iDLG on ∇f, by PSNR (an oracle, for reference)",
+        "increment": "DLG on −Δ/(2η) or cosine on −Δ/η, the attacker's pick by cosine to −Δ/η",
     }
     for kind, judged in judgements.items():
         for source in ("gradient", "increment"):
@@ -325,20 +325,13 @@ def gap_table(
     return markdown_table(["data", *(headers.get(n, n) for n in names)], lines)
 
 
-def gap_sentence(gap: Interval, orders: float = 0.0) -> str:
-    """Whether a pooled paired log10 gap is resolved above ``orders`` (default 0: the ADMM variant's MSE is
-    larger than the gradient attack's at all; the report states no number to test against), in words."""
-    factor = 10**gap.low
+def gap_side(gap: Interval, orders: float = 0.0) -> str:
+    """Where a pooled paired log10 gap's 95 % interval lies against ``orders`` (default 0: the ADMM
+    variant's MSE is no larger than the gradient attack's; the report states no number to test against):
+    ``"wholly above"``, ``"wholly below"`` or ``"on both sides of"``."""
     if gap.low > orders:
-        return (
-            f"its whole 95 % interval lies above {orders:g} (a geometric-mean MSE ratio of the ADMM variant "
-            f"to the same attack on the gradient of at least {factor:,.0f}×, 95 %; single images vary), so the increments resist DLG and iDLG as the report found, beyond "
-            "image-to-image variation"
-        )
-    return (
-        f"its 95 % interval reaches down to {gap.low:.2f}, so whether the increments resist the attacks "
-        "is not resolved at this budget"
-    )
+        return "wholly above"
+    return "wholly below" if gap.high < orders else "on both sides of"
 
 
 def cosine_table(
@@ -365,7 +358,8 @@ def cosine_table(
 def cosine_summary(cosines: Mapping[tuple[int, float, int], float]) -> dict:
     """Glue-ready values of the cosine grid: ``round1_low``/``round1_high`` (E = 1, round 1; the closed
     form says 1), ``round2_low``/``round2_high``, ``lowest_rho``/``lowest_steps`` (where round 2's lowest
-    cosine is) and ``round2_sign`` (a sentence: whether any round-2 cosine is negative).
+    cosine is) and ``round2_sign`` (``"all negative"``, ``"some negative"`` or ``"all positive"``: the
+    round-2 cosines' signs).
 
     Raises:
         ValueError: if the grid lacks round 1 with E = 1 or round 2.
@@ -378,12 +372,11 @@ def cosine_summary(cosines: Mapping[tuple[int, float, int], float]) -> dict:
         )
     lowest = min(second, key=second.get)
     sign = (
-        "All are negative: the earlier image's gradient outweighs the current one everywhere."
+        "all negative"
         if max(second.values()) < 0
-        else "Some are negative: the earlier image's gradient outweighs the current one there."
+        else "some negative"
         if second[lowest] < 0
-        else "All are positive: the earlier image's gradient tilts the target away from ∇f(w) but does "
-        "not outweigh twice the current gradient."
+        else "all positive"
     )
     return {
         "round1_low": min(first),
@@ -405,19 +398,18 @@ def ablation_table(ablation: Sequence[tuple[float, int, int, float, float]]) -> 
     )
 
 
-def ablation_sentence(
+def ablation_counts(
     ablation: Sequence[tuple[float, int, int, float, float]], threshold: float
-) -> str:
-    """Which ``(ρ, E, round)`` settings of :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr` the adaptive
-    attack and DLG-ADMM recover (PSNR ≥ ``threshold`` dB), in one sentence."""
-    name = lambda rho, steps, r: f"ρ = {rho:g}, E = {steps}, round {r}"  # noqa: E731
-    won = [name(*row[:3]) for row in ablation if row[4] >= threshold]
-    lost = [name(*row[:3]) for row in ablation if row[4] < threshold]
-    naive = [name(*row[:3]) for row in ablation if row[3] >= threshold]
-    return (
-        f"The adaptive attack recovers the image ({threshold:.0f} dB or more) at {'; '.join(won) or 'no setting'}"
-        f" and not at {'; '.join(lost) or 'any other'}; DLG-ADMM at {'; '.join(naive) or 'none'}."
-    )
+) -> dict[str, int]:
+    """How many ``(ρ, E, round)`` settings of
+    :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr` (rows ``(ρ, E, round, DLG-ADMM PSNR,
+    adaptive PSNR)`` in dB) each attack recovers (PSNR ≥ ``threshold`` dB): ``{"adaptive", "naive",
+    "settings"}`` (DLG-ADMM is the naive attack)."""
+    return {
+        "adaptive": sum(row[4] >= threshold for row in ablation),
+        "naive": sum(row[3] >= threshold for row in ablation),
+        "settings": len(ablation),
+    }
 
 
 def local_steps_summary(
@@ -443,26 +435,3 @@ def local_steps_summary(
         "ratio_high": max(at),
         "twice_steps": 2 * steps,
     }
-
-
-def chapter_verdict(
-    gap: Interval,
-    judgements: Mapping[str, Mapping],
-    threshold: float,
-    local_steps: int = 1,
-) -> str:
-    """The chapter's closing sentence: the headline gap (:func:`gap_sentence`) and, kind by kind, what the
-    attacks on the increment and on the gradient recover in round 1 with ``local_steps`` local steps
-    (images with PSNR ≥ ``threshold`` dB; ``judgements``:
-    :func:`~gitutor.chapters.admm_comparison.judgement.kind_judgements`)."""
-    from gitutor.chapters.admm_comparison.judgement import claim_outcome, kinds_text
-
-    gradient = ", ".join(f"{j['gradient_count']}/{j['n']}" for j in judgements.values())
-    return (
-        f"Over {gap.n} paired images the MSE gap between each ADMM variant and its attack on the gradient "
-        f"is {format_interval(gap)} in log10: {gap_sentence(gap)}. That gap is not privacy where the "
-        f"increment, read as what it is, leaks the images: in round 1 with E = {local_steps}, the better of DLG "
-        f"on −Δ/(2η) and cosine matching on −Δ/η makes recognisable (PSNR ≥ {threshold:.0f} dB) "
-        f"{kinds_text(judgements, NAMES)} (the better of DLG and iDLG on the gradient: {gradient}), so the "
-        f"report's conclusion reads **{claim_outcome(judgements)}** for round 1 with E = {local_steps}."
-    )

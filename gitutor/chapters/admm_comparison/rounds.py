@@ -40,6 +40,7 @@ from gitutor.data import (
     digits,
     lfw_faces,
     resize,
+    sample_set,
     torchvision_images,
     whole_photographs,
 )
@@ -51,8 +52,11 @@ from gitutor.models import LeNet, init_uniform_
 from gitutor.models.parameters_at import model_at
 from gitutor.seeding import make_generator
 
-#: Data kinds: bundled stand-ins (quick) and the report's datasets through torchvision (full).
-BUNDLED = ("digits", "photos", "lfw")
+#: Data kinds offline: foolbox's 20 real MNIST and CIFAR-100 test samples with their true labels (the
+#: report's datasets, the quick profile's), and the stand-ins: scikit-learn digits, whole skimage
+#: photographs and skimage's LFW subset (random labels). The full profile loads the report's datasets
+#: through torchvision.
+BUNDLED = ("mnist_samples", "cifar100_samples", "digits", "photos", "lfw")
 TORCHVISION = {
     "mnist": "MNIST(root, train=False, download=True)",
     "cifar100": "CIFAR100(root, train=False, download=True)",
@@ -62,9 +66,15 @@ TORCHVISION = {
 PHOTOGRAPHS = REAL_PHOTOGRAPHS
 #: ``data_root`` value that loads the bundled stand-in of every torchvision kind (offline smoke runs).
 BUNDLED_ROOT = "bundled"
-STAND_INS = {"mnist": "digits", "cifar100": "photos", "lfw_people": "lfw"}
+STAND_INS = {
+    "mnist": "mnist_samples",
+    "cifar100": "cifar100_samples",
+    "lfw_people": "lfw",
+}
 #: Display names of the data kinds.
 NAMES = {
+    "mnist_samples": "MNIST (20 test samples)",
+    "cifar100_samples": "CIFAR-100 (20 test samples)",
     "digits": "digits (MNIST stand-in)",
     "photos": "photographs (CIFAR stand-in)",
     "lfw": "LFW faces",
@@ -107,6 +117,16 @@ def _load(
     generator = make_generator(seed)
     if str(root) == BUNDLED_ROOT:
         kind = STAND_INS.get(kind, kind)
+    if kind.endswith(
+        "_samples"
+    ):  # the first n of the 20 after one shuffle from ``seed``
+        images, labels = sample_set(kind.removesuffix("_samples"), size)
+        if n > len(images):
+            raise ValueError(
+                f"n={n} images asked, but {kind} holds {len(images)} samples"
+            )
+        pick = torch.randperm(len(images), generator=generator)[:n]
+        return images[pick], labels[pick]
     if kind == "digits":
         images, labels = digits(size=size, channels=channels)
         pick = torch.randperm(len(images), generator=generator)[:n]
@@ -142,10 +162,11 @@ def load_kinds(
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """``{kind: (images (n, C, size, size) in [0, 1], labels (n,))}`` for every data kind.
 
-    Bundled kinds: ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs of
+    Offline kinds: ``"mnist_samples"``, ``"cifar100_samples"`` (foolbox's 20 real test samples each, true
+    labels, :func:`gitutor.data.sample_set`; at most 20), ``"digits"`` (scikit-learn, MNIST stand-in), ``"photos"`` (whole skimage photographs of
     :data:`PHOTOGRAPHS`, at most 12, CIFAR stand-in, random classes), ``"lfw"`` (skimage's LFW subset, random classes). Full kinds:
     ``"mnist"``, ``"cifar100"``, ``"lfw_people"`` through torchvision from ``data_root``; with
-    ``data_root="bundled"`` their bundled stand-ins (:data:`STAND_INS`) at the kind's classes and channels.
+    ``data_root="bundled"`` their offline stand-ins (:data:`STAND_INS`) at the kind's classes and channels.
 
     Raises:
         ValueError: for an unknown kind or ``n < 1``.
