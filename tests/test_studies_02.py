@@ -80,6 +80,15 @@ def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet):
         assert table[1e-12][0] == 100.0 and table[1e-12][1] < 1e-3
         assert samples[1e-12]["hits"] == [True, True] and len(samples[10.0]["gaps"]) == 2
         assert table[10.0][1] > table[1e-12][1] and len(signal) == 4
+        # the scale of the perturbed row: σ / RMS(g_r) per sample, g_r the clean gradient's row r
+        again = _sampler()  # its labels are drawn in call order: replay the first σ's two calls
+        for index in range(2):
+            x, y, _ = again("smoothing", index)
+            clean = study.observed(lenet, x, y)[-1]
+            g_r = clean[int(clean.sum(dim=1).abs().argmax())]
+            assert signal[index] == pytest.approx(float(g_r.pow(2).mean().sqrt()))
+            assert samples[10.0]["ratios"][index] == pytest.approx(10.0 / signal[2 + index])  # σ = 10's pass
+        assert len(samples[10.0]["shrunk"]) == 2 and all(isinstance(b, bool) for b in samples[10.0]["shrunk"])
     with pytest.raises(ValueError, match="rows"):
         study.noise_table(lenet, _sampler(), cfg, torch.Generator(), rows="g_r")
 
@@ -172,7 +181,8 @@ def test_paper_rows_carry_the_run_and_a_verdict_direction():
     rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([0.9, 0.92], [40.0, 41.0]),
                                                          "mixup": ([1.0, 1.0], [45.0, 47.0])},
                       {key: [(20.0, 0.5), (22.0, 0.6)] for key in PAPER_TABLE3},
-                      {v: {"hits": [True, False], "gaps": [0.0, 1.0]} for v in cfg.noise_sigmas})
+                      {v: {"hits": [True, False], "gaps": [0.0, 1.0], "ratios": [v / 0.1, v / 0.2],
+                           "shrunk": [False, True]} for v in cfg.noise_sigmas})
     assert len(rows) == 2 + 2 * len(PAPER_TABLE2) + 1 + 4 + len(PAPER_TABLE3) + 2 * len(cfg.noise_sigmas)
     accuracy = [r for r in rows if r["quantity"] == "label accuracy (Table 2)"]
     assert all(r["this_run"] == 90.0 and r["better"] == "higher" for r in accuracy)
@@ -201,7 +211,8 @@ def test_easier_or_differently_scaled_settings_are_not_comparable():
     rows = paper_rows(cfg, [True] * 20, table2, errors, {"smoothing": ([1.0] * 4, [120.0] * 4),
                                                          "mixup": ([1.0] * 4, [100.0] * 4)},
                       {key: [(62.9, 0.99)] * 10 for key in PAPER_TABLE3},
-                      {v: {"hits": [True] * 12, "gaps": [0.0] * 12} for v in cfg.noise_sigmas})
+                      {v: {"hits": [True] * 12, "gaps": [0.0] * 12, "ratios": [v / 0.1] * 12,
+                           "shrunk": [True] * 12} for v in cfg.noise_sigmas})
     table3 = [r for r in rows if "Table 3" in r["quantity"]]
     assert table3 and all(verdict(r) == "not comparable" and r["not_comparable"] for r in table3)
     # Table 5 is the paper's setting (untrained ResNet18, smoothing, PSO only, σ on g_r): judged
@@ -307,5 +318,7 @@ def test_equivalence_budget_and_window_sentences():
     assert "25.6 → 40.4 dB (mixup)" in lifted and "become recognisable" in lifted
     assert "do not all" in report_module.budget_sentence({"mixup": {"as run": 20.0, "3× steps": 25.0}}, 30.0)
     assert "departure" in report_module.window_note(6.0) and "departure" not in report_module.window_note(70.0)
-    noise = report_module.noise_markdown({1e-4: (100.0, 0.05, 0.05)}, {1e-4: {"hits": [True] * 4}})
+    found = {"hits": [True] * 4, "ratios": [1e-3, 2e-3, 3e-3, 4e-3], "shrunk": [True, True, False, True]}
+    noise = report_module.noise_markdown({1e-4: (100.0, 0.05, 0.05)}, {1e-4: found})
     assert noise.splitlines()[-1].startswith("| 1e-04 | 100 % [51, 100] (n = 4) |")
+    assert noise.splitlines()[-1].endswith("| 0.0025 | 3 / 4 |") and "σ / RMS(g_r)" in noise

@@ -241,10 +241,14 @@ def noise_table(
     gradient, as a server holding a noised gradient would (a variant beyond the paper). A λ is right
     when |λ − λ*| < :data:`NOISE_HIT` (the authors' criterion in their units, 4λ).
 
+    L_s scales with σ over the size of the row it perturbs, so rows of two settings compare at equal
+    σ / RMS(g_r), not at equal σ; and noise adds its own energy to the row, which the fit absorbs by
+    shrinking |λ| (Eq. 8's λ multiplies the logits), so the error leans towards λ = 0.
+
     Returns:
-        ``{σ: (% right, mean |λ − λ*|, mean L1 label error)}``, the RMS of every clean gradient (a list,
-        to compare σ with the gradient's scale) and per σ the samples' ``{"hits": [bool, ...], "gaps":
-        [|λ − λ*|, ...]}`` (for intervals).
+        ``{σ: (% right, mean |λ − λ*|, mean L1 label error)}``, the RMS per entry of every clean row g_r
+        (a list, one per sample and σ) and per σ the samples' ``{"hits": [bool, ...], "gaps":
+        [|λ − λ*|, ...], "ratios": [σ / RMS(g_r), ...], "shrunk": [|λ| < |λ*|, ...]}``.
 
     Raises:
         ValueError: naming ``rows`` when it is not one of :data:`NOISE_ROWS`, before anything runs.
@@ -253,18 +257,19 @@ def noise_table(
         raise ValueError(f"rows must be one of {NOISE_ROWS}, got {rows!r}")
     table, signal, samples = {}, [], {}
     for sigma in cfg.noise_sigmas:
-        gaps, errors, hits = [], [], []
+        gaps, errors, hits, ratios, shrunk = [], [], [], [], []
         for index in range(cfg.noise_samples):
             x, y, k = sample("smoothing", index)
             clean = observed(model, x, y, device)[-1]
-            signal.append(float(clean.pow(2).mean().sqrt()))
+            largest = int(clean.sum(dim=1).abs().argmax())  # r of the clean gradient
+            signal.append(float(clean[largest].pow(2).mean().sqrt()))
             if rows == "all":
                 grad, row = (
                     add_gaussian_noise([clean], sigma, generator=generator)[0],
                     None,
                 )
             else:
-                row = int(clean.sum(dim=1).abs().argmax())
+                row = largest
                 grad = clean.clone()
                 grad[row] = add_gaussian_noise(
                     [clean[row]], sigma, generator=generator
@@ -282,10 +287,17 @@ def noise_table(
             gaps.append(abs(result.lam - lam_star))
             errors.append(label_l1(result.label, y))
             hits.append(gaps[-1] < NOISE_HIT)
+            ratios.append(sigma / signal[-1])
+            shrunk.append(abs(result.lam) < abs(lam_star))
         table[sigma] = (
             100 * float(np.mean(hits)),
             float(np.mean(gaps)),
             float(np.mean(errors)),
         )
-        samples[sigma] = {"hits": hits, "gaps": gaps}
+        samples[sigma] = {
+            "hits": hits,
+            "gaps": gaps,
+            "ratios": ratios,
+            "shrunk": shrunk,
+        }
     return table, signal, samples

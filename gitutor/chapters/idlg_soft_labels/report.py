@@ -228,7 +228,8 @@ def noise_markdown(
     """Markdown Table 5: per noise σ, % of λ right (|λ − λ*| < 0.25; with its 95 % Wilson interval when
     ``samples`` gives each σ's ``{"hits": [bool, ...]}``), mean L_s = |λ − λ*|, the same for the authors'
     scalar x = :data:`AUTHORS_SCALE` · λ (the paper does not say which of the two its L_s is in), mean
-    L_r."""
+    L_r; with ``samples`` also the median σ / RMS(g_r) (what makes two settings' rows comparable) and
+    the samples whose |λ| came out below |λ*| (``"ratios"``, ``"shrunk"``: :func:`noise_table`)."""
 
     def right(sigma, accuracy):
         if samples is None:
@@ -236,10 +237,16 @@ def noise_markdown(
         share = success_interval(samples[sigma]["hits"])
         return f"{accuracy:.0f} % [{100 * share.low:.0f}, {100 * share.high:.0f}] (n = {share.n})"
 
+    def scale(sigma):
+        found = samples[sigma]
+        shrunk = f"{sum(found['shrunk'])} / {len(found['shrunk'])}"
+        return [f"{float(np.median(found['ratios'])):.2g}", shrunk]
+
     head = "λ right" + (" [95 % Wilson]" if samples is not None else "")
     authors = f"the same for x = {AUTHORS_SCALE:g}λ (authors' code)"
+    more = [] if samples is None else ["σ / RMS(g_r), median", "|λ| < |λ*|"]
     return markdown_table(
-        ["noise σ", head, "mean L_s = |λ − λ*|", authors, "mean L_r (label L1)"],
+        ["noise σ", head, "mean L_s = |λ − λ*|", authors, "mean L_r (label L1)", *more],
         [
             (
                 f"{v:.0e}",
@@ -247,6 +254,7 @@ def noise_markdown(
                 f"{g:.2e}",
                 f"{AUTHORS_SCALE * g:.2e}",
                 f"{e:.2e}",
+                *([] if samples is None else scale(v)),
             )
             for v, (a, g, e) in table5.items()
         ],
@@ -534,7 +542,11 @@ def paper_rows(
         )
     for sigma, (paper_acc, paper_gap) in zip(cfg.noise_sigmas, PAPER_TABLE5):
         hits, gaps = table5[sigma]["hits"], table5[sigma]["gaps"]
-        where = f"σ = {sigma:.0e} on g_r, {len(hits)} samples (paper 100)"
+        ratio = float(np.median(table5[sigma]["ratios"]))
+        where = (
+            f"σ = {sigma:.0e} on g_r, {len(hits)} samples (paper 100); σ / RMS(g_r) = {ratio:.2g} "
+            "(median; L_s scales with it, and the paper does not report its RMS(g_r))"
+        )
         units = (
             f"; in λ, the paper's notation (the authors' code searches x = {AUTHORS_SCALE:g}λ, "
             f"where L_s is {AUTHORS_SCALE:g}× as large)"
