@@ -11,7 +11,7 @@ one DLG run per (defense, level, image). Each run gets one of three :data:`OUTCO
 * **not resolved**: in between — more than any control, less than recognisable by the book's bar (where
   DLG §5's "leakage with artifacts" lies).
 
-:data:`RULE` — a level *stops DLG* when, among the images DLG recovers **without** a defense (a defense
+**The rule.** A level *stops DLG* when, among the images DLG recovers **without** a defense (a defense
 can only stop an attack that works without it; the others say nothing about the defense), the 95 %
 Wilson interval (:func:`gitutor.stats.success_interval`) of the fraction stopped at that level lies wholly
 above 1/2: DLG is stopped on most of the images it would otherwise leak, beyond sampling noise. DLG *gets
@@ -54,11 +54,6 @@ OUTCOMES = ("recovered", "not resolved", "stopped")
 STOPS, GETS_THROUGH, OPEN = "stops DLG", "DLG gets through", "not resolved"
 #: The share of the images DLG recovers without a defense that a level must stop ("most").
 MAJORITY = 0.5
-RULE = (
-    "a level stops DLG when, among the images DLG recovers without a defense, the 95 % Wilson interval "
-    "of the fraction it stops (PSNR at or below the image's best control) lies above 1/2; DLG gets "
-    "through a level when that interval lies below 1/2; otherwise the level is not resolved"
-)
 #: DLG §5's reading of each defense (Zhu, Liu & Han, NeurIPS 2019, book/references.bib ``zhu2019dlg``):
 #: ``(tolerance, where, what the paper says)`` — the strongest level of Fig. 7 at which the paper still sees
 #: the leak. Pruning: leakage up to about 20 % of the entries pruned, the images no longer recognisable
@@ -116,7 +111,7 @@ def outcome(
 
 
 def level_state(stopped: int, attackable: int) -> str:
-    """The reading of one level by :data:`RULE`: :data:`STOPS` when the 95 % Wilson interval of
+    """The reading of one level by the module's rule: :data:`STOPS` when the 95 % Wilson interval of
     ``stopped`` of ``attackable`` (the images DLG recovers without a defense that this level stops) lies
     above :data:`MAJORITY`, :data:`GETS_THROUGH` when it lies below, else :data:`OPEN` (one image is
     always :data:`OPEN`: no interval).
@@ -382,7 +377,7 @@ def threshold_text(found: Threshold) -> str:
 def level_table(summary: Mapping[tuple[str, float], Level]) -> str:
     """A Markdown table of :func:`summarise`: per defense and level, how many images end recovered, not
     resolved and stopped (of all the study's images), how many of the images DLG recovers without a defense
-    the level stops (with the 95 % Wilson interval), the reading by :data:`RULE`, and how many stopped runs
+    the level stops (with the 95 % Wilson interval), the reading by the module's rule, and how many stopped runs
     end above the truth's gradient distance."""
 
     def count(interval: Interval) -> str:
