@@ -56,10 +56,11 @@ STOPS, GETS_THROUGH, OPEN = "stops DLG", "DLG gets through", "not resolved"
 MAJORITY = 0.5
 #: DLG §5's reading of each defense (Zhu, Liu & Han, NeurIPS 2019, book/references.bib ``zhu2019dlg``):
 #: ``(tolerance, where, what the paper says)`` — the strongest level of Fig. 7 at which the paper still sees
-#: the leak. Pruning: leakage up to about 20 % of the entries pruned, the images no longer recognisable
-#: above; noise: at variance 10⁻⁴ the noise does not prevent the leak, at 10⁻³ the leak still happens with
-#: artifacts, DLG fails from 10⁻² on, for Gaussian and Laplacian noise alike (the effect depends mainly on
-#: the variance, not on the noise type).
+#: the leak. Pruning: leakage up to about 20 % of the entries pruned ("maximum tolerance"), the images no
+#: longer recognisable above. Noise: at variance 10⁻⁴ the noise does not prevent the leak, at 10⁻³ the leak
+#: still happens with artifacts, and DLG fails only when the variance is larger than 10⁻², for Gaussian and
+#: Laplacian noise alike (the effect depends mainly on the variance). The paper's tolerance is the level it
+#: states the leak at, 10⁻³; its "larger than 10⁻²" leaves open whether 10⁻² itself stops DLG.
 PAPER = {
     "prune": (
         0.2,
@@ -71,7 +72,7 @@ PAPER = {
         "§5, Fig. 7(a)",
         (
             "variance 1e-4 does not prevent the leak, at 1e-3 it still happens with "
-            "artifacts, from 1e-2 DLG fails"
+            "artifacts, DLG fails when the variance is larger than 1e-2"
         ),
     ),
     "laplacian": (
