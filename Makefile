@@ -100,7 +100,7 @@ check-assignments: assignments
 #        RECORD_PARAMETERS="-p PRETRAINED False -p IMAGE_ROOT bundled -p BUDGET cpu_recording"
 DEVICE ?= auto
 RECORD_PARAMETERS ?=
-.PHONY: record smoke substitutes study
+.PHONY: record smoke substitutes study defense-study
 record:
 	$(PYTHON) scripts/record.py $(NOTEBOOKS) --profile $(PROFILE) --device $(DEVICE) $(RECORD_PARAMETERS)
 
@@ -121,6 +121,12 @@ substitutes: install
 # A phase is recorded only when all its trials succeed; its finished trials are journaled in
 # book/studies/04_setting_study.<phase>.*.journal.jsonl, so after a failure or an interruption rerun the printed
 # command: it runs only that phase's missing trials (`make study` again would also re-run the phases already recorded).
+# Chapter 01's defense study (DLG §5: pruning, Gaussian and Laplacian noise at the paper's levels, 20 CIFAR-100
+# samples, 300 steps), recorded into book/studies/01_defenses.json (at most about 5 hours of one core; resumable:
+# rerun the same command at the same commit). Commit first: the record names the commit.
+defense-study: install
+	$(PYTHON) scripts/defense_study_01.py --engine processes --cpus 2
+
 STUDY_PHASES := base statistics priors width batch width64
 study: install
 	for phase in $(STUDY_PHASES); do \

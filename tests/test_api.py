@@ -16,7 +16,7 @@ KEPT = {
                        "coarse_labels", "evolve_label_counts", "exhaustive_label_counts", "fc_input_features",
                        "idlg_batch_labels", "label_count_objective", "last_linear", "recover_batch_labels",
                        "rescale_counts", "sample_pool_batch", "sample_repeated_labels", "yin_batch_labels"],
-    "gitutor.federated": ["FedADMMUpdate", "add_gaussian_noise", "client_gradients", "cross_entropy",
+    "gitutor.federated": ["FedADMMUpdate", "add_gaussian_noise", "add_laplacian_noise", "client_gradients", "cross_entropy",
                           "fedadmm_client_update", "mixup", "prune_gradients", "pseudo_gradient", "sign_compress",
                           "smooth_labels"],
     "gitutor.federated.client": ["check_parameter_list", "client_gradients", "cross_entropy"],

@@ -103,6 +103,37 @@ def add_gaussian_noise(
     ]
 
 
+def add_laplacian_noise(
+    grads, scale: float, generator: torch.Generator | None = None
+) -> list[torch.Tensor]:
+    """Additive Laplacian noise Laplace(0, b) on every entry, b = ``scale`` (DLG §5, Fig. 7).
+
+    The density is exp(−|z| / b) / 2b, so the variance is 2b²: the DLG paper states its levels as
+    variances v (1e-4 … 1e-1), i.e. b = √(v / 2). Each entry is b·(E₁ − E₂) with E₁, E₂ independent
+    Exp(1) draws (the difference of two exponentials is Laplacian), drawn as −log(1 − U) from ``generator``.
+
+    Args:
+        grads: list of tensors.
+        scale: the scale b ≥ 0 (standard deviation √2·b).
+        generator: ``torch.Generator`` on the gradients' device, for reproducibility.
+
+    Raises:
+        ValueError: if ``scale < 0`` or not finite, or the gradients are not finite.
+        TypeError: if ``grads`` is not a list of tensors.
+    """
+    grads = _check_grads(grads)
+    if not 0 <= scale < math.inf:
+        raise ValueError(f"scale must be finite and >= 0, got {scale!r}")
+
+    def exponential(g: torch.Tensor) -> torch.Tensor:
+        uniform = torch.rand(
+            g.shape, generator=generator, device=g.device, dtype=g.dtype
+        )
+        return -torch.log1p(-uniform)  # U in [0, 1): finite
+
+    return [g + scale * (exponential(g) - exponential(g)) for g in grads]
+
+
 @dataclass(frozen=True)
 class Defense:
     """A client-side gradient defense: ``name``, ``apply`` (grads -> grads) and ``matching``.

@@ -1,5 +1,5 @@
 """Chapter 01's figures: the recognisability ladder, the attack's curves, the seed study's reconstructions
-and PSNR curves, the batch grids and the defense sweep (Zhu et al. 2019, §4–5). Every figure is made
+and PSNR curves, the batch grids and the recorded defense study (Zhu et al. 2019, §4–5). Every figure is made
 readable at page width (:func:`gitutor.viz.legible`: text at least the body's size, no hidden titles)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import torch
 
+from gitutor.chapters.dlg.defense_study import NAMES
 from gitutor.metrics import mse
 from gitutor.viz import iteration_strip, legible, plot_curves, show_grid
 
@@ -112,60 +113,97 @@ def ladder(
     return legible(fig)
 
 
-def defense_curves(
-    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
-    success: float,
-    recognisable: float,
+#: How the study's figures mark a run's outcome (:data:`.defense_reading.OUTCOMES`).
+OUTCOME_MARKS = {"recovered": "✓", "not resolved": "~", "stopped": "✗"}
+_STYLE = {
+    "recovered": {"marker": "o", "color": "C2"},
+    "not resolved": {"marker": "s", "color": "C1"},
+    "stopped": {"marker": "x", "color": "C3"},
+}
+_SHORT = {"none": "none", "prune": "prune", "gaussian": "Gauss", "laplacian": "Laplace"}
+
+
+def defense_study_figure(
+    summary: Mapping, controls: Sequence[float], recognisable: float
 ):
-    """PSNR (dB) against the pruned fraction and the noise variance (log axis) of a
-    :func:`~gitutor.chapters.dlg.sweeps.defense_sweep`, with the undefended run and both criteria as lines.
+    """The defense study (:func:`~gitutor.chapters.dlg.defense_reading.summarise`): one panel per defense, the
+    PSNR (dB) of every image's reconstruction at no defense and at each level, marked by its outcome
+    (green dot: recovered, orange square: not resolved, red cross: stopped), with ``recognisable`` dB dotted and
+    the range of the images' best know-nothing ``controls`` (dB) shaded. Returns the figure.
 
     Raises:
-        KeyError: if the sweep has no undefended run ``("none", 0.0)``.
+        KeyError: if ``summary`` lacks the undefended level ``("none", 0.0)``.
+        ValueError: if ``controls`` is empty.
     """
-    undefended = sweep["none", 0.0][0]
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
-    for ax, kind, label in (
-        (axes[0], "prune", "pruned fraction"),
-        (axes[1], "noise", "noise variance"),
-    ):
-        points = [(0.0, undefended)] * (kind == "prune") + [
-            (s, v[0]) for (k, s), v in sweep.items() if k == kind
-        ]
-        ax.plot(*zip(*points), "o-")
-        ax.set(
-            xlabel=label,
-            ylabel="PSNR (dB)",
-            title=f"gradient {kind}",
-            xscale="log" if kind == "noise" else "linear",
-        )
-        for level, style in ((success, "--"), (recognisable, ":")):
-            ax.axhline(level, color="grey", ls=style, lw=1)
-        ax.axhline(undefended, color="C1", lw=1, label="no defense")
-        ax.legend()
-        ax.grid(alpha=0.3)
-    return legible(fig)
-
-
-def defense_grid(
-    truth: torch.Tensor,
-    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
-    success: float,
-    recognisable: float,
-):
-    """The ``(1, C, H, W)`` truth, then every defended reconstruction titled with its strength, PSNR and mark."""
-    titles = ["truth"] + [
-        f"{'no defense' if k == 'none' else f'{k} {s:g}'}\n{v:.1f} dB {_mark(v, success, recognisable)}"
-        for (k, s), (v, _) in sweep.items()
-    ]
-    fig = show_grid(
-        torch.cat([truth.cpu()] + [images for _, images in sweep.values()]),
-        titles=titles,
-        ncols=min(len(sweep) + 1, 4),
-        scale=1.8,
-        suptitle=f"✓ ≥ {success:.0f} dB (near pixel-exact); "
-        f"~ ≥ {recognisable:.0f} dB (recognisable); ✗ below",
+    if not controls:
+        raise ValueError("controls must hold each image's best control score (dB)")
+    kinds = [k for k in dict.fromkeys(kind for kind, _ in summary) if k != "none"]
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(8, 3.8), sharey=True, squeeze=False
     )
+    for ax, kind in zip(axes[0], kinds):
+        levels = [summary["none", 0.0]] + [
+            row for (k, _), row in summary.items() if k == kind
+        ]
+        for x, row in enumerate(levels):
+            offsets = torch.linspace(-0.25, 0.25, len(row.psnr)).tolist()
+            for dx, value, found in zip(offsets, row.psnr, row.outcomes):
+                ax.plot(x + dx, min(value, 80.0), ls="none", ms=5, **_STYLE[found])
+        ax.axhspan(min(controls), max(controls), color="grey", alpha=0.2, lw=0)
+        ax.axhline(recognisable, color="grey", ls=":", lw=1)
+        ax.set_xticks(range(len(levels)))
+        ax.set_xticklabels(
+            ["none"] + [f"{row.level:g}" for row in levels[1:]], rotation=90
+        )
+        ax.set(
+            title=NAMES[kind],
+            xlabel="variance" if kind != "prune" else "fraction pruned",
+        )
+        ax.grid(alpha=0.3, axis="y")
+    axes[0][0].set_ylabel("PSNR (dB)")
+    handles = [
+        plt.Line2D([], [], ls="none", label=name, **style)
+        for name, style in _STYLE.items()
+    ]
+    fig.legend(handles=handles, loc="upper center", ncol=3, bbox_to_anchor=(0.5, 1.02))
+    legible(fig)
+    fig.subplots_adjust(top=0.82)
+    return fig
+
+
+def defense_examples(
+    truth: torch.Tensor, reconstructions: Mapping, summary: Mapping, image: int
+):
+    """The ``(C, H, W)`` ``truth`` of sample ``image`` and its reconstruction at no defense and at every level
+    of the study, one row per defense (``reconstructions[(kind, level)]``: ``(C, H, W)`` in [0, 1]), titled
+    with the level, the PSNR (dB) and the outcome's mark (:data:`OUTCOME_MARKS`). Returns the figure.
+
+    Raises:
+        ValueError: if ``image`` is not one of the study's images.
+        KeyError: if a reconstruction of ``summary``'s levels is missing.
+    """
+    first = summary["none", 0.0]
+    if image not in first.images:
+        raise ValueError(
+            f"image must be one of the study's images {first.images}, got {image}"
+        )
+    at = first.images.index(image)
+    kinds = [k for k in dict.fromkeys(kind for kind, _ in summary) if k != "none"]
+    ncols = 2 + max(sum(k == kind for k, _ in summary) for kind in kinds)
+    fig, axes = plt.subplots(len(kinds), ncols, figsize=(1.0 * ncols, 1.0 * len(kinds)))
+    for axes_row, kind in zip(axes, kinds):
+        cells = [("none", 0.0)] + [key for key in summary if key[0] == kind]
+        axes_row[0].imshow(truth.permute(1, 2, 0).numpy())
+        axes_row[0].set_title(f"{_SHORT[kind]}\ntruth")
+        for ax, key in zip(axes_row[1:], cells):
+            row = summary[key]
+            ax.imshow(reconstructions[key].permute(1, 2, 0).numpy())
+            name = "none" if key[0] == "none" else f"{key[1]:g}"
+            ax.set_title(
+                f"{name}\n{row.psnr[at]:.0f} dB {OUTCOME_MARKS[row.outcomes[at]]}"
+            )
+        for ax in axes_row:
+            ax.axis("off")
     return legible(fig)
 
 

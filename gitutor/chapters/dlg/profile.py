@@ -6,8 +6,9 @@ labels (quick profile: foolbox's 20 CIFAR-100 test samples, offline; seed ``s`` 
 seeds attack distinct images) for the whole 300 steps: no stop rule. A run *matched the client's gradient*
 when its final gradient distance is below ``match_loss``, a criterion read after the run; failures (distance
 at or above it) are rerun from a new dummy start, as an attacker who sees the distance would. The page
-shows the study's median run. The defense sweep runs at 32×32 too; the batch and MNIST sweeps use 16×16
-images (CPU budget). One 32×32 L-BFGS step of ``dlg`` (up to 20 evaluations of the distance) costs about
+shows the study's median run. DLG §5's defenses are judged by a recorded study (``book/studies/01_defenses.json``,
+:mod:`.defense_study`); the page runs one of its trials live (``defense_demo`` for ``defense_iterations`` steps:
+the study's 300 unless a budget cuts it). The batch and MNIST sweeps use 16×16 images (CPU budget). One 32×32 L-BFGS step of ``dlg`` (up to 20 evaluations of the distance) costs about
 0.2 s of one CPU core, at 16×16 hardly less.
 
 Criteria (dB): ``recognisable_psnr`` is the book's one "recognisable",
@@ -41,22 +42,13 @@ QUICK = {
     "match_loss": 1e-5,
     "restart_offset": 1000,  # a failed seed restarts from dummy seed + this
     "sweep_image_size": 16,  # batch and MNIST sweeps on 16×16 images (CPU budget)
-    "defense_image_size": 32,  # the defense sweep at the paper's 32×32
     "batch_sizes": [2, 4],
     "batch_iterations": 50,
     "extra_iterations": 50,
     "restart_limit": 2,  # quick: rerun at most the first 2 failed seeds (CPU budget); full: all
-    "prune_rates": [
-        0.01,
-        0.1,
-        0.2,
-        0.3,
-    ],  # DLG Fig. 7's pruning ratios up to its 20 % / 30 % claim
-    "noise_variances": [
-        1e-4,
-        1e-2,
-    ],  # DLG §5's two noise claims (1e-4 recognisable, 1e-2 not)
-    "defense_iterations": 120,  # L-BFGS steps of every defended run
+    # the page's live defended run: one trial of the recorded defense study (its 300 steps)
+    "defense_demo": {"kind": "prune", "level": 0.3},
+    "defense_iterations": 300,
     "ladder_psnr": [
         20.0,
         31.0,
@@ -79,10 +71,7 @@ FULL = {
     "seeds": list(range(20)),
     "batch_sizes": [1, 2, 4, 8],
     "batch_iterations": 300,
-    "prune_rates": [0.01, 0.1, 0.2, 0.3, 0.5, 0.7],
-    "noise_variances": [1e-4, 1e-3, 1e-2, 1e-1],
     "restart_limit": None,
-    "defense_iterations": 300,
     "sweep_image_size": 32,
 }
 
@@ -98,8 +87,6 @@ BUDGETS = {
         "batch_sizes": [2],
         "batch_iterations": 2,
         "extra_iterations": 5,
-        "prune_rates": [0.1, 0.5],
-        "noise_variances": [1e-2],
         "defense_iterations": 2,
     },
 }

@@ -5,9 +5,9 @@ judged from the seed study (:func:`~gitutor.chapters.dlg.claim.claim_judgement`)
 client's gradient recognisable? The paper states no rate, so the row has no paper number. The one rate a
 paper states for DLG on CIFAR-100 with B = 1, its label accuracy (83.3 % in the iDLG paper, Zhao et al.
 2020, Table 1), is the next row, judged by the verdict rule; then the PSNR of the study's median run, the failures and
-restarts (report §6), the batch sweep and DLG §5's defense thresholds (a stopping strength at the weakest
-level tried is a bound, "≤"). The Markdown tables and short strings the chapter's prose pastes in (myst-nb
-``glue``) are built here too.
+restarts (report §6) and the batch sweep; DLG §5's defense rows come from the recorded defense study
+(:func:`~gitutor.chapters.dlg.defense_reading.result_rows`). The Markdown tables and short strings the
+chapter's prose pastes in (myst-nb ``glue``) are built here too.
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ def _span(rate: Interval) -> str:
 
 
 #: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
-#: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch and defense sweeps at 16×16
-#: with 50 / 40 L-BFGS steps), quoted by the page's "old setting → new" sentences.
+#: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch sweep at 16×16 with 50
+#: L-BFGS steps), quoted by the page's "old setting → new" sentences.
 PHOTOGRAPHS_RUN = {
     "recognisable": 0.7,
     "labels": 0.8,
     "batch_psnr": 27.0,
-    "prune_stops": 0.7,
-    "noise_stops": 1e-3,
 }
 
 
@@ -47,8 +45,6 @@ def chapter_rows(
     seed_rows: Sequence[Mapping],
     rescued: Mapping[str, Mapping[int, Mapping]],
     batch_rows: Sequence[Mapping],
-    stopping: Mapping[str, float | None],
-    scale: Mapping[str, float],
     unknown_psnr: float | None = None,
 ) -> list[dict]:
     """The results rows of chapter 01 (see :mod:`gitutor.results`) from the chapter's measurements.
@@ -62,22 +58,14 @@ def chapter_rows(
         seed_rows: the seed study's :func:`~gitutor.chapters.dlg.sweeps.score_run` dicts (one per seed).
         rescued: ``{"restart": {seed: row}}``, the failed seeds rerun from a new dummy start.
         batch_rows: :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` rows (the last, largest B is reported).
-        stopping: ``{"prune": s, "noise": s}``, :func:`~gitutor.chapters.dlg.sweeps.stopping_from` at
-            ``cfg.recognisable_psnr`` (None: no strength tried stops DLG).
-        scale: :func:`~gitutor.chapters.dlg.sweeps.gradient_scale` of the defended gradient.
 
-    Raises KeyError naming a missing rescue or defense kind, ValueError if ``seed_rows`` is empty.
+    Raises KeyError naming a missing rescue, ValueError if ``seed_rows`` is empty.
     """
-    S, n, T, D = (
-        cfg.sweep_image_size,
-        len(seed_rows),
-        cfg.recognisable_psnr,
-        cfg.defense_image_size,
-    )
+    S, n, T = cfg.sweep_image_size, len(seed_rows), cfg.recognisable_psnr
     differences = (
         f"{cfg.profile} profile: {cfg.data}; random-init LeNet as the DLG code; "
         f"batch/MNIST sweeps on {S}×{S} images with {cfg.batch_iterations}/{cfg.extra_iterations} "
-        f"steps; defense sweep {D}×{D}, {cfg.defense_iterations} steps"
+        "steps"
     )
     study = (
         f"{n} seeds (each: model, image, true label, dummy start), {cfg.image_size}×{cfg.image_size}, "
@@ -93,7 +81,6 @@ def chapter_rows(
         for name, rows in rescued.items()
     }
     rerun = len(rescued["restart"])
-    units = {"prune": "fraction pruned", "noise": "noise variance"}
 
     def row(quantity, setting, paper, this_run, unit, **extra):
         return {
@@ -174,26 +161,6 @@ def chapter_rows(
             "dB",
         ),
     ]
-    for kind, paper, tried in (
-        ("prune", "> 0.2 (DLG §5: no longer recognisable)", cfg.prune_rates),
-        ("noise", "1e-2 (DLG §5; 1e-4 does not stop it)", cfg.noise_variances),
-    ):
-        value = stopping[kind]
-        setting = (
-            f"{units[kind]} {tried}, one image, {D}×{D}, PSNR < {T:.0f} dB at this and every "
-            "stronger level"
-        )
-        if kind == "noise":
-            setting += f"; gradient RMS {scale['rms']:.2g}"
-        rows.append(
-            row(
-                f"weakest {units[kind]} that stops DLG (unrecognisable)",
-                setting,
-                paper,
-                "none tried" if value is None else _bound(value, tried),
-                units[kind],
-            )
-        )
     return rows
 
 
@@ -280,9 +247,10 @@ def controls_table(scores: Mapping[str, Sequence[float]], recognisable: float) -
 def noise_scale_table(
     noise_variances: Sequence[float], scale: Mapping[str, float]
 ) -> str:
-    """A Markdown table of each noise variance v of the defense sweep, its σ = √v, and σ in units of the
-    shared gradient's median absolute entry and RMS (``scale`` from
-    :func:`~gitutor.chapters.dlg.sweeps.gradient_scale`): how much of the gradient a noise level drowns.
+    """A Markdown table of each noise variance v (DLG §5's unit), its standard deviation σ = √v (of the
+    Gaussian and of the Laplacian noise alike), and σ in units of the shared gradient's median absolute entry
+    and RMS (``scale`` as :func:`~gitutor.chapters.dlg.sweeps.gradient_scale` gives them): how much of the
+    gradient a noise level drowns.
 
     Raises:
         ValueError: if the gradient's median or RMS is not positive.
@@ -302,49 +270,6 @@ def noise_scale_table(
                 f"{v**0.5 / scale['rms']:.3g}",
             ]
             for v in noise_variances
-        ],
-    )
-
-
-def _bound(value: float, tried: Sequence[float]) -> str:
-    """``"0.3"``, or ``"≤ 1e-04 (the weakest tried)"`` when ``value`` is the weakest of ``tried``: the
-    sweep does not say whether a weaker level would also stop DLG."""
-    return f"≤ {value:g} (the weakest tried)" if value <= min(tried) else f"{value:g}"
-
-
-def stopping_strength(value: float | None, unit: str, tried: Sequence[float]) -> str:
-    """``"0.3 (fraction pruned)"`` for the weakest defense strength of ``tried`` from which DLG stays below the
-    criterion (:func:`~gitutor.chapters.dlg.sweeps.stopping_from`), ``"≤ 0.0001 (variance, the weakest
-    tried)"`` at the sweep's edge, or ``"none of the strengths tried"`` for None."""
-    if value is None:
-        return "none of the strengths tried"
-    return (
-        f"≤ {value:g} ({unit}, the weakest tried)"
-        if value <= min(tried)
-        else f"{value:g} ({unit})"
-    )
-
-
-def defense_table(
-    sweep: Mapping[tuple[str, float], tuple[float, object]], recognisable: float
-) -> str:
-    """A Markdown table of a :func:`~gitutor.chapters.dlg.sweeps.defense_sweep`: defense, strength, PSNR (dB)
-    and whether the reconstruction is still recognisable (PSNR ≥ ``recognisable`` dB)."""
-    names = {
-        "none": "no defense",
-        "prune": "pruning (fraction)",
-        "noise": "Gaussian noise (variance)",
-    }
-    return markdown_table(
-        ["defense", "strength", "PSNR (dB)", f"recognisable (≥ {recognisable:.0f} dB)"],
-        [
-            [
-                names[kind],
-                "–" if kind == "none" else f"{strength:g}",
-                f"{value:.1f}",
-                "yes" if value >= recognisable else "no",
-            ]
-            for (kind, strength), (value, _) in sweep.items()
         ],
     )
 
@@ -408,69 +333,6 @@ def seed_dependence(seed_rows: Sequence[Mapping], recognisable: float) -> str:
         "failures are rare"
     )
     return f"{k} of {n} seeds failed: {strength}."
-
-
-def defense_sentence(
-    kind: str,
-    stopping: float | None,
-    sweep: Mapping[tuple[str, float], tuple[float, object]],
-    recognisable: float,
-) -> str:
-    """One sentence comparing the defense sweep's ``kind`` (``"prune"`` or ``"noise"``) with DLG §5: from
-    which strength the reconstruction stays unrecognisable (``stopping``, from
-    :func:`~gitutor.chapters.dlg.sweeps.stopping_from`) and whether that agrees with the paper (pruning:
-    recognisable at 20 %, not above; noise: recognisable at variance 1e-4, not from 1e-2).
-
-    Raises:
-        ValueError: for an unknown ``kind``.
-    """
-    papers = {
-        "prune": ("pruning", 0.2, "more than 20 % of the entries"),
-        "noise": ("Gaussian noise", 1e-4, "variance 1e-2 or more"),
-    }
-    if kind not in papers:
-        raise ValueError(f"kind must be 'prune' or 'noise', got {kind!r}")
-    name, weak, paper = papers[kind]
-    tried = {
-        strength: value for (k, strength), (value, _) in sweep.items() if k == kind
-    }
-    paper_stop = {
-        "prune": min((s for s in tried if s > 0.2), default=None),
-        "noise": 1e-2,
-    }[kind]
-    where = (
-        "no strength tried stops it"
-        if stopping is None
-        else f"it stays below {recognisable:.0f} dB (at this budget) from {stopping:g} on"
-        + (", the weakest level tried" if stopping <= min(tried) else "")
-    )
-    if stopping is None or paper_stop is None or stopping == paper_stop:
-        compared = (
-            "" if stopping is None or paper_stop is None else " — the paper's threshold"
-        )
-    else:
-        compared = (
-            f" (the paper: {paper} at 300 steps; a slower run counts as "
-            "stopped here, so this is a lower bound on the strength that stops DLG at 300 steps)"
-            if stopping < paper_stop
-            else " — a stronger defense than the paper needed"
-        )
-    where += compared
-    agree = []
-    if weak in tried:
-        still = tried[weak] >= recognisable
-        visible = (
-            ""
-            if still
-            else " — below the book's threshold an object can still be visible, see the grid"
-        )
-        agree.append(
-            f"at {weak:g} the reconstruction is {'above' if still else 'below'} {recognisable:.0f} dB "
-            f"({tried[weak]:.1f} dB; the paper: still recognisable{visible})"
-        )
-    return f"Under {name}, {where}; DLG §5 reports that {paper} stop it" + (
-        f", and {agree[0]}." if agree else "."
-    )
 
 
 def lost_sentence(lost: Sequence[int], n: int, recognisable: float, every: int) -> str:

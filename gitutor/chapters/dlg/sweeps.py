@@ -2,26 +2,24 @@
 
 ``dlg_case`` builds one seeded attack case (the DLG LeNet, a private image, its label);
 ``seed_study`` runs DLG on one case per seed and scores it (``score_run``), ``showcase_row`` picks its median
-run and ``defense_seed`` the first run recognisable at the defense sweep's budget, ``psnr_curves``
-follows those runs step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on
+run and ``defense_seed`` the first run recognisable at a given step (the image the page's defended run
+attacks), ``psnr_curves`` follows those runs step by step; ``batch_sweep`` and ``source_sweep`` rerun DLG on
 batches and other image sources; ``restart_failures`` reruns the runs an attacker sees fail (final gradient
-distance at or above ``match_loss``) from a new dummy start; ``defense_sweep``
-reruns DLG against pruned or noised gradients (``stopping_from`` reads off the weakest defense from which
-it stays below a PSNR level); ``dummy_start`` is DLG's N(0, 1) start as a control beside the book's
-(:mod:`gitutor.controls`) and ``noise_ladder`` shows an image at given PSNRs (together the yardstick of the
-recognisability threshold); ``gradient_scale`` measures the shared gradient's size, the yardstick a noise σ must
-be compared with. The server's view of every run is built with :func:`gitutor.federated.case.gradient_case`;
-every attack is :func:`gitutor.attacks.dlg`, run for its whole budget (no stop rule).
+distance at or above ``match_loss``) from a new dummy start; ``dummy_start`` is DLG's N(0, 1) start as a
+control beside the book's (:mod:`gitutor.controls`) and ``noise_ladder`` shows an image at given PSNRs
+(together the yardstick of the recognisability threshold); ``gradient_scale`` measures the shared gradient's
+size, the yardstick a noise σ must be compared with. The defenses of DLG §5 are a recorded study of their own
+(:mod:`.defense_study`). The server's view of every run is built with
+:func:`gitutor.federated.case.gradient_case`; every attack is :func:`gitutor.attacks.dlg`, run for its whole
+budget (no stop rule).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 import torch
-from torch import nn
 
 from gitutor.attacks import AttackResult, dlg
 from gitutor.checks import check_real
@@ -32,7 +30,6 @@ from gitutor.data import (
     torchvision_images,
     whole_photographs,
 )
-from gitutor.federated import Defense, add_gaussian_noise, prune_gradients
 from gitutor.federated.case import Case, gradient_case
 from gitutor.metrics import match_batch, psnr, ssim
 from gitutor.models import LeNet, init_uniform_
@@ -185,11 +182,11 @@ def showcase_row(rows: Sequence[dict]) -> dict:
 
 
 def defense_seed(rows: Sequence[dict], step: int, threshold: float) -> int:
-    """The seed the defense sweep attacks: the first :func:`seed_study` run (in the rows' order) whose snapshot
-    at ``step`` (the sweep's L-BFGS budget) has PSNR ≥ ``threshold`` dB, clipped to [0, 1]. The undefended run
-    of :func:`defense_sweep` on that seed's case and dummy start repeats that run's first ``step`` steps, so
-    DLG recovers the image without a defense and a defense has something to stop. The first row's seed when
-    no run is recognisable there (or none has a snapshot at ``step``).
+    """The seed the page's defended run attacks: the first :func:`seed_study` run (in the rows' order) whose
+    snapshot at ``step`` (the defended run's L-BFGS budget) has PSNR ≥ ``threshold`` dB, clipped to [0, 1]. An
+    undefended run on that seed's case and dummy start repeats that run's first ``step`` steps, so DLG
+    recovers the image without a defense and a defense has something to stop. The first row's seed when no
+    run is recognisable there (or none has a snapshot at ``step``).
 
     Raises:
         ValueError: if ``rows`` is empty.
@@ -337,101 +334,6 @@ def source_sweep(
             view.inputs.cpu(),
         )
     return out
-
-
-def defense_sweep(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    prune_rates: Sequence[float],
-    noise_variances: Sequence[float],
-    iterations: int,
-    seed: int = 0,
-    progress: bool = False,
-) -> dict:
-    """DLG (:func:`gitutor.attacks.dlg`, label unknown, ``iterations`` L-BFGS steps from the dummy start of
-    ``seed``) against the clean, pruned (DLG §5: smallest-magnitude entries zeroed) and noised gradients, one
-    run per strength (``x`` is one image ``(1, C, H, W)``, the model a DLG LeNet).
-
-    Returns ``{(kind, strength): (psnr dB, images)}`` with kind in ``"none"``, ``"prune"``, ``"noise"``
-    (strength: pruned fraction, noise variance σ²; the noise is drawn from ``seed``); ``images`` are the
-    reconstruction clipped to [0, 1], the image the PSNR scores.
-    """
-    defenses = {("none", 0.0): None}
-    defenses |= {
-        ("prune", rate): Defense("prune", partial(prune_gradients, rate=rate))
-        for rate in prune_rates
-    }
-    defenses |= {
-        ("noise", var): Defense(
-            "noise",
-            partial(
-                add_gaussian_noise,
-                sigma=math.sqrt(var),
-                generator=make_generator(seed, x.device),
-            ),
-        )
-        for var in noise_variances
-    }
-    views = {
-        key: gradient_case(model, x, y, defense=defense).server_view
-        for key, defense in defenses.items()
-    }
-    out = {}
-    for key, view in views.items():
-        run = dlg(
-            model,
-            view["update"],
-            tuple(x.shape),
-            model.fc.out_features,
-            iterations=iterations,
-            seed=seed,
-            progress=progress,
-        )
-        images = run.images.clamp(0, 1)
-        out[key] = (float(psnr(images, x.cpu()).mean()), images)
-    return out
-
-
-def first_stopping(
-    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
-    kind: str,
-    level: float,
-) -> float | None:
-    """Smallest strength of defense ``kind`` in a :func:`defense_sweep` whose PSNR falls below ``level`` dB, or None."""
-    broken = [
-        strength
-        for (k, strength), (value, _) in sweep.items()
-        if k == kind and value < level
-    ]
-    return min(broken) if broken else None
-
-
-def stopping_from(
-    sweep: Mapping[tuple[str, float], tuple[float, torch.Tensor]],
-    kind: str,
-    level: float,
-) -> float | None:
-    """The weakest strength of defense ``kind`` from which EVERY stronger strength tried also keeps the
-    reconstruction below ``level`` dB (the defense "stops DLG from there on"), or None when the strongest
-    strength tried still leaves it at or above ``level``. Unlike :func:`first_stopping` a weaker level that
-    happens to fail between two that do not is not called a stopping point.
-
-    Raises:
-        ValueError: if the sweep has no strength of ``kind``.
-    """
-    values = sorted(
-        (strength, value) for (k, strength), (value, _) in sweep.items() if k == kind
-    )
-    if not values:
-        raise ValueError(f"the sweep has no {kind!r} defense")
-    stopping = None
-    for strength, value in reversed(values):
-        if value >= level:
-            break
-        stopping = strength
-    return stopping
 
 
 def noise_ladder(
