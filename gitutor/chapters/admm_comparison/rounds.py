@@ -532,9 +532,10 @@ def round_two_attacks(
     client, the server's step 1), all at the same budget ``iterations`` and from the same dummy start (seed
     ``seed + i`` for image i).
 
-    The client first trains one round on ``earlier``; the server, holding z₀ and that increment Δ₁, derives
-    the client's z, w and π (:func:`~gitutor.attacks.admm.server_state_after_round_one`), then attacks the
-    round-2 increment Δ of image i: DLG-ADMM reads −Δ/η as a gradient at z (the report's Algorithm 2); the
+    The client first trains one round on ``earlier`` and keeps its w and π; its round 2 on image i runs on
+    that state of its own (z = z₀ + Δ₁). The server, holding z₀ and the increment Δ₁, derives the client's
+    z, w and π (:func:`~gitutor.attacks.admm.server_state_after_round_one`) and attacks the round-2
+    increment Δ with them: DLG-ADMM reads −Δ/η as a gradient at z (the report's Algorithm 2); the
     closed form reads ∇f(w) off Δ exactly and runs DLG at w
     (:func:`~gitutor.attacks.admm.closed_form_inversion`); the adaptive attack simulates the round
     (:func:`~gitutor.attacks.admm.adaptive_admm_inversion`); and DLG on the client's true ∇f(w) is the
@@ -557,14 +558,24 @@ def round_two_attacks(
     first = fedadmm_client_update(
         model, *earlier, z0, zero, rho=rho, lr=lr, local_steps=1
     )
+    # the server's view of the client (from z₀ and Δ₁ alone); the client runs round 2 on its own state
     z, w, pi = server_state_after_round_one(model, z0, first.delta, rho=rho)
-    at_z, at_w = model_at(model, z), model_at(model, w)
+    own_z = [a + d for a, d in zip(z0, first.delta)]  # one client, server step 1
+    at_z, at_w = model_at(model, z), model_at(model, first.local_params)
     options = {"iterations": iterations, "record_every": record_every}
     found = {"psnr": {name: [] for name in ROUND_TWO_ATTACKS}, "error": []}
     for i in range(len(images)):
         x, y = images[i : i + 1], labels[i : i + 1]
         update = fedadmm_client_update(
-            model, x, y, z, pi, rho=rho, lr=lr, local_steps=1, local_params=w
+            model,
+            x,
+            y,
+            own_z,
+            first.dual,
+            rho=rho,
+            lr=lr,
+            local_steps=1,
+            local_params=first.local_params,
         )
         state = {
             "global_params": z,

@@ -239,7 +239,8 @@ def noise_table(
     in σ. ``rows="row"`` (the authors'): the noise lands on g_r only, the row r of largest |row sum| of the
     clean gradient, and the search reads that row; ``rows="all"``: on every entry, r picked on the noisy
     gradient, as a server holding a noised gradient would (a variant beyond the paper). A λ is right
-    when |λ − λ*| < :data:`NOISE_HIT` (the authors' criterion in their units, 4λ).
+    when |λ − λ*| < :data:`NOISE_HIT` (the authors' criterion in their units, 4λ). Each sample is drawn
+    once from ``sample`` and used at every σ, so the levels are paired.
 
     L_s scales with σ over the size of the row it perturbs, so rows of two settings compare at equal
     σ / RMS(g_r), not at equal σ; and noise adds its own energy to the row, which the fit absorbs by
@@ -256,10 +257,11 @@ def noise_table(
     if rows not in NOISE_ROWS:
         raise ValueError(f"rows must be one of {NOISE_ROWS}, got {rows!r}")
     table, signal, samples = {}, [], {}
+    # one draw per sample, shared by every σ: the levels are paired
+    drawn = [sample("smoothing", index) for index in range(cfg.noise_samples)]
     for sigma in cfg.noise_sigmas:
         gaps, errors, hits, ratios, shrunk = [], [], [], [], []
-        for index in range(cfg.noise_samples):
-            x, y, k = sample("smoothing", index)
+        for index, (x, y, k) in enumerate(drawn):
             clean = observed(model, x, y, device)[-1]
             largest = int(clean.sum(dim=1).abs().argmax())  # r of the clean gradient
             signal.append(float(clean[largest].pow(2).mean().sqrt()))

@@ -573,6 +573,8 @@ def paper_rows(
                 common,
                 "lower",
                 bounded(gaps, 4, low=0.0),
+                not_comparable=f"L_s scales with σ / RMS(g_r) ({ratio:.2g} here, median), which the "
+                "paper does not report: at equal σ the two L_s are on different scales",
             )
         )
     return rows
