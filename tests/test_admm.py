@@ -230,6 +230,13 @@ def test_the_closed_form_reads_the_gradient_at_the_local_model_off_a_round_two_i
                              local_steps=3)
     with pytest.raises(ValueError, match="rho"):
         server_state_after_round_one(model, z0, first.delta, rho=0.0)
+    # several clients: z₁ is the server's aggregate, given; w and π stay the client's own
+    other = [a + 0.5 * d for a, d in zip(z0, first.delta)]
+    z_many, w_many, pi_many = server_state_after_round_one(model, z0, first.delta, rho=0.01, global_after=other)
+    assert all(torch.equal(a, b) for a, b in zip(z_many, other)) and z_many[0] is not other[0]
+    assert all(torch.equal(a, b) for a, b in zip(w_many + pi_many, w + pi))
+    with pytest.raises(ValueError, match="global_after"):
+        server_state_after_round_one(model, z0, first.delta, rho=0.01, global_after=other[:-1])
     with pytest.raises(ValueError, match="local_params"):
         closed_form_gradient(model, second.delta, global_params=z, dual=pi, local_params=w[:-1], rho=0.01, lr=0.1)
 

@@ -104,16 +104,17 @@ def test_efficientnet_last_layer_gradient_matches_autograd():
     assert torch.allclose(got, reference, atol=1e-5 * float(reference.abs().max()))
 
 
-def test_worst_label_sentence_names_the_worst_label_and_why():
+def test_worst_label_is_the_largest_label_error_with_its_gap_and_acceptance():
     run = {"errors": {"smoothing": [1e-6, 2e-3], "mixup": [1e-5]}, "lam_errors": {"smoothing": [0.0, 0.01],
            "mixup": [0.0]}, "lam_stars": {"smoothing": [2.0, -50.0], "mixup": [3.0]},
-           "accepted": {"smoothing": [True, True], "mixup": [True]}}
-    text = study.worst_label(run, 1e-3)
-    assert "smoothing, photograph 1" in text and "over the 0.001" in text and "exact bottom" in text
-    run["lam_errors"]["smoothing"][1] = 20.0
-    assert "wrong λ" in study.worst_label(run, 1e-3)
-    run["accepted"]["smoothing"][1] = False
-    assert "best candidate" in study.worst_label(run, 1e-3)
+           "accepted": {"smoothing": [True, False], "mixup": [True]}}
+    worst = study.worst_label(run)
+    assert (worst["kind"], worst["index"], worst["error"], worst["gap"]) == ("smoothing", 1, 2e-3, 0.01)
+    assert worst["relative"] == pytest.approx(0.01 / 50) and worst["accepted"] is False
+    run["errors"]["mixup"][0] = 1.0
+    assert study.worst_label(run)["kind"] == "mixup" and study.worst_label(run)["accepted"] is True
+    with pytest.raises(ValueError, match="no ImageNet label"):
+        study.worst_label({"errors": {"smoothing": []}})
 
 
 def test_labels_needed_is_the_fewest_all_right_labels_that_meet_the_paper():

@@ -253,23 +253,37 @@ def server_state_after_round_one(
     first_delta: Sequence[torch.Tensor],
     *,
     rho: float,
+    global_after: Sequence[torch.Tensor] | None = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
     """``(z, w, π)`` of a client's second round, from what the server holds: the model z₀ it sent in round
-    1 (``start``) and the client's round-1 increment Δ₁, for one local step, one client and the server
-    step 1 (z₁ = z₀ + Δ₁; the report's line 20 with η_i = 1). Round 1 starts at w₀ = z₀ with π₀ = 0, so
-    Δ₁ = 2(w₁ − z₀) and π₁ = ρ(w₁ − z₀):
+    1 (``start``) and the client's round-1 increment Δ₁, for one local step. Round 1 starts at w₀ = z₀
+    with π₀ = 0, so Δ₁ = 2(w₁ − z₀) and π₁ = ρ(w₁ − z₀):
 
-        w₁ = z₀ + Δ₁/2,   π₁ = ρ Δ₁ / 2,   z₁ = z₀ + Δ₁.
+        w₁ = z₀ + Δ₁/2,   π₁ = ρ Δ₁ / 2.
 
-    No client secret enters: the closed form's inputs are the server's own.
+    z₁ is the server's own aggregate (the report's line 20): ``global_after`` when given (several clients,
+    or a server step other than 1), else z₀ + Δ₁ (one client, server step η_i = 1). No client secret
+    enters: every input is the server's own.
+
+    Args:
+        model: the network whose parameters the lists follow (shapes only).
+        start, first_delta: z₀ and the client's Δ₁, one tensor per parameter of ``model``.
+        rho: the ADMM penalty ρ (> 0).
+        global_after: z₁ as the server aggregated it (one tensor per parameter), or None.
 
     Raises:
-        ValueError: naming ``rho`` (finite, > 0) or a parameter list that does not match the model.
+        ValueError: naming ``rho`` (finite, > 0) or a parameter list (``start``, ``first_delta``,
+            ``global_after``) that does not match the model.
     """
     rho = check_real(rho, "rho", low=0.0, low_open=True)
     z0 = check_parameter_list(model, start, "start")
     d1 = check_parameter_list(model, first_delta, "first_delta")
-    z = [a + d for a, d in zip(z0, d1)]
+    if global_after is None:
+        z = [a + d for a, d in zip(z0, d1)]
+    else:
+        z = [
+            t.clone() for t in check_parameter_list(model, global_after, "global_after")
+        ]
     w = [a + d / 2 for a, d in zip(z0, d1)]
     pi = [rho * d / 2 for d in d1]
     return z, w, pi

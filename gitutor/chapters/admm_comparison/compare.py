@@ -239,7 +239,10 @@ def increment_criteria(
     W)``, labels ``(n,)``). −Δ/η is recomputed from the same first FedADMM round (w = z, π = 0, ``rho``,
     ``lr``, E = ``local_steps``) the attacks saw; the true image and label serve only to make the
     client's message, as the client does. Cosine is blind to the factor 2 of the closed form, so the two
-    attacks are scored on one scale whatever they minimised.
+    attacks are scored on one scale whatever they minimised — but it is the cosine attack's own objective,
+    so where both fit the increment the pick leans to that attack. The distance is summed in float64 (the
+    gradients are float32), so that two reconstructions that both fit are not ordered by rounding; an exact
+    tie goes to the first attack (:func:`~gitutor.chapters.admm_comparison.judgement.attackers_pick`).
 
     Returns:
         ``{attack: [distance per image]}`` in the order of :data:`ON_INCREMENT` (0 = the same direction).
@@ -261,7 +264,8 @@ def increment_criteria(
             found = results[name]
             candidate = found.images.clamp(0, 1).to(images.device)
             dummy = client_gradients(model, candidate, found.labels.to(images.device))
-            out[name].append(float(cosine_gradient_distance(dummy, target)))
+            wide = [d.double() for d in dummy], [t.double() for t in target]
+            out[name].append(float(cosine_gradient_distance(*wide)))
     return out
 
 

@@ -249,7 +249,9 @@ def noise_table(
     Returns:
         ``{σ: (% right, mean |λ − λ*|, mean L1 label error)}``, the RMS per entry of every clean row g_r
         (a list, one per sample and σ) and per σ the samples' ``{"hits": [bool, ...], "gaps":
-        [|λ − λ*|, ...], "ratios": [σ / RMS(g_r), ...], "shrunk": [|λ| < |λ*|, ...]}``.
+        [|λ − λ*|, ...], "ratios": [σ / RMS(g_r), ...], "shrunk": [|λ| < |λ*|, ...]}`` (the ratio's row is
+        the one the search read: r of the clean gradient for ``rows="row"``, of the noisy one for
+        ``"all"``; RMS of its clean entries).
 
     Raises:
         ValueError: naming ``rows`` when it is not one of :data:`NOISE_ROWS`, before anything runs.
@@ -289,7 +291,8 @@ def noise_table(
             gaps.append(abs(result.lam - lam_star))
             errors.append(label_l1(result.label, y))
             hits.append(gaps[-1] < NOISE_HIT)
-            ratios.append(sigma / signal[-1])
+            read = clean[result.row].pow(2).mean().sqrt()  # the row the search read
+            ratios.append(sigma / float(read))
             shrunk.append(abs(result.lam) < abs(lam_star))
         table[sigma] = (
             100 * float(np.mean(hits)),

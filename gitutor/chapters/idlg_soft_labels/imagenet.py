@@ -292,33 +292,31 @@ def insert_rows(rows: list[dict], new: list[dict]) -> list[dict]:
     return rows[: last + 1] + list(new) + rows[last + 1 :]
 
 
-def worst_label(run: dict, tolerance: float) -> str:
-    """One sentence on the ImageNet label with the largest L1 error: its kind, L_r, how far λ is from λ*
-    (absolute and relative), and whether the λ passed the search's acceptance bar."""
-    kind, index = max(
-        ((k, i) for k, v in run["errors"].items() for i in range(len(v))),
-        key=lambda ki: run["errors"][ki[0]][ki[1]],
-    )
+def worst_label(run: dict) -> dict:
+    """The ImageNet label with the largest L1 error L_r, for the page to glue: ``kind``, ``index`` (the
+    photograph), ``error`` (L_r), ``gap`` = |λ − λ*|, ``relative`` = gap / |λ*|, ``lam_star`` and
+    ``accepted`` (whether a λ passed the search's acceptance bar, :func:`gitutor.labels.recover_soft_label`;
+    if not, the search returned its lowest-loss candidate).
+
+    Raises:
+        ValueError: if ``run`` holds no label (its ``"errors"`` lists are all empty).
+    """
+    pairs = [(k, i) for k, v in run["errors"].items() for i in range(len(v))]
+    if not pairs:
+        raise ValueError("run holds no ImageNet label (its 'errors' lists are empty)")
+    kind, index = max(pairs, key=lambda ki: run["errors"][ki[0]][ki[1]])
     error, gap, lam_star = (
         run[key][kind][index] for key in ("errors", "lam_errors", "lam_stars")
     )
-    side = "over" if error > tolerance else "within"
-    if not run["accepted"][kind][index]:
-        bar = (
-            "no λ passed the acceptance bar and the search returned its best candidate"
-        )
-    elif gap < 1e-2 * abs(lam_star):
-        bar = (
-            "its scaled loss is already under the acceptance bar (10⁻⁹) there: this far from ±1 and with 1000 "
-            "classes the bar does not pin λ down further (the right minimum, not its exact bottom)"
-        )
-    else:
-        bar = "another minimum passed the acceptance bar (a wrong λ, App. B.1)"
-    return (
-        f"The worst ImageNet label ({kind}, photograph {index}) has L_r = {error:.1e}, {side} the "
-        f"{tolerance:g} criterion; its λ lies {gap:.2g} from λ* = {lam_star:.4g} (relative "
-        f"{gap / abs(lam_star):.1e}): {bar}."
-    )
+    return {
+        "kind": kind,
+        "index": index,
+        "error": float(error),
+        "gap": float(gap),
+        "relative": float(gap) / abs(float(lam_star)),
+        "lam_star": float(lam_star),
+        "accepted": bool(run["accepted"][kind][index]),
+    }
 
 
 def labels_needed(paper: float, limit: int = 10_000) -> int:

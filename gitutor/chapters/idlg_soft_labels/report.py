@@ -12,9 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from gitutor.paired import paired_difference
 from gitutor.results import interval_fields
-from gitutor.stats import format_interval, interval, success_interval
+from gitutor.stats import Interval, format_interval, interval, success_interval
 from gitutor.tables import markdown_table
 
 #: Table 2 (label accuracy %, mean L1 error L_r) per (network, augmentation), Wang et al. 2024.
@@ -206,9 +205,10 @@ def diagnosis_markdown(
     diagnosis: Mapping[str, Mapping[str, float]], success: float
 ) -> str:
     """Markdown table of :func:`~gitutor.chapters.idlg_soft_labels.experiments.cosine_diagnosis`: per augmentation the PSNR
-    (dB) as run and with each change, and which changes reach ``success`` dB ("none"); a sentence when empty."""
+    (dB) as run and with each change, and which changes reach ``success`` dB ("none"); "*(no run fell short)*"
+    when empty."""
     if not diagnosis:
-        return "No cosine run with the true label fell short; nothing to diagnose."
+        return "*(no run fell short)*"
     names = list(next(iter(diagnosis.values())))
     lines = [
         [kind]
@@ -261,46 +261,24 @@ def noise_markdown(
     )
 
 
-def equivalence(a: Sequence[float], b: Sequence[float], margin: float = 0.5) -> str:
-    """The paired difference a_i − b_i (dB, same images and starts) with its 95 % interval, called *equivalent
-    within ±margin dB* when the whole interval lies inside [−margin, margin], else stated as it is."""
-    diff = paired_difference(a, b)
-    text = f"paired difference {diff.mean:+.2f} dB [{diff.low:+.2f}, {diff.high:+.2f}] (n = {diff.n})"
-    if diff.n > 1 and -margin <= diff.low and diff.high <= margin:
-        return f"equivalent within ±{margin:g} dB ({text})"
-    return f"not shown equivalent within ±{margin:g} dB ({text})"
+def equivalent(difference: Interval, margin: float = 0.5) -> str:
+    """The verdict on a paired difference a_i − b_i (dB, same images and starts;
+    :func:`gitutor.paired.paired_difference`): ``"equivalent"`` when its whole 95 % interval lies inside
+    [−margin, margin], else ``"not shown equivalent"`` (also for a single pair, which has no interval)."""
+    if difference.n > 1 and -margin <= difference.low and difference.high <= margin:
+        return "equivalent"
+    return "not shown equivalent"
 
 
-def budget_sentence(
-    diagnosis: Mapping[str, Mapping[str, float]], success: float
-) -> str:
-    """What the 3× steps rerun of :func:`diagnosis_markdown` shows about the step budget: one sentence."""
+def budget_lifts(diagnosis: Mapping[str, Mapping[str, float]], success: float) -> str:
+    """Whether three times the steps lifts every short cosine run of :func:`diagnosis_markdown` to
+    ``success`` dB: ``"yes"``, ``"no"``, or ``"no run fell short"`` when nothing was rerun."""
     if not diagnosis:
-        return "Cosine matching with the true label reached the recognisable level at this budget."
-    parts = [
-        f"{runs['as run']:.1f} → {runs['3× steps']:.1f} dB ({kind})"
-        for kind, runs in diagnosis.items()
-    ]
-    lifted = all(runs["3× steps"] >= success for runs in diagnosis.values())
-    verb = (
-        "become recognisable"
-        if lifted
-        else "improve but do not all become recognisable"
-    )
+        return "no run fell short"
     return (
-        f"With three times the steps, cosine matching with the true label goes from {', '.join(parts)}: "
-        f"the images {verb} with more steps, so every count and comparison of Table 3 holds at this "
-        "budget only, measured before the curve flattens."
-    )
-
-
-def window_note(bound: float, authors: float = 70.0) -> str:
-    """The PSO window of Table 5 against the authors' (App. E: windows up to |λ| = 70)."""
-    if bound >= authors:
-        return f"up to |λ| ≤ {bound:g}, the authors' window"
-    return (
-        f"up to |λ| ≤ {bound:g} in this profile, a departure from the authors' ±{authors:g} (App. E) to keep "
-        "the CPU budget"
+        "yes"
+        if all(runs["3× steps"] >= success for runs in diagnosis.values())
+        else "no"
     )
 
 
@@ -364,14 +342,6 @@ def share(flags, digits: int = 1) -> dict:
 CLAIM = (
     "Once such a scalar is solved, both the input feature and the augmented label can be recovered "
     "precisely (Wang et al. 2024, §1)"
-)
-#: Why the chapter's headline is the pooled λ-recovery accuracy (the sentence the page shows).
-HEADLINE_REASON = (
-    "Wang et al.'s central claim (§1): \"once such a scalar is solved, both the input feature and the "
-    'augmented label can be recovered precisely" — *soft* labels, label smoothing and mixup, where the '
-    "iDLG sign rule cannot — so the headline is the λ recovery accuracy on those labels, pooled over "
-    "the networks of Table 2, against the lowest of the paper's six cells (99.7 %); one-hot iDLG is "
-    "the trivial case."
 )
 
 
