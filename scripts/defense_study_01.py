@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from journaled import WORKERS, code_version, journaled, remove_journal, report_failures
 from record import device_description
 
 from gitutor import cli
@@ -49,14 +47,9 @@ from gitutor.chapters.dlg.sweeps import dlg_case, gradient_scale
 from gitutor.federated import client_gradients
 from gitutor.files import target_problem, write_json
 from gitutor.identity import run_identity
-from gitutor.journal import Journal, trial_key
 from gitutor.sweeps import ENGINES, run_trials
 
 RECORD = ROOT / "book" / "studies" / "01_defenses.json"
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def journal_path(record: Path, code: str) -> Path:
@@ -99,15 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     context = dict(study.SETTING, iterations=args.iterations)
     images = list(range(args.images))
     trials = study.study_trials(images)
-    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "gitutor"))
-    code = commit[:12] + (f"+{hashlib.sha256(_git('diff', 'HEAD', '--', 'gitutor').encode()).hexdigest()[:8]}"
-                          if dirty else "")
+    commit, dirty, code = code_version(ROOT)
     journal = journal_path(args.record, code)
     command = shlex.join(["python3", "scripts/defense_study_01.py", *(sys.argv[1:] if argv is None else argv)])
-    with warnings.catch_warnings():  # run_trials below warns about entries of another run
-        warnings.simplefilter("ignore")
-        done = set(Journal(journal, decode=lambda v: v, run=run_identity(study.trial, context)).read())
-    resumed = len({trial_key(t) for t in trials} & done)
+    resumed = journaled(journal, trials, run_identity(study.trial, context))
     print(f"defense study: {len(trials)} trials ({len(images)} images × {len(trials) // len(images)} levels, "
           f"{args.iterations} steps); "
           f"{resumed} already in {journal.name}", flush=True)
@@ -115,20 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = run_trials(study.trial, trials, context=context, engine=args.engine, num_cpus=args.cpus,
                           progress=True, journal=journal, decode=lambda value: value)
     wall = time.perf_counter() - start
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        for outcome in failed:
-            print(f"  trial {outcome.trial}: {outcome.error}", file=sys.stderr)
-        print(f"defense_study_01: {len(failed)} of {len(trials)} trials failed (above); {args.record} is "
-              f"unchanged; the {len(trials) - len(failed)} finished trials are kept in {journal}: rerun "
-              f"`{command}` (same commit) to run only the rest", file=sys.stderr)
+    if report_failures(outcomes, "defense_study_01", args.record, journal, command):
         return 1
     scales = []
     for image in range(study.SAMPLES):
         model, x, y = dlg_case(image, size=context["size"], source=context["source"],
                                num_classes=context["num_classes"])
         scales.append(gradient_scale(client_gradients(model, x, y)))
-    workers = {"ray": "Ray workers", "processes": "worker processes", "local": "process"}[args.engine]
+    workers = WORKERS[args.engine]
     record = {
         "study": "01_defenses",
         "setting": context,
@@ -148,10 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     write_json(args.record, record)
-    journal.unlink()
-    checkpoints = journal.with_name(journal.name + ".checkpoints")  # emptied as each trial was journaled
-    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
-        checkpoints.rmdir()
+    remove_journal(journal)
     print(f"defense study: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}")
     return 0
 

@@ -42,13 +42,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import platform
 import shlex
 import subprocess
 import sys
 import time
-import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -56,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from journaled import WORKERS, code_version, git, journaled, remove_journal, report_failures
 from record import device_description
 
 from gitutor import cli
@@ -63,7 +62,6 @@ from gitutor.chapters.stepwise_gradinversion import setting_study as study
 from gitutor.chapters.stepwise_gradinversion.setting_study import native, trained
 from gitutor.files import read_json, write_json
 from gitutor.identity import run_identity
-from gitutor.journal import Journal, trial_key
 from gitutor.models.substitute import substitute_path
 from gitutor.seeding import resolve_device
 from gitutor.sweeps import ENGINES, run_trials
@@ -117,11 +115,6 @@ NATIVE_PHASES = {
                          native.METHODS)]),
     "native": (10_000, [([_N(lr=NATIVE_LR)], native.METHODS)]),
 }
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def _plain(value: dict) -> dict:
@@ -189,21 +182,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --record: {problem}")
     inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode == 0
     if args.commit and inside:  # git knows what runs (and whether the tree is dirty): --commit would hide it
-        parser.error(f"argument --commit: this checkout is a git repository (HEAD is {_git('rev-parse', 'HEAD')}); "
+        parser.error(f"argument --commit: this checkout is a git repository (HEAD is {git(ROOT, 'rev-parse', 'HEAD')}); "
                      "--commit names the commit of a tree copied without .git")
     if args.commit:  # a copy of the tree without .git (a lent GPU machine): committed before the copy
         commit, dirty = args.commit, None
     else:
-        commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "gitutor"))
+        commit, dirty, code = code_version(ROOT)
     device = str(resolve_device(args.device))
-    code = commit[:12] + (f"+{hashlib.sha256(_git('diff', 'HEAD', '--', 'gitutor').encode()).hexdigest()[:8]}"
-                          if dirty else "")  # a rerun resumes only with the same code
     journal = journal_path(args.record, args.phase, device, code)
     command = shlex.join(["python3", "scripts/setting_study.py", *(sys.argv[1:] if argv is None else argv)])
     run = run_identity(trial_function, {"weights": paths["resnet20"], "device": device})
-    with warnings.catch_warnings():  # run_trials below warns about entries of another run
-        warnings.simplefilter("ignore")
-        resumed = len({trial_key(t) for t in trials} & set(Journal(journal, decode=lambda v: v, run=run).read()))
+    resumed = journaled(journal, trials, run)
     if resumed:
         print(f"{args.phase}: {resumed} of {len(trials)} trials already done ({journal.name}); running the rest")
     start = time.perf_counter()
@@ -211,15 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                           engine=args.engine, num_cpus=args.cpus, progress=True,
                           journal=journal, encode=encode, decode=lambda value: value)
     wall = time.perf_counter() - start
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        for outcome in failed:
-            print(f"  trial {outcome.trial}: {outcome.error}", file=sys.stderr)
-        print(f"setting_study: {len(failed)} of {len(trials)} trials of phase {args.phase} failed (above); "
-              f"{args.record} is unchanged; the {len(trials) - len(failed)} finished trials are kept in "
-              f"{journal}: rerun `{command}` (same commit) to run only the rest", file=sys.stderr)
+    if report_failures(outcomes, f"setting_study (phase {args.phase})", args.record, journal, command):
         return 1
-    workers = {"ray": "Ray workers", "processes": "worker processes", "local": "process"}[args.engine]
+    workers = WORKERS[args.engine]
     record["trials"] = [t for t in record["trials"] if t["phase"] != args.phase]
     record["trials"] += [{"phase": args.phase, "trial": {**o.trial, "setting": asdict(o.trial["setting"])},
                           "value": o.value, "error": None} for o in outcomes]
@@ -234,10 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         "substitutes": {name: read_json(Path(p).with_suffix(".json"), "substitute log")["sha256"]
                         for name, p in paths.items() if Path(p).is_file()}}
     write_json(args.record, record)
-    journal.unlink()
-    checkpoints = journal.with_name(journal.name + ".checkpoints")  # emptied as each trial was journaled
-    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
-        checkpoints.rmdir()
+    remove_journal(journal)
     print(f"{args.phase}: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}")
     return 0
 

@@ -24,11 +24,15 @@ def checksums(*folders: Path) -> dict[str, str]:
 
 
 def script(name: str, monkeypatch):
-    """``scripts/<name>.py`` as a module, with a clean committed tree pretended (``_git``)."""
+    """``scripts/<name>.py`` as a module, with a clean committed tree pretended (``_git``, or
+    ``code_version`` for the studies that key a journal by it)."""
     spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "_git", lambda *args: FAKE_COMMIT if args[0] == "rev-parse" else "")
+    if hasattr(module, "code_version"):
+        monkeypatch.setattr(module, "code_version", lambda root: (FAKE_COMMIT, False, FAKE_COMMIT[:12]))
+    else:
+        monkeypatch.setattr(module, "_git", lambda *args: FAKE_COMMIT if args[0] == "rev-parse" else "")
     return module
 
 
@@ -159,7 +163,7 @@ def test_failed_trials_fail_the_study_and_never_replace_stored_ones_and_a_rerun_
     monkeypatch.setattr(study.study, "trial", cheap_trial({"GradInversion"}, ran))
     assert study.main(argv) == 1
     err = capsys.readouterr().err
-    assert err.count("RuntimeError: GradInversion diverged") == 3 and "3 of 9 trials of phase base failed" in err
+    assert err.count("RuntimeError: GradInversion diverged") == 3 and "setting_study (phase base): 3 of 9 trials failed" in err
     assert checksums(path.parent) == before
     (journal,) = path.parent.glob("*.journal.jsonl")
     assert len(journal.read_text().splitlines()) == 1 + 6  # the header, then the finished trials
