@@ -67,6 +67,27 @@ def test_evolution_recovers_known_counts_and_matches_exhaustive(stats):
     assert float(ratio.std() / ratio.mean()) < 0.01  # a_k ∝ n_k: the model of Eq. 6 holds exactly here
 
 
+def test_objective_is_one_minus_kappa_cosine_not_one_minus_cosine():
+    """J(v) = 1 − κ·cos(v, a), κ = ‖a‖ / (‖h̄[t]‖ ‖G_t‖_F) ≤ 1, on a gradient whose rows are not multiples of h̄."""
+    generator = make_generator(5)
+    features = torch.rand(12, WIDTH, generator=generator) ** 3  # no shared profile: κ < 1
+    labels = torch.tensor([4, 4, 4, 9, 9, 17, 17, 17, 17, 30, 30, 30])
+    fc = nn.Linear(WIDTH, NUM_CLASSES)
+    weight_grad, _ = client_gradients(fc, features, labels)
+    classes = coarse_labels(weight_grad)
+    stats = FeatureCV.from_features(torch.rand(40, WIDTH, generator=generator) ** 2, top_m=20)
+    a = class_evidence(weight_grad, classes, stats)
+    rows = weight_grad[classes].double().sort(dim=1).values[:, stats.indices]
+    h_t = stats.mean_feature.double()[stats.indices]
+    kappa = a.norm() / (h_t.norm() * rows.norm())
+    assert 0 < kappa < 0.999  # strictly below 1 here: J ≠ 1 − cos(v, a)
+    counts = torch.tensor([[3, 2, 4, 3], [1, 1, 1, 9], [6, 2, 2, 2]], dtype=torch.float64)
+    cosine = counts @ a / (counts.norm(dim=1) * a.norm())
+    objective = label_count_objective(counts, weight_grad, classes, stats)
+    assert torch.allclose(objective, 1 - kappa * cosine, atol=1e-12)
+    assert not torch.allclose(objective, 1 - cosine, atol=1e-3)
+
+
 def test_evolution_counts_valid_and_deterministic(stats):
     generator = make_generator(3)
     weight_grad = -torch.rand(6, WIDTH, generator=generator)

@@ -109,9 +109,11 @@ def class_evidence(
 ) -> torch.Tensor:
     """a_k = −h̄[t] · sort(∇W^FC_k,:)[t], the per-class evidence that Eq. 6 matches (Ye et al. 2024).
 
-    Expanding the outer product in Eq. 6 gives J(v) = 1 − cos(v, a): the counts v are chosen to point
-    in the direction of a, so a_k / v_k should be the same for every class when the model of Eq. 6
-    holds; its spread across the classes of a batch is what makes Eq. 6 miss the true counts. The
+    Expanding the outer product in Eq. 6 gives J(v) = 1 − κ·cos(v, a) with the constant
+    κ = ‖a‖ / (‖h̄[t]‖ ‖sort(∇W^FC)[:, t]‖_F) ≤ 1 (Cauchy–Schwarz; κ = 1 only when every selected row is
+    a multiple of h̄[t]). κ does not depend on v, so the minimiser of J is the v that points most nearly
+    in the direction of a; a_k / v_k should be the same for every class when the model of Eq. 6
+    holds, and its spread across the classes of a batch is what makes Eq. 6 miss the true counts. The
     gradient rows are sorted in ascending order (most negative first), to line up with the
     descending sorted features of :class:`FeatureCV`.
 
@@ -136,7 +138,10 @@ def class_evidence(
 def objective_direction(
     fc_weight_grad: torch.Tensor, classes: torch.Tensor, stats: FeatureCV
 ) -> np.ndarray:
-    """c with J(v) = 1 − v·c / ‖v‖ (Eq. 6 with the outer product expanded): c = a / (‖h̄[t]‖ ‖G‖), ``(K,)``.
+    """c with J(v) = 1 − v·c / ‖v‖ (Eq. 6 with the outer product expanded): c = a / (‖h̄[t]‖ ‖G‖_F), ``(K,)``.
+
+    G = sort(∇W^FC_k,:)[:, t] and a = :func:`class_evidence`; so J(v) = 1 − κ·cos(v, a) with
+    κ = ‖c‖ = ‖a‖ / (‖h̄[t]‖ ‖G‖_F) ≤ 1, not 1 − cos(v, a).
 
     Raises:
         ValueError / TypeError: as :func:`class_evidence`, or if the selected rows are all zero.

@@ -29,8 +29,10 @@ from gitutor.labels import (
     bias_label_counts,
     class_evidence,
     coarse_labels,
+    evolve_label_counts,
     exhaustive_label_counts,
     idlg_batch_labels,
+    label_count_objective,
     recover_batch_labels,
     sample_pool_batch,
     yin_batch_labels,
@@ -296,7 +298,8 @@ def aux_and_m_effects(
     ``(n, m)`` holds (M = ``cfg.top_m``, at most m).
 
     Returns:
-        ``(by_m, by_aux)``: ``{M: (per-label accuracy, exact-batch rate)}`` and ``{count: (…)}``.
+        ``(by_m, by_aux)``: ``{M: (per-label accuracy, exact-batch rate, 0/1 exact flags)}`` and
+        ``{count: (…)}``, every setting on the same batches.
     """
     by_m = {
         m: eq6_scores(
@@ -325,13 +328,13 @@ def eq6_scores(
     trials, gradients, batch_size: int, stats: FeatureCV
 ) -> tuple[float, float]:
     """:func:`summary` of the exhaustive minimum of Eq. 6 with ``stats`` on each trial batch (``gradients``
-    holds each batch's ``(w, b)``)."""
+    holds each batch's ``(w, b)``), and its 0/1 exact flag per batch: ``(accuracy, exact rate, flags)``."""
     values = []
     for (_, labels), (w, _) in zip(trials, gradients):
         classes = coarse_labels(w)
         counts = exhaustive_label_counts(w, classes, batch_size, stats)
         values.append(batch_label_scores(classes.repeat_interleave(counts), labels))
-    return summary(values)
+    return (*summary(values), [float(v["exact"]) for v in values])
 
 
 def confident_head(
@@ -411,6 +414,84 @@ def late_training(
     return late, probabilities, rejected
 
 
-def settled_generation(history: Sequence[float]) -> int:
-    """First generation at which the best J of a search's history reached its final value."""
-    return int(np.argmax(np.asarray(history) <= history[-1]))
+#: The settling rule of a count search: its best J has *settled* at generation g when g is the last
+#: generation at which the best J changed and it then stays the same for :data:`SETTLE_PATIENCE`
+#: generations. :func:`search_until_settled` runs a search for at most :data:`SETTLE_CAP` generations
+#: (25 times the paper's "fewer than 200"); a search that has not settled by then is reported as "not
+#: settled at SETTLE_CAP", never as a number of generations.
+SETTLE_PATIENCE = 1000
+SETTLE_CAP = 5000
+
+
+def settled_generation(
+    history: Sequence[float], patience: int = SETTLE_PATIENCE
+) -> int | None:
+    """The generation at which a search's best J settled by the settling rule (:data:`SETTLE_PATIENCE`):
+    the last generation at which the best J changed, provided it then stayed unchanged for at least
+    ``patience`` generations of ``history`` (best J after 0, 1, … generations); None when it did not
+    (the history ends too soon after its last change: a cap, not a settled search).
+
+    Raises:
+        ValueError: if ``history`` is empty or ``patience`` < 1.
+    """
+    if not len(history):
+        raise ValueError(
+            "history is empty: a search records its best J from generation 0"
+        )
+    if patience < 1:
+        raise ValueError(f"patience must be ≥ 1 generation, got {patience}")
+    values = np.asarray(history, dtype=np.float64)
+    last = int(np.argmax(values <= values[-1]))  # first generation at the final best J
+    return last if len(values) - 1 - last >= patience else None
+
+
+def search_until_settled(
+    w: torch.Tensor,
+    classes: torch.Tensor,
+    batch_size: int,
+    stats: FeatureCV,
+    cfg,
+    seed: int,
+    labels: torch.Tensor | None = None,
+) -> dict:
+    """Ye et al.'s count search (:func:`~gitutor.labels.evolve_label_counts`, the profile's population and
+    crossover rate) run for :data:`SETTLE_CAP` generations and read by the settling rule, beside the same
+    search stopped at the profile's ``cfg.iterations`` generations (the paper's budget).
+
+    Returns:
+        ``{"settled": generation or None (:func:`settled_generation`), "history": best J per generation,
+        "j_final": best J at the end, "j_budget": best J after ``cfg.iterations`` generations, "wrong":
+        images in a wrong class at the end (½ Σ |counts − truth|), "wrong_budget": the same after
+        ``cfg.iterations`` generations, "j_truth": J at the true counts}``; the last three are None
+        without ``labels`` (the batch's true ``(N,)`` labels) or when ``classes`` is not their class set.
+    """
+    runs = [
+        evolve_label_counts(
+            w,
+            classes,
+            batch_size,
+            stats,
+            population=cfg.population,
+            iterations=iterations,
+            crossover=cfg.crossover,
+            seed=seed,
+        )
+        for iterations in (SETTLE_CAP, cfg.iterations)
+    ]
+    out = {
+        "settled": settled_generation(runs[0].history),
+        "history": runs[0].history,
+        "j_final": runs[0].history[-1],
+        "j_budget": runs[1].history[-1],
+        "wrong": None,
+        "wrong_budget": None,
+        "j_truth": None,
+    }
+    if labels is not None and set(labels.tolist()) == set(classes.tolist()):
+        truth = torch.bincount(labels, minlength=w.shape[0])[classes.cpu()]
+        out |= {
+            "wrong": int((runs[0].counts - truth).abs().sum()) // 2,
+            "wrong_budget": int((runs[1].counts - truth).abs().sum()) // 2,
+            "j_truth": float(label_count_objective(truth, w, classes, stats)),
+        }
+    return out

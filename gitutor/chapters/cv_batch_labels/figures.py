@@ -103,18 +103,22 @@ def surface_figure(
     return legible(fig)
 
 
-def history_figure(histories: Mapping[str, Sequence[float]]):
-    """Best J of the population against the generation, one curve per search."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+def history_figure(histories: Mapping[str, Sequence[float]], budget: int | None = None):
+    """Best J of the population against the generation, one curve per search (generation axis logarithmic
+    above 10), with a dotted line at ``budget`` generations (the paper's "fewer than 200")."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
     for name, history in histories.items():
         ax.plot(history, label=name)
+    if budget is not None:
+        ax.axvline(budget, color="0.3", linestyle=":", label=f"{budget} generations")
+    ax.set_xscale("symlog", linthresh=10)
     ax.set(
         xlabel="generation",
         ylabel="best J(v) in the population",
         yscale="log",
         title="objective vs generation",
     )
-    ax.legend()
+    ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return legible(fig)
 

@@ -12,9 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from gitutor.labels import FeatureCV, evolve_label_counts, label_count_objective
-from gitutor.results import interval_fields
-from gitutor.stats import interval, success_interval
+from gitutor.chapters.cv_batch_labels.experiments import SETTLE_PATIENCE
 from gitutor.chapters.cv_batch_labels.figures import (  # noqa: F401  (the chapter calls them as report.*)
     curves_figure,
     cv_figure,
@@ -25,27 +23,71 @@ from gitutor.chapters.cv_batch_labels.figures import (  # noqa: F401  (the chapt
     surface_figure,
     sweep_figure,
 )
+from gitutor.labels import FeatureCV, evolve_label_counts, label_count_objective
+from gitutor.labels.count_search import _crossover, _mutate
+from gitutor.results import interval_fields
+from gitutor.stats import interval, success_interval
 from gitutor.tables import markdown_table
-from gitutor.chapters.cv_batch_labels.substitute_report import separated
 
 
 def generation_loop_source() -> str:
-    """The generation loop of :func:`~gitutor.labels.evolve_label_counts` (crossover and Rs, mutation, Eq. 6 for
-    the population, Eq. 8's selection), dedented, as printed on the page.
+    """The code of Ye et al.'s search as it runs: the sources of the crossover (Eq. 7) and the mutation
+    and the body of :func:`~gitutor.labels.evolve_label_counts` from its initial population to its
+    return (Rs, crossover, mutation, Eq. 6 for the population, Eq. 8's selection), as printed on the page.
 
     Raises:
-        RuntimeError: if the loop is no longer found in the function's source.
+        RuntimeError: if the body is no longer found in the function's source.
     """
     source = inspect.getsource(evolve_label_counts)
-    start = source.find("\n    for _ in tqdm") + 1
-    end = (
-        source.find("\n    return LabelCountSearch(", start) + 1
-    )  # the return after the loop
+    start = source.find("\n    rng = np.random.default_rng(seed)") + 1
+    end = source.find("\n", source.find("\n    return LabelCountSearch(", start) + 1)
     if start == 0 or end <= start:
         raise RuntimeError(
             "the generation loop of evolve_label_counts was not found in its source"
         )
-    return textwrap.dedent(source[start:end]).rstrip()
+    parts = [inspect.getsource(part) for part in (_crossover, _mutate)]
+    return "\n".join([*parts, textwrap.dedent(source[start:end]).rstrip()])
+
+
+def side(difference) -> str:
+    """Where a paired difference's 95 % interval lies: ``"above"`` or ``"below"`` 0, or ``"across"``
+    it (the one test of a paired comparison in this chapter: the interval excludes 0 or it does not)."""
+    if difference.low > 0:
+        return "above"
+    if difference.high < 0:
+        return "below"
+    return "across"
+
+
+def paired_values(
+    first: Sequence[float], second: Sequence[float], prefix: str
+) -> dict[str, float | int | str]:
+    """The numbers the page glues for ``first`` − ``second``, two methods' (or networks') 0/1 exact flags
+    on the same batches: ``<prefix>`` (the mean paired difference, percentage points), ``_low`` /
+    ``_high`` (its 95 % interval, :func:`gitutor.stats.interval` of the differences in [−1, 1]), ``_n`` (batches),
+    ``_only_first`` / ``_only_second`` (batches only one of the two got exact) and ``_side``
+    (:func:`side`: the comparison's one verdict).
+
+    Raises:
+        ValueError: if the flags differ in length or are empty.
+    """
+    if len(first) != len(second) or not len(first):
+        raise ValueError(
+            f"first and second must hold one 0/1 flag per batch, the same batches: got "
+            f"{len(first)} and {len(second)}"
+        )
+    difference = interval(
+        np.asarray(first, float) - np.asarray(second, float), bounds=(-1.0, 1.0)
+    )
+    return {
+        prefix: 100 * difference.mean,
+        f"{prefix}_low": 100 * difference.low,
+        f"{prefix}_high": 100 * difference.high,
+        f"{prefix}_n": difference.n,
+        f"{prefix}_only_first": int(sum(a > b for a, b in zip(first, second))),
+        f"{prefix}_only_second": int(sum(b > a for a, b in zip(first, second))),
+        f"{prefix}_side": side(difference),
+    }
 
 
 def objective_surface(
@@ -140,44 +182,15 @@ def sweep_table(
     return markdown_table(header, lines)
 
 
-def effects_table(
-    by_m: Mapping[int, tuple[float, float]], by_aux: Mapping[int, tuple[float, float]]
-) -> str:
+def effects_table(by_m: Mapping[int, tuple], by_aux: Mapping[int, tuple]) -> str:
     """Markdown table of :func:`~gitutor.chapters.cv_batch_labels.experiments.aux_and_m_effects`: per setting the per-label
     accuracy and the exact-batch rate of Eq. 6's minimum."""
-    lines = [[f"M = {m}", f"{a:.3f}", f"{e:.2f}"] for m, (a, e) in by_m.items()]
+    lines = [[f"M = {m}", f"{r[0]:.3f}", f"{r[1]:.2f}"] for m, r in by_m.items()]
     lines += [
-        [f"{n} auxiliary images", f"{a:.3f}", f"{e:.2f}"]
-        for n, (a, e) in by_aux.items()
+        [f"{n} auxiliary images", f"{r[0]:.3f}", f"{r[1]:.2f}"]
+        for n, r in by_aux.items()
     ]
     return markdown_table(["setting", "per-label accuracy", "exact batches"], lines)
-
-
-def effects_sentence(
-    by_m: Mapping[int, tuple[float, float]],
-    by_aux: Mapping[int, tuple[float, float]],
-    trials: int,
-) -> str:
-    """Whether :func:`effects_table`'s settings (each on the same ``trials`` batches) differ in the exact-batch
-    rate beyond noise: the highest and lowest rate's 95 % Wilson intervals, as a sentence."""
-    rates = [e for _, e in (*by_m.values(), *by_aux.values())]
-    low, high = (
-        success_interval(
-            [1.0] * round(r * trials) + [0.0] * (trials - round(r * trials))
-        )
-        for r in (min(rates), max(rates))
-    )
-    spread = f"{round(min(rates) * trials)} to {round(max(rates) * trials)} of {trials} batches exact"
-    if low.high >= high.low:
-        return (
-            f"Across these settings Eq. 6's minimum gets {spread}; the 95 % Wilson intervals of the highest "
-            f"and the lowest overlap: no measurable effect of M or of the auxiliary count at n = {trials} "
-            "batches on a random network."
-        )
-    return (
-        f"Across these settings Eq. 6's minimum gets {spread}; the highest and the lowest differ beyond "
-        f"their 95 % Wilson intervals (n = {trials} batches, random network)."
-    )
 
 
 def _share_fields(flags: Sequence[float]) -> dict:
@@ -199,7 +212,8 @@ def paper_rows(
     figure_exact: bool,
     figure_accuracy: float,
     figure_classes: int,
-    settled: int,
+    settled: int | None,
+    cap: int,
 ) -> list[dict]:
     """The results record's rows for the chapter's own network (see :mod:`gitutor.results`); the headline, on the
     trained network, comes from :func:`~gitutor.chapters.cv_batch_labels.substitute_report.substitute_rows`.
@@ -215,7 +229,9 @@ def paper_rows(
         sweep: :func:`~gitutor.chapters.cv_batch_labels.experiments.batch_size_sweep`'s first value.
         figure_exact, figure_accuracy, figure_classes: ours on the Fig. 4(a) batch: exact counts?, per-label
             accuracy, classes in it.
-        settled: generation at which that search settled.
+        settled, cap: generation at which that batch's search settled by the settling rule
+            (:func:`~gitutor.chapters.cv_batch_labels.experiments.settled_generation`; None: not settled
+            within ``cap`` generations).
     """
     pretrained = cfg.pretrained
     reason = "random weights; Stage I rests on a trained network's features"
@@ -306,62 +322,41 @@ def paper_rows(
             **_mean_fields([s["accuracy"] for s in scores["Yin et al."]]),
             "differences": differences,
         },
-        {
-            "quantity": "generations until the best J settles",
-            "setting": f"{big}, one search",
-            "paper": 200,
-            "this_run": settled,
-            "unit": "generations",
-            "better": "lower",
-            "n": 1,
-            "differences": f"{profile} profile, {model}; the search's speed, not its answer",
-            "not_comparable": "the paper states 'fewer than 200 iterations' to infer the labels on its pretrained "
-            f"ResNet34; this is when one search's best J stops changing on the {model}, whose "
-            "J need not have its minimum at the truth (n = 1)",
-        },
+        settled_row(settled, cap, big, profile, model, pretrained),
     ]
     return rows
 
 
-def counts_text(counts: Sequence[int] | torch.Tensor) -> str:
-    """``"(5, 3)"``: a count vector as the prose writes it."""
-    return "(" + ", ".join(str(int(c)) for c in torch.as_tensor(counts).tolist()) + ")"
-
-
-def surface_note(best: Sequence[int], truth: Sequence[int]) -> str:
-    """The sentence under the two-class surface: whether the minimum on the constraint line is the truth."""
-    if list(best) == list(truth):
-        return "is the truth."
-    return (
-        "is not the truth: on this batch the objective itself misses, a failure of the kind "
-        "analysed below."
-    )
-
-
-def agreement_sentence(agree: int, trials: int) -> str:
-    """Whether the evolutionary search found Eq. 6's exhaustive minimum in every one of ``trials`` batches."""
-    if agree == trials:
-        return (
-            "The search found that minimum in every batch, so the remaining errors are the "
-            "**objective's**, not the search's."
+def settled_row(
+    settled: int | None,
+    cap: int,
+    setting: str,
+    profile: str,
+    model: str,
+    pretrained: bool,
+) -> dict:
+    """The row "generations until the best J settles" of the Fig. 4(a) batch's search (paper: "fewer than 200
+    iterations"): the settled generation, or the words "not settled at ``cap``" (no number: a cap is not a
+    result). Judged only on a pretrained network; on a random one it is not comparable."""
+    row = {
+        "quantity": "generations until the best J settles",
+        "setting": f"{setting}, one search, settling rule",
+        "paper": 200,
+        "this_run": settled if settled is not None else f"not settled at {cap}",
+        "unit": "generations",
+        "n": 1,
+        "differences": f"{profile} profile, {model}; the search's speed, not its answer; "
+        f"settled: the best J unchanged for the next {SETTLE_PATIENCE} generations "
+        f"(at most {cap})",
+    }
+    if settled is not None:
+        row["better"] = "lower"
+    if not pretrained:
+        row["not_comparable"] = (
+            "the paper states 'fewer than 200 iterations' to infer the labels on its "
+            f"pretrained ResNet34; the {model}'s J need not have its minimum at the truth"
         )
-    return (
-        f"The search found that minimum in {agree} of {trials} batches; in the others it stopped "
-        "short of it."
-    )
-
-
-def spread_sentence(spread: Mapping[str, Sequence[float]]) -> str:
-    """Whether Eq. 6's premise (a_k / n_k equal across a batch's classes) held: the mean spread (std / mean of
-    a_k / n_k, :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s ``spread``) in the failed against the
-    exact batches, or a sentence saying that no batch failed."""
-    if not spread["failed"]:
-        return "No batch with the right coarse labels failed here, so this run does not show where it breaks."
-    return (
-        f"It holds only roughly: the spread (std / mean) of aₖ/nₖ across a batch's classes is "
-        f"{mean_percent(spread['failed'])} in the failed batches against {mean_percent(spread['exact'])} "
-        "in the exact ones."
-    )
+    return row
 
 
 def chapter_timings(
@@ -398,32 +393,31 @@ def chapter_timings(
     ]
 
 
-def sweep_wins(
-    sweep: Mapping[str, Mapping[str, Sequence]],
-    first: str,
-    second: str,
-    batch_sizes: Sequence[int],
-) -> str:
-    """At which batch sizes ``first`` got more batches exact than ``second`` in the sweep
-    (:func:`~gitutor.chapters.cv_batch_labels.experiments.batch_size_sweep`, both on the same batches) and where
-    that holds beyond noise (the paired differences of their exact flags, with the exact sign test:
-    :func:`~gitutor.chapters.cv_batch_labels.substitute_report.separated`), as a sentence."""
-    more, beyond_noise = [], []
-    for i, n in enumerate(batch_sizes):
-        a, b = (sweep[name]["flags"][i] for name in (first, second))
-        if np.mean(a) > np.mean(b):
-            more.append(str(n))
-            if separated(a, b):
-                beyond_noise.append(str(n))
-    trials = len(sweep[first]["flags"][0])
-    if not more:
-        return f"The {first} gets no more batches exact than {second} at any N."
-    how = f"{trials} batches per N, the same for both; by the paired differences and the exact sign test"
-    if not beyond_noise:
-        return f"This run does not separate the {first} from {second} at any N ({how})."
-    rest = (
-        ""
-        if len(beyond_noise) == len(batch_sizes)
-        else "; at the other N this run does not separate them"
+def settle_table(runs: Sequence[Mapping], budget: int, cap: int) -> str:
+    """Markdown table of :func:`~gitutor.chapters.cv_batch_labels.experiments.search_until_settled` runs, one
+    per seed: best J and images in a wrong class after ``budget`` generations and at the end, and the
+    generation at which the best J settled ("not settled at ``cap``" when it did not)."""
+    shown = lambda value: "n/a" if value is None else value
+    return markdown_table(
+        [
+            "seed",
+            f"best J, {budget} gen.",
+            f"images wrong, {budget} gen.",
+            "settled at generation",
+            "best J at the end",
+            "images wrong at the end",
+        ],
+        [
+            [
+                seed,
+                f"{run['j_budget']:.6f}",
+                shown(run["wrong_budget"]),
+                run["settled"]
+                if run["settled"] is not None
+                else f"not settled at {cap}",
+                f"{run['j_final']:.6f}",
+                shown(run["wrong"]),
+            ]
+            for seed, run in enumerate(runs)
+        ],
     )
-    return f"The {first} gets more batches exact than {second} at N = {', '.join(beyond_noise)} ({how}){rest}."

@@ -1,19 +1,17 @@
 """What chapter 03 shows of its random-vs-trained comparison (:mod:`gitutor.chapters.cv_batch_labels.substitute`): the table
-and figure per network, the sentences its prose pastes in (myst-nb ``glue``) and the results-record rows, the
-chapter's headline among them (exact label counts on the trained network)."""
+and figure per network, the numbers its prose pastes in (myst-nb ``glue``) and the results-record rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 
-from gitutor.paired import compare_paired, paired_difference
-from gitutor.results import interval_fields
-from gitutor.stats import NOT_RESOLVED, format_interval, sign_test
-from gitutor.viz import interval_errorbars, legible
-from gitutor.tables import markdown_table
 from gitutor.chapters.cv_batch_labels.imagenet_report import SUBSTITUTE_REASON
+from gitutor.results import interval_fields
+from gitutor.stats import format_interval
+from gitutor.tables import markdown_table
+from gitutor.viz import interval_errorbars, legible
 
 #: Row names of the random-vs-trained table, by the keys of
 #: :func:`~gitutor.chapters.cv_batch_labels.experiments.substitute_networks` (plus ``"chapter"``: the ResNet34 above).
@@ -106,77 +104,6 @@ def networks_figure(summaries: Mapping[str, Mapping]):
     return legible(fig)
 
 
-def paired_sentence(
-    first: Sequence[float], second: Sequence[float], names: tuple[str, str]
-) -> str:
-    """Whether ``names[0]`` gets more (or fewer) batches exact than ``names[1]`` on the *same* batches, as words:
-    the 95 % interval of the paired differences of their 0/1 exact flags (:func:`gitutor.paired.paired_difference`,
-    in [−1, 1]) and the batches only one of the two got exact. A direction is claimed only when the interval
-    excludes 0 *and* the discordant batches split unevenly by the exact sign test (p < 0.05): with a handful
-    of discordant batches a bootstrap interval of 0/1 differences is too narrow.
-
-    Raises:
-        ValueError: if the flags differ in length or are empty.
-    """
-    difference = paired_difference(first, second)
-    only = (
-        sum(a > b for a, b in zip(first, second)),
-        sum(b > a for a, b in zip(first, second)),
-    )
-    said = (
-        f"paired difference {format_interval(difference, count=False)} over {difference.n} batches; exact "
-        f"for the first only: {only[0]}, for the second only: {only[1]}"
-    )
-    if separated(first, second):
-        higher, lower = names if difference.low > 0 else names[::-1]
-        return f"{higher} gets more batches exact than {lower} ({said})"
-    why = (
-        "the interval holds 0"
-        if difference.low <= 0 <= difference.high
-        else f"too few discordant batches: exact sign test p = {sign_test(*only):.2g}"
-    )
-    return f"this run does not separate {names[0]} from {names[1]} ({said}; {why})"
-
-
-def separated(first: Sequence[float], second: Sequence[float]) -> bool:
-    """True when 0/1 flags of two methods on the same trials differ beyond noise: the 95 % interval of the
-    paired differences excludes 0 (:func:`gitutor.paired.compare_paired`) and the discordant trials split
-    unevenly by the exact sign test (:func:`gitutor.stats.sign_test`, p < 0.05)."""
-    only = (
-        sum(a > b for a, b in zip(first, second)),
-        sum(b > a for a, b in zip(first, second)),
-    )
-    return compare_paired(first, second) != NOT_RESOLVED and sign_test(*only) < 0.05
-
-
-def difference_sentence(
-    summaries: Mapping[str, Mapping], first: str, second: str
-) -> str:
-    """Whether networks ``first`` and ``second``, run on the same batches, differ in ours' exact-batch rate:
-    :func:`paired_sentence` of their per-batch flags (``summaries[name]["flags"]["ours"]``).
-
-    Raises:
-        KeyError: if a name is not in ``summaries``.
-    """
-    names = (
-        f"the {NETWORK_NAMES.get(first, first)}",
-        f"the {NETWORK_NAMES.get(second, second)}",
-    )
-    return paired_sentence(
-        summaries[first]["flags"]["ours"], summaries[second]["flags"]["ours"], names
-    )
-
-
-#: Why the chapter's headline is the ImageNet network's exact-batch rate (the sentence the page shows).
-HEADLINE_REASON = (
-    "Ye et al.'s Stage I claims the exact count of every label of a batch with repeated labels, "
-    "on an ImageNet-trained network with ImageNet images and their true labels (their pretrained "
-    "ResNet34, Fig. 4(a)); so the headline is the share of batches whose counts come out exactly "
-    "right on this book's ImageNet-trained network with true labels, not a rate on a random or "
-    "self-trained stand-in."
-)
-
-
 def substitute_rows(summaries: Mapping[str, Mapping], cfg, profile: str) -> list[dict]:
     """Results-record rows for every network of the random-vs-trained comparison except ``"chapter"`` (already
     rows of :func:`~gitutor.chapters.cv_batch_labels.report.paper_rows`): ours' exact-batch rate with its Wilson
@@ -203,7 +130,7 @@ def substitute_rows(summaries: Mapping[str, Mapping], cfg, profile: str) -> list
         }
         if key == "trained":
             row |= {
-                "quantity": "exact label counts, ours (Stage I), trained substitute (the former headline)",
+                "quantity": "exact label counts, ours (Stage I), trained substitute",
                 "paper": 1.0,
                 "better": "higher",
                 "not_comparable": SUBSTITUTE_REASON,
@@ -230,39 +157,3 @@ def network_values(summaries: Mapping[str, Mapping]) -> dict[str, float | int]:
             f"{name}_coarse": s["coarse_right"],
         }
     return values
-
-
-def exact_sentence(
-    scores: Mapping[str, Sequence[Mapping]], first: str, second: str
-) -> str:
-    """Whether method ``first`` gets more (or fewer) batches exact than ``second`` on the same batches
-    (``scores``: :func:`~gitutor.chapters.cv_batch_labels.experiments.compare_methods`'s), by
-    :func:`paired_sentence`.
-
-    Raises:
-        KeyError: if a method is not in ``scores``.
-    """
-    flags = [[float(s["exact"]) for s in scores[name]] for name in (first, second)]
-    return paired_sentence(*flags, (first, second))
-
-
-def best_method_sentence(flags: Mapping[str, Sequence[float]]) -> str:
-    """The method with the highest exact-batch rate among ``flags`` (name → 0/1 exact per batch, the same
-    batches for every method, as :func:`~gitutor.chapters.cv_batch_labels.substitute.comparison_summary`'s
-    ``flags``; Eq. 6's exhaustive minimum left out) and whether its lead over the next (or over ours) holds on
-    the paired differences, as a sentence."""
-    rates = {
-        name: sum(f) / len(f) for name, f in flags.items() if name != "Eq. 6 exhaustive"
-    }
-    best = max(rates, key=rates.get)
-    other = (
-        max((n for n in rates if n != "ours"), key=rates.get)
-        if best == "ours"
-        else "ours"
-    )
-    difference = paired_difference(flags[best], flags[other])
-    lead = "ahead of" if difference.low > 0 else "but not separated from"
-    return (
-        f"{best} gets the most batches exact, {lead} {other} (paired difference "
-        f"{format_interval(difference, count=False)} over {difference.n} batches)."
-    )
