@@ -148,20 +148,23 @@ def _states(*readings, levels=study.LEVELS["prune"]):
 def test_the_stopping_level_is_a_bound_at_the_sweeps_edges():
     monotone = reading.threshold(_states(G, G, G, S, S, S), "prune")
     assert (monotone.tolerance, monotone.stops, monotone.unresolved) == (0.2, 0.3, ())
-    assert reading.threshold_text(monotone) == "0.3"
     never = reading.threshold(_states(G, G, G, G, G, G), "prune")
-    assert (never.tolerance, never.stops) == (0.7, None) and reading.threshold_text(never) == "> 0.7"
+    assert (never.tolerance, never.stops, never.unresolved) == (0.7, None, ())
     always = reading.threshold(_states(S, S, S, S, S, S), "prune")
-    assert (always.tolerance, always.stops) == (0.0, 0.01) and reading.threshold_text(always) == "≤ 0.01"
+    assert (always.tolerance, always.stops, always.unresolved) == (0.0, 0.01, ())
     between = reading.threshold(_states(G, O, O, S, S, S), "prune")
-    assert between.unresolved == (0.1, 0.2) and reading.threshold_text(between) == "between 0.01 and 0.3"
+    assert (between.tolerance, between.stops, between.unresolved) == (0.01, 0.3, (0.1, 0.2))
     # a weaker level that stops DLG between two it gets through is no stopping point
     bumpy = reading.threshold(_states(G, S, G, S, S, S), "prune")
     assert (bumpy.tolerance, bumpy.stops) == (0.2, 0.3)
     last_open = reading.threshold(_states(G, G, G, S, S, O), "prune")
-    assert last_open.stops is None and reading.threshold_text(last_open) == "> 0.2"
+    assert (last_open.tolerance, last_open.stops, last_open.unresolved) == (0.2, None, (0.7,))
     noise = reading.threshold(_states(G, G, S, S, levels=study.LEVELS["gaussian"]), "gaussian")
-    assert reading.threshold_text(noise) == "0.01" and noise.tolerance == 1e-3
+    assert (noise.tolerance, noise.stops) == (1e-3, 1e-2)
+    table = reading.threshold_table({"prune": never, "gaussian": noise}).splitlines()
+    assert "| pruning | fraction pruned | 0.01, 0.1, 0.2, 0.3, 0.5, 0.7 | 0.7 | – | none tried | 0.2 |" in table
+    assert "| Gaussian noise | variance | 0.0001, 0.001, 0.01, 0.1 | 0.001 | – | 0.01 | 0.001 |" in table
+    assert "| 0.01 | 0.1, 0.2 | 0.3 |" in reading.threshold_table({"prune": between})
     with pytest.raises(ValueError, match="kind"):
         reading.threshold(_states(G, G, G, S, S, S), "blur")
     with pytest.raises(ValueError, match="states"):
@@ -209,7 +212,7 @@ def test_rows_judge_dlgs_tolerance_against_the_papers(tmp_path):
     assert all("Zhu et al. 2019, §5, Fig. 7" in r["quantity"] for r in rows)  # each paper value cites the paper
     prune, gauss, laplace = rows
     assert prune["this_run"] == 0.2 and "weakest level that stops DLG: 0.3" in prune["unit"]
-    assert gauss["this_run"] == 1e-4 and laplace["this_run"] == 0.1 and "> 0.1" in laplace["unit"]
+    assert gauss["this_run"] == 1e-4 and laplace["this_run"] == 0.1 and "stops DLG: none tried" in laplace["unit"]
     assert [verdict(r) for r in rows] == ["meets", "falls short", "meets"]
     assert prune["n"] == 8 and "8 recovered without a defense" in prune["setting"]
     save_results("01_dlg", "quick", rows, tmp_path)  # well-formed rows, inside their ranges

@@ -232,13 +232,6 @@ def test_the_recognisable_threshold_clears_every_control_on_every_cifar100_sampl
         sweeps.dummy_start((3, 8, 8))
 
 
-def test_seed_dependence_sentence_reads_the_failure_interval():
-    assert dlg_report.seed_dependence(_seed_rows([40.0] * 10), 15.0).startswith("No seed of 10 failed")
-    assert "depends strongly on the seed" in dlg_report.seed_dependence(_seed_rows([40.0] * 5 + [6.0] * 5), 15.0)
-    assert "cannot rule out that failures are rare" in dlg_report.seed_dependence(_seed_rows([40.0] * 9 + [6.0]), 15.0)
-    assert dlg_report.seed_dependence(_seed_rows([6.0] * 3), 15.0).startswith("Every seed of 3 failed")
-
-
 def _run(seed, value, label_ok=True):
     return {"seed": seed, "psnr": value, "ssim": 0.5, "label_ok": label_ok, "loss": 2e-5, "steps": 120}
 
@@ -262,12 +255,13 @@ def test_noise_table_puts_sigma_next_to_the_gradient_scale_and_summaries_read_th
         dlg_report.noise_scale_table([1e-2], {"rms": 0.0, "median_abs": 0.0})
     truth = torch.full((2, 3, 4, 4), 0.5)
     pair = torch.cat([truth, truth + torch.tensor([0.001, 0.2]).view(2, 1, 1, 1)])  # 60 dB and 14 dB
-    assert dlg_report.batch_summary([{"B": 2, "psnr": 37.0, "images": pair}], 30.0) == (
-        "B = 2: 37.0 dB, 1 of 2 images ≥ 30 dB")
-    assert dlg_report.source_summary({"digits": (23.44, None, None)}) == "scikit-learn digits: 23.4 dB"
-    assert dlg_report.source_summary({"mnist_samples": (75.0, None, None)}) == "MNIST: 75.0 dB"  # no raw key
+    table = dlg_report.batch_table([{"B": 2, "psnr": 37.0, "images": pair}], 30.0)
+    assert table.splitlines()[0] == "| B | mean PSNR (dB) | images ≥ 30 dB |"
+    assert "| 2 | 37.0 | 1 of 2 |" in table.splitlines()  # one image at 60 dB, one at 14 dB
+    assert "| 2 | 37.0 | 0 of 2 |" in dlg_report.batch_table([{"B": 2, "psnr": 37.0, "images": pair}], 61.0)
+    with pytest.raises(ValueError, match="batch"):
+        dlg_report.batch_table([], 30.0)
     assert set(sweeps.SOURCE_NAMES) == set(sweeps.SOURCES)
-    assert dlg_report.source_summary({}) == "no other source in this profile"
 
 
 def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
@@ -288,19 +282,6 @@ def test_chapter_figures_draw_the_runs_and_refuse_empty_input():
         dlg_figures.psnr_curves({}, 30.0)
     with pytest.raises(ValueError):
         dlg_figures.batch_grids([])
-
-
-def test_lost_sentence_counts_the_runs_that_passed_the_threshold_and_ended_below_it():
-    assert dlg_report.lost_sentence([1], 10, 30.0, 10) == (
-        "1 of the 10 runs (seed 1) reached 30 dB at a recorded snapshot (one every 10 steps) and then ended below it.")
-    assert dlg_report.lost_sentence([2, 7], 10, 30.0, 20).startswith("2 of the 10 runs (seeds 2, 7) reached 30 dB")
-    assert dlg_report.lost_sentence([], 10, 30.0, 10).startswith("None of the 10 runs reached 30 dB")
-
-
-def test_restart_sentences_follow_the_numbers():
-    assert dlg_report.restart_sentence(3, 0).startswith("None of the 3 failures is rescued")
-    assert dlg_report.restart_sentence(2, 2).startswith("Every failure was the dummy start's")
-    assert dlg_report.restart_sentence(3, 1).startswith("A restart rescues 1 of 3")
 
 
 def legible(fig) -> bool:

@@ -24,8 +24,9 @@ Per defense, :func:`threshold` reads the levels off in order: DLG's **tolerance*
 gets through (0: none, only the undefended gradient), the **stopping level** the weakest level from which
 every stronger level tried stops DLG (a weaker level that stops it between two it gets through is not a
 stopping point). The unresolved levels between them are the interval of both. At the sweep's edges they
-are bounds (:func:`threshold_text`): "> 0.7" when no level tried stops DLG, "≤ 0.01" when the weakest
-level tried already does. :func:`result_rows` sets the tolerance against DLG §5's (:data:`PAPER`).
+are bounds (:func:`threshold_table`): no stopping level when no level tried stops DLG (it lies above the
+strongest level tried), a tolerance of 0 when the weakest level tried already stops it.
+:func:`result_rows` sets the tolerance against DLG §5's (:data:`PAPER`).
 """
 
 from __future__ import annotations
@@ -361,18 +362,33 @@ def threshold(states: Mapping[float, str], kind: str) -> Threshold:
     return Threshold(kind, levels, tolerance, stops, unresolved)
 
 
-def threshold_text(found: Threshold) -> str:
-    """The stopping level of ``found`` in words, a bound where the sweep does not pin it down: ``"> 0.7"``
-    (no level tried stops DLG; ``"not resolved"`` when DLG gets through none either), ``"≤ 0.3"`` (DLG gets
-    through no level tried), ``"0.3"`` (DLG gets through the level below it), or ``"between 0.1 and 0.3"``
-    (the levels in between not resolved)."""
-    if found.stops is None:
-        return f"> {found.tolerance:g}" if found.tolerance else "not resolved"
-    if found.tolerance == 0:
-        return f"≤ {found.stops:g}"
-    if found.tolerance == max(level for level in found.levels if level < found.stops):
-        return f"{found.stops:g}"
-    return f"between {found.tolerance:g} and {found.stops:g}"
+def threshold_table(found: Mapping[str, Threshold]) -> str:
+    """A Markdown table of :func:`thresholds`: per defense its levels tried, DLG's tolerance (the strongest
+    level it gets through; 0: none), the levels left unresolved, the stopping level (the weakest from which
+    every stronger level tried stops DLG; "none tried" when the strongest level tried does not) and DLG §5's
+    tolerance (:data:`PAPER`)."""
+    lines = [
+        [
+            NAMES[kind],
+            UNITS[kind],
+            ", ".join(f"{v:g}" for v in th.levels),
+            f"{th.tolerance:g}",
+            ", ".join(f"{v:g}" for v in th.unresolved) or "–",
+            "none tried" if th.stops is None else f"{th.stops:g}",
+            f"{PAPER[kind][0]:g}",
+        ]
+        for kind, th in found.items()
+    ]
+    header = [
+        "defense",
+        "level",
+        "levels tried",
+        "tolerance",
+        "not resolved",
+        "stopping level",
+        "DLG §5's tolerance",
+    ]
+    return markdown_table(header, lines)
 
 
 def level_table(summary: Mapping[tuple[str, float], Level]) -> str:
@@ -442,9 +458,9 @@ def result_rows(
     """The chapter's results rows for DLG §5's defense claims, one per defense: DLG's tolerance (the
     strongest level it gets through, :func:`threshold`) against the paper's (:data:`PAPER`), higher the
     stronger attack; the interval spans the levels left unresolved and the unit says the stopping level
-    (:func:`threshold_text`). Judged by :data:`gitutor.results.VERDICT_RULE` (meets / falls short / not
-    resolved). Without a ``record`` (no study file) each row says "not recorded", which the rule cannot
-    judge.
+    ("none tried" when no level tried stops DLG). Judged by :data:`gitutor.results.VERDICT_RULE` (meets /
+    falls short / not resolved). Without a ``record`` (no study file) each row says "not recorded", which
+    the rule cannot judge.
 
     Raises:
         ValueError: as :func:`summarise`.
@@ -480,6 +496,7 @@ def result_rows(
         level = summary[kind, LEVELS[kind][0]]
         n, n_a = len(level.images), level.attackable
         high = max((th.tolerance, *th.unresolved))
+        stops = "none tried" if th.stops is None else f"{th.stops:g}"
         rows.append(
             {
                 **base,
@@ -488,7 +505,7 @@ def result_rows(
                 f"levels {list(LEVELS[kind])}; a level stops DLG on most of those (95 % Wilson)",
                 "this_run": th.tolerance,
                 "unit": f"{UNITS[kind]} (0: no defense); weakest level that stops DLG: "
-                f"{threshold_text(th)}; interval: the levels not resolved",
+                f"{stops}; interval: the levels not resolved",
                 "n": n_a,
                 **({"low": th.tolerance, "high": high} if n_a > 1 else {}),
             }

@@ -6,8 +6,8 @@ client's gradient recognisable? The paper states no rate, so the row has no pape
 paper states for DLG on CIFAR-100 with B = 1, its label accuracy (83.3 % in the iDLG paper, Zhao et al.
 2020, Table 1), is the next row, judged by the verdict rule; then the PSNR of the study's median run, the failures and
 restarts (report §6) and the batch sweep; DLG §5's defense rows come from the recorded defense study
-(:func:`~gitutor.chapters.dlg.defense_reading.result_rows`). The Markdown tables and short strings the
-chapter's prose pastes in (myst-nb ``glue``) are built here too.
+(:func:`~gitutor.chapters.dlg.defense_reading.result_rows`). The Markdown tables the chapter's prose
+pastes in (myst-nb ``glue``) are built here too; the prose itself is the notebook's Markdown.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gitutor.chapters.dlg.claim import CLAIM, claim_judgement
-from gitutor.chapters.dlg.sweeps import SOURCE_NAMES
 from gitutor.metrics import psnr
 from gitutor.results import interval_fields
 from gitutor.stats import Interval, success_interval
@@ -24,16 +23,6 @@ from gitutor.tables import markdown_table
 
 def _span(rate: Interval) -> str:
     return f"[{rate.low:.2f}, {rate.high:.2f}]"
-
-
-#: The quick profile's results before it attacked CIFAR-100 (the record of notebooks/01_dlg on main at
-#: 270524f: scikit-image photographs with random labels, threshold 15 dB, batch sweep at 16×16 with 50
-#: L-BFGS steps), quoted by the page's "old setting → new" sentences.
-PHOTOGRAPHS_RUN = {
-    "recognisable": 0.7,
-    "labels": 0.8,
-    "batch_psnr": 27.0,
-}
 
 
 def chapter_rows(
@@ -274,98 +263,21 @@ def noise_scale_table(
     )
 
 
-def batch_summary(batch_rows: Sequence[Mapping], recognisable: float) -> str:
-    """``"B = 2: 14.1 dB, 0 of 2 images ≥ 30 dB; …"``: the mean matched PSNR of each
-    :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` row (DLG Fig. 4) and how many of its images reach
-    ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions)."""
+def batch_table(batch_rows: Sequence[Mapping], recognisable: float) -> str:
+    """A Markdown table of the :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` rows (DLG Fig. 4): per batch
+    size B the mean PSNR (dB) of the matched reconstructions and how many of the B images reach
+    ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions).
 
-    def count(row):
+    Raises:
+        ValueError: if ``batch_rows`` is empty.
+    """
+    if not batch_rows:
+        raise ValueError("batch_rows must hold at least one batch")
+    lines = []
+    for row in batch_rows:
         b = row["B"]
-        return int((psnr(row["images"][b:], row["images"][:b]) >= recognisable).sum())
-
-    return "; ".join(
-        f"B = {row['B']}: {row['psnr']:.1f} dB, {count(row)} of {row['B']} images ≥ "
-        f"{recognisable:.0f} dB"
-        for row in batch_rows
-    )
-
-
-def source_summary(extra: Mapping[str, tuple[float, object, object]]) -> str:
-    """``"MNIST: 23.4 dB"``: the PSNR of each :func:`~gitutor.chapters.dlg.sweeps.source_sweep` source under
-    its page name (:data:`~gitutor.chapters.dlg.sweeps.SOURCE_NAMES`), or ``"no other source in this
-    profile"`` when the sweep is empty.
-
-    Raises:
-        KeyError: naming a source that is not in ``SOURCE_NAMES``.
-    """
-    return (
-        "; ".join(
-            f"{SOURCE_NAMES[name]}: {value:.1f} dB"
-            for name, (value, _, _) in extra.items()
-        )
-        or "no other source in this profile"
-    )
-
-
-def seed_dependence(seed_rows: Sequence[Mapping], recognisable: float) -> str:
-    """One sentence on the report's "strongly seed dependent" (§6) from the seed study: how many seeds
-    fail (PSNR < ``recognisable`` dB) and the 95 % Wilson interval of the failure rate, saying whether the
-    interval rules out that failures are rare (its low end ≥ 10 %) or that there are none.
-
-    Raises:
-        ValueError: if ``seed_rows`` is empty.
-    """
-    rate = success_interval([row["psnr"] < recognisable for row in seed_rows])
-    k, n = round(rate.mean * rate.n), rate.n
-    span = f"95 % interval [{rate.low:.0%}, {rate.high:.0%}]"
-    if k == 0:
-        return (
-            f"No seed of {n} failed, so this run shows no seed dependence; the failure rate is at most "
-            f"{rate.high:.0%} ({span})."
-        )
-    if k == n:
-        return f"Every seed of {n} failed ({span}): DLG does not recover these images at all."
-    strength = (
-        f"failures are common, at least {rate.low:.0%} of seeds ({span}): the outcome depends "
-        "strongly on the seed, as the report says"
-        if rate.low >= 0.1
-        else f"the outcome depends on the seed, but with {n} seeds the {span} cannot rule out that "
-        "failures are rare"
-    )
-    return f"{k} of {n} seeds failed: {strength}."
-
-
-def lost_sentence(lost: Sequence[int], n: int, recognisable: float, every: int) -> str:
-    """How many of the ``n`` seed-study runs reached ``recognisable`` dB at some recorded snapshot (one every
-    ``every`` steps) and ended below it (``lost``: their seeds), in one sentence."""
-    if not lost:
-        return (
-            f"None of the {n} runs reached {recognisable:.0f} dB at a recorded snapshot (one every {every} "
-            "steps) and then ended below it."
-        )
-    seeds = ("seed " if len(lost) == 1 else "seeds ") + ", ".join(map(str, lost))
-    return (
-        f"{len(lost)} of the {n} runs ({seeds}) reached {recognisable:.0f} dB at a recorded snapshot (one "
-        f"every {every} steps) and then ended below it."
-    )
-
-
-def restart_sentence(failed: int, saved: int) -> str:
-    """What one restart from a new dummy start did for the ``failed`` seeds (``saved`` became recognisable)."""
-    if failed == 0:
-        return "No seed failed, so there was nothing to restart."
-    if saved == failed:
-        return (
-            "Every failure was the dummy start's: the seed dependence the report describes is then a property "
-            "of one run, not a limit on the attacker, who sees which runs failed and reruns them."
-        )
-    if saved == 0:
-        return (
-            f"None of the {failed} failures is rescued by one new start; one restart does not show that they "
-            "cannot be recovered."
-        )
-    return (
-        f"A restart rescues {saved} of {failed} failures: some failures are the dummy start's; the others "
-        "failed again from one new start, which does not show that they cannot be recovered (the seed table "
-        "shows whether a run passed the threshold before losing the image)."
-    )
+        found = psnr(row["images"][b:], row["images"][:b])
+        count = int((found >= recognisable).sum())
+        lines.append([b, f"{row['psnr']:.1f}", f"{count} of {b}"])
+    header = ["B", "mean PSNR (dB)", f"images ≥ {recognisable:.0f} dB"]
+    return markdown_table(header, lines)
