@@ -32,6 +32,18 @@ def test_dlg_with_known_label_and_determinism(digit_case):
     assert first.history["loss"][-1] < first.history["loss"][0]
 
 
+def test_dlg_final_loss_is_the_distance_at_what_it_returns_after_the_last_step(digit_case):
+    """history["loss"] ends at the start of the last step; info["final_loss"] is measured after it, at the
+    returned image and label (a 3-step run on a known label: the last step still lowers the distance)."""
+    from gitutor.attacks.dlg import dlg_distance
+
+    model, x, y, grads = digit_case
+    result = dlg(model, grads, x.shape, 10, labels=y, iterations=3, seed=1)
+    at_result = float(dlg_distance(model, result.images, None, grads, labels=y).detach())
+    assert result.info["final_loss"] == pytest.approx(at_result, rel=1e-5)
+    assert result.info["final_loss"] < result.history["loss"][-1]
+
+
 def test_dlg_errors(digit_case):
     model, x, y, grads = digit_case
     with pytest.raises(ValueError, match="body.0.weight"):

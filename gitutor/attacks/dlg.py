@@ -133,7 +133,8 @@ def dlg(
         :class:`AttackResult` of :func:`gitutor.attacks.loop.optimise_images` (step rule L-BFGS, no box)
         with ``images`` (unclamped, as DLG returns them), ``labels`` (argmax of the recovered label
         distribution, or the given labels as passed), ``history["loss"]`` (gradient distance at the start
-        of every step, so entry 0 is the initial distance) and snapshots. If the loss becomes NaN/inf, the
+        of every step, so entry 0 is the initial distance), ``info["final_loss"]`` (the distance at the
+        returned image and label logits, after the last step) and snapshots. If the loss becomes NaN/inf, the
         attack stops and returns the last finite state, with ``info["stopped_early"]`` set. If a step leaves
         the dummy data exactly unchanged, the run is at a fixed point of the L-BFGS iteration (torch's
         L-BFGS returned without moving: its direction does not descend, or the gradient is below its
@@ -198,6 +199,16 @@ def dlg(
     result.labels = (
         labels if labels is not None else dummy_y.detach().argmax(dim=-1)
     ).cpu()
+    # the distance at what is returned: history["loss"] ends at the start of the last step
+    final = dlg_distance(
+        model,
+        result.images.to(device),
+        dummy_y,
+        target_grads,
+        labels=labels,
+        dummy_gradients=dummy_gradients,
+    )
+    result.info["final_loss"] = float(final.detach())
     return result
 
 

@@ -16,7 +16,6 @@ budget (no stop rule).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -109,12 +108,12 @@ def score_run(
 ) -> dict:
     """``{seed, psnr (dB, mean over the batch), ssim, label_ok, loss, steps, truth, result}`` of one DLG run on
     ``(x, y)``. The reconstruction is scored clipped to [0, 1] (it estimates an image in [0, 1]); ``loss`` is
-    the last recorded gradient distance (what the attacker sees) and ``steps`` the L-BFGS steps it computed:
+    the gradient distance at the returned reconstruction (``info["final_loss"]`` of
+    :func:`gitutor.attacks.dlg`: what the attacker sees, after the last step) and ``steps`` the L-BFGS steps it computed:
     the whole budget, or fewer when L-BFGS reached a fixed point of its iteration (a step that left the
     dummy unchanged, ``info["converged_at"]``; every later step would repeat it), or a stop rule's step
     (``info["stopped_at"]``; chapter 01 passes none)."""
     truth, images = x.cpu(), result.images.clamp(0, 1)
-    losses = result.history.get("loss") or [math.nan]
     info = result.info  # a stop rule's step, a fixed point's, else every step run
     steps = info.get(
         "stopped_at", info.get("converged_at", len(result.history.get("loss", [])))
@@ -124,7 +123,7 @@ def score_run(
         "psnr": float(psnr(images, truth).mean()),
         "ssim": float(ssim(images, truth).mean()),
         "label_ok": bool((result.labels == y.cpu()).all()),
-        "loss": float(losses[-1]),
+        "loss": info["final_loss"],
         "steps": steps,
         "truth": truth,
         "result": result,
