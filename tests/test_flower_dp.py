@@ -750,9 +750,12 @@ def test_the_label_row_carries_its_interval_and_the_n_that_would_resolve_it():
                           handwritten_variance=1e-2, max_grad_norm=1.0, delta=1e-5, rounds=10)
     rows = [{"mse": 0.01, "label_ok": True} for _ in range(5)]
     points = [_sweep_point(0.0, math.inf, 85), _sweep_point(12.0, 1.07, 35)]
-    epochs = {1: {"ssim": interval([0.9, 0.95])}, 5: {"ssim": interval([0.1, 0.2])}}
+    epochs = {1: {"ssim": interval([0.9, 0.95]), "rows": [{"psnrs": [40.0]}]},
+              5: {"ssim": interval([0.1, 0.2]), "rows": [{"psnrs": [12.0]}, {"psnrs": [14.0]}]}}
     found = chapter_rows(cfg, fedsgd={"rows": rows}, handwritten={"rows": rows, "label_chance": 0.6},
                          points=points, threshold="≥ 5.5e+04", epochs=epochs)
+    headline = next(r for r in found if r.get("headline"))  # the claim the chapter judges: E = 5's leak
+    assert headline["quantity"].startswith("SSIM after E = 5") and headline["claim_outcome"] == "not resolved"
     label = next(r for r in found if r["quantity"].startswith("label accuracy"))
     assert label["n"] == 5 and label["low"] < 0.95 and label["high"] == 1.0 and label["this_run"] == 1.0
     assert f"n = {clients_to_resolve(0.95)} clients" in label["setting"]
@@ -844,8 +847,8 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
         assert [line.split(" | ")[0][2:] for line in lines[2:]] == names
     assert promises[2] == ("| none (FedAvg) | the server (it holds every update) | none (no DP) | — "
                            "| IG, restarts 2/2 |")
-    assert promises[4].endswith("| 19.1 | one client, the server included | IG, every round 2/2 |")
-    assert promises[5].endswith("| 19.1 | one example, the server included | IG, every round 1/2; LTI 1/2 |")
+    assert promises[4].endswith("| 19.1 | one client's update replaced, the server included | IG, every round 2/2 |")
+    assert promises[5].endswith("| 19.1 | one example added or removed, the server included | IG, every round 1/2; LTI 1/2 |")
     assert outcome[2].startswith("| none (FedAvg) | 41.0 [")
     assert outcome[2].endswith("| 2/2 | 0.80 [0.49, 0.94] | — |")
     assert outcome[4].endswith("| 0/2 | 0.60 [0.31, 0.83] | -0.20 [-0.50, 0.10] |")
@@ -1211,3 +1214,19 @@ def test_identification_ranks_the_clients_photograph_among_the_servers_by_the_ma
         strongest.identification_ranks(single, others[0])
     with pytest.raises(ValueError, match="candidates"):
         strongest.identification_ranks(single, torch.rand(2, 1, 8, 8))
+
+
+def test_the_headline_judges_geiping_by_the_photographs_recognisable_from_unrolled_updates():
+    from gitutor.chapters.flower_dp.report import GEIPING_CLAIM, leak_judgement
+
+    def summary(psnrs):
+        return {"rows": [{"psnrs": [p]} for p in psnrs]}
+
+    assert leak_judgement(summary([35.0] * 8), 5)["claim_outcome"] == "consistent"
+    assert leak_judgement(summary([12.0] * 8), 5)["claim_outcome"] == "refuted"
+    found = leak_judgement(summary([35.0, 41.0, 29.0, 52.0, 31.0]), 5)
+    assert found["claim_outcome"] == "not resolved"  # 4 of 5: the Wilson interval holds ½
+    assert found["claim_reason"].startswith("4 of 5 photographs recognisable") and "E = 5" in found["claim_reason"]
+    assert "several iterations" in GEIPING_CLAIM
+    with pytest.raises(ValueError, match="summary"):
+        leak_judgement({"rows": []}, 5)

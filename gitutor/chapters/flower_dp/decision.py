@@ -160,14 +160,15 @@ def _kept(wins: Mapping[str, int]) -> str:
 
 
 def _holds_for(run: dict | None) -> str:
-    """The level of a defense run's ε and against whom it holds, for a table cell (``None``: DP-SGD, whose
-    noise is the client's, per example)."""
+    """The level and neighbouring relation of a defense run's ε and against whom it holds, for a table cell
+    (``None``: DP-SGD, whose noise is the client's: one example added or removed; LocalDpMod: one client's
+    update replaced, its calibration's sensitivity 2C)."""
     if run is None:
-        return "one example, the server included"
+        return "one example added or removed, the server included"
     if run["view"].guarantee.epsilon is None:
         return "—"
     if run["view"].noise_by == "client":
-        return "one client, the server included"
+        return "one client's update replaced, the server included"
     return "one client, released model only"
 
 

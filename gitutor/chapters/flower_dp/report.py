@@ -196,7 +196,6 @@ def chapter_rows(
             round(fed.mean, 4),
             "MSE (Wu et al. 2023, Tab. 1, LeNet)",
             better="lower",
-            headline=True,
             not_comparable=other_data,
             **interval_fields(fed, 4),
         ),
@@ -243,9 +242,48 @@ def chapter_rows(
             "multi-step FedAvg updates still leak (Geiping et al. 2020 §5)",
             round(epochs[max(epochs)]["ssim"].mean, 3),
             "SSIM",
+            headline=True,
+            claim=GEIPING_CLAIM,
+            **leak_judgement(epochs[max(epochs)], max(epochs)),
             **interval_fields(epochs[max(epochs)]["ssim"], 3),
         ),
     ]
+
+
+#: Geiping et al.'s claim on averaged updates, in their words (NeurIPS 2020, abstract; §5): the chapter's
+#: headline, judged by :func:`leak_judgement` on the unrolled attack at the largest E.
+GEIPING_CLAIM = (
+    "even averaging gradients over several iterations or several images does not protect the user's "
+    "privacy in federated learning applications (Geiping et al. 2020, abstract)"
+)
+
+
+def leak_judgement(summary: Mapping, local_steps: int) -> dict:
+    """``claim_outcome`` and ``claim_reason`` of :data:`GEIPING_CLAIM` from the unrolled attack on
+    E = ``local_steps`` FedAvg updates (``summary``: :func:`~gitutor.chapters.flower_dp.experiments.summarise`
+    of its rows, one photograph per client): *consistent* when the 95 % Wilson interval of the photographs
+    recognisable (PSNR ≥ :data:`~gitutor.controls.RECOGNISABLE_PSNR` dB) lies above ½ — most updates
+    leak their photograph —, *refuted* when it lies below ½, else *not resolved* (too few clients).
+
+    Raises:
+        ValueError: naming ``summary`` when it holds no photograph.
+    """
+    flags = [v >= RECOGNISABLE_PSNR for r in summary["rows"] for v in r["psnrs"]]
+    if not flags:
+        raise ValueError("summary must hold at least one attacked photograph")
+    share = success_interval(flags)
+    outcome = (
+        "consistent"
+        if share.low > 0.5
+        else "refuted"
+        if share.high < 0.5
+        else "not resolved"
+    )
+    reason = (
+        f"{sum(flags)} of {len(flags)} photographs recognisable (≥ {RECOGNISABLE_PSNR:g} dB) from "
+        f"E = {local_steps} updates, 95 % Wilson [{share.low:.2f}, {share.high:.2f}] against ½"
+    )
+    return {"claim_outcome": outcome, "claim_reason": reason}
 
 
 def clients_to_resolve(level: float, limit: int = 10_000) -> int:
