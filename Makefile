@@ -63,7 +63,7 @@ BOOK_LOG := $(BUILD)/jupyter-book.log
 book: notebooks
 	@cp _config.yml _toc.yml $(STAGE)/ && cp book/*.md book/*.bib $(STAGE)/book/
 	@mkdir -p $(STAGE)/_static && cp book/_static/* $(STAGE)/_static/   # gitutor.css: code fits the column
-	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/setting_study book/trained_network
+	@$(GUARD) $(PYTHON) scripts/execute_notebooks.py --stage $(STAGE) --results $(RESULTS) --profile $(PROFILE) book/results book/trained_network
 	@$(PYTHON) -c "__import__('importlib').import_module('sphinx-mathjax-offline')" 2>/dev/null \
 	  || $(PYTHON) -m pip install -e ".[book]"
 	@$(GUARD) $(JUPYTER_BOOK) build $(STAGE) --path-output . --builder html > $(BOOK_LOG) 2>&1; \
@@ -117,7 +117,7 @@ substitutes: install
 	$(PYTHON) scripts/train_substitute.py resnet34
 
 # Chapter 04's setting study, recorded into book/studies/04_setting_study.json (about 3 hours of two cores, one
-# worker process per core; the page book/setting_study.ipynb draws it). Commit first: the record names the commit.
+# worker process per core; chapter 04 and book/trained_network draw it). Commit first: the record names the commit.
 # A phase is recorded only when all its trials succeed; its finished trials are journaled in
 # book/studies/04_setting_study.<phase>.*.journal.jsonl, so after a failure or an interruption rerun the printed
 # command: it runs only that phase's missing trials (`make study` again would also re-run the phases already recorded).

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gitutor"
 CHAPTERS = PACKAGE / "chapters"
 #: Book pages outside notebooks/ that draw a chapter's records, and the chapter package they may use.
-BOOK_PAGES = {"book/setting_study.ipynb": "stepwise_gradinversion", "book/trained_network.ipynb": "stepwise_gradinversion",
+BOOK_PAGES = {"book/trained_network.ipynb": "stepwise_gradinversion",
               "book/results.ipynb": None}
 
 

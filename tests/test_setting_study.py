@@ -79,29 +79,6 @@ def test_recorded_table_puts_the_noise_start_first_and_names_what_is_missing():
         study.recorded_table(study.curves(outcomes), study.BASE, 1000)
 
 
-def test_provenance_sentence_says_commit_device_and_wall_time():
-    phase = {"date": "2026-11-25 01:00 UTC", "commit": "0123456789abcdef", "dirty": False,
-             "device": "CPU, 2 Ray workers", "trials": 18, "iterations": 5000,
-             "wall_seconds": 5400, "command": "python3 scripts/setting_study.py --phase curves"}
-    sentence = study.provenance_sentence(phase)
-    assert "`0123456789`" in sentence and "1.5 h" in sentence and "18 trials" in sentence
-    assert "uncommitted" not in sentence
-    assert "uncommitted" in study.provenance_sentence({**phase, "dirty": True})
-    assert "in 2 min of wall time" in study.provenance_sentence({**phase, "wall_seconds": 148})
-
-
-def test_ssim_ranking_claims_a_lead_only_when_the_intervals_separate():
-    from gitutor.stats import Interval
-
-    table = {"A": {"SSIM": Interval(0.30, 0.25, 0.35, 3)},
-             "B": {"SSIM": Interval(0.10, 0.05, 0.15, 3)}}
-    assert "resolved" in study.ssim_ranking(table) and "**A**" in study.ssim_ranking(table)
-    assert "not resolved" not in study.ssim_ranking(table)
-    table["B"] = {"SSIM": Interval(0.27, 0.20, 0.34, 3)}
-    assert "not resolved" in study.ssim_ranking(table) and "overlaps that of B" in \
-        study.ssim_ranking(table)
-
-
 def test_factor_figure_has_one_row_per_setting_run():
     from gitutor.stats import Interval
 
@@ -121,25 +98,6 @@ def _summary(values_by_key):
     return {key: {"t": [0, 100, 1000], "n": 3,
                   "SSIM": [Interval(v, v - 0.05, v + 0.05, 3) for v in values]}
             for key, values in values_by_key.items()}
-
-
-def test_reach_rows_give_the_first_checkpoint_over_the_target_and_the_finishing_order():
-    from gitutor.chapters.stepwise_gradinversion.setting_study.summary import finishing_order, first_reaching, reach_rows
-
-    wide = study.Setting(width=64)
-    summary = _summary({(study.BASE, "Inverting Gradients", 1000): [0.0, 0.1, 0.2],
-                        (study.BASE, "GradInversion", 1000): [0.0, 0.35, 0.5],
-                        (study.BASE, "Stepwise", 1000): [0.0, 0.2, 0.55],
-                        (wide, "Stepwise", 1000): [0.0, 0.4, 0.7]})
-    assert first_reaching(summary[(study.BASE, "GradInversion", 1000)], 0.3) == 100
-    assert first_reaching(summary[(study.BASE, "Inverting Gradients", 1000)], 0.3) is None
-    rows = {row["setting"]: row for row in reach_rows(summary, 0.3)}
-    assert rows["base"]["Stepwise"].endswith("≥ 0.30 at 1000")
-    assert rows["base"]["Inverting Gradients"].endswith("at —")
-    assert rows["width=64"]["GradInversion"] == "not run"
-    # 0.55 and 0.5 overlap (±0.05), both clear 0.2
-    assert rows["base"]["order"] == "Stepwise ≈ GradInversion > Inverting Gradients"
-    assert finishing_order({}) == "—"
 
 
 def test_effect_rows_claim_a_change_only_beyond_the_intervals():

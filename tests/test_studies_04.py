@@ -31,6 +31,31 @@ def test_block_starts_find_each_residual_block_of_resnet34():
         study.block_starts(names, {"layer9": "layer9"})
 
 
+def test_skip_blocks_place_the_floor_against_the_first_skip_connection():
+    from gitutor.attacks.stepwise_schedule import stage_floor
+    from gitutor.models import cifar_resnet18, resnet34
+
+    net = resnet34()
+    names = [n for n, _ in net.named_parameters()]
+    name, first, last = study.skip_blocks(net)[0]
+    assert name == "layer1.0" and names[first] == "layer1.0.conv1.weight" and names[last] == "layer1.0.bn2.bias"
+    assert stage_floor(net) == 24 > study.skip_blocks(net)[2][2]  # the authors' floor: layer1 is never matched
+    small = cifar_resnet18(width=32)
+    assert study.skip_blocks(small)[0][1:] == (3, 8) and stage_floor(small) == 18
+    with pytest.raises(ValueError, match="skip connection"):
+        study.skip_blocks(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3)))
+
+
+def test_skip_blocks_of_efficientnet_lite0_begin_above_the_floor():
+    from gitutor.attacks.stepwise_schedule import stage_floor
+    from gitutor.chapters.stepwise_gradinversion.setting_study.trained import trained_model
+
+    net = trained_model()
+    name, first, last = study.skip_blocks(net)[0]  # the first block whose has_skip is true
+    assert name == "network.blocks.1.1" and (first, last) == (18, 26)
+    assert stage_floor(net) == 15 < first  # the floor lies below it: that block is matched too
+
+
 def test_block_starts_of_the_resnet20_substitute():
     model = study.substitute_network("resnet20")
     names = [name for name, _ in model.named_parameters()]
@@ -79,7 +104,7 @@ def test_chapter_rows_carry_table1_table2_and_the_ordering(tmp_path):
 
 
 def test_the_ordering_is_judged_by_paired_differences():
-    from gitutor.chapters.stepwise_gradinversion.trained_rows import order_sentence, ordering_row
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import ordering_row, pair_rows
 
     row = ordering_row({"PSNR": PSNR}, "s", "d")
     assert row["claim_outcome"] == "consistent" and "Stepwise > GradInversion" in row["setting"]
@@ -93,10 +118,15 @@ def test_the_ordering_is_judged_by_paired_differences():
     unresolved = ordering_row({"PSNR": noisy}, "s", "d")
     assert unresolved["this_run"] == "not resolved" and "claim_outcome" not in unresolved
     assert "Inverting Gradients vs DLG: not resolved" in unresolved["setting"]  # each verdict names its pair
-    assert "**consistent**" in order_sentence(PSNR)
-    gated_sentence = order_sentence(PSNR, "below the controls")
-    assert "**not a test** of the paper's ordering in PSNR: below the controls" in gated_sentence
-    assert "Stepwise > GradInversion" in gated_sentence and "consistent" not in gated_sentence
+    table = pair_rows({"PSNR": PSNR, "LPIPS": {m: [-v for v in PSNR[m]] for m in PSNR}})
+    assert [(r["A"], r["B"]) for r in table] == [
+        ("Stepwise", "GradInversion"), ("GradInversion", "Inverting Gradients"), ("Inverting Gradients", "DLG")]
+    assert all(r["PSNR: better"] == "A" for r in table)  # higher PSNR is better
+    assert all(r["LPIPS: better"] == "A" for r in table)  # lower LPIPS is better
+    assert table[0]["ΔPSNR (A − B)"].startswith(f"{sum(PSNR['Stepwise']) / 3 - sum(PSNR['GradInversion']) / 3:.2f}")
+    assert pair_rows({"PSNR": noisy})[-1]["PSNR: better"] == "not resolved"
+    with pytest.raises(ValueError, match="scores lack"):
+        pair_rows({"PSNR": {"Stepwise": PSNR["Stepwise"]}})
     untested = ordering_row({"PSNR": PSNR, "SSIM": swapped}, "s", "d", untested=["SSIM"])
     assert untested["claim_outcome"] == "consistent" and "SSIM (not a test" in untested["setting"]
     with pytest.raises(ValueError, match="untested"):
@@ -105,7 +135,7 @@ def test_the_ordering_is_judged_by_paired_differences():
 
 def test_a_method_is_above_the_controls_only_when_it_clears_every_one_paired():
     from gitutor.chapters.stepwise_gradinversion.trained_rows import (
-        GATE_CONTROLS, above_controls, gate_reason, gate_sentence, pair_phrase)
+        GATE_CONTROLS, above_controls, gate_reason, pair_phrase)
 
     scores = {"PSNR": {"A": [20.0, 21.0, 22.0], "B": [15.0, 15.5, 16.0]},
               "LPIPS": {"A": [0.2, 0.21, 0.22], "B": [0.5, 0.5, 0.5]}}
@@ -117,7 +147,6 @@ def test_a_method_is_above_the_controls_only_when_it_clears_every_one_paired():
     assert above["LPIPS"] == [] and gate_reason(above) is None
     assert gate_reason(above, "LPIPS") == ("no method's LPIPS is above the mean colour, the 4×4 thumbnail and "
                                           "the different photograph (paired over the batches)")
-    assert gate_sentence(above).endswith("in PSNR: A; in LPIPS: none")
     with pytest.raises(ValueError, match="controls lack"):
         above_controls(scores, {"mean colour": controls["mean colour"]})
     assert pair_phrase("A > B", "A > B") == "A > B" and pair_phrase("A > B", "A < B") == "A < B"

@@ -65,13 +65,15 @@ def test_rbn_with_imagenet_statistics_prefers_each_study_photograph():
     for row in rows:
         others = [v for k, v in row.items() if k not in ("batch", "true photograph")]
         assert row["true photograph"] < min(others) and len(others) == 4
-    said = tr.rbn_sentence(rows)
-    assert said.startswith(f"On {len(rows)} of {len(rows)} study photographs") and "every photograph scores below" in said
+    said = tr.rbn_numbers(rows)
+    assert said["lowest"] == said["photographs"] == len(rows) and said["stand_ins"] == 4
+    assert said["ranges"] == "separate" and said["photo_high"] < said["stand_in_low"]
     overlap = [{"batch": 0, "true photograph": 5, "mean colour": 9}, {"batch": 1, "true photograph": 12, "mean colour": 20}]
-    said = tr.rbn_sentence(overlap)
-    assert said.startswith("On 2 of 2") and "ranges overlap" in said  # 12 > 9: not every photograph below
+    said = tr.rbn_numbers(overlap)  # 12 > 9: not every photograph below every stand-in
+    assert (said["lowest"], said["ranges"], said["photo_low"], said["photo_high"], said["stand_in_low"]) == (
+        2, "overlap", 5, 12, 9)
     with pytest.raises(ValueError, match="stand-ins"):
-        tr.rbn_sentence([{"batch": 0, "true photograph": 5}])
+        tr.rbn_numbers([{"batch": 0, "true photograph": 5}])
 
 
 def test_specificity_asks_whether_a_reconstruction_is_closer_to_its_own_photograph():
@@ -85,9 +87,8 @@ def test_specificity_asks_whether_a_reconstruction_is_closer_to_its_own_photogra
     rows = {r["arm"]: r for r in tr.specificity_rows(trials, setting)}
     assert all(rows["Stepwise"][f"{m}: closer to its own"] == "yes" for m in ("PSNR", "SSIM", "LPIPS", tr.LAYOUT))
     assert rows["GradInversion"]["PSNR: closer to its own"] == "not resolved"  # a flat grey knows no photograph
-    said = tr.specificity_sentence(list(rows.values()))
-    assert "in PSNR, Stepwise" in said and "other 3" in said
-    assert tr.specificity_sentence([rows["GradInversion"]]).startswith("In no arm and no score")
+    assert tr.closer_count(list(rows.values())) == 4  # Stepwise in every score, the flat grey in none
+    assert tr.closer_count([rows["GradInversion"]]) == 0
     with pytest.raises(ValueError, match="every batch"):
         tr.specificity_rows(trials[:3], setting)
 
@@ -104,7 +105,7 @@ def test_layout_correlation_ignores_contrast_and_refuses_odd_shapes():
         tr.layout_correlation(x, x[:1])
 
 
-def test_the_rbn_answer_and_the_lesson_read_the_paired_rows():
+def test_the_rbn_effects_read_the_paired_rows():
     def row(a, b, psnr, ssim, lpips):
         return {"A": a, "B": b, "PSNR: better": psnr, "SSIM: better": ssim, "LPIPS: better": lpips}
 
@@ -114,19 +115,15 @@ def test_the_rbn_answer_and_the_lesson_read_the_paired_rows():
             row("Stepwise", "Inverting Gradients", "A", "not resolved", "A"),
             row("GradInversion (R_BN off)", "Inverting Gradients", "A", "A", "A"),
             row("Stepwise (R_BN off)", "Inverting Gradients", "not resolved", "not resolved", "A")]
-    said = tr.rbn_answer(rows)
-    assert "GradInversion beats Inverting Gradients in PSNR, SSIM, LPIPS with R_BN and in PSNR, SSIM, LPIPS " \
-           "without it (that gap does not need R_BN)" in said
-    assert "Stepwise beats Inverting Gradients in PSNR, LPIPS with R_BN and in LPIPS without it;" in said
-    assert "SSIM favours R_BN off" in said
+    said = tr.rbn_effects(rows)
+    # Stepwise beats IG in PSNR with R_BN but not without it: the lead needs R_BN
+    assert said["gap"] == "needs"
+    assert (said["PSNR"], said["SSIM"], said["LPIPS"]) == ("not resolved", "mixed", "on")
+    both = rows[:4] + [row("GradInversion (R_BN off)", "Inverting Gradients", "A", "A", "A"),
+                       row("Stepwise (R_BN off)", "Inverting Gradients", "A", "A", "A")]
+    assert tr.rbn_effects(both)["gap"] == "does not need"
     with pytest.raises(ValueError, match="R_BN off"):
-        tr.rbn_answer(rows[2:])
-    specific = [{"arm": "Stepwise", **{f"{m}: closer to its own": "not resolved" for m in ("PSNR", "SSIM", "LPIPS", tr.LAYOUT)}}]
-    lesson = tr.study_lesson(specific, rows)
-    assert lesson.startswith("no arm's reconstructions are resolved closer")
-    assert "favours R_BN on in LPIPS" in lesson and "is not resolved in PSNR, SSIM" in lesson  # SSIM: A and B differ
-    with pytest.raises(ValueError, match="R_BN on/off"):
-        tr.study_lesson(specific, rows[2:])
+        tr.rbn_effects(rows[2:])
 
 
 def test_study_controls_score_another_photograph_of_the_set():
@@ -143,23 +140,26 @@ def test_study_controls_score_another_photograph_of_the_set():
     assert "another photograph of the set" not in table and "different photograph" in table
 
 
-def test_natural_counts_compare_each_batch_with_another_photograph():
-    a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
+def test_photograph_rows_count_recovered_photographs_and_compare_with_another_photograph():
+    a, b = TrainedSetting(image_size=64), TrainedSetting(image_size=64, bn_scale=0.0)
+    truths = [trained_batch(a, i)[0] for i in range(3)]
     natural = {"different photograph": {"LPIPS": [0.5, 0.6, 0.7]}}
-    trials = [{"setting": s, "method": "Stepwise", "batch": i, "LPIPS": v}
-              for s, values in ((a, [0.4, 0.7, 0.6]), (b, [0.9, 0.9, 0.9])) for i, v in enumerate(values)]
-    assert ts.natural_counts(trials, natural) == "Stepwise 2 of 3, Stepwise (R_BN off) 0 of 3"
+    trials = [{"setting": s, "method": "Stepwise", "batch": i, "LPIPS": v, "images": image(i)}
+              for s, values, image in ((a, [0.4, 0.7, 0.6], lambda i: truths[i]),
+                                       (b, [0.9, 0.9, 0.9], lambda i: torch.full_like(truths[i], 0.5)))
+              for i, v in enumerate(values)]
+    rows = {r["arm"]: r for r in ts.photograph_rows(trials, a, 30.0, natural)}
+    assert rows["Stepwise"]["PSNR ≥ 30 dB"] == 3 and rows["Stepwise"]["above its own thumbnail"] == 3
+    assert rows["Stepwise (R_BN off)"]["PSNR ≥ 30 dB"] == 0  # flat grey: no photograph
+    assert rows["Stepwise"]["batches with LPIPS below another photograph's"] == 2
+    assert rows["Stepwise (R_BN off)"]["batches with LPIPS below another photograph's"] == 0
     with pytest.raises(ValueError, match="scores must hold"):
-        ts.natural_counts(trials, {"mean colour": {"LPIPS": [0.1, 0.1, 0.1]}})
+        ts.photograph_rows(trials, a, 30.0, {"mean colour": {"LPIPS": [0.1, 0.1, 0.1]}})
     with pytest.raises(ValueError, match="batches"):
-        ts.natural_counts(trials, {"different photograph": {"LPIPS": [0.5]}})
+        ts.photograph_rows(trials, a, 30.0, {"different photograph": {"LPIPS": [0.5]}})
 
 
-def test_effect_phrase_late_change_and_cost_read_the_trials():
-    row = {"A": "GradInversion", "B": "GradInversion (R_BN off)", "PSNR: better": "not resolved",
-           "SSIM: better": "B", "LPIPS: better": "A"}
-    assert ts.effect_phrase(row) == ("GradInversion against GradInversion (R_BN off): PSNR not resolved, "
-                                     "SSIM favours GradInversion (R_BN off), LPIPS favours GradInversion")
+def test_late_change_and_cost_read_the_trials():
     a, b = TrainedSetting(), TrainedSetting(bn_scale=0.0)
     trials = [{"setting": a, "method": "Stepwise", "batch": 0, "iterations": 100, "seconds": 50.0,
                "curve": [[0, 5.0, 0.1], [70, 9.0, 0.2], [100, 10.0, 0.3]]},
@@ -169,19 +169,21 @@ def test_effect_phrase_late_change_and_cost_read_the_trials():
                "curve": [[0, 5.0, 0.1], [70, 9.0, 0.2], [100, 8.5, 0.252]]}]
     assert ts.late_change(trials[1]["curve"]) == pytest.approx(-2.5)  # PSNR: 6.5 − 9.0
     assert ts.late_change(trials[1]["curve"], column=2) == pytest.approx(0.05)  # SSIM
-    said = tr.late_change_sentence(trials)
-    assert "PSNR moved by at most 1.50 dB" in said  # arm b: mean of −2.5 and −0.5
-    assert "SSIM moved by at most 0.100" in said and "PSNR" in said and "still rising (interval above 0): Stepwise (R_BN off)" in said
+    said = tr.late_changes(trials)
+    assert said["PSNR"] == pytest.approx(1.5)  # arm b: mean of −2.5 and −0.5
+    assert said["SSIM"] == pytest.approx(0.1) and said["arms"] == 2
+    assert said["PSNR rising"] == 0 and said["SSIM rising"] == 1  # arm b's SSIM: +0.05 and +0.052
     with pytest.raises(ValueError, match="at least one"):
-        tr.late_change_sentence([])
+        tr.late_changes([])
     assert ts.seconds_per_iteration(trials) == pytest.approx(0.7)  # the median, not the mean
     with pytest.raises(ValueError, match="wall time"):
         ts.seconds_per_iteration([{**t, "seconds": None} for t in trials])
 
 
 def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering():
-    from gitutor.chapters.stepwise_gradinversion.trained_rows import ordering_verdict, trained_table_rows
+    from gitutor.chapters.stepwise_gradinversion.trained_rows import claim_test, trained_table_rows
     from gitutor.results import verdict_text
+    from gitutor.results.verdicts import claim_verdict
 
     setting = TrainedSetting(split="table")
     base = {"Stepwise": 14.0, "GradInversion": 12.0, "Inverting Gradients": 10.0, "DLG": 7.0}
@@ -197,12 +199,16 @@ def test_trained_table_rows_mark_numbers_not_comparable_and_judge_the_ordering()
     assert "consistent" in verdict_text(order) and "§Experiments" in order["claim"]
     assert not order["claim"].startswith('"')  # the ledger adds the quotes
     assert "SSIM (not a test: no method above the controls)" in order["setting"]  # judged in PSNR only
-    said = ordering_verdict(trials, thumb)
-    assert said.startswith("**yes** — judged in") and "in PSNR: Stepwise, GradInversion" in said
+    said = claim_test(trials, thumb)
+    assert (said["tested"], said["metrics"]) == (1, 3) and said["above"]["PSNR"][:2] == ["Stepwise", "GradInversion"]
+    assert [(r["A"], r["PSNR: better"]) for r in said["pairs"]] == [
+        ("Stepwise", "A"), ("GradInversion", "A"), ("Inverting Gradients", "A")]
+    assert claim_verdict(rows) == "consistent"  # the page's verdict is the ledger's
     high = {c: {**v, "PSNR": [p + 20 for p in v["PSNR"]]} for c, v in thumb.items()}  # every method below
     gated = trained_table_rows(trials, {"iterations": 1000}, high)[-1]
     assert gated["this_run"] == "not resolved" and "claim_outcome" not in gated and "thumbnail" in gated["setting"]
-    assert ordering_verdict(trials, high).startswith("**not resolved** — in no metric")
+    assert claim_test(trials, high)["tested"] == 0
+    assert claim_verdict(trained_table_rows(trials, {"iterations": 1000}, high)) == "not judged"
     with pytest.raises(ValueError, match="controls lack"):
         trained_table_rows(trials, {"iterations": 1000}, {c: v for c, v in thumb.items() if c != "mean colour"})
     with pytest.raises(ValueError, match="same batches"):

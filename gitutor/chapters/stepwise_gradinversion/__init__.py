@@ -1,4 +1,4 @@
-"""Chapter 04, ``notebooks/04_stepwise_gradinversion``: Stage II of Ye et al. (AAAI 2024), and the setting study of ``book/setting_study``.
+"""Chapter 04, ``notebooks/04_stepwise_gradinversion``: Stage II of Ye et al. (AAAI 2024), and its setting study (``book/studies/04_setting_study.json``).
 
 - :mod:`.profile`: settings
 - :mod:`.experiments`: Table 1–2 trials and their summaries

@@ -2,7 +2,7 @@
 
 The paper attacks an ImageNet-pretrained ResNet34 behind ImageNet normalisation in eval mode
 (§Experiments). Offline the chapter attacks the network on which the attacks recover photographs
-(``book/setting_study``): a randomly initialised CIFAR ResNet-18 of the profile's width with
+(the setting study, ``book/studies/04_setting_study.json``): a randomly initialised CIFAR ResNet-18 of the profile's width with
 torchvision's default BatchNorm statistics (mean 0, variance 1), or, on request, a trained
 substitute or a random network whose statistics are calibrated on auxiliary crops. The trials
 themselves live in :mod:`gitutor.chapters.stepwise_gradinversion.trials`; this module holds what the notebook builds around
@@ -308,51 +308,38 @@ def chapter_rows(
     return rows
 
 
-def run_description(cfg, device, threads: int) -> str:
-    """The run in one Markdown phrase: profile, budget, device, threads, model, images, batches."""
-    budget = f" at budget {cfg.budget}" if cfg.budget else ""
-    return (
-        f"profile **{cfg.profile}**{budget} on `{device}` with {threads} torch thread(s): "
-        f"{describe_model(cfg)}; {cfg.image_size}×{cfg.image_size} images, batch {cfg.batch_size}, "
-        f"{cfg.n_batches} batches per comparison, {cfg.iterations} iterations per attack in Table 1"
-    )
+def skip_blocks(model: torch.nn.Module) -> list[tuple[str, int, int]]:
+    """The blocks of ``model`` whose output adds a skip connection, in order: each as (module name,
+    index of its first parameter tensor, index of its last), 0-based into
+    ``list(model.parameters())`` — the index the stepwise schedule counts in.
 
+    A torchvision ``BasicBlock`` / ``Bottleneck`` always adds its input back; a timm
+    ``InvertedResidual`` / ``DepthwiseSeparableConv`` (EfficientNet) only where its ``has_skip`` is
+    true (same shape in and out): on EfficientNet-Lite0 the first block with a skip connection comes
+    after the first strided stage.
 
-def substitute_sentence(log: Mapping, num_classes: int) -> str:
-    """How the substitute was trained and how well it tells its photographs apart, from its
-    training log (:func:`gitutor.models.substitute.substitute_record`)."""
-    config = log["config"]
-    return (
-        f"The substitute was trained for {config['steps']} steps of {config['batch_size']} augmented "
-        f"{config['image_size']}-px crops in {log['seconds']:.0f} s; it tells the training photographs "
-        f"apart on {100 * log['final_accuracy']:.0f} % of 256 fresh crops (chance: {100 / num_classes:.0f} %)."
-    )
-
-
-def schedule_sentence(schedule) -> str:
-    """A :class:`~gitutor.attacks.StepwiseSchedule` in words (start, floor, step, T1, T2, lr steps)."""
-    return (
-        f"start {schedule.start}, floor {schedule.floor}, {schedule.step} tensors shallower every "
-        f"{schedule.interval} iterations, T1 = {schedule.t1}, T2 = {schedule.t2}, lr steps at "
-        f"{list(schedule.lr_milestones)} (of {schedule.iterations})"
-    )
-
-
-def budget_sentence(needed: float | None, count: int) -> str:
-    """Where a log-linear fit of SSIM over ``count`` budgets reaches the target
-    (:func:`gitutor.stats.budget_for`), as a phrase."""
-    if (
-        needed is None
-    ):  # budget_for: no trend, too far, or the intervals too wide to extrapolate from
-        return "none: the fit does not reach it within 1000× the largest budget, or the points' intervals are too wide to extrapolate from"
-    return f"about {needed:,.0f} iterations (an extrapolation from {count} budgets)"
-
-
-def not_run_sentence(cfg, part: str) -> str:
-    """Markdown sentence for a section whose trials this run's budget leaves out (``part``: e.g.
-    ``"the ablation (Table 2)"``)."""
-    budget = f"budget `{cfg.budget}`" if cfg.budget else f"the {cfg.profile} profile"
-    return (
-        f"*Not part of this run:* {budget} runs Table 1 only ({cfg.iterations} iterations per "
-        f"method), so {part} is not measured here; the chapter's quick run shows it at its preview budget."
-    )
+    Raises:
+        ValueError: if the model has no such block.
+    """
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    found = []
+    for name, module in model.named_modules():
+        residual = (
+            isinstance(
+                module,
+                (
+                    torchvision.models.resnet.BasicBlock,
+                    torchvision.models.resnet.Bottleneck,
+                ),
+            )
+            or getattr(module, "has_skip", False) is True
+        )
+        own = [index[id(p)] for p in module.parameters()]
+        if residual and own:
+            found.append((name, min(own), max(own)))
+    if not found:
+        raise ValueError(
+            f"{type(model).__name__} has no block with a skip connection (a ResNet's BasicBlock, "
+            "an EfficientNet block with has_skip)"
+        )
+    return found

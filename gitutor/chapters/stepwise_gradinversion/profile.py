@@ -6,7 +6,7 @@ validation images with distinct labels, batch 8, 15 000 iterations, dropout 0.3,
 of the gradient; its trials run on Ray. QUICK keeps the algorithm and every schedule *fraction*
 (the schedule is ``StepwiseSchedule.paper(iterations, ...)``, which scales interval, T1, T2 and
 the lr steps with the budget) but attacks the network on which the attacks recover photographs
-offline (``book/setting_study``): a randomly initialised CIFAR ResNet-18 of width 32 with default
+offline (the setting study, chapter 04's last section): a randomly initialised CIFAR ResNet-18 of width 32 with default
 BatchNorm statistics, on whole bundled photographs at 32×32, with the priors at a hundredth of
 the paper's weights (the paper's weights were tuned at 224 px, where Eq. 11's sum has 49 times more
 terms), for 100 iterations per method in Table 1 and 30 in the ablation and the studies, so that

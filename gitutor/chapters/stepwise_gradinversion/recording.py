@@ -136,23 +136,12 @@ def recorded_table1(recording: Mapping) -> dict[str, dict]:
     return table
 
 
-def recording_sentence(provenance: Mapping, iterations: int, batches: int) -> str:
-    """How a recorded chapter run was made, as a Markdown phrase (date, commit, device, wall time,
-    command) from its results record's ``provenance`` (``scripts/record.py``)."""
-    hours = provenance["wall_seconds"] / 3600
-    return (
-        f"recorded on {provenance['date']} at commit `{provenance['commit'][:10]}` on "
-        f"{provenance['device']}: {iterations:,} iterations per method on {batches} batches in "
-        f"{hours:.1f} h of wall time, by `{provenance['command']}`"
-    )
-
-
-def recognisable_sentence(
+def recognisable_counts(
     recording: Mapping, threshold: float = RECOGNISABLE_PSNR
-) -> str:
+) -> dict[str, tuple[int, int]]:
     """How many photographs each method of a :func:`load_reconstructions` recording recovers to PSNR ≥
-    ``threshold`` dB (the book's "recognisable", :mod:`gitutor.controls`), per photograph, as a Markdown
-    phrase ("Stepwise 3 of 20, …") in the recording's method order.
+    ``threshold`` dB (the book's "recognisable", :mod:`gitutor.controls`), per photograph:
+    ``{method: (recognisable, photographs)}`` in the recording's method order.
 
     Raises:
         ValueError: if the recording holds no method.
@@ -160,8 +149,8 @@ def recognisable_sentence(
     truths, images = recording["truth"], recording["images"]
     if not images:
         raise ValueError("the recording holds no method's reconstructions")
-    parts = []
+    counts = {}
     for method, batches in images.items():
         values = torch.cat([psnr(x, truth) for x, truth in zip(batches, truths)])
-        parts.append(f"{method} {int((values >= threshold).sum())} of {len(values)}")
-    return ", ".join(parts)
+        counts[method] = (int((values >= threshold).sum()), len(values))
+    return counts

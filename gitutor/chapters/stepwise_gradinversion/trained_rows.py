@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gitutor.paired import compare_paired, oriented, paired_ordering
+from gitutor.paired import compare_paired, oriented, paired_difference, paired_ordering
 from gitutor.results import interval_fields
-from gitutor.stats import BOUNDS, NOT_RESOLVED, interval
+from gitutor.stats import BOUNDS, NOT_RESOLVED, format_interval, interval
 
 #: The paper's words (Ye et al., AAAI 2024, §Experiments, the paragraph on Table 1 and Fig. 5).
 ORDER_CLAIM = (
@@ -136,24 +136,6 @@ def ordering_row(
     return row
 
 
-def order_sentence(psnr: Mapping[str, Sequence[float]], gate: str | None = None) -> str:
-    """The paper's Table 1 ordering judged by paired PSNR differences (margin :data:`MARGINS`), as a
-    Markdown phrase: each neighbouring pair's verdict, then **consistent**, **refuted** or **not
-    resolved**. ``gate``: why the PSNR ordering is no test of the claim (e.g. no method above the
-    controls in PSNR); the phrase then lists the pairs but reads **not a test**."""
-    found = paired_ordering(
-        {m: psnr[m] for m in PAPER_RANKING}, PAPER_RANKING, MARGINS["PSNR"]
-    )
-    n = len(psnr[PAPER_RANKING[0]])
-    pairs = "; ".join(pair_phrase(c, v) for c, v in found["pairs"].items())
-    if gate:
-        return f"paired over the same {n} batches — {pairs} — **not a test** of the paper's ordering in PSNR: {gate}"
-    return (
-        f"paired over the same {n} batches — {pairs} — the paper's ordering "
-        f"{' > '.join(PAPER_RANKING)} is **{found['outcome']}**"
-    )
-
-
 def above_controls(
     scores: Mapping[str, Mapping[str, Sequence[float]]],
     controls: Mapping[str, Mapping[str, Sequence[float]]],
@@ -192,20 +174,6 @@ def above_controls(
         ]
         for k, by_method in scores.items()
     }
-
-
-def gate_sentence(
-    above: Mapping[str, Sequence[str]], names: Sequence[str] = GATE_CONTROLS
-) -> str:
-    """:func:`above_controls` in words: per metric, which methods are above every control of ``names``
-    (paired over the batches), or that none is."""
-    parts = [
-        f"in {k}: {', '.join(found) if found else 'none'}" for k, found in above.items()
-    ]
-    return (
-        f"above the {_and(names)} (paired over the batches, beyond the margin) — "
-        + "; ".join(parts)
-    )
 
 
 def gate_reason(
@@ -262,31 +230,66 @@ def _gated(
     return measured, untested, unjudged
 
 
-def ordering_verdict(
+def pair_rows(
+    scores: Mapping[str, Mapping[str, Sequence[float]]],
+    ranking: Sequence[str] = PAPER_RANKING,
+) -> list[dict]:
+    """The table under an ordering: one row per neighbouring pair of ``ranking`` (A above B in the
+    paper), per metric the paired difference A − B over the batches (mean [95 % interval], LPIPS as
+    measured, lower is better) and which side it favours beyond the metric's :data:`MARGINS` entry
+    ("A", "B" or "not resolved").
+
+    Args:
+        scores: ``{metric: {method: per-batch values}}`` as measured (not oriented), batch i the same
+            for every method.
+        ranking: the methods, best first as the paper orders them.
+
+    Raises:
+        ValueError: as :func:`gitutor.paired.paired_difference` (batches of unequal length, NaN), or
+            naming a method of ``ranking`` a metric lacks.
+    """
+    missing = [(k, m) for k, v in scores.items() for m in ranking if m not in v]
+    if missing:
+        raise ValueError(f"scores lack {missing[:3]}")
+    rows = []
+    for a, b in zip(ranking, ranking[1:]):
+        row = {"A": a, "B": b}
+        for k, values in scores.items():
+            found = compare_paired(
+                oriented(k, values[a]), oriented(k, values[b]), ("A", "B"), MARGINS[k]
+            )
+            difference = paired_difference(values[a], values[b])
+            row[f"Δ{k} (A − B)"] = format_interval(
+                difference, 2 if k == "PSNR" else 3, False
+            )
+            row[f"{k}: better"] = {"A > B": "A", "A < B": "B"}.get(
+                found, "not resolved"
+            )
+        rows.append(row)
+    return rows
+
+
+def claim_test(
     trials: Sequence[Mapping], controls: Mapping[str, Mapping[str, Sequence[float]]]
-) -> str:
-    """The headline of the recorded Table 1 as a Markdown phrase: the verdict of :func:`trained_table_rows`'
-    ordering row in bold, why, which methods clear the controls per metric, and each metric's pairs
-    (named, :func:`pair_phrase`).
+) -> dict:
+    """What the recorded Table 1 on the trained network says about the paper's ordering claim, as
+    numbers and words for the page: ``tested`` (how many of PSNR, SSIM, LPIPS have some method above
+    every :data:`GATE_CONTROLS` entry, :func:`above_controls`), ``metrics`` (3), ``above``
+    (``{metric: [methods above the controls]}``) and ``pairs`` (:func:`pair_rows` of the measured
+    scores). The claim's verdict is the headline row's (:func:`trained_table_rows`, read by
+    :func:`gitutor.results.claim_verdict`), not this.
 
     Raises:
         ValueError: as :func:`trained_table_rows`.
     """
-    measured, untested, unjudged = _gated(_by_method(trials), controls)
-    scores = {
-        k: {m: oriented(k, v) for m, v in values.items()}
-        for k, values in measured.items()
+    by_method = _by_method(trials)
+    measured, untested, _ = _gated(by_method, controls)
+    return {
+        "tested": len(measured) - len(untested),
+        "metrics": len(measured),
+        "above": above_controls(measured, controls),
+        "pairs": pair_rows(measured),
     }
-    row = ordering_row(scores, "", "", unjudged=unjudged, untested=untested)
-    found = {
-        k: paired_ordering(v, PAPER_RANKING, MARGINS[k]) for k, v in scores.items()
-    }
-    if unjudged:
-        return f"**{row['this_run']}** — {unjudged}. The pairs, for the record: {_pairs_text(found, ())}."
-    return (
-        f"**{row['this_run']}** — judged in the metrics in which some method is "
-        f"{gate_sentence(above_controls(measured, controls))}. Pair by pair: {_pairs_text(found, untested)}."
-    )
 
 
 def trained_table_rows(

@@ -28,10 +28,8 @@ from gitutor.chapters.stepwise_gradinversion.setting_study.summary import (
     curves,
     final_images,
     load_record,
-    provenance_sentence,
     recorded_table,
     seconds_per_iteration,
-    ssim_ranking,
     summary_rows,
 )
 
@@ -50,10 +48,8 @@ __all__ = [
     "factor_figure",
     "final_images",
     "load_record",
-    "provenance_sentence",
     "recorded_table",
     "seconds_per_iteration",
-    "ssim_ranking",
     "study_batch",
     "study_model",
     "study_trials",

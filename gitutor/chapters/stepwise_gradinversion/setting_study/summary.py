@@ -1,5 +1,5 @@
 """Summaries of a setting-study record (``scripts/setting_study.py``): curves with intervals
-over batches, tables, rankings and provenance, for ``book/setting_study`` and chapter 04."""
+over batches, tables and final images, for chapter 04 and ``book/trained_network``."""
 
 from __future__ import annotations
 
@@ -147,41 +147,6 @@ def recorded_table(
     return table
 
 
-def provenance_sentence(phase: Mapping) -> str:
-    """How a recorded phase was made, as one Markdown sentence (date, commit, device, trials,
-    wall time, command) from the record's ``phases[name]``."""
-    dirty = " with uncommitted changes" if phase.get("dirty") else ""
-    return (
-        f"recorded on {phase['date']} at commit `{phase['commit'][:10]}`{dirty} on "
-        f"{phase['device']}: {phase['trials']} trials of {phase['iterations']} iterations "
-        f"in {_duration(phase['wall_seconds'])} of wall time, by "
-        f"`{phase['command']}`"
-    )
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
-
-
-def ssim_ranking(table: Mapping[str, Mapping]) -> str:
-    """One Markdown sentence on a :func:`recorded_table`: the method with the highest mean SSIM,
-    its interval, and whether that interval clears every other row's (then the lead is
-    resolved) or overlaps one (then it is not resolved at this budget)."""
-    best = max(table, key=lambda name: table[name]["SSIM"].mean)
-    top = table[best]["SSIM"]
-    overlapping = [
-        name for name in table if name != best and table[name]["SSIM"].high >= top.low
-    ]
-    lead = f"**{best}** has the highest mean SSIM, {top}; "
-    if overlapping:
-        return lead + (
-            "its interval overlaps that of "
-            + ", ".join(overlapping)
-            + ", so which leads is not resolved by this record"
-        )
-    return lead + "its interval clears every other method's, so its lead is resolved"
-
-
 def seconds_per_iteration(outcomes: Sequence[Mapping]) -> dict[tuple[str, str], float]:
     """Mean wall seconds per iteration of each (setting label, method) in a record: what a trial
     cost on the recording machine (one Ray worker, one thread), scoring included."""
@@ -192,53 +157,6 @@ def seconds_per_iteration(outcomes: Sequence[Mapping]) -> dict[tuple[str, str], 
             outcome["value"]["seconds"] / t["iterations"]
         )
     return {key: sum(v) / len(v) for key, v in costs.items()}
-
-
-def first_reaching(curve: Mapping, target: float) -> int | None:
-    """The first checkpoint of a :func:`curves` entry whose mean SSIM is ≥ ``target`` (None if
-    none is): how many iterations a method needs to recover the photographs this well."""
-    return next(
-        (t for t, v in zip(curve["t"], curve["SSIM"]) if v.mean >= target), None
-    )
-
-
-def reach_rows(summary: Mapping[tuple, Mapping], target: float) -> list[dict]:
-    """One row per setting of ``summary``: for each method of :data:`METHODS` its final SSIM
-    (mean [95 % interval]) and the first checkpoint at which its mean SSIM reaches ``target``
-    ("—" if never, "not run" if the method was not run), and the finishing order by
-    :func:`ssim_ranking` (resolved or not)."""
-    settings = list(dict.fromkeys((s, t) for s, _, t in summary))
-    rows = []
-    for setting, budget in settings:
-        row = {"setting": setting.label(BASE), "budget": budget}
-        table = {}
-        for method in METHODS:
-            curve = summary.get((setting, method, budget))
-            if curve is None:
-                row[method] = "not run"
-                continue
-            table[method] = {"SSIM": curve["SSIM"][-1]}
-            reached = first_reaching(curve, target)
-            row[method] = (
-                f"{format_interval(curve['SSIM'][-1], count=False)}; "
-                f"≥ {target:.2f} at {'—' if reached is None else reached}"
-            )
-        row["order"] = finishing_order(table)
-        rows.append(row)
-    return rows
-
-
-def finishing_order(table: Mapping[str, Mapping]) -> str:
-    """The methods of ``table`` (``{method: {"SSIM": Interval}}``) by final mean SSIM, joined by
-    ">" where the two neighbours' 95 % intervals do not overlap and by "≈" where they do."""
-    names = sorted(table, key=lambda name: -table[name]["SSIM"].mean)
-    if not names:
-        return "—"
-    text = names[0]
-    for upper, lower in zip(names, names[1:]):
-        separated = table[lower]["SSIM"].high < table[upper]["SSIM"].low
-        text += (" > " if separated else " ≈ ") + lower
-    return text
 
 
 def effect_rows(

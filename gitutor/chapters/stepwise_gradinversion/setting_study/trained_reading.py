@@ -1,7 +1,7 @@
-"""The trained-network record in words (``book/studies/04_trained_network.json``, page ``book/trained_network``):
-what R_BN prefers, whether a reconstruction is closer to its own photograph than to the others, what
-R_BN changes in the attacks, and whether the runs had stopped moving — each a sentence built from the
-numbers, glued into the page.
+"""The trained-network record read for its page (``book/studies/04_trained_network.json``, page
+``book/trained_network``): what R_BN prefers, whether a reconstruction is closer to its own photograph
+than to the others, what R_BN changes in the attacks, and whether the runs had stopped moving — as
+tables, numbers and single words that the page's fixed prose glues in.
 
 Ye et al. (AAAI 2024), Eq. 11: R_BN(x') compares the candidate's feature statistics with the network's
 stored ones. It is a function of the candidate alone; it can prefer photographs to images that are not
@@ -79,9 +79,12 @@ def layout_correlation(
     )
 
 
-def rbn_sentence(rows: Sequence[Mapping]) -> str:
-    """:func:`.trained_summary.rbn_controls` in words: on how many photographs R_BN is lower for the
-    photograph than for each of its stand-ins, and whether every photograph scores below every stand-in.
+def rbn_numbers(rows: Sequence[Mapping]) -> dict:
+    """:func:`.trained_summary.rbn_controls` read for the page: ``lowest`` (on how many photographs R_BN
+    of the photograph is below that of each stand-in), ``photographs``, ``stand_ins`` (how many per
+    photograph), ``photo_low`` / ``photo_high`` (the photographs' range), ``stand_in_low`` (the lowest
+    stand-in) and ``ranges`` ("separate" when every photograph scores below every stand-in, else
+    "overlap").
 
     Raises:
         ValueError: if ``rows`` is empty or a row has no stand-in.
@@ -93,21 +96,19 @@ def rbn_sentence(rows: Sequence[Mapping]) -> str:
         raise ValueError(
             f"rows need stand-ins beside 'true photograph', got {sorted(rows[0])}"
         )
-    lowest = sum(r["true photograph"] < min(r[k] for k in stand_ins) for r in rows)
     photos = [r["true photograph"] for r in rows]
     floor = min(r[k] for r in rows for k in stand_ins)
-    split = (
-        "every photograph scores below every stand-in: with these statistics the prior prefers "
-        "photographs to images that are not photographs"
-        if max(photos) < floor
-        else "the photographs' and the stand-ins' ranges overlap: the prior does not set these photographs "
-        "apart from every image that is not a photograph"
-    )
-    return (
-        f"On {lowest} of {len(rows)} study photographs R_BN of the photograph is lower than that of each of "
-        f"its {len(stand_ins)} stand-ins; the photographs score {min(photos):,} to {max(photos):,}, the "
-        f"stand-ins {floor:,} or more — {split}."
-    )
+    return {
+        "lowest": sum(
+            r["true photograph"] < min(r[k] for k in stand_ins) for r in rows
+        ),
+        "photographs": len(rows),
+        "stand_ins": len(stand_ins),
+        "photo_low": min(photos),
+        "photo_high": max(photos),
+        "stand_in_low": floor,
+        "ranges": "separate" if max(photos) < floor else "overlap",
+    }
 
 
 def specificity_rows(trials: Sequence[Mapping], setting: TrainedSetting) -> list[dict]:
@@ -165,25 +166,11 @@ def specificity_rows(trials: Sequence[Mapping], setting: TrainedSetting) -> list
     return rows
 
 
-def specificity_sentence(rows: Sequence[Mapping]) -> str:
-    """:func:`specificity_rows` in words: which arms are closer to their own photographs, per metric."""
-    closer = {
-        m: [r["arm"] for r in rows if r[f"{m}: closer to its own"] == "yes"]
-        for m in (*METRICS, LAYOUT)
-    }
-    n = rows[0]["photographs"] if rows else 0
-    if not any(closer.values()):
-        return (
-            f"In no arm and no score is a reconstruction resolved closer to its own photograph than to the "
-            f"other {n - 1} photographs of the set (paired over the {n} photographs, beyond the margin)"
-        )
-    return (
-        f"Resolved closer to its own photograph than to the other {n - 1} (paired over the {n} photographs, "
-        "beyond the margin): "
-        + "; ".join(
-            f"in {m}, {', '.join(found) if found else 'no arm'}"
-            for m, found in closer.items()
-        )
+def closer_count(rows: Sequence[Mapping]) -> int:
+    """How many (arm, score) cells of :func:`specificity_rows` are resolved closer to their own
+    photograph than to the others."""
+    return sum(
+        r[f"{m}: closer to its own"] == "yes" for r in rows for m in (*METRICS, LAYOUT)
     )
 
 
@@ -195,15 +182,23 @@ def _better(row: Mapping | None, side: str) -> list[str]:
     return [m for m in METRICS if row is not None and row[f"{m}: better"] == side]
 
 
-def rbn_answer(rows: Sequence[Mapping], baseline: str = "Inverting Gradients") -> str:
-    """The study's answer to "does R_BN let GradInversion and stepwise recover what Inverting Gradients
-    does not?" from :func:`.trained_summary.paired_rows` over the study photographs: in which metrics the
-    paper's arms and their R_BN-off variants beat ``baseline``, and what R_BN on against off changes.
+def rbn_effects(
+    rows: Sequence[Mapping], baseline: str = "Inverting Gradients"
+) -> dict[str, str]:
+    """What the R_BN on/off rows of :func:`.trained_summary.paired_rows` say, one word each, over
+    GradInversion and stepwise alike:
+
+    * ``"gap"`` — "needs" or "does not need": whether the attacks' lead over ``baseline`` needs R_BN
+      ("does not need" when every metric in which an attack beats ``baseline`` with R_BN it also
+      beats it in without R_BN; "needs" otherwise; "none" when no attack beats it with R_BN);
+    * per metric of PSNR, SSIM, LPIPS — R_BN on against off: "on" (favours R_BN on in every attack),
+      "off", "not resolved" (in every attack) or "mixed".
 
     Raises:
-        ValueError: if ``rows`` lack a comparison of an attack with or without R_BN against ``baseline``.
+        ValueError: if ``rows`` lack a comparison of an attack with or without R_BN against
+            ``baseline``, or of the two against each other.
     """
-    parts = []
+    gaps, effects = [], {m: set() for m in METRICS}
     for method in ("GradInversion", "Stepwise"):
         on, off = (
             _row(rows, method, baseline),
@@ -215,90 +210,45 @@ def rbn_answer(rows: Sequence[Mapping], baseline: str = "Inverting Gradients") -
                 f"rows need {method} and {method} (R_BN off) against {baseline}, and against each other"
             )
         with_, without = _better(on, "A"), _better(off, "A")
-        gain = (
-            f"beats {baseline} in {_list(with_)} with R_BN and in {_list(without)} without it"
-            if with_ or without
-            else f"is not resolved above {baseline}, with R_BN or without it"
-        )
-        if with_ and set(with_) <= set(without):
-            gain += " (that gap does not need R_BN)"
-        rbn = [
-            f"{m} {'favours R_BN on' if v == 'A' else 'favours R_BN off' if v == 'B' else 'not resolved'}"
-            for m in METRICS
-            for v in [effect[f"{m}: better"]]
-        ]
-        parts.append(f"{method} {gain}; R_BN on against off: {', '.join(rbn)}")
-    return "; ".join(parts) + "."
+        gaps.append(None if not with_ else set(with_) <= set(without))
+        for m in METRICS:
+            effects[m].add(effect[f"{m}: better"])
+    found = {
+        "gap": "none"
+        if all(g is None for g in gaps)
+        else "does not need"
+        if all(g in (True, None) for g in gaps)
+        else "needs"
+    }
+    words = {"A": "on", "B": "off", "not resolved": "not resolved"}
+    found |= {
+        m: words.get(next(iter(v)), "mixed") if len(v) == 1 else "mixed"
+        for m, v in effects.items()
+    }
+    return found
 
 
 def _list(metrics: Sequence[str]) -> str:
     return ", ".join(metrics) if metrics else "no metric"
 
 
-def late_change_sentence(trials: Sequence[Mapping]) -> str:
+def late_changes(trials: Sequence[Mapping]) -> dict:
     """Whether the runs had stopped moving: per metric (PSNR, SSIM) the largest |mean change| over the
-    last 30 % of a run among the arms, and the arms whose change is resolved above 0 (95 % interval over
-    the photographs wholly positive: still rising when the run ended).
+    last 30 % of a run among the arms (``"PSNR"``, ``"SSIM"``), and how many arms' change is resolved
+    above 0 (``"PSNR rising"``, ``"SSIM rising"``: 95 % interval over the photographs wholly positive,
+    still rising when the run ended) of ``"arms"``.
 
     Raises:
         ValueError: if ``trials`` is empty.
     """
     if not trials:
         raise ValueError("trials must hold at least one run")
-    parts = []
-    for column, (metric, unit, digits) in enumerate(
-        (("PSNR", " dB", 2), ("SSIM", "", 3)), start=1
-    ):
-        changes = {
-            arm_name(*a): interval(
-                [late_change(r["curve"], column) for r in arm(trials, *a)]
-            )
+    found = {"arms": len(arms(trials))}
+    for column, metric in enumerate(("PSNR", "SSIM"), start=1):
+        changes = [
+            interval([late_change(r["curve"], column) for r in arm(trials, *a)])
             for a in arms(trials)
-        }
-        largest = max(abs(v.mean) for v in changes.values())
-        rising = [name for name, v in changes.items() if v.low > 0]
-        parts.append(
-            f"{metric} moved by at most {largest:.{digits}f}{unit} on average; still rising "
-            f"(interval above 0): {', '.join(rising) if rising else 'no arm'}"
-        )
-    return "Over the last 30 % of the runs " + "; ".join(parts) + "."
-
-
-def study_lesson(specific: Sequence[Mapping], pairs: Sequence[Mapping]) -> str:
-    """The study's lesson in one sentence, from :func:`specificity_rows` and the R_BN on/off rows of
-    :func:`.trained_summary.paired_rows` (B named "… (R_BN off)"): whether any arm is closer to its own
-    photographs, and in which metrics switching R_BN on moves every arm the same way.
-
-    Raises:
-        ValueError: if ``specific`` is empty or ``pairs`` hold no R_BN on/off row.
-    """
-    effects = [r for r in pairs if r["B"].endswith("(R_BN off)")]
-    if not specific or not effects:
-        raise ValueError("need specificity rows and at least one R_BN on/off row")
-    closer = sorted(
-        {
-            r["arm"]
-            for r in specific
-            for m in (*METRICS, LAYOUT)
-            if r[f"{m}: closer to its own"] == "yes"
-        }
-    )
-    found = (
-        "no arm's reconstructions are resolved closer to their own photographs than to the others in any "
-        "score"
-        if not closer
-        else f"{', '.join(closer)} are closer to their own photographs in some score "
-        "(the specificity table)"
-    )
-    moved = {m: {r[f"{m}: better"] for r in effects} for m in METRICS}
-    on = [m for m, v in moved.items() if v == {"A"}]
-    off = [m for m, v in moved.items() if v == {"B"}]
-    still = [m for m in METRICS if m not in on + off]
-    said = [f"favours R_BN on in {_list(on)}"] if on else []
-    said += [f"favours R_BN off in {_list(off)}"] if off else []
-    said += [f"is not resolved in {_list(still)}"] if still else []
-    return (
-        f"{found}; R_BN on against off, paired, "
-        + " and ".join(said)
-        + " in every attack compared"
-    )
+        ]
+        found[metric] = max(abs(v.mean) for v in changes)
+        found[f"{metric} rising"] = sum(v.low > 0 for v in changes)
+    return found

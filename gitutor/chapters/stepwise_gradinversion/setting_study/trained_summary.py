@@ -141,20 +141,6 @@ def paired_rows(
     return rows
 
 
-def effect_phrase(row: Mapping) -> str:
-    """One row of :func:`paired_rows` in words: which arm each metric favours, e.g. "GradInversion
-    against GradInversion (R_BN off): PSNR not resolved, SSIM not resolved, LPIPS favours
-    GradInversion"."""
-    words = {
-        "A": f"favours {row['A']}",
-        "B": f"favours {row['B']}",
-        "not resolved": "not resolved",
-    }
-    return f"{row['A']} against {row['B']}: " + ", ".join(
-        f"{m} {words[row[f'{m}: better']]}" for m in METRICS
-    )
-
-
 def seconds_per_iteration(trials: Sequence[Mapping]) -> float:
     """The median over ``trials`` of a trial's wall time per iteration (s; one core each, as the
     record's trials ran)."""
@@ -240,36 +226,6 @@ def control_table_rows(
 NATURAL_CONTROL = ("another photograph of the set", "different photograph")
 
 
-def natural_counts(
-    trials: Sequence[Mapping], scores: Mapping[str, Mapping[str, Sequence[float]]]
-) -> str:
-    """Per arm of ``trials``, on how many batches its LPIPS is lower than that of a natural photograph
-    that is not the client's (:data:`NATURAL_CONTROL` in ``scores``, from :func:`control_scores` of
-    the same batches): does LPIPS say the reconstruction is closer to the photograph than any other
-    photograph would be? A Markdown phrase.
-
-    Raises:
-        ValueError: if ``scores`` holds neither control, or fewer batches than a trial's index.
-    """
-    name = next((n for n in NATURAL_CONTROL if n in scores), None)
-    if name is None:
-        raise ValueError(
-            f"scores must hold one of {NATURAL_CONTROL}, got {sorted(scores)}"
-        )
-    natural = scores[name]["LPIPS"]
-    parts = []
-    for setting, method in arms(trials):
-        runs = arm(trials, setting, method)
-        if max(r["batch"] for r in runs) >= len(natural):
-            raise ValueError(
-                f"scores hold {len(natural)} batches; {arm_name(setting, method)} has batch "
-                f"{max(r['batch'] for r in runs)}"
-            )
-        below = sum(r["LPIPS"] < natural[r["batch"]] for r in runs)
-        parts.append(f"{arm_name(setting, method)} {below} of {len(runs)}")
-    return ", ".join(parts)
-
-
 def rbn_controls(setting: TrainedSetting) -> list[dict]:
     """R_BN (Eq. 11, the network's ImageNet statistics) of each study photograph and of stand-ins that
     carry nothing of a photograph: its mean colour, its 4×4 thumbnail, mid-grey and the paper's noise
@@ -317,54 +273,54 @@ def curve_summary(trials: Sequence[Mapping]) -> dict[tuple, dict]:
     return curves([{"trial": t, "value": t} for t in trials])
 
 
-def status_sentence(phases: Mapping) -> str:
-    """Which phases of the record are in this checkout, as a Markdown sentence with the command for the rest."""
-    missing = [p for p in ("trained", "trained_table") if p not in phases]
-    if not missing:
-        return "Both phases are recorded."
-    return (
-        "Not yet recorded in this checkout: "
-        + ", ".join(f"phase `{p}`" for p in missing)
-        + " (run `python3 scripts/setting_study.py --phase <phase> --engine processes`; an interrupted "
-        "run resumes from its journal at the same commit)."
-    )
+def photograph_rows(
+    trials: Sequence[Mapping],
+    setting: TrainedSetting,
+    threshold: float,
+    scores: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+) -> list[dict]:
+    """Per arm of ``trials``: how many photographs it attacked, how many reach ``threshold`` dB
+    (PSNR per photograph: the book's "recognisable"), how many beat their own 4×4 thumbnail, and —
+    given ``scores`` from :func:`control_scores` of the same batches — on how many batches its LPIPS
+    is below that of a natural photograph that is not the client's (:data:`NATURAL_CONTROL`).
 
-
-def iterations_text(provenance: Mapping, phase: str) -> str:
-    """A phase's iterations per attack ("1,000"), or "not recorded yet"."""
-    done = provenance.get(phase, {}).get("iterations")
-    return f"{done:,}" if done else "not recorded yet"
-
-
-def resolved_sentence(rows: Sequence[Mapping], photographs: int) -> str:
-    """How many of :func:`paired_rows`' comparisons are resolved in PSNR, as a Markdown sentence."""
-    resolved = [r for r in rows if r["PSNR: better"] != "not resolved"]
-    return (
-        f"Of the {len(rows)} comparisons, {len(resolved)} are resolved in PSNR with {photographs} "
-        "photographs; the others are *not resolved* at this n (a paired interval needs more photographs, "
-        "or larger differences, to clear the margin)."
-    )
-
-
-def photograph_counts(
-    trials: Sequence[Mapping], setting: TrainedSetting, threshold: float
-) -> str:
-    """Per method, how many photographs reach ``threshold`` dB and how many beat their own 4×4 thumbnail
-    (PSNR per photograph), as a Markdown phrase."""
+    Raises:
+        ValueError: if ``scores`` holds neither natural control, or fewer batches than a trial's index.
+    """
     from gitutor.metrics import psnr
 
+    natural = None
+    if scores is not None:
+        name = next((n for n in NATURAL_CONTROL if n in scores), None)
+        if name is None:
+            raise ValueError(
+                f"scores must hold one of {NATURAL_CONTROL}, got {sorted(scores)}"
+            )
+        natural = scores[name]["LPIPS"]
     truths = [trained_batch(setting, b)[0] for b in range(setting.batches())]
     thumbs = [control_images(x)["4×4 thumbnail"] for x in truths]
-    parts = []
+    rows = []
     for arm_setting, method in arms(trials):
         runs = arm(trials, arm_setting, method)
         found = torch.cat([psnr(r["images"], truths[r["batch"]]) for r in runs])
         floor = torch.cat([psnr(thumbs[r["batch"]], truths[r["batch"]]) for r in runs])
-        parts.append(
-            f"{arm_name(arm_setting, method)} {int((found >= threshold).sum())} of {len(found)} "
-            f"(above its own thumbnail: {int((found > floor).sum())})"
-        )
-    return ", ".join(parts)
+        row = {
+            "arm": arm_name(arm_setting, method),
+            "photographs": len(found),
+            f"PSNR ≥ {threshold:g} dB": int((found >= threshold).sum()),
+            "above its own thumbnail": int((found > floor).sum()),
+        }
+        if natural is not None:
+            if max(r["batch"] for r in runs) >= len(natural):
+                raise ValueError(
+                    f"scores hold {len(natural)} batches; {row['arm']} has batch "
+                    f"{max(r['batch'] for r in runs)}"
+                )
+            row["batches with LPIPS below another photograph's"] = sum(
+                r["LPIPS"] < natural[r["batch"]] for r in runs
+            )
+        rows.append(row)
+    return rows
 
 
 def command_list(provenance: Mapping[str, Mapping]) -> str:
