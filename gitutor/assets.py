@@ -1,6 +1,6 @@
 """Data and weight files that registry packages ship, found on disk and checked by sha256.
 
-The book downloads nothing at run time (DESIGN.md, "Data and weights offline"): every pretrained
+The book downloads nothing at run time (README.md, "Data and weights offline"): every pretrained
 network, sample set and metric backbone comes from a package that the README's commands install
 (``make test`` / ``make book``: the ``assets`` extra of ``pyproject.toml``, the ``--no-deps`` line of
 the Makefile, Debian's ``dataset-fashion-mnist`` in ``.ci/run``). This module finds a package's file

@@ -1,8 +1,12 @@
 """Write the Colab setup cell into every chapter from the one place that states where gitutor comes from.
 
-The repository is ``repository.url`` in ``_config.yml`` and the ref is ``v`` + the version in
-``pyproject.toml``; ``tests/test_notebooks.py`` fails when a chapter's cell differs from
-:func:`colab_cell`. Run ``python scripts/sync_colab_cell.py`` after changing either.
+The repository is ``repository.url`` in ``_config.yml`` and the ref is ``repository.branch`` there:
+the ref the book's launch buttons open a chapter at (jupyter-book builds the Colab link
+``colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<notebook>`` from the same two
+fields), so the page a reader opens and the package its first cell installs come from the same ref.
+``tests/test_notebooks.py`` fails when a chapter's cell differs from :func:`colab_cell`, and
+``tests/test_colab.py`` when the ref is not a branch or tag of this repository. Run
+``python3 scripts/sync_colab_cell.py`` after changing either field.
 """
 from __future__ import annotations
 
@@ -20,12 +24,27 @@ CELL_ID = "colab-setup"
 MAX_LINE = 88
 
 
+def repository(root: Path = ROOT) -> tuple[str, str]:
+    """``(url, ref)``: ``repository.url`` and ``repository.branch`` of ``_config.yml``, the repository
+    and the ref (a branch, or a tag for a release) the launch buttons open.
+
+    Raises:
+        ValueError: if ``_config.yml`` has no ``repository:`` block with both keys.
+    """
+    text = (root / "_config.yml").read_text()
+    block = re.search(r"^repository:\s*\n((?:[ \t]+\S.*\n?)+)", text, re.M)
+    fields = dict(re.findall(r"^[ \t]+(url|branch):[ \t]*(\S+)", block.group(1), re.M)) if block else {}
+    if set(fields) != {"url", "branch"}:
+        raise ValueError(f"{root / '_config.yml'}: the repository block needs url and branch, found {sorted(fields)}")
+    return fields["url"].strip("\"'").rstrip("/"), fields["branch"].strip("\"'")
+
+
 def install_target(root: Path = ROOT) -> str:
-    """``gitutor[assets] @ git+<repository.url>@v<version>`` from ``_config.yml`` and ``pyproject.toml``
-    (with the offline assets: pretrained weights and real samples, see ``gitutor.assets``)."""
-    url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (root / "_config.yml").read_text(), re.M).group(1)
-    version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M).group(1)
-    return f"gitutor[assets] @ git+{url.rstrip('/')}@v{version}"
+    """``gitutor[assets] @ git+<repository.url>@<repository.branch>`` from ``_config.yml``: the package at
+    the ref the launch buttons open (with the offline assets: pretrained weights and real samples, see
+    ``gitutor.assets``)."""
+    url, ref = repository(root)
+    return f"gitutor[assets] @ git+{url}@{ref}"
 
 
 def no_deps_target(root: Path = ROOT) -> str:
@@ -41,7 +60,7 @@ def colab_cell(root: Path = ROOT) -> str:
     Raises:
         ValueError: if a line would be longer than :data:`MAX_LINE` (e.g. a very long repository URL).
     """
-    source = ("# Colab setup: install this book's package at the book's version (no-op elsewhere)\n"
+    source = ("# Colab setup: install gitutor from the ref the launch button opened (no-op elsewhere)\n"
               "import sys\n"
               "\n"  # the blank line ruff format puts after an import: the cell stays formatted
               "if \"google.colab\" in sys.modules:\n"

@@ -62,14 +62,14 @@ def _sync_script():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "book" / "results.ipynb"], ids=lambda p: p.stem)
-def test_colab_setup_cell_comes_first_and_installs_the_books_version(path):
+def test_colab_setup_cell_comes_first_and_installs_the_launch_buttons_ref(path):
     sync = _sync_script()
     code = [c for c in _cells(path) if c["cell_type"] == "code"]
     assert code[0].get("id") == sync.CELL_ID, f"{path.name}: the first code cell is not the Colab setup"
     assert "".join(code[0]["source"]) == sync.colab_cell(), \
-        f"{path.name}: Colab cell differs from _config.yml/pyproject.toml; run python scripts/sync_colab_cell.py"
-    target = sync.install_target()
-    assert "github.com/gitutor/gitutor@v" in target and target.endswith(__import__("gitutor").__version__)
+        f"{path.name}: Colab cell differs from _config.yml's repository; run python3 scripts/sync_colab_cell.py"
+    url, ref = sync.repository()
+    assert sync.install_target() == f"gitutor[assets] @ git+{url}@{ref}"
 
 
 # ---- The book reads like a book (issue 22, items 1-2) -------------------------------------------
