@@ -11,10 +11,11 @@ STAGE := $(BUILD)/book
 RESULTS := $(abspath $(BUILD)/results)
 NOTEBOOKS ?= $(shell grep -o 'notebooks/[0-9A-Za-z_]*' _toc.yml)
 # Two notebooks run at a time (one per core); the four longest quick chapters start first so that
-# both cores stay busy to the end (quick wall times, two at a time on 2 idle cores, 2026-12-06: 08 ≈ 1050 s,
-# 01 ≈ 690 s, 04 ≈ 390 s, 06 ≈ 385 s, 05 ≈ 245 s, 02 ≈ 200 s, 03 ≈ 190 s).
-LONGEST_FIRST := notebooks/08_flower_dp notebooks/01_dlg notebooks/04_stepwise_gradinversion \
-	notebooks/06_learning_to_invert
+# both cores stay busy to the end (quick wall times, two at a time on 2 cores beside other work, load ≈ 4,
+# fresh clone of db4479b, 2026-12-07: 01 ≈ 304 s, 06 ≈ 244 s, 04 ≈ 224 s, 08 ≈ 165 s, 03 ≈ 149 s,
+# 05 ≈ 145 s, 07 ≈ 140 s, 02 ≈ 104 s; every notebook with the two book pages: 792 s wall, 1 065 CPU-s).
+LONGEST_FIRST := notebooks/01_dlg notebooks/06_learning_to_invert notebooks/04_stepwise_gradinversion \
+	notebooks/08_flower_dp
 RUN_ORDER = $(filter $(NOTEBOOKS),$(LONGEST_FIRST)) $(filter-out $(LONGEST_FIRST),$(NOTEBOOKS))
 INSTALLED := $(BUILD)/.installed
 
