@@ -1,18 +1,12 @@
 """scripts/carry_runs.py: an unfinished study's journal and checkpoints travel through runs/<commit>/."""
-import importlib.util
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("carry_runs", ROOT / "scripts" / "carry_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("carry_runs")
 
 
 def _git(cwd, *args):

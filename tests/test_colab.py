@@ -10,21 +10,18 @@ a tag nobody made, ``@v0.1.0``, fails every Colab run at its first line).
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sync():
-    spec = importlib.util.spec_from_file_location("sync_colab_cell", ROOT / "scripts" / "sync_colab_cell.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sync_colab_cell")
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:
