@@ -37,7 +37,11 @@ QUICK = {
     "hidden": {1: 192, 4: 256},  # MLP hidden size per batch size B
     "batch_sizes": [1, 4],
     "b4_batches": 800,  # aggregated B = 4 gradients made from the auxiliary set
-    "epochs": 30,  # with the standardised input g_θ has levelled off (chapter 06's curves)
+    "epochs": 400,  # a cap: g_θ trains until its validation loss flattens (patience)
+    # the stopping rule on the validation split: lr ×0.1 once the validation loss has not fallen by
+    # min_delta (relative) for `patience` epochs, stop once it has not for `patience` more
+    "patience": 10,
+    "min_delta": 0.01,
     "lr": 2e-3,
     "train_batch": 64,
     "val_fraction": 0.1,
@@ -108,6 +112,8 @@ FULL = {
     "batch_sizes": [1, 4],
     "b4_batches": 12500,  # ⌊50 000 / 4⌋: every auxiliary image once
     "epochs": 200,
+    "patience": None,  # Wu et al.: 200 epochs, lr ×0.1 after 150
+    "min_delta": 0.01,
     "lr": 1e-4,
     "train_batch": 256,
     "val_fraction": 0.1,
