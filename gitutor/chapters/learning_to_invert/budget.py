@@ -92,6 +92,10 @@ def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | 
     if overrides or not Path(path).is_file():
         return None
     record = read_json(path, "IG budget record")
+    if (
+        "chosen_budget" not in record
+    ):  # a record of the older study (no budget chosen on auxiliary images)
+        return None
     for part in (record["errors"], record["choice"]["errors"]):
         for d, by_budget in list(part.items()):
             part[d] = {int(b): v for b, v in by_budget.items()}
