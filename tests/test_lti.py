@@ -267,3 +267,58 @@ def test_defended_ig_keeps_the_best_iterate_and_runs_a_constant_rate_on_request(
         defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", lr_steps=(1.5,), **common)
     with pytest.raises(TypeError, match="keep_best"):
         defended_inverting_gradients(lenet, grads, y, (1, 1, 8, 8), "none", keep_best=1, **common)
+
+
+def test_epochs_without_gain_counts_epochs_since_the_last_relative_fall():
+    from gitutor.attacks.lti import epochs_without_gain
+
+    assert epochs_without_gain([], 0.01) == 0
+    assert epochs_without_gain([1.0], 0.01) == 0  # the first epoch is a fall from nothing
+    assert epochs_without_gain([1.0, 0.5, 0.499, 0.6], 0.01) == 2  # 0.499 is not 1 % below 0.5
+    assert epochs_without_gain([1.0, 0.5, 0.499, 0.49], 0.01) == 0  # 0.49 is 2 % below 0.5
+    assert epochs_without_gain([1.0, 0.5, 0.499, 0.6], 0.0) == 1  # any fall counts at min_delta 0
+    with pytest.raises(ValueError, match="min_delta"):
+        epochs_without_gain([1.0], 1.0)
+
+
+def test_stopping_rule_drops_the_rate_stops_when_flat_and_keeps_the_best_weights(lenet, small_digits):
+    from gitutor.attacks.lti import reconstruct
+
+    images, labels = small_digits
+    features, batches = make_gradient_dataset(lenet, images, labels, sign_compress, 1)
+    mlp = InversionMLP(features.shape[1], (1, 8, 8), 1, hidden=32, seed=0)
+    history = train_inversion_model(mlp, features, batches, epochs=300, lr=1e-2, batch_size=32, seed=0,
+                                    progress=False, standardise=True, patience=3, min_delta=0.01)
+    epochs = len(history["val_loss"])
+    assert history["flattened"] is True and epochs < 300  # stopped by the rule, not the cap
+    assert history["lr"][0] == pytest.approx(1e-2) and history["lr"][-1] == pytest.approx(1e-3)  # one drop
+    drop = history["lr"].index(history["lr"][-1])
+    assert drop >= 4 and epochs - drop >= 4  # patience epochs flat before the drop and after it
+    # the weights kept are those of the lowest validation loss
+    order = torch.randperm(300, generator=make_generator(0))
+    val = order[:30]
+    again = permutation_invariant_mse(reconstruct(mlp, features[val]).images, batches[val]).item()
+    assert again == pytest.approx(min(history["val_loss"]), rel=1e-5)
+    capped = train_inversion_model(InversionMLP(features.shape[1], (1, 8, 8), 1, hidden=32, seed=0), features,
+                                   batches, epochs=3, lr=1e-2, batch_size=32, seed=0, progress=False, patience=3)
+    assert capped["flattened"] is False and len(capped["val_loss"]) == 3  # the cap, said so
+    fixed = train_inversion_model(InversionMLP(features.shape[1], (1, 8, 8), 1, hidden=8, seed=0), features,
+                                  batches, epochs=2, progress=False)
+    assert fixed["flattened"] is None
+    with pytest.raises(ValueError, match="validation split"):
+        train_inversion_model(mlp, features, batches, epochs=2, progress=False, patience=2, val_fraction=0.0)
+    with pytest.raises(ValueError, match="patience"):
+        train_inversion_model(mlp, features, batches, epochs=2, progress=False, patience=0)
+
+
+def test_defended_matching_distance_is_zero_at_the_truth_for_one_example(lenet, small_digits):
+    from gitutor.attacks.defended_ig import defended_matching_distance
+    from gitutor.federated import prune_gradients
+
+    x, y = small_digits[0][:1], small_digits[1][:1]
+    grads = client_gradients(lenet, x, y)
+    assert defended_matching_distance(lenet, x, y, sign_compress(grads), "sign") == 0.0
+    assert abs(defended_matching_distance(lenet, x, y, prune_gradients(grads, 0.99), "prune")) < 1e-5
+    assert defended_matching_distance(lenet, torch.rand(1, 1, 8, 8), y, grads, "none") > 1e-3
+    with pytest.raises(ValueError, match="defense must be one of"):
+        defended_matching_distance(lenet, x, y, grads, "dropout")

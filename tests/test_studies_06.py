@@ -86,7 +86,8 @@ def test_lti_beats_the_mean_image_without_defense_and_reports_both_attacks(cfg):
     check = lti_checks.input_scale_check(setup, {"none": aux[0] * 0.1, "sign": aux[0]}, aux_x,
                                          {("lenet", 1, "none"): cell, ("lenet", 1, "sign"): cell}, "lenet", names)
     assert check["size"]["none"] == pytest.approx(0.1 * check["size"]["sign"])
-    assert set(check["verdicts"]) == {"raw", "standardised", "longer"} and "(Table 1)" in check["table"]
+    assert set(check["verdicts"]) == {"raw", "standardised"} and "(Table 1)" in check["table"]
+    assert check["epochs"]["standardised"]["none"] == len(cell.history["val_loss"])
     assert check["standardised"]["none"].mean == pytest.approx(cell.scores["LTI (all held-out)"]["mse"], rel=1e-4)
 
 
@@ -113,6 +114,16 @@ def test_report_rows_and_table_carry_the_papers_numbers():
     other = results_rows(table1, ood, names, comparable=False, **common)
     assert not any("better" in r for r in other[1:-1]) and all(r["better"] == "higher" for r in (other[0], other[-1]))
     assert "| IG | 0.0123 / 19.1 / 0.50" in table1_markdown(table1, "lenet", 1, names, 5, 200)
+    # a broken baseline (worse than the mean image) is not a row; the reversal without a defense is judged
+    reversal = stats.Interval(0.003, 0.002, 0.004, 16)
+    kept = results_rows(table1, ood, names, comparable=False, broken=[("lenet", 1, "sign")], reversal=reversal,
+                        **common)
+    assert not any(r["quantity"] == "MSE IG (Table 1)" and r["setting"] == "lenet, B=1, sign comp." for r in kept)
+    assert any(r["quantity"] == "MSE LTI (Table 1)" and r["setting"] == "lenet, B=1, sign comp." for r in kept)
+    row = next(r for r in kept if "without a defense" in r["quantity"])
+    assert row["paper"] == pytest.approx(0.004 - 0.022) and row["better"] == "lower"
+    from gitutor.results import verdict
+    assert verdict(row) == "falls short"  # IG ahead here, LTI ahead in the paper
 
 
 def _comparison(ig, lti, dlg=None):
@@ -136,15 +147,25 @@ def test_paired_comparison_counts_only_differences_resolved_beyond_noise(cfg):
     assert result["verdicts"]["sign"] == "LTI < IG" and result["verdicts"]["prune"] == stats.NOT_RESOLVED
     assert result["verdicts"]["gauss"] == "LTI < IG" and result["n"] == 4
     assert stats.compare(result["intervals"]["gauss", "LTI"], result["intervals"]["gauss", "IG"]) == stats.NOT_RESOLVED
-    assert result["wins"] == 2 and "prune α=0.99: not resolved" in result["defended"]
+    assert result["wins"] == 2
     assert "| none |" in result["table"] and "[" in result["table"]
     assert all(0 <= result["intervals"][d, m].low for d in names for m in ("IG", "LTI"))
     errors = {d: [[0.0001] * 4] for d in lti_report.DEFENDED}
-    small = lti_checks.smallest_aux_paired(errors | {"prune": [[0.5] * 4]}, cells, "lenet", names)
+    ig = {d: cells["lenet", 1, d].per_batch_mse("IG") for d in names}
+    small = lti_checks.smallest_aux_paired(errors | {"prune": [[0.5] * 4]}, ig)
     assert small["verdicts"]["prune"] == "LTI > IG" and small["verdicts"]["sign"] == "LTI < IG"
     assert small["wins"] == 1  # gauss: IG's per-target MSE varies too much for 4 targets
-    sentence = lti_report.chapter_verdict(result, small, 100)
-    assert "under 2 of the 3 defenses" in sentence and "1 of 3 with 100 auxiliary images" in sentence
+    # IG from elsewhere (the recorded study at its best budget) on the first targets replaces this run's
+    better_ig = {d: [5e-5, 3.4e-4, 6e-5] for d in names}  # LTI's errors 1e-4, 4e-4, 1e-4 less 4–6e-5
+    versus = lti_checks.paired_comparison(cells, "lenet", names, ig_errors=better_ig)
+    assert versus["n"] == 3 and versus["verdicts"]["sign"] == "LTI > IG" and versus["wins"] == 0
+    # a baseline worse than the mean image is broken: it reads so and counts nowhere
+    flagged = lti_checks.paired_comparison(cells, "lenet", names, reference=[0.05, 0.06, 0.04, 0.05])
+    assert flagged["broken"]["sign"] and flagged["verdicts"]["sign"] == lti_checks.BROKEN
+    assert not flagged["broken"]["gauss"] and flagged["wins"] == 1  # gauss's IG (~0.02) beats the mean image
+    # prune's IG (0.01, 0.09, 0.0004, 0.06) is not worse than the mean image beyond noise: not broken
+    assert not flagged["broken"]["prune"]
+    assert result["broken"] == {d: False for d in names}
     one = {key: _comparison([0.3], [0.01]) for key in cells}  # one batch: nothing resolved
     assert lti_checks.paired_comparison(one, "lenet", names)["wins"] == 0
     with_dlg = {key: _comparison([0.30, 0.31, 0.29, 0.30], [0.10, 0.11, 0.10, 0.11], [0.0, 0.0, 0.0, 0.001])
@@ -163,73 +184,55 @@ def test_ood_reference_reads_table_2_against_the_mean_image():
     check = lti_checks.ood_reference(table2, reference, names)
     assert check["beats"] == {"LTI, OOD only": 0, "LTI-OOD (+ DCT samples)": 1}
     assert check["verdicts"]["sign", "LTI, OOD only"] == "worse than the mean image"
-    assert "under 1 of the 4 defenses" in check["sentence"] and "ignores the gradient" in check["table"]
+    assert "ignores the gradient" in check["table"]
     assert check["reference"].low >= 0
 
 
 def test_settings_and_differences_follow_the_profile(cfg):
-    settings = lti_report.training_settings(cfg, 1000)
-    assert settings["m"] == 1000 and settings["hashing"] == "hashed to k = 250 bins (25%)"
-    assert settings["hidden"] == "16 (B = 1), 16 (B = 4)" and settings["lr_drop"] == cfg.lr_drop_at
-    unhashed = cfg.replace(hash_fraction={"lenet": None, "resnet20": 0.5})
-    assert lti_report.training_settings(unhashed, 1000)["hashing"] == "not hashed"
-    assert lti_report.differences(cfg, "quick", None, "data").startswith("quick: sklearn digits 8×8")
+    assert cfg.differences.startswith("quick: sklearn digits 16×16") and cfg.patience >= 1
     full = get_profile("06_learning_to_invert", "full")
-    assert lti_report.differences(full, "full", None, "data") == "paper settings"
+    assert full.differences == "paper settings"
+    assert get_profile("06_learning_to_invert", "full", budget="smoke").differences.startswith("smoke")
     assert lti_report.same_data(full, "data") and not lti_report.same_data(full, "bundled")
     assert not lti_report.same_data(cfg)
-    assert "0.0442" in lti_report.mse_rows_note(False, 0.04417) and "compared" in lti_report.mse_rows_note(True, 0.1)
     aux_x, target_x = torch.zeros(10, 1, 4, 4), torch.ones(3, 1, 4, 4)
     assert lti_report.mean_image_scores(aux_x, target_x)["mse"] == pytest.approx(1.0)
     assert lti_report.data_summary(aux_x, target_x, cfg) == {"n_aux": 10, "n_targets": 3, "shape": "1×4×4",
                                                              "models": "lenet"}
 
 
-def test_the_claim_is_judged_from_the_paired_comparisons_and_the_baselines_budget():
-    names = defense_names(0.99, 0.1)
-    wins = {d: "LTI < IG" for d in names}
-    flat = {d: 100 for d in names}
-    judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16)
+def test_the_claim_is_judged_from_the_paired_comparisons_against_ig_at_its_budget():
+    wins = {d: "LTI < IG" for d in ("none", "sign", "prune", "gauss")}
+    best = {"none": 2000, "sign": 300, "prune": 1000, "gauss": 100}
+    judged = lti_report.claim_judgement(wins, 16, best)
     assert judged["claim_outcome"] == "consistent" and "§4.1.1" in judged["claim"]
-    assert judged["claim_reason"].startswith("16 targets, IG 100 its: sign comp. LTI < IG")
-    with_dlg = lti_report.claim_judgement(wins, {}, flat, 100, names, 16, dlg_verdicts={d: "LTI > DLG" for d in names})
-    assert with_dlg["claim_outcome"] == "consistent" and "against DLG (not a baseline of the paper): sign comp. LTI > DLG" in with_dlg["claim_reason"]
-    late = {**flat, "prune": None}  # IG still falling at the largest budget: Table 1 may understate it
-    assert lti_report.claim_judgement(wins, {}, late, 100, names, 16)["claim_outcome"] == "not resolved"
-    # still falling at the largest budget: IG's own budget is unknown, a win there does not settle it
-    assert lti_report.claim_judgement(wins, {"prune": "LTI < IG"}, late, 100, names, 16)["claim_outcome"] == "not resolved"
-    later = {**flat, "prune": 300}  # flat by 300: LTI must also beat IG at its best recorded budget
-    assert lti_report.claim_judgement(wins, {}, later, 100, names, 16)["claim_outcome"] == "not resolved"
-    at_best = lti_report.claim_judgement(wins, {d: "LTI < IG" for d in names}, later, 100, names, 16,
-                                         best={d: 300 for d in names}, budget_targets=4)
-    assert at_best["claim_outcome"] == "consistent"
-    assert "best recorded budget (4 targets): sign comp. LTI < IG (IG 300 its)" in at_best["claim_reason"]
-    assert lti_report.claim_judgement(wins, {"gauss": "LTI > IG"}, flat, 100, names, 16)["claim_outcome"] == "refuted"
+    assert judged["claim_reason"] == lti_report.CLAIM_REASON.format(
+        n=16, budgets="300/1000/100", sign="LTI < IG", prune="LTI < IG", gauss="LTI < IG")
+    # the no-defense comparison is not part of the claim (three defenses)
+    assert lti_report.claim_judgement({**wins, "none": "LTI > IG"}, 16, best)["claim_outcome"] == "consistent"
+    assert lti_report.claim_judgement({**wins, "gauss": "LTI > IG"}, 16, best)["claim_outcome"] == "refuted"
     open_ = {**wins, "sign": stats.NOT_RESOLVED}
-    assert lti_report.claim_judgement(open_, {}, flat, 100, names, 16)["claim_outcome"] == "not resolved"
+    assert lti_report.claim_judgement(open_, 16, best)["claim_outcome"] == "not resolved"
+    # without the recorded budget study IG ran only at this run's budget: nothing better than not resolved
+    unchecked = lti_report.claim_judgement(wins, 16, None)
+    assert unchecked["claim_outcome"] == "not resolved" and "unchecked" in unchecked["claim_reason"]
 
 
-def test_budget_study_reads_where_igs_curve_flattens_and_compares_lti_on_the_same_targets():
+def test_budget_study_scores_ig_at_the_budget_chosen_on_auxiliary_images():
     from gitutor.chapters.learning_to_invert import budget
     names = {"none": "none", "sign": "sign comp."}
     errors = {"none": {100: [0.02, 0.02], 300: [0.019, 0.019], 1000: [0.019, 0.019]},
               "sign": {100: [0.2, 0.2], 300: [0.1, 0.1], 1000: [0.05, 0.05]}}
-    found = budget.flattened(errors)
-    assert found == {"none": 100, "sign": None}
-    sentence = budget.budget_sentence(found, names, 100, [100, 300, 1000])
-    assert "Under sign comp. IG's curve is still falling" in sentence and "still falling at 1000" in sentence
-    rising = {**errors, "none": {100: [0.02], 300: [0.019], 1000: [0.03]}}
-    assert "Under none IG's mean MSE at 1000 iterations is above" in budget.budget_sentence(
-        budget.flattened(rising), names, 100, [100, 300, 1000], rising)
-    assert "is above" not in budget.budget_sentence(found, names, 100, [100, 300, 1000], errors)
-    assert budget.budget_sentence({"none": 100}, names, 100, [100, 300]).startswith("Every curve has flattened")
+    choice = {"none": {100: [0.03], 300: [0.01], 1000: [0.02]}, "sign": {100: [0.3], 300: [0.2], 1000: [0.1]}}
     cells = {("lenet", 1, "none"): _comparison([0.02 ** 0.5] * 2, [0.01, 0.01]),
              ("lenet", 1, "sign"): _comparison([0.2 ** 0.5] * 2, [0.01, 0.012])}
-    record = {"targets": 2, "budgets": [100, 300, 1000], "table_budget": 100, "errors": errors}
+    record = {"targets": 2, "budgets": [100, 300, 1000], "table_budget": 100, "errors": errors,
+              "choice": {"images": [3], "errors": choice}, "chosen_budget": {"none": 300, "sign": 1000}}
     versus = budget.against_recorded(record, cells, "lenet", names)
     assert versus["agreement"] == pytest.approx(0.0, abs=1e-6)  # the record's IG at 100 is this run's IG
-    assert versus["lti"]["none"] == pytest.approx(1e-4, rel=1e-3) and "IG, 1000 its" in versus["table"]
-    assert versus["best"] == {"none": 300, "sign": 1000}  # the lowest mean MSE, not the largest budget
+    assert versus["best"] == {"none": 300, "sign": 1000}  # chosen on the auxiliary images, not on the targets
+    assert versus["ig_errors"] == {"none": [0.019, 0.019], "sign": [0.05, 0.05]}
+    assert "IG, 1000 its" in versus["table"] and "**0.0500**" in versus["table"] and "auxiliary" in versus["table"]
     with pytest.raises(ValueError, match="budgets"):
         budget.ig_budget_errors(None, None, {}, torch.zeros(1, 1, 4, 4), torch.zeros(1), [300, 100])
 
@@ -246,29 +249,6 @@ def test_recognisable_uses_the_books_threshold_after_its_controls():
     assert found["above_controls"] == {("none", "IG"): 2, ("none", "DLG"): 0, ("none", "LTI"): 2}
     assert "| IG | 2 / 2 · 2 / 2 |" in found["table"] and "4×4 thumbnail" in found["controls_table"]
     assert found["controls"]["mean colour"]["max"] <= found["best_control"]
-    found["above_controls"] |= {(d, m): k for d in ("sign", "prune", "gauss") for m, k in (("IG", 1), ("LTI", 2))}
-    lesson = lti_report.figure2_lesson(found, {**names, "sign": "sign", "prune": "prune", "gauss": "gauss"})
-    assert "of the 2 targets" in lesson and "sign: IG 1, LTI 2; prune: IG 1, LTI 2" in lesson
-
-
-def test_budget_sentence_says_when_longer_runs_do_not_help():
-    from gitutor.chapters.learning_to_invert import budget
-    errors = {"none": {100: [0.01], 300: [0.012]}}
-    sentence = budget.budget_sentence({"none": 100}, {"none": "none"}, 100, [100, 300], errors)
-    assert "no lower than at 100 under any defense" in sentence
-
-
-def test_a_baseline_not_at_its_tuned_settings_does_not_settle_the_claim():
-    from gitutor.chapters.learning_to_invert import report as lti_report
-
-    names = {d: d for d in ("none", "sign", "prune", "gauss")}
-    wins = {d: "LTI < IG" for d in names}
-    flat = {d: 100 for d in names}
-    assert lti_report.claim_judgement(wins, {}, flat, 100, names, 16)["claim_outcome"] == "consistent"
-    judged = lti_report.claim_judgement(wins, {}, flat, 100, names, 16, tuned=False)
-    assert judged["claim_outcome"] == "not resolved" and "not the ones tuned" in judged["claim_reason"]
-    assert "tuned per defense on auxiliary images" in lti_report.claim_judgement(wins, {}, flat, 100, names, 16,
-                                                                                 tuned=True)["claim_reason"]
 
 
 def test_ig_tuning_chooses_on_the_tuning_images_and_the_profile_runs_the_recorded_choice(monkeypatch):
@@ -302,7 +282,7 @@ def test_ig_tuning_chooses_on_the_tuning_images_and_the_profile_runs_the_recorde
         tuning.tune_ig(model, {"none": observed["none"][:1]}, x, y, 30, 0)
     names = {"none": "none", "sign": "sign comp."}
     tables = tuning.tuning_tables(tuned, names, tuned["chosen"])
-    assert tables["matches"] and "**" in tables["grid"] and "α_TV = 0" in tables["chosen"]
+    assert tables["matches"] and "**" in tables["grid"] and "| none | 0 | 0.1 |" in tables["chosen"]
     other = {**tuned["chosen"], "sign": {**tuned["chosen"]["sign"], "restarts": 7}}
     assert not tuning.tuning_tables(tuned, names, other)["matches"]
     # the book's record: the quick profile runs the settings its tuning chose

@@ -135,3 +135,26 @@ def defended_inverting_gradients(
         lr_steps=lr_steps,
         keep_best=keep_best,
     )
+
+
+def defended_matching_distance(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    observed_grads: Sequence[torch.Tensor],
+    defense: str,
+) -> float:
+    """The matching term :func:`defended_inverting_gradients` minimises, at ``images`` ``(B, C, H, W)`` with
+    ``labels`` ``(B,)``: at the true images it is the sanity check of the objective (a run that reaches below the
+    truth's value is fitting something other than the images).
+
+    Raises:
+        ValueError: for an unknown defense name or gradients that do not match the model.
+    """
+    if defense not in ADAPTED_DEFENSES:
+        raise ValueError(f"defense must be one of {ADAPTED_DEFENSES}, got {defense!r}")
+    observed = check_target_gradients(model, observed_grads)
+    masks = [(g != 0).float() for g in observed] if defense == "prune" else None
+    return float(
+        _matching_term(model, images, labels, observed, defense, masks).detach()
+    )

@@ -14,8 +14,10 @@ from gitutor.attacks.lti.dataset import (
 )
 from gitutor.attacks.lti.model import (
     InversionMLP,
+    epochs_without_gain,
     permutation_invariant_mse,
     reconstruct,
+    train_epoch,
     train_inversion_model,
 )
 from gitutor.federated.client import (
@@ -24,13 +26,15 @@ from gitutor.federated.client import (
     per_example_gradients,
 )
 from gitutor.federated.defenses import Defense, apply_defense, paper_defenses
-from gitutor.metrics import hungarian_assignment, score_batch as reconstruction_scores
+from gitutor.metrics import hungarian_assignment
+from gitutor.metrics import score_batch as reconstruction_scores
 
 __all__ = [
     "Defense",
     "InversionMLP",
     "aggregate_batches",
     "apply_defense",
+    "epochs_without_gain",
     "gradient_dimension",
     "gradient_features",
     "hungarian_assignment",
@@ -41,5 +45,6 @@ __all__ = [
     "permutation_invariant_mse",
     "reconstruct",
     "reconstruction_scores",
+    "train_epoch",
     "train_inversion_model",
 ]

@@ -148,6 +148,51 @@ def permutation_invariant_mse(
     return cost.gather(2, permutation[..., None]).mean()
 
 
+def train_epoch(
+    inversion_model: InversionMLP,
+    optimizer: torch.optim.Optimizer,
+    features: torch.Tensor,
+    images: torch.Tensor,
+    train_idx: torch.Tensor,
+    batch_size: int,
+    generator: torch.Generator,
+    device: str | torch.device = "cpu",
+) -> float:
+    """One pass of Eq. 2 over the training pairs ``train_idx`` in a random order: mini-batches of
+    ``batch_size`` gradients ``features`` ``(N, in_dim)`` → batches ``images`` ``(N, B, C, H, W)``,
+    the loss of Eq. 3, one optimiser step each. Returns the mean training loss of the pass."""
+    inversion_model.train()
+    total = 0.0
+    shuffled = train_idx[torch.randperm(len(train_idx), generator=generator)]
+    for chunk in shuffled.split(batch_size):
+        x, target = features[chunk].to(device), images[chunk].to(device)
+        loss = permutation_invariant_mse(inversion_model(x), target)  # Eq. 3
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(chunk)
+    return total / len(train_idx)
+
+
+def epochs_without_gain(val_loss: Sequence[float], min_delta: float) -> int:
+    """How many of the last epochs have passed since the validation loss last fell below
+    ``(1 − min_delta)`` × the lowest loss before it (0 right after such a fall; the first epoch
+    counts as one). The stopping rule of :func:`train_inversion_model`.
+
+    Raises:
+        ValueError: for ``min_delta`` outside [0, 1).
+    """
+    if not 0.0 <= min_delta < 1.0:
+        raise ValueError(f"min_delta must be in [0, 1), got {min_delta!r}")
+    best, since = math.inf, 0
+    for loss in val_loss:
+        if loss < (1 - min_delta) * best:
+            best, since = loss, 0
+        else:
+            since += 1
+    return since
+
+
 def train_inversion_model(
     inversion_model: InversionMLP,
     features: torch.Tensor,
@@ -162,31 +207,45 @@ def train_inversion_model(
     device: str | torch.device = "cpu",
     progress: bool = True,
     standardise: bool = False,
-) -> dict[str, list[float]]:
+    patience: int | None = None,
+    min_delta: float = 0.01,
+) -> dict:
     """Fit g_θ on auxiliary pairs by minimising Eq. 2 with the loss of Eq. 3 (Wu et al. §4.1).
 
-    Adam with learning rate ``lr``, multiplied by 0.1 after ``lr_drop_at`` of the epochs (the paper:
-    1e-4 → 1e-5 after 150 of 200 epochs, batch 256). A random ``val_fraction`` of the pairs is held
-    out; its loss is measured after every epoch. The model is trained in place and left in eval mode.
+    Adam with learning rate ``lr``. A random ``val_fraction`` of the pairs is held out; its loss is
+    measured after every epoch (:func:`train_epoch` is one epoch). Two schedules:
+
+    - ``patience=None`` (Wu et al.): ``epochs`` epochs, the learning rate ×0.1 after ``lr_drop_at``
+      of them (the paper: 1e-4 → 1e-5 after 150 of 200 epochs, batch 256).
+    - ``patience=P`` (a stopping rule on the validation split): once the validation loss has not
+      fallen by ``min_delta`` of its lowest value for P epochs (:func:`epochs_without_gain`), the
+      learning rate drops ×0.1; once it has not for P epochs at the lower rate (its lowest value
+      counted from the drop), training stops and g_θ keeps the weights of its lowest validation
+      loss. ``epochs`` is then a cap: ``flattened`` says whether
+      the rule stopped it before the cap.
+
+    The model is trained in place and left in eval mode.
 
     Args:
         inversion_model: an :class:`InversionMLP` whose ``in_dim`` and output shape fit the data.
         features: ``(N, in_dim)`` aggregated gradients, from :func:`make_gradient_dataset`.
         images: ``(N, B, C, H, W)`` the batches behind them, in [0, 1] (g_θ ends in a sigmoid).
-        epochs: number of passes over the training part (≥ 1).
+        epochs: number of passes over the training part (≥ 1); the cap under ``patience``.
         seed: seed of the train/validation split and of the mini-batch order.
         standardise: first set g_θ's input standardisation from the training part of ``features``
             (:meth:`InversionMLP.standardise_from`); False (Wu et al.): raw features.
+        patience, min_delta: the stopping rule (needs a validation split).
 
     Returns:
-        ``{"train_loss": [...], "val_loss": [...], "lr": [...]}``, one float per epoch
-        (``val_loss`` is empty when ``val_fraction`` is 0).
+        ``{"train_loss": [...], "val_loss": [...], "lr": [...]}``, one float per epoch run
+        (``val_loss`` is empty when ``val_fraction`` is 0), and ``"flattened"`` (bool; None without
+        ``patience``).
 
     Raises:
         ValueError: on mismatched counts or shapes, ``epochs < 1``, ``val_fraction`` outside
             [0, 1), ``lr`` not finite and > 0, ``lr_drop_at`` outside (0, 1], ``batch_size < 1``,
-            NaN/inf in the data, images outside [0, 1] (:func:`gitutor.checks.check_images`), or a
-            split that leaves no training pair.
+            ``patience < 1`` or without a validation split, NaN/inf in the data, images outside
+            [0, 1] (:func:`gitutor.checks.check_images`), or a split that leaves no training pair.
     """
     if features.dim() != 2 or features.shape[0] != images.shape[0]:
         raise ValueError(
@@ -210,6 +269,11 @@ def train_inversion_model(
         )
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if patience is not None and (not isinstance(patience, int) or patience < 1):
+        raise ValueError(f"patience must be a positive int or None, got {patience!r}")
+    if patience is not None and val_fraction == 0:
+        raise ValueError("the stopping rule (patience) needs a validation split")
+    epochs_without_gain([], min_delta)  # checks min_delta
     if not torch.isfinite(features).all():
         raise ValueError("features contain NaN or inf")
     check_images(images, "images", leading=2)
@@ -225,26 +289,26 @@ def train_inversion_model(
         inversion_model.standardise_from(features[train_idx])
     inversion_model.to(device)
     optimizer = torch.optim.Adam(inversion_model.parameters(), lr=lr)
-    scheduler = torch.optim.lr_scheduler.MultiStepLR(
-        optimizer, milestones=[int(lr_drop_at * epochs)], gamma=0.1
-    )
-    history: dict[str, list[float]] = {"train_loss": [], "val_loss": [], "lr": []}
+    drops = [] if patience else [int(lr_drop_at * epochs)]
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, drops, gamma=0.1)
+    history: dict = {"train_loss": [], "val_loss": [], "lr": [], "flattened": None}
+    best, best_state, dropped_at = math.inf, None, None
     bar = tqdm(range(epochs), desc="training g_θ", disable=not progress)
-    for _ in bar:
-        inversion_model.train()
-        total = 0.0
-        for chunk in train_idx[
-            torch.randperm(len(train_idx), generator=generator)
-        ].split(batch_size):
-            x, target = features[chunk].to(device), images[chunk].to(device)
-            loss = permutation_invariant_mse(inversion_model(x), target)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(chunk)
+    for epoch in bar:
         history["lr"].append(optimizer.param_groups[0]["lr"])
+        history["train_loss"].append(
+            train_epoch(
+                inversion_model,
+                optimizer,
+                features,
+                images,
+                train_idx,
+                batch_size,
+                generator,
+                device,
+            )
+        )
         scheduler.step()
-        history["train_loss"].append(total / len(train_idx))
         if n_val:
             reconstructed = reconstruct(
                 inversion_model, features[val_idx], device=device
@@ -256,6 +320,25 @@ def train_inversion_model(
             train=history["train_loss"][-1],
             val=history["val_loss"][-1] if n_val else None,
         )
+        if patience is None:
+            continue
+        if history["val_loss"][-1] < best:
+            best = history["val_loss"][-1]
+            best_state = {
+                k: v.detach().clone() for k, v in inversion_model.state_dict().items()
+            }
+        # epochs without gain, at the lower rate counted from the drop
+        since = epochs_without_gain(history["val_loss"][dropped_at:], min_delta)
+        if since >= patience and dropped_at is None:  # flat: lower the learning rate
+            dropped_at = epoch + 1
+            for group in optimizer.param_groups:
+                group["lr"] *= 0.1
+        elif since >= patience:  # flat again at the lower rate: stop
+            history["flattened"] = True
+            break
+    if patience is not None:
+        history["flattened"] = bool(history["flattened"])
+        inversion_model.load_state_dict(best_state)
     inversion_model.eval()
     return history
 

@@ -4,7 +4,8 @@ Geiping et al. run Inverting Gradients for thousands of iterations (24 000 on Im
 state IG's budget. Table 1 of the chapter runs ``cfg.ig_iterations``; :func:`ig_budget_errors` reruns the
 defense-aware IG (:meth:`~gitutor.chapters.learning_to_invert.experiments.Setup.ig`) on the same observed
 gradients of the first targets at each budget of ``cfg.ig_budgets`` — a fresh run per budget, because its
-step-size schedule is set by the budget — and :func:`flattened` reads where the mean MSE stops falling.
+step-size schedule is set by the budget. ``scripts/ig_study_06.py`` records it with IG's budget chosen on
+auxiliary images (:func:`recorded_study` reads the record, :func:`against_recorded` sets it beside this run).
 """
 
 from __future__ import annotations
@@ -75,79 +76,9 @@ def ig_budget_errors(
     return errors
 
 
-def flattened(
-    errors: Mapping[str, Mapping[int, Sequence[float]]], tolerance: float = 0.1
-) -> dict[str, int | None]:
-    """Per defense, the first budget after which the next one lowers the mean MSE by less than ``tolerance``
-    (a fraction of it): where IG's curve has flattened. None when it still falls by more at the largest step
-    (the curve has not flattened within the budgets tried: its flat point is a lower bound beyond them)."""
-    found = {}
-    for defense, by_budget in errors.items():
-        budgets = sorted(by_budget)
-        means = [float(np.mean(by_budget[b])) for b in budgets]
-        found[defense] = next(
-            (
-                b
-                for b, m, nxt in zip(budgets, means, means[1:])
-                if m - nxt < tolerance * m
-            ),
-            None,
-        )
-    return found
-
-
-def budget_sentence(
-    found: Mapping[str, int | None],
-    names: Mapping[str, str],
-    table_budget: int,
-    budgets: Sequence[int],
-    errors: Mapping[str, Mapping[int, Sequence[float]]] | None = None,
-) -> str:
-    """Where the curves flatten, and whether Table 1's budget ``table_budget`` lies at or beyond that, in words;
-    with ``errors`` (:func:`ig_budget_errors`) also whether the largest budget's mean MSE is no lower than Table
-    1's under every defense, or, where some curve still falls, under which defenses it rises."""
-    late = [names[d] for d, b in found.items() if b is None or b > table_budget]
-    where = "; ".join(
-        f"{names[d]}: {'still falling at ' + str(max(budgets)) if b is None else f'flat by {b}'}"
-        for d, b in found.items()
-    )
-    if not late:
-        rises = errors is not None and all(
-            np.mean(e[max(budgets)]) >= np.mean(e[table_budget])
-            for e in errors.values()
-        )
-        return (
-            f"Every curve has flattened by {table_budget} iterations ({where}), so Table 1's IG runs at a "
-            "budget where more iterations no longer lower its MSE by much on these targets"
-            + (
-                f"; at {max(budgets)} iterations its mean MSE is no lower than at {table_budget} under any "
-                "defense."
-                if rises
-                else "."
-            )
-        )
-    rising = [
-        names[d]
-        for d, e in (errors or {}).items()
-        if np.mean(e[max(budgets)]) > np.mean(e[table_budget])
-    ]
-    return (
-        f"Under {', '.join(late)} IG's curve is still falling at Table 1's {table_budget} iterations ({where}): "
-        "there Table 1 understates the baseline, and LTI is also compared with IG at its best recorded budget "
-        "(the lowest mean MSE of its curve; the table's last column)."
-        + (
-            f" Under {', '.join(rising)} IG's mean MSE at {max(budgets)} iterations "
-            f"is above its mean at {table_budget}: more iterations do not help it "
-            "there."
-            if rising
-            else ""
-        )
-    )
-
-
 def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | None:
     """The recorded budget study at ``path`` (``book/studies/06_ig_budget.json``, written by
-    ``benchmarks/ig_budget_06.py``) when it exists and was run for this run's targets — the same ``profile``
+    ``scripts/ig_study_06.py``) when it exists and was run for this run's targets — the same ``profile``
     and ``seed``, no ``overrides`` of the profile — else None (the page says so); its per-budget errors keyed
     by int budgets again.
 
@@ -161,64 +92,65 @@ def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | 
     if overrides or not Path(path).is_file():
         return None
     record = read_json(path, "IG budget record")
-    record["errors"] = {
-        d: {int(b): v for b, v in by_budget.items()}
-        for d, by_budget in record["errors"].items()
-    }
+    if (
+        "chosen_budget" not in record
+    ):  # a record of the older study (no budget chosen on auxiliary images)
+        return None
+    for part in (record["errors"], record["choice"]["errors"]):
+        for d, by_budget in list(part.items()):
+            part[d] = {int(b): v for b, v in by_budget.items()}
     return record if (record["profile"], record["seed"]) == (profile, seed) else None
 
 
 def against_recorded(
     record: Mapping, cells: Mapping, model: str, names: Mapping[str, str]
 ) -> dict:
-    """This run's LTI against the recorded IG on the recorded targets (the first ``record["targets"]``, B = 1).
+    """The recorded IG on Table 1's B = 1 targets (the first ``record["targets"]``) beside this run.
 
-    Returns ``lti`` ``{defense: mean MSE}``, ``best`` ``{defense: the recorded budget with IG's lowest mean MSE}``
-    (IG at its best: under some defenses its MSE rises again at larger budgets), ``at_budget`` ``{defense: "LTI <
-    IG" | "LTI > IG" | not resolved}`` (paired over the targets, :func:`gitutor.paired.compare_paired`, IG at
-    its ``best`` budget),
-    ``agreement`` (the largest |MSE difference| between the recorded IG at Table 1's budget and this run's IG
-    on the same targets, over the deterministic defenses none / sign / prune: 0 when the record matches this
-    run) and ``table`` (Markdown: per defense, IG's mean MSE per budget, LTI's, and the paired reading).
+    Returns ``best`` ``{defense: IG's budget, chosen on auxiliary images}`` (``record["chosen_budget"]``),
+    ``ig_errors`` ``{defense: per-target MSE of IG at that budget}`` (what the chapter scores LTI against),
+    ``agreement`` (the largest |MSE difference| between the recorded IG at Table 1's budget and this run's IG on
+    the same targets and observed gradients: 0 when the record matches this run) and ``table`` (Markdown: per
+    defense, IG's mean MSE per budget on the budget-choice images and on the targets, and this run's LTI).
 
     Raises:
         KeyError: when the record lacks Table 1's budget or a defense of ``names``.
     """
-    from gitutor.paired import compare_paired
     from gitutor.tables import markdown_table
 
-    n, errors = record["targets"], record["errors"]
-    lti, best, at_budget, rows, gaps = {}, {}, {}, [], []
+    n, errors, choice = record["targets"], record["errors"], record["choice"]["errors"]
+    best = {d: int(record["chosen_budget"][d]) for d in names}
+    ig_errors = {d: list(errors[d][best[d]]) for d in names}
+    gaps, rows = [], []
     for d in names:
-        mine = cells[model, 1, d].per_batch_mse("LTI")[:n]
-        lti[d] = float(np.mean(mine))
-        best[d] = min(
-            record["budgets"], key=lambda b, d=d: float(np.mean(errors[d][b]))
-        )
-        at_budget[d] = compare_paired(mine, errors[d][best[d]], ("LTI", "IG"))
-        if d != "gauss":
-            ours = cells[model, 1, d].per_batch_mse("IG")[:n]
-            gaps.append(
-                max(abs(a - b) for a, b in zip(ours, errors[d][record["table_budget"]]))
+        ours = cells[model, 1, d].per_batch_mse("IG")[:n]
+        gaps += [abs(a - b) for a, b in zip(ours, errors[d][record["table_budget"]])]
+        lti = float(np.mean(cells[model, 1, d].per_batch_mse("LTI")[:n]))
+        for where, by_budget in (("auxiliary", choice[d]), ("targets", errors[d])):
+            rows.append(
+                [
+                    names[d],
+                    where,
+                    *(
+                        (
+                            f"**{np.mean(by_budget[b]):.4f}**"
+                            if b == best[d]
+                            else f"{np.mean(by_budget[b]):.4f}"
+                        )
+                        for b in record["budgets"]
+                    ),
+                    f"{lti:.4f}" if where == "targets" else "",
+                ]
             )
-        rows.append(
-            [
-                names[d],
-                *(f"{np.mean(errors[d][b]):.4f}" for b in record["budgets"]),
-                f"{lti[d]:.4f}",
-                f"{at_budget[d]} (IG at {best[d]})",
-            ]
-        )
     headers = [
         "defense",
+        "images",
         *(f"IG, {b} its" for b in record["budgets"]),
         "LTI (this run)",
-        f"LTI vs IG at its best budget (paired, {n} targets)",
     ]
     return {
-        "lti": lti,
         "best": best,
-        "at_budget": at_budget,
+        "ig_errors": ig_errors,
         "agreement": max(gaps) if gaps else float("nan"),
         "table": markdown_table(headers, rows),
     }

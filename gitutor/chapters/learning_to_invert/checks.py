@@ -31,32 +31,60 @@ from gitutor.tables import markdown_table
 DEFENDED = ("sign", "prune", "gauss")
 
 
+#: The verdict of a comparison whose baseline is a broken run (worse than the mean image).
+BROKEN = "baseline broken"
+
+
 def paired_comparison(
-    cells: Mapping, model: str, names: Mapping[str, str], batch_size: int = 1
+    cells: Mapping,
+    model: str,
+    names: Mapping[str, str],
+    batch_size: int = 1,
+    ig_errors: Mapping[str, Sequence[float]] | None = None,
+    reference: Sequence[float] | None = None,
 ) -> dict:
     """LTI against Inverting Gradients (and, where it ran, DLG) per defense on the target batches all attacked
     (:meth:`~gitutor.chapters.learning_to_invert.experiments.Comparison.per_batch_mse`), paired.
 
+    Args:
+        ig_errors: ``{defense: per-batch MSE}`` of IG to use instead of this run's (IG at its own best budget,
+            from the recorded study, on the same first batches); None: this run's IG.
+        reference: the per-batch MSE of the mean auxiliary image on the same batches: a baseline whose MSE lies
+            above it beyond batch-to-batch variation (paired) is a broken run — its comparison reads
+            :data:`BROKEN` and counts nowhere.
+
     Returns:
         ``intervals`` ``{(defense, method): Interval}`` of the per-batch MSE (method ``"IG"``, ``"DLG"``,
         ``"LTI"``, ``"LTI − IG"``, ``"LTI − DLG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not
-        resolved}`` (:func:`gitutor.paired.compare_paired`), ``dlg_verdicts`` (the same against DLG; empty
-        without DLG), ``wins`` (how many of :data:`DEFENDED` read "LTI < IG"), ``n`` (batches), ``table``
-        (Markdown) and ``defended`` (text: ``"sign comp.: LTI < IG; …"``).
+        resolved | BROKEN}`` (:func:`gitutor.paired.compare_paired`), ``dlg_verdicts`` (the same against DLG;
+        empty without DLG), ``broken`` ``{defense: bool}`` (IG), ``wins`` (how many of :data:`DEFENDED` read
+        "LTI < IG"), ``n`` (batches) and ``table`` (Markdown).
 
     With one batch the intervals span the whole range and nothing is resolved.
     """
     first = cells[model, batch_size, next(iter(names))]
     methods = ("IG", "DLG", "LTI") if first.dlg_images is not None else ("IG", "LTI")
     baselines = methods[:-1]
-    intervals, verdicts = {}, {b: {} for b in baselines}
+    intervals, verdicts, broken = {}, {b: {} for b in baselines}, {}
     for d in names:
         errors = {m: cells[model, batch_size, d].per_batch_mse(m) for m in methods}
+        if ig_errors is not None:  # IG's recorded batches are this run's first ones
+            n_ig = len(ig_errors[d])
+            errors = {m: v[:n_ig] for m, v in errors.items()} | {
+                "IG": list(ig_errors[d])
+            }
         for m in methods:
             intervals[d, m] = interval(errors[m], bounds=(0.0, 1.0))
+        # broken: IG worse than the mean image beyond batch-to-batch variation (paired)
+        ref = None if reference is None else list(reference[: len(errors["IG"])])
+        broken[d] = ref is not None and compare_paired(
+            errors["IG"], ref, ("IG", "mean image")
+        ) == ("IG > mean image")
         for b in baselines:
             intervals[d, f"LTI − {b}"] = paired_difference(errors["LTI"], errors[b])
             verdicts[b][d] = compare_paired(errors["LTI"], errors[b], ("LTI", b))
+        if broken[d]:
+            verdicts["IG"][d] = BROKEN
     n = intervals[next(iter(names)), "IG"].n
     columns = [*methods, *(f"LTI − {b}" for b in baselines)]
     table = markdown_table(
@@ -79,34 +107,32 @@ def paired_comparison(
         "intervals": intervals,
         "verdicts": verdicts["IG"],
         "dlg_verdicts": verdicts.get("DLG", {}),
+        "broken": broken,
         "n": n,
         "table": table,
         "wins": sum(verdicts["IG"][d] == "LTI < IG" for d in DEFENDED),
-        "defended": "; ".join(f"{names[d]}: {verdicts['IG'][d]}" for d in DEFENDED),
     }
 
 
 def smallest_aux_paired(
     errors: Mapping[str, Sequence[Sequence[float]]],
-    cells: Mapping,
-    model: str,
-    names: Mapping[str, str],
+    ig_errors: Mapping[str, Sequence[float]],
 ) -> dict:
     """Does g_θ trained on the smallest auxiliary set still beat IG? Per defense of :data:`DEFENDED`, the
     paired differences of its per-target MSE (``errors[d][0]``, every held-out target, from
-    :func:`~gitutor.chapters.learning_to_invert.experiments.aux_size_errors`) and IG's on the targets IG attacked.
+    :func:`~gitutor.chapters.learning_to_invert.experiments.aux_size_errors`) and IG's ``ig_errors[d]`` on the
+    first targets (IG at the budget the chapter scores).
 
     Returns:
-        ``verdicts`` ``{defense: str}``, ``wins`` (how many read "LTI < IG") and ``defended`` (text).
+        ``verdicts`` ``{defense: str}`` and ``wins`` (how many read "LTI < IG").
     """
     verdicts = {}
     for d in DEFENDED:
-        ig = cells[model, 1, d].per_batch_mse("IG")
+        ig = list(ig_errors[d])
         verdicts[d] = compare_paired(errors[d][0][: len(ig)], ig, ("LTI", "IG"))
     return {
         "verdicts": verdicts,
         "wins": sum(v == "LTI < IG" for v in verdicts.values()),
-        "defended": "; ".join(f"{names[d]}: {verdicts[d]}" for d in DEFENDED),
     }
 
 
@@ -126,37 +152,38 @@ def input_scale_check(
 ) -> dict:
     """Why can the undefended g_θ be *worse* than the sign-compressed one? For each of ``defenses``:
     the mean size of a gradient-feature coordinate (``aux_features[d]`` ``(N, k)``), and the held-out
-    MSE of g_θ trained on the raw features (as Wu et al.), of Table 1's g_θ (input standardised,
-    ``setup.cfg.standardise``) and of a standardised g_θ trained twice as many epochs — same
-    auxiliary pairs, same targets.
+    MSE of g_θ trained on the raw features (as Wu et al.) and of g_θ with its input standardised —
+    same auxiliary pairs, same targets, same training rule (``setup.cfg``'s).
 
     Returns:
-        ``size`` ``{d: float}``, ``raw`` / ``standardised`` / ``longer`` ``{d: Interval}`` (per-target
-        MSE over every held-out target, in [0, 1]), ``verdicts`` ``{kind: str}`` (paired
-        ``defenses[0]`` − ``defenses[1]``: ``"none > sign"`` is the anomaly), ``table`` (Markdown) and
-        ``sentence`` (what the verdicts say, for the page).
+        ``size`` ``{d: float}``, ``raw`` / ``standardised`` ``{d: Interval}`` (per-target MSE over every
+        held-out target, in [0, 1]), ``epochs`` ``{kind: {d: epochs trained}}``, ``verdicts``
+        ``{kind: str}`` (paired ``defenses[0]`` − ``defenses[1]``: ``"none > sign"`` is the anomaly) and
+        ``table`` (Markdown).
 
     Table 1's g_θ is reused for whichever variant its profile trained (``cfg.standardise``); the
-    other two are trained here.
+    other is trained here.
     """
     cfg = setup.cfg
     variants = {
         "raw": cfg.replace(standardise=False),
         "standardised": cfg.replace(standardise=True),
-        "longer": cfg.replace(standardise=True, epochs=2 * cfg.epochs),
     }
     table1 = "standardised" if cfg.standardise else "raw"
     errors = {kind: {} for kind in variants}
+    epochs = {kind: {} for kind in variants}
     for d in defenses:
         truth, observed = cells[model, 1, d].truth[:, 0], cells[model, 1, d].features
         errors[table1][d] = held_out_errors(cells[model, 1, d])
+        epochs[table1][d] = len(cells[model, 1, d].history["val_loss"])
         for kind, variant in variants.items():
             if kind == table1:
                 continue
             other = type(setup)(
                 variant, setup.seed, setup.device, setup.progress, setup.image_shape
             )
-            inversion, _ = other.fit(aux_features[d], aux_x[:, None], 1)
+            inversion, history = other.fit(aux_features[d], aux_x[:, None], 1)
+            epochs[kind][d] = len(history["val_loss"])
             errors[kind][d] = mse(
                 reconstruct(inversion, observed).images[:, 0], truth
             ).tolist()
@@ -170,46 +197,26 @@ def input_scale_check(
         kind: compare_paired(errors[kind][first], errors[kind][second], (first, second))
         for kind in errors
     }
-    header = [
-        "defense",
-        "mean abs. feature",
-        f"raw, {cfg.epochs} epochs",
-        f"standardised, {cfg.epochs}",
-        f"standardised, {2 * cfg.epochs}",
-    ]
+    header = ["defense", "mean abs. feature", "raw features", "standardised"]
     header[2 if table1 == "raw" else 3] += " (Table 1)"
     rows = [
         [
             names[d],
             f"{size[d]:.3f}",
-            *(format_interval(summary[k][d], 4, count=False) for k in errors),
+            *(
+                f"{format_interval(summary[k][d], 4, count=False)}, {epochs[k][d]} epochs"
+                for k in errors
+            ),
         ]
         for d in defenses
     ]
     rows.append([f"paired {first} − {second}", "", *(verdicts[k] for k in errors)])
-    anomaly, a, b = f"{first} > {second}", f"“{names[first]}”", f"“{names[second]}”"
-    if verdicts["raw"] == anomaly and verdicts["longer"] != anomaly:
-        sentence = (
-            f"The inverse for {a} is the slower one to train: with twice the epochs the gap is no longer "
-            f"resolved, so here a lower MSE under {b} says how far training has got, not that the defense "
-            "helps the attacker."
-        )
-    elif verdicts["longer"] == anomaly:
-        sentence = (
-            f"Even with twice the epochs the inverse for {a} stays behind the one for {b}: in this run "
-            f"{b} does not hurt LTI, and the rest of the gap is not explained by the input's size or "
-            "the training length measured here."
-        )
-    else:
-        sentence = (
-            f"Here the inverse for {a} is not behind the one for {b} beyond noise."
-        )
     return {
         "size": size,
         **summary,
+        "epochs": epochs,
         "verdicts": verdicts,
         "table": markdown_table(header, rows),
-        "sentence": sentence,
     }
 
 
@@ -224,8 +231,7 @@ def ood_reference(
     Returns:
         ``verdicts`` ``{(defense, variant): "beats the mean image" | "worse than the mean image" |
         not resolved}``, ``reference`` (its Interval), ``table`` (Markdown: MSE [95 %] per cell and
-        the reference row), ``beats`` ``{variant: how many defenses beat the reference}`` and
-        ``sentence`` (what that says, for the page; the last variant is LTI-OOD).
+        the reference row) and ``beats`` ``{variant: how many defenses beat the reference}``.
     """
     words = {
         "LTI < mean": "beats the mean image",
@@ -251,26 +257,11 @@ def ood_reference(
         v: sum(verdicts[d, v] == words["LTI < mean"] for d in table2_errors)
         for v in variants
     }
-    n, lti_ood = len(table2_errors), variants[-1]
-    if beats[lti_ood] == n:
-        sentence = "So LTI-OOD reads something about targets of classes it never saw under every defense."
-    elif beats[lti_ood] == 0:
-        sentence = (
-            "So under no defense does LTI-OOD beat the image that ignores the gradient: an inverse "
-            "trained on the other digits draws their strokes, and for a digit it never saw that is "
-            "no closer than the blurry mean image."
-        )
-    else:
-        sentence = (
-            f"So LTI-OOD reads something about targets of unseen classes under {beats[lti_ood]} of the "
-            f"{n} defenses, and under the others no more than the image that ignores the gradient."
-        )
     return {
         "verdicts": verdicts,
         "reference": ref,
         "table": table,
         "beats": beats,
-        "sentence": sentence,
     }
 
 
@@ -349,3 +340,38 @@ def recognisable(
         "table": table,
         "controls_table": controls_table,
     }
+
+
+def matching_sanity(
+    model_and_hasher: tuple,
+    defenses: Mapping,
+    cells: Mapping,
+    model: str,
+    target_x: torch.Tensor,
+    target_y: torch.Tensor,
+    checked: Sequence[str],
+    batch_size: int = 4,
+) -> dict[str, dict[str, float]]:
+    """The sanity check of IG's objective on the first target batch of ``batch_size``: per defense of
+    ``checked`` (deterministic ones: the observation is recomputed), the defense-aware matching distance
+    (:func:`gitutor.attacks.defended_ig.defended_matching_distance`) at the true images and at IG's
+    reconstruction in ``cells``. A run below the truth fits something other than the images.
+
+    Returns:
+        ``{defense: {"truth": float, "run": float}}``.
+    """
+    from gitutor.attacks.defended_ig import defended_matching_distance
+    from gitutor.chapters.learning_to_invert.experiments import observe
+
+    net, hasher = model_and_hasher
+    device = next(net.parameters()).device
+    x, y = target_x[:batch_size].to(device), target_y[:batch_size].to(device)
+    found = {}
+    for d in checked:
+        observed = observe(net, hasher, defenses[d], x, y, batch_size)[1][0]
+        run = cells[model, batch_size, d].ig_images[0].to(device)
+        found[d] = {
+            "truth": defended_matching_distance(net, x, y, observed, d),
+            "run": defended_matching_distance(net, run, y, observed, d),
+        }
+    return found

@@ -131,8 +131,10 @@ class Setup:
         self, features: torch.Tensor, batches: torch.Tensor, batch_size: int
     ) -> tuple[InversionMLP, dict[str, list[float]]]:
         """A fresh g_θ (hidden size ``cfg.hidden[batch_size]``) trained on ``features`` ``(N, in_dim)`` →
-        ``batches`` ``(N, B, C, H, W)`` (Eq. 2–3), its input standardised when ``cfg.standardise``;
-        returns it and its loss curves.
+        ``batches`` ``(N, B, C, H, W)`` (Eq. 2–3), its input standardised when ``cfg.standardise``, for
+        ``cfg.epochs`` epochs or, with ``cfg.patience``, until its validation loss flattens (the stopping
+        rule of :func:`~gitutor.attacks.lti.train_inversion_model`, ``cfg.epochs`` the cap); returns it and
+        its loss curves.
 
         Raises:
             ValueError / KeyError: as :func:`~gitutor.attacks.lti.train_inversion_model`; KeyError for a
@@ -159,6 +161,8 @@ class Setup:
             device=self.device,
             progress=self.progress,
             standardise=cfg.standardise,
+            patience=cfg.patience,
+            min_delta=cfg.min_delta,
         )
         return inversion, history
 

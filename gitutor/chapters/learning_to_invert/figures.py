@@ -104,11 +104,13 @@ def budget_figure(
     names: Mapping[str, str],
     lti: Mapping[str, float],
     table_budget: int,
+    chosen: Mapping[str, int],
 ):
     """Inverting Gradients' mean MSE on the recorded targets against its budget (log axis), one curve per defense
-    (``errors``: :func:`~gitutor.chapters.learning_to_invert.budget.ig_budget_errors`, keyed by defense), LTI's
-    mean MSE on the same targets as a dashed line of the same colour (``lti`` keyed by defense) and Table 1's
-    budget as a grey vertical line. Returns the figure."""
+    (``errors``: :func:`~gitutor.chapters.learning_to_invert.budget.ig_budget_errors`, keyed by defense), the
+    budget chosen on auxiliary images (``chosen``) as a large marker, LTI's mean MSE on the same targets as a
+    dashed line of the same colour (``lti`` keyed by defense) and Table 1's budget as a grey vertical line.
+    Returns the figure."""
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -122,14 +124,23 @@ def budget_figure(
             color=color,
             label=f"IG, {names[defense]}",
         )
+        ax.plot(
+            chosen[defense],
+            np.mean(by_budget[chosen[defense]]),
+            "s",
+            ms=11,
+            mfc="none",
+            color=color,
+        )
         ax.axhline(lti[defense], ls="--", color=color, lw=1)
     ax.axvline(table_budget, color="grey", lw=1, ls=":")
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="IG iterations (budget)",
-        ylabel="MSE (dashed: LTI)",
-        title="IG's MSE against its budget",
+        ylabel="mean MSE (dashed: LTI)",
+        title=f"IG on {len(next(iter(errors.values()))[table_budget])} targets"
+        " (square: budget chosen on aux.)",
     )
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.grid(alpha=0.3)

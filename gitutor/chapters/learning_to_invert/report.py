@@ -53,79 +53,41 @@ CLAIM = (
 )
 
 
+#: The claim's reason in the results record: numbers and verdict words only are filled in.
+CLAIM_REASON = (
+    "paired LTI − IG over {n} targets, IG tuned on auxiliary images at its budget chosen on "
+    "auxiliary images ({budgets} iterations): sign compression {sign}; pruning {prune}; "
+    "Gaussian noise {gauss}"
+)
+
+
 def claim_judgement(
     verdicts: Mapping[str, str],
-    at_budget: Mapping[str, str],
-    found: Mapping[str, int | None],
-    table_budget: int,
-    names: Mapping[str, str],
     n: int,
-    tuned: bool | None = None,
-    dlg_verdicts: Mapping[str, str] | None = None,
-    best: Mapping[str, int] | None = None,
-    budget_targets: int | None = None,
+    best: Mapping[str, int] | None,
 ) -> dict:
     """The row fields ``claim``, ``claim_outcome``, ``claim_reason`` of :data:`CLAIM` (against IG, the baseline
     this book runs) from the paired comparisons.
 
     Args:
-        verdicts: Table 1's ``{defense: "LTI < IG" | "LTI > IG" | not resolved}`` over ``n`` targets at IG's
-            ``table_budget`` iterations.
-        at_budget: the same comparison against IG at its best recorded budget (may be empty; ``best`` names
-            the budget per defense, :func:`~gitutor.chapters.learning_to_invert.budget.against_recorded`, paired over
-            its ``budget_targets`` targets).
-        found: :func:`~gitutor.chapters.learning_to_invert.budget.flattened` (None: still falling).
-        tuned: False when Table 1's IG does not run the settings the recorded tuning chose on auxiliary
-            images (:func:`~gitutor.chapters.learning_to_invert.tuning.tuning_tables`): a baseline not at its
-            best; a *consistent* reading then becomes *not resolved*. True: it does (the reason says so).
-        dlg_verdicts: LTI against DLG on the same targets (the book's further baseline, not the paper's):
-            reported in the reason, not used for the outcome.
+        verdicts: ``{defense: "LTI < IG" | "LTI > IG" | not resolved}`` over ``n`` targets, IG at its best budget
+            (:func:`~gitutor.chapters.learning_to_invert.checks.paired_comparison` with the recorded IG).
+        best: ``{defense: IG's budget chosen on auxiliary images}``; None when no budget study is recorded for
+            this run: IG then ran only at Table 1's budget, so nothing better than *not resolved* is claimed.
 
-    *refuted* when IG beats LTI under a defense (at Table 1's budget or its best recorded one); *consistent* when
-    LTI is below IG under all of :data:`DEFENDED` and, wherever IG's curve had not flattened by Table 1's budget,
-    its curve flattens within the recorded budgets and LTI is also below IG at its best recorded budget; else
-    *not resolved* (a curve still falling at the largest budget leaves IG's own budget unknown).
+    *refuted* when IG beats LTI under a defense of :data:`DEFENDED`; *consistent* when LTI is below IG under all
+    of them and IG ran at its chosen budget; else *not resolved*. The reason is :data:`CLAIM_REASON`.
     """
-
-    def settled(d):
-        flat = found.get(d) is not None and found[d] <= table_budget
-        later = found.get(d) is not None and at_budget.get(d) == "LTI < IG"
-        return verdicts[d] == "LTI < IG" and (flat or later)
-
-    if any("LTI > IG" in (verdicts[d], at_budget.get(d)) for d in DEFENDED):
+    if any(verdicts[d] == "LTI > IG" for d in DEFENDED):
         outcome = "refuted"
+    elif best is not None and all(verdicts[d] == "LTI < IG" for d in DEFENDED):
+        outcome = "consistent"
     else:
-        outcome = "consistent" if all(settled(d) for d in DEFENDED) else "not resolved"
-    if outcome == "consistent" and tuned is False:
-        outcome = "not resolved"  # a baseline whose error grows with its budget is not at its best
-    read = "; ".join(
-        f"{names[d]} {verdicts[d].replace(' at this budget', '')}" for d in DEFENDED
+        outcome = "not resolved"
+    budgets = "/".join(str(best[d]) for d in DEFENDED) if best else "unchecked"
+    reason = CLAIM_REASON.format(
+        n=n, budgets=budgets, **{d: verdicts[d] for d in DEFENDED}
     )
-    flat = ", ".join(
-        f"{names[d]} " + ("still falling" if found.get(d) is None else f"by {found[d]}")
-        for d in DEFENDED
-    )
-    reason = (
-        f"{n} targets, IG {table_budget} its: {read}; IG's curve flat (iterations): {flat}"
-        + (
-            "; IG's settings are not the ones tuned on auxiliary images, so the baseline is not at its best"
-            if tuned is False
-            else "; IG's settings tuned per defense on auxiliary images"
-            if tuned
-            else ""
-        )
-    )
-    if at_budget and best:
-        reason += (
-            f"; against IG at its best recorded budget ({budget_targets} targets): "
-            + "; ".join(
-                f"{names[d]} {at_budget[d]} (IG {best[d]} its)" for d in DEFENDED
-            )
-        )
-    if dlg_verdicts:
-        reason += "; against DLG (not a baseline of the paper): " + "; ".join(
-            f"{names[d]} {dlg_verdicts[d]}" for d in DEFENDED
-        )
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
@@ -198,6 +160,8 @@ def results_rows(
     comparable: bool,
     intervals: Mapping | None = None,
     claim: Mapping | None = None,
+    broken: Sequence[tuple] = (),
+    reversal: Interval | None = None,
 ) -> list[dict]:
     """The paper-vs-run rows of the results record (:func:`gitutor.results.save_results`).
 
@@ -216,6 +180,9 @@ def results_rows(
         intervals: ``{(model, B, defense, method): Interval}`` of the per-batch MSE of IG and LTI on the
             batches both attacked; a row's number is then the interval's mean, with its low/high.
         claim: :func:`claim_judgement`'s fields for the headline row (None: it quotes no claim).
+        broken: ``(model, B, defense)`` whose IG is a broken run (worse than the mean image): no IG row.
+        reversal: the paired LTI − IG MSE differences without a defense (B = 1): a row against the paper's
+            0.004 − 0.022 (LTI ahead), judged on any data (the sign of a difference is not a scale).
 
     Raises:
         KeyError: for a (model, B) or defense the paper does not report.
@@ -246,7 +213,22 @@ def results_rows(
         mse_row(model, batch_size, defense, method, scores)
         for (model, batch_size, defense), scores in table1.items()
         for method in ("IG", "LTI")
+        if method == "LTI" or (model, batch_size, defense) not in broken
     ]
+    if reversal is not None:
+        paper = PAPER_MSE[ood_model, 1]
+        rows.append(
+            {
+                "quantity": "MSE LTI − IG without a defense, paired (Table 1)",
+                "setting": f"{ood_model}, B=1, none",
+                "paper": round(paper["LTI"][0] - paper["IG"][0], 4),
+                "this_run": round(reversal.mean, 4),
+                "unit": "MSE difference",
+                "better": "lower",
+                **interval_fields(reversal, 4),
+                "differences": f"{same}; {n_ig[1]} targets",
+            }
+        )
     rows += [
         {
             "quantity": "MSE LTI-OOD (Table 2)",
@@ -264,8 +246,9 @@ def results_rows(
         0,
         {
             "quantity": "defenses under which LTI's MSE is below IG's beyond noise (Table 1)",
-            "setting": f"{ood_model}, B=1, 95 % intervals of the paired differences over {n_ig[1]} targets "
-            "(one trained g_θ, IG's starts fixed: the targets vary)",
+            "setting": f"{ood_model}, B=1, IG at its budget chosen on auxiliary images, 95 % intervals of "
+            f"the paired differences over {n_ig[1]} targets (one trained g_θ, IG's starts fixed: the "
+            "targets vary)",
             "paper": len(DEFENDED),
             "this_run": wins,
             "unit": f"of {len(DEFENDED)} defenses",
@@ -301,29 +284,6 @@ def data_summary(aux_x: torch.Tensor, target_x: torch.Tensor, cfg) -> dict:
         "n_targets": len(target_x),
         "shape": "×".join(map(str, target_x.shape[1:])),
         "models": ", ".join(cfg.models),
-    }
-
-
-def training_settings(cfg, m: int) -> dict:
-    """Glue-ready settings of g_θ for the first model with ``m`` gradient coordinates: ``m``,
-    ``hashing`` (``"hashed to k = 1 234 bins (25 %)"`` or ``"not hashed"``), ``hidden``
-    (``"192 (B = 1), 256 (B = 4)"``), ``epochs``, ``lr``, ``train_batch`` and ``lr_drop`` (the
-    fraction of the epochs after which the learning rate drops ×0.1)."""
-    fraction = cfg.hash_fraction[cfg.models[0]]
-    hashing = (
-        "not hashed"
-        if fraction is None
-        else f"hashed to k = {int(fraction * m)} bins ({fraction:.0%})"
-    )
-    hidden = ", ".join(f"{size} (B = {b})" for b, size in cfg.hidden.items())
-    return {
-        "m": m,
-        "hashing": hashing,
-        "hidden": hidden,
-        "epochs": cfg.epochs,
-        "lr": cfg.lr,
-        "train_batch": cfg.train_batch,
-        "lr_drop": cfg.lr_drop_at,
     }
 
 
@@ -363,61 +323,3 @@ def aux_size_curves(
         + [table1[model, 1, d]["LTI (all held-out)"]["mse"]]
         for d in errors
     }
-
-
-def differences(cfg, profile: str, budget: str | None, data_root: str) -> str:
-    """How this run differs from the paper, for the rows' ``differences``: the quick profile's data,
-    hashing, MLP, epochs and IG budget; a budget or data root for other runs; else "paper settings"."""
-    if profile == "quick":
-        fraction = cfg.hash_fraction[cfg.models[0]]
-        hashed = "not hashed" if fraction is None else f"hashed to {fraction:.0%}"
-        scaled = ", g_θ input standardised" if cfg.standardise else ""
-        return (
-            f"quick: sklearn digits {cfg.image_size}×{cfg.image_size} grey instead of CIFAR-10, gradient "
-            f"{hashed}{scaled}, hidden {cfg.hidden}, {cfg.epochs} epochs, IG {cfg.ig_iterations} iterations"
-        )
-    if budget or str(data_root) == "bundled":
-        return f"{profile} profile at budget {budget!r}, data {str(data_root)!r}"
-    return "paper settings"
-
-
-def mse_rows_note(comparable: bool, mean_mse: float) -> str:
-    """A sentence on whether the record's MSE rows get a verdict (:func:`same_data`), citing the
-    mean-image reference MSE ``mean_mse`` (:func:`mean_image_scores`) when they do not."""
-    if comparable:
-        return "This run attacks the paper's CIFAR-10 images, so the record's MSE rows are compared with the paper's."
-    return (
-        f"This run's images are not the paper's: the digits are mostly black background, and predicting "
-        f"the mean auxiliary image already gives MSE {mean_mse:.4f}, so the record's MSE rows carry no "
-        f"verdict (MSE on other images is on another scale); the counts of defenses do."
-    )
-
-
-def chapter_verdict(comparison: Mapping, small: Mapping, size: int) -> str:
-    """The chapter's closing sentence from :func:`~gitutor.chapters.learning_to_invert.checks.paired_comparison`
-    and :func:`~gitutor.chapters.learning_to_invert.checks.smallest_aux_paired`: under how
-    many of the three defenses LTI beats IG beyond target-to-target variation, with every auxiliary image and
-    with ``size`` of them (the paper: all three, both times)."""
-    count = len(DEFENDED)
-    return (
-        f"On these digits with the untrained LeNet and B = 1, LTI's MSE lies below Inverting Gradients' beyond "
-        f"target-to-target variation (paired over "
-        f"{comparison['n']} targets, one trained g_θ, IG's starts fixed) under {comparison['wins']} of the {count} "
-        f"defenses with the whole auxiliary set and under {small['wins']} of {count} with {size} auxiliary "
-        f"images; the paper finds LTI ahead under all {count}."
-    )
-
-
-def figure2_lesson(found: Mapping, names: Mapping[str, str]) -> str:
-    """Fig. 2's lesson in one sentence from :func:`~gitutor.chapters.learning_to_invert.checks.recognisable`
-    (``found["above_controls"]`` ``{(defense, method): k}`` of ``found["n"]`` targets): per defense of
-    :data:`DEFENDED`, how many reconstructions of IG and of LTI lie above every control of their target."""
-    n, above = found["n"], found["above_controls"]
-    counts = "; ".join(
-        f"{names[d]}: IG {above[d, 'IG']}, LTI {above[d, 'LTI']}" for d in DEFENDED
-    )
-    return (
-        f"Under the defenses, of the {n} targets both attacked (the figure shows the first few), the "
-        f"reconstructions that lie above every control of their own target (more of the digit than its "
-        f"thumbnail or mean grey): {counts}."
-    )

@@ -184,16 +184,10 @@ def tuning_tables(
 
     Returns:
         ``grid`` (Markdown: mean tuning MSE per α_TV × lr and defense, the chosen pair in bold), ``stage2``
-        (Markdown: the variants at the chosen pair), ``chosen`` (text, per defense) and ``matches`` (whether
-        this run's settings are the recorded choice).
+        (Markdown: the variants at the chosen pair), ``chosen`` (Markdown: the settings per defense) and
+        ``matches`` (whether this run's settings are the recorded choice).
     """
     from gitutor.tables import markdown_table
-
-    def setting(s):
-        return (
-            f"α_TV = {s['tv_weight']:g}, lr = {s['lr']:g} ({'steps' if s['lr_steps'] else 'constant'}), "
-            f"{'best' if s['keep_best'] else 'last'} iterate, {s['restarts']} start(s)"
-        )
 
     chosen = tuning["chosen"]
     pairs = [(tv, lr) for tv, lr, _ in tuning["grid"][next(iter(names))]]
@@ -220,6 +214,19 @@ def tuning_tables(
     return {
         "grid": grid,
         "stage2": stage2,
-        "chosen": "; ".join(f"{names[d]}: {setting(chosen[d])}" for d in names),
+        "chosen": markdown_table(
+            ["defense", "α_TV", "lr", "schedule", "iterate", "starts"],
+            [
+                [
+                    names[d],
+                    f"{chosen[d]['tv_weight']:g}",
+                    f"{chosen[d]['lr']:g}",
+                    "steps" if chosen[d]["lr_steps"] else "constant",
+                    "best" if chosen[d]["keep_best"] else "last",
+                    str(chosen[d]["restarts"]),
+                ]
+                for d in names
+            ],
+        ),
         "matches": all(dict(settings[d]) == dict(chosen[d]) for d in names),
     }
