@@ -212,7 +212,7 @@ def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp
 
     data, model = faces.face_data(16), study.chapter_model(16)
     cfg = SimpleNamespace(attacked_clients=2, utility_clients=2, rounds=2, defense_lr=0.2, engine="in-process",
-                          central_clip=0.01, central_z=1.0, local_clip=0.01, table_sigma=1.0, delta=1e-5,
+                          central_clip=0.01, central_z=1.0, local_clip=0.01, table_sigma=1.0, delta=1e-5, accountant="rdp",
                           attack_iterations=2, tv_weight=1e-2, record_every=1, progress=False)
     central = defenses.defense_run(model, data, "central-dp-client-clipping", cfg)
     view = central["view"]
@@ -223,6 +223,21 @@ def test_defense_run_attacks_what_the_server_holds_under_central_dp_and_local_dp
     local = defenses.defense_run(model, data, "local-dp", cfg)
     assert sorted(local["held"]) == [0, 1] and len(local["held"][0]) == 2
     assert local["view"].guarantee.level == "client"
+    # the ε the page compares: add/remove adjacency, LocalDpMod at the table's matched z = σ/2 = 0.5
+    # adds noise std 2zC, the Gaussian mechanism at multiplier 1 there, as DP-SGD at σ = 1
+    assert local["view"].sigma == pytest.approx(2 * defenses.matched_local_z(1.0) * 0.01)
+    assert local["epsilon"] == pytest.approx(epsilon(1.0, 1.0, 2, 1e-5))
+    assert local["epsilon"] < local["view"].guarantee.epsilon  # replacement at z = 0.5: a larger ε
+    assert central["epsilon"] == central["view"].guarantee.epsilon
+
+
+@pytest.mark.parametrize("sigma, error", [(0.0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),
+                                          ("1", TypeError)])
+def test_matched_local_z_refuses_what_is_not_a_noise_multiplier(sigma, error):
+    from gitutor.chapters.flower_dp import defenses
+
+    with pytest.raises(error, match="sigma"):
+        defenses.matched_local_z(sigma)
 
 
 def test_face_data_enlarges_the_test_set_and_alternates_the_clients_classes():
@@ -714,7 +729,7 @@ def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():
 
     data, model = faces.face_data(12), study.chapter_model(12)
     cfg = SimpleNamespace(attacked_clients=1, utility_clients=1, rounds=2, defense_lr=0.1, engine="in-process",
-                          local_clip=0.01, delta=1e-5, table_sigma=1.0, attack_iterations=1, tv_weight=1e-2,
+                          local_clip=0.01, delta=1e-5, table_sigma=1.0, accountant="rdp", attack_iterations=1, tv_weight=1e-2,
                           record_every=1, progress=False)
     point = defenses.local_dp_point(model, data, 0.7, cfg)
     view = point["run"]["view"]
@@ -808,10 +823,13 @@ def _decision_inputs(server_delta=1e-5):
 
     outcomes = [True] * 8 + [False] * 2
     runs = {
-        "none": {"view": view(None, "none"), "accuracy": success_interval(outcomes), "outcomes": outcomes},
-        "secagg+": {"view": view(None, "none"), "accuracy": success_interval(outcomes), "outcomes": outcomes},
-        "local-dp": {"view": view(19.1, "client"), "accuracy": success_interval(outcomes[2:] + [False] * 2),
-                     "outcomes": outcomes[2:] + [False] * 2},
+        "none": {"view": view(None, "none"), "epsilon": None, "accuracy": success_interval(outcomes),
+                 "outcomes": outcomes},
+        "secagg+": {"view": view(None, "none"), "epsilon": None, "accuracy": success_interval(outcomes),
+                    "outcomes": outcomes},
+        # LocalDpMod's own guarantee (replacement, 38.2) is not what the table states: its add/remove ε
+        "local-dp": {"view": view(38.2, "client"), "epsilon": 19.1,
+                     "accuracy": success_interval(outcomes[2:] + [False] * 2), "outcomes": outcomes[2:] + [False] * 2},
     }
     curve = {50: summary([5.0, 6.0])["psnr"], 100: summary([20.0, 21.0])["psnr"]}
 
@@ -839,7 +857,7 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
     runs, strongest, point = _decision_inputs()
     promises, outcome = decision.decision_table(runs, strongest, point, point, 10, 1e-5).split("\n\n")
     promises, outcome = promises.splitlines(), outcome.splitlines()
-    assert promises[0] == ("| defense | who must be trusted | ε over 10 rounds (δ = 1e-05, Opacus RDP) "
+    assert promises[0] == ("| defense | who must be trusted | ε over 10 rounds (δ = 1e-05, Opacus RDP, add/remove) "
                            "| ε holds for | adversary kept (per client) |")
     assert outcome[0] == ("| defense | PSNR (dB) | recognisable | test accuracy (chance 0.5) | minus undefended |")
     names = ["none (FedAvg)", "SecAgg+ (k = 2)", "LocalDpMod", "Opacus DP-SGD, σ = 1"]
@@ -847,7 +865,8 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
         assert [line.split(" | ")[0][2:] for line in lines[2:]] == names
     assert promises[2] == ("| none (FedAvg) | the server (it holds every update) | none (no DP) | — "
                            "| IG, restarts 2/2 |")
-    assert promises[4].endswith("| 19.1 | one client's update replaced, the server included | IG, every round 2/2 |")
+    assert promises[4].endswith("| 19.1 | one client's update added or removed, the server included "
+                                "| IG, every round 2/2 |")
     assert promises[5].endswith("| 19.1 | one example added or removed, the server included | IG, every round 1/2; LTI 1/2 |")
     assert outcome[2].startswith("| none (FedAvg) | 41.0 [")
     assert outcome[2].endswith("| 2/2 | 0.80 [0.49, 0.94] | — |")
@@ -855,7 +874,7 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
     assert outcome[5].endswith("| 0/2 | 0.80 [0.49, 0.94] | 0.00 [0.00, 0.00] |")
     runs, strongest, point = _decision_inputs(server_delta=1e-6)  # δ differs: each ε carries its own
     promises = decision.decision_table(runs, strongest, point, point, 10, 1e-5).split("\n\n")[0].splitlines()
-    assert "| ε over 10 rounds (Opacus RDP) |" in promises[0]
+    assert "| ε over 10 rounds (Opacus RDP, add/remove) |" in promises[0]
     assert "| 19.1 (δ = 1e-06) |" in promises[4] and "| 19.1 (δ = 1e-05) |" in promises[5]
 
 

@@ -160,15 +160,15 @@ def _kept(wins: Mapping[str, int]) -> str:
 
 
 def _holds_for(run: dict | None) -> str:
-    """The level and neighbouring relation of a defense run's ε and against whom it holds, for a table cell
-    (``None``: DP-SGD, whose noise is the client's: one example added or removed; LocalDpMod: one client's
-    update replaced, its calibration's sensitivity 2C)."""
+    """The level and neighbouring relation of a defense run's ε (``run["epsilon"]``, add/remove
+    adjacency) and against whom it holds, for a table cell (``None``: DP-SGD, whose noise is the
+    client's: one example added or removed; LocalDpMod: one client's update added or removed)."""
     if run is None:
         return "one example added or removed, the server included"
     if run["view"].guarantee.epsilon is None:
         return "—"
     if run["view"].noise_by == "client":
-        return "one client's update replaced, the server included"
+        return "one client's update added or removed, the server included"
     return "one client, released model only"
 
 
@@ -182,8 +182,8 @@ def decision_table(
 ) -> str:
     """Two Markdown tables, one line per defense in the same order (SecAgg+: its smallest aggregate; the
     DP-SGD line from the sweep ``point``), separated by a blank line, so that each fits the page's
-    column. The first: what the defense promises — who must be trusted, ε (Opacus RDP over ``rounds``
-    rounds; ``delta``: the sweep's δ, in the header where every ε shares it), whom it holds for and
+    column. The first: what the defense promises — who must be trusted, ε (``run["epsilon"]``: Opacus
+    RDP over ``rounds`` rounds under add/remove adjacency, the DP-SGD sweep's relation; ``delta``: the sweep's δ, in the header where every ε shares it), whom it holds for and
     against — and which adversary the attacker's envelope of
     :func:`~gitutor.chapters.flower_dp.strongest.envelope` kept (per client, by gradient distance, no
     truth used). The second: what that envelope left — its PSNR and recognisable count — and what the
@@ -207,7 +207,7 @@ def decision_table(
         [
             names[name],
             TRUSTED[name],
-            eps(guarantees[name].epsilon, guarantees[name].delta),
+            eps(run["epsilon"], guarantees[name].delta),
             _holds_for(run),
             _kept(strongest[name]["wins"]),
             *_quality(strongest[name]["attacker"]),
@@ -234,7 +234,7 @@ def decision_table(
     header = [
         "defense",
         "who must be trusted",
-        accountant + "Opacus RDP)",
+        accountant + "Opacus RDP, add/remove)",
         "ε holds for",
         "adversary kept (per client)",
         "PSNR (dB)",

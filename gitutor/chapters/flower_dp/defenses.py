@@ -26,6 +26,7 @@ from gitutor.chapters.flower_dp.faces import attacked_partitions, utility_partit
 from gitutor.checks import check_real
 from gitutor.controls import check_threshold, control_scores
 from gitutor.federated.client_secrets import client_secrets
+from gitutor.federated.dp import epsilon
 from gitutor.federated.flower_defenses import defended_round
 from gitutor.stats import success_interval
 
@@ -41,12 +42,10 @@ ARMS = (
 def local_mod_epsilon(noise_multiplier: float, delta: float) -> float:
     """The ε to give Flower's ``LocalDpMod`` so that its noise std per coordinate is z·s (z =
     ``noise_multiplier``, s its sensitivity): LocalDpMod's calibration σ = s·√(2 ln(1.25/δ))/ε solved for
-    ε. The mod's ε is a setting, not the guarantee: the noise's ε over R rounds is Opacus' RDP
-    accountant of the Gaussian mechanism with noise multiplier z, R compositions, no subsampling — the
-    ε of DP-SGD at σ = z with q = 1 over R steps, so the two sweeps carry the same nominal ε by
-    construction, under different neighbouring relations and levels: replacing a client's whole update
-    (s = 2C) against adding or removing one example (C). Under add/remove at C the mod at z is the
-    Gaussian mechanism with noise multiplier 2z.
+    ε. The mod's ε is a setting, not the guarantee: under replacement of a client's whole update
+    (s = 2C) the noise is the Gaussian mechanism with noise multiplier z, under add/remove (C, the
+    relation the chapter states every ε under: :func:`add_remove_epsilon`) with multiplier 2z, each
+    composed over the R rounds by Opacus' RDP accountant, no subsampling.
 
     Raises:
         TypeError / ValueError: naming ``noise_multiplier`` (a finite number > 0) or ``delta`` (in (0, 1)).
@@ -56,10 +55,46 @@ def local_mod_epsilon(noise_multiplier: float, delta: float) -> float:
     return math.sqrt(2 * math.log(1.25 / delta)) / z
 
 
+def matched_local_z(sigma: float) -> float:
+    """LocalDpMod's noise multiplier z whose ε equals DP-SGD's at noise multiplier ``sigma`` under one
+    neighbouring relation and one accountant: σ / 2.
+
+    Under add/remove adjacency at clipping norm C (Opacus' relation, sensitivity C) the mod's noise
+    std 2zC (:func:`local_mod_epsilon`, s = 2C) is the Gaussian mechanism with noise multiplier 2z;
+    DP-SGD with q = 1 on a one-example client is the Gaussian mechanism with multiplier σ, once per
+    round in both. So at z = σ/2 the two carry the same ε over the same rounds, per client (= per
+    example for a client that holds one photograph), by Opacus' RDP accountant.
+
+    Raises:
+        TypeError / ValueError: naming ``sigma`` (a finite number > 0).
+    """
+    return check_real(sigma, "sigma", low=0.0, low_open=True) / 2
+
+
+def add_remove_epsilon(view, cfg) -> float | None:
+    """The ε over ``cfg.rounds`` rounds of what ``view`` (a
+    :class:`~gitutor.federated.flower_defenses.ServerView`) guarantees, under add/remove adjacency —
+    one client's data left out, Opacus' relation and DP-SGD's — by ``cfg.accountant`` at
+    ``cfg.delta``: the one relation the chapter compares ε under. LocalDpMod's noise std σ on an update
+    clipped to C is the Gaussian mechanism with noise multiplier σ/C there (2z, where its own
+    guarantee is stated under replacement at multiplier z); central DP's guarantee is already
+    add/remove at the client level; no DP: None.
+    """
+    if view.noise_by == "client":
+        return epsilon(
+            view.sigma / view.clip,
+            1.0,
+            cfg.rounds,
+            cfg.delta,
+            accountant=cfg.accountant,
+        )
+    return view.guarantee.epsilon
+
+
 def arm_settings(defense: str, cfg, noise_multiplier: float | None = None) -> dict:
     """The keyword arguments of :func:`defended_round` for ``defense`` from the profile; LocalDpMod at
-    noise multiplier z = ``noise_multiplier`` (default ``cfg.table_sigma``, the decision table's σ),
-    through :func:`local_mod_epsilon`."""
+    noise multiplier z = ``noise_multiplier`` (default :func:`matched_local_z` of ``cfg.table_sigma``:
+    the decision table's ε), through :func:`local_mod_epsilon`."""
     if defense.startswith("central-dp"):
         return {
             "clip": cfg.central_clip,
@@ -70,7 +105,9 @@ def arm_settings(defense: str, cfg, noise_multiplier: float | None = None) -> di
         return {
             "clip": cfg.local_clip,
             "epsilon": local_mod_epsilon(
-                cfg.table_sigma if noise_multiplier is None else noise_multiplier,
+                matched_local_z(cfg.table_sigma)
+                if noise_multiplier is None
+                else noise_multiplier,
                 cfg.delta,
             ),
             "delta": cfg.delta,
@@ -90,7 +127,8 @@ def defense_run(
     """One arm: ``cfg.rounds`` FedSGD rounds (η = ``cfg.defense_lr``) of the attacked and utility
     clients under ``defense``; returns the :class:`~gitutor.federated.flower_defenses.ServerView`
     (``"view"``), test accuracy after the last round with its Wilson interval over the test images
-    (``"accuracy"``; per image: ``"outcomes"``),
+    (``"accuracy"``; per image: ``"outcomes"``), the ε the page compares (``"epsilon"``,
+    :func:`add_remove_epsilon`),
     and the attack on each attacked client's round-1 update as the server holds it (``"round1"``;
     None under SecAgg+) and, under LocalDpMod, what the server holds of each attacked client over all
     ``cfg.rounds`` rounds (``"held"``, :func:`~gitutor.chapters.flower_dp.experiments.held_rounds`: the
@@ -126,6 +164,7 @@ def defense_run(
         "outcomes": outcomes,
         "accuracy": success_interval(outcomes),
     }
+    out["epsilon"] = add_remove_epsilon(view, cfg)
     if defense == "secagg+":
         return out
     held = view.clipped if defense.startswith("central-dp") else view.updates
@@ -148,7 +187,7 @@ def local_dp_point(
     """One z of the LocalDpMod sweep, in the form of a DP-SGD sweep point
     (:func:`~gitutor.chapters.flower_dp.experiments.dp_point`): :func:`defense_run` of ``"local-dp"`` at
     noise multiplier z; the attack on round 1's noised updates (its rows and intervals), ``"sigma"``: z,
-    ``"epsilon"``: Opacus' RDP ε over the rounds (client level), ``"held"``, ``"accuracy"``,
+    ``"epsilon"``: ε over the rounds under add/remove adjacency (:func:`add_remove_epsilon`, client level), ``"held"``, ``"accuracy"``,
     ``"accuracy_interval"``, ``"outcomes"`` and the run itself (``"run"``).
 
     Raises:
@@ -158,7 +197,7 @@ def local_dp_point(
     run = defense_run(model, data, "local-dp", cfg, seed=seed, noise_multiplier=z)
     return run["round1"] | {
         "sigma": z,
-        "epsilon": run["view"].guarantee.epsilon,
+        "epsilon": run["epsilon"],
         "held": run["held"],
         "accuracy": run["accuracy"].mean,
         "accuracy_interval": run["accuracy"],

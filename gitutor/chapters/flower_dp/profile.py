@@ -57,9 +57,10 @@ DECISIVE = {
     "central_clip": 0.1,  # C of central DP, parameter units
     "central_z": 1.0,  # z: the server's noise std z·C on the clipped sum
     "local_clip": 0.01,  # LocalDpMod's C, parameter units (s = 2C)
-    # LocalDpMod's noise multiplier z = σ/s (the mod's ε set from it: defenses.local_mod_epsilon); its
-    # ε over the rounds is DP-SGD's at σ = z, so the two sweeps share their ε; table_sigma must be one
-    "local_noise_multipliers": [0.003, 0.01, 0.1, 1.0],
+    # LocalDpMod's noise multiplier z = σ/s (the mod's ε set from it: defenses.local_mod_epsilon); under
+    # add/remove adjacency it is the Gaussian mechanism at 2z, so z = σ/2 carries DP-SGD's ε at σ
+    # (defenses.matched_local_z): table_sigma / 2 must be one, the decision table's row
+    "local_noise_multipliers": [0.003, 0.01, 0.1, 0.5, 1.0],
     "secagg_k": [2, 5],  # clients in the aggregate SecAgg+ leaves to the server
     "secagg_groups": 3,  # disjoint groups of k images per k (one aggregate each)
     # IG steps on the gradient of more than one image (FedSGD with B > 1, a SecAgg+ aggregate): a batch
@@ -89,7 +90,7 @@ QUICK = {
     "rounds": 4,
     # 12: the smallest ε, where the page judges Ye et al.'s claim on utility (as the recording does)
     "noise_multipliers": [0.0, 0.01, 0.1, 1.0, 12.0],
-    "local_noise_multipliers": [0.1, 1.0],
+    "local_noise_multipliers": [0.1, 0.5],
     "secagg_k": [2],
     "secagg_groups": 1,
     "batch_iterations": 300,
@@ -121,6 +122,7 @@ FULL = {
         0.005,
         0.01,
         0.1,
+        0.5,
         1.0,
         4.0,
     ],
@@ -155,7 +157,7 @@ BUDGETS = {
         "utility_clients": 2,
         "rounds": 2,
         "noise_multipliers": [0.0, 1.0],
-        "local_noise_multipliers": [1.0],
+        "local_noise_multipliers": [0.5],
         "secagg_k": [2],
         "secagg_groups": 2,
         "batch_iterations": 5,
