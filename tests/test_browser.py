@@ -94,7 +94,16 @@ def wait_for_math(driver, timeout_s: float = 60) -> None:
 
 
 def _open(driver, page: Path) -> None:
+    """Load ``page`` — following a redirect page (the book's index.html is a meta refresh to its
+    first page) to the page it names — with its images decoded and its equations typeset."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.get(page.as_uri())
+    # a script run while the refresh navigates finds no document: ignored, asked again
+    WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(lambda d: d.execute_script("""
+        return document.readyState === 'complete' && document.body !== null
+            && !document.querySelector('meta[http-equiv="Refresh" i]');"""))
     driver.execute_async_script("""
         const done = arguments[arguments.length - 1];
         Promise.all([...document.images].map(img => img.decode().catch(() => null))).then(() => done());""")
