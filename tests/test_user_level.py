@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from gitutor.attacks.user_level import (Augmentation, LayerWindow, TauSchedule, ZetaSchedule,
-                                        clip_matching_gradient, user_level_inversion,
+                                        clip_matching_gradient, diffula_gradient, user_level_inversion,
                                         user_level_inverting_gradients)
 from gitutor.face_detection import face_detection_rate
 from gitutor.federated.client import client_gradients
@@ -163,6 +163,8 @@ def test_unweighted_matching_is_negligible_and_weight_makes_the_clip_bind(prior)
 
 @pytest.mark.parametrize("kwargs, name", [(dict(lr=math.nan), "lr"), (dict(lr=-1.0), "lr"),
                                           (dict(matching_weight=0.0), "matching_weight"),
+                                          (dict(prior_weight=-1.0), "prior_weight"),
+                                          (dict(prior_weight=math.inf), "prior_weight"),
                                           (dict(t_star=1000), "t_star"), (dict(steps=0), "steps"),
                                           (dict(record_every=0), "record_every"),
                                           (dict(tau_schedule=TauSchedule(1500, 200, 0, num_timesteps=2000)),
@@ -174,6 +176,54 @@ def test_diffusion_attack_rejects_bad_arguments_by_name(prior, kwargs, name):
         user_level_inversion(model, target, labels, prior, **settings)
     with pytest.raises(ValueError, match="labels"):
         user_level_inversion(model, target, labels[:2], prior, batch_size=4, steps=2)
+
+
+def test_diffula_gradient_is_the_prior_gradient_plus_the_clipped_matching_gradient(prior):
+    """Algorithm 1, lines 4-8, against the formulas written out: g = w_p g_p + g_gm / max(1, ||g_gm|| / (ζ ||g_p||))."""
+    from gitutor.priors.sampling import add_noise
+
+    gen = make_generator(0)
+    x = torch.randn(1, 1, 32, 32, generator=gen).requires_grad_(True)
+    eps, target = torch.randn(1, 1, 32, 32, generator=gen), torch.randn(1, 1, 32, 32, generator=gen)
+
+    def match(image):  # a stand-in distance with a known gradient 2 (x − target)
+        return ((image - target) ** 2).sum()
+
+    loss = (prior.unet(add_noise(prior, x, eps, 600), torch.tensor([600])).sample - eps).pow(2).sum()
+    (g_p,) = torch.autograd.grad(loss, x)
+    g_gm = 10.0 * 2 * (x - target).detach()
+    clipped = g_gm / max(1.0, float(g_gm.norm() / (1.2 * g_p.norm())))
+    for weight in (1.0, 0.0):
+        step = diffula_gradient(x, eps, 600, 1.2, prior=prior, match=match, matching_weight=10.0,
+                                prior_weight=weight)
+        assert torch.allclose(step["grad"], weight * g_p + clipped, rtol=1e-4, atol=1e-5)
+    assert step["clip_scale"] < 1 and step["grad_ratio"] == pytest.approx(float(g_gm.norm() / g_p.norm()), rel=1e-4)
+    assert float(step["grad"].norm()) == pytest.approx(1.2 * float(g_p.norm()), rel=1e-4)  # w_p = 0: the clip's norm
+    with pytest.raises(ValueError, match="zeta"):
+        diffula_gradient(x, eps, 600, 0.0, prior=prior, match=match)
+
+
+def test_prior_weight_zero_keeps_the_clipped_matching_step_and_drops_the_prior(prior):
+    """The no-prior control: same x_T, same first step's matching gradient and clip (g_p still sets its
+    scale), but the prior no longer moves x̂, so the runs part after the first step."""
+    model, target, labels = _tiny_problem()
+    settings = dict(batch_size=4, steps=6, t_star=0, lr=0.1, seed=3, matching_weight=1e4)
+    runs = {w: user_level_inversion(model, target, labels, prior, prior_weight=w, **settings)
+            for w in (0.0, 1.0)}
+    for key in ("grad_ratio", "clip_scale", "gradient_distance", "prior_loss"):
+        assert runs[0.0].history[key][0] == pytest.approx(runs[1.0].history[key][0])
+    assert all(s < 1 for s in runs[0.0].history["clip_scale"])  # the clip binds: ζ ||g_p|| sets the step
+    assert (runs[0.0].images - runs[1.0].images).abs().max() > 0.05
+
+
+def test_final_snapshot_is_the_image_before_the_final_denoising(prior):
+    """t* = 0 as an arm of the same run: the last snapshot equals a run with t* = 0 and the same seed."""
+    model, target, labels = _tiny_problem()
+    settings = dict(batch_size=4, steps=5, lr=0.1, seed=1, matching_weight=1e4, record_every=5)
+    denoised = user_level_inversion(model, target, labels, prior, t_star=20, **settings)
+    plain = user_level_inversion(model, target, labels, prior, t_star=0, **settings)
+    assert torch.equal(denoised.snapshots[-1][1], plain.images)
+    assert (denoised.images - plain.images).abs().max() > 0.01
 
 
 def test_user_level_inverting_gradients_lowers_matching_loss():

@@ -12,6 +12,7 @@ DDPM sampling and noising live in :mod:`gitutor.priors.sampling`; users in :mod:
 
 from gitutor.attacks.user_level.attack import (
     clip_matching_gradient,
+    diffula_gradient,
     matching_distance,
     to_classifier_input,
     user_level_inversion,
@@ -42,6 +43,7 @@ __all__ = [
     "TauSchedule",
     "ZetaSchedule",
     "clip_matching_gradient",
+    "diffula_gradient",
     "correlation_matrix",
     "pairing_scores",
     "score_interval",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -128,6 +128,59 @@ def _check_common(model, target_grads, labels, batch_size, steps):
     return target_grads
 
 
+def diffula_gradient(
+    x: torch.Tensor,
+    epsilon: torch.Tensor,
+    tau: int,
+    zeta: float,
+    *,
+    prior,
+    match: Callable[[torch.Tensor], torch.Tensor],
+    matching_weight: float = 1.0,
+    prior_weight: float = 1.0,
+) -> dict:
+    """One step of Algorithm 1 (lines 4–8): the update direction g = w_p g_p + clip(λ ∇d, ζ ||g_p||).
+
+    Args:
+        x: x̂ ``(1, C, s, s)`` in the DDPM's [−1, 1] scale, with ``requires_grad``.
+        epsilon: ε ~ N(0, I), shaped like ``x`` (line 4).
+        tau: the diffusion time τ_i (line 3, App. C), an int in [0, T).
+        zeta: ζ_i, the clip's ratio (line 7).
+        prior: a :class:`gitutor.priors.DiffusionPrior`; g_p = ∇_x̂ ||ε − ε_θ(√ᾱ_τ x̂ + √(1 − ᾱ_τ) ε, τ)||²
+            (Eq. 13–14, line 5).
+        match: x̂ ↦ the cosine gradient distance d(F(𝒜(x̂)), ∇w) of B augmented copies (Eq. 6, line 6).
+        matching_weight: λ on the distance before the clip (see the module docstring).
+        prior_weight: w_p on g_p in the step (1: Algorithm 1; 0: the no-prior control, whose g_p still
+            sets the clip's scale).
+
+    Returns:
+        ``grad`` (g, shaped like ``x``; the optimiser steps x̂ ← x̂ − η g, line 8), ``loss`` and
+        ``gradient_distance`` (d, a 0-d tensor), ``prior_loss``, ``tau``, ``zeta``, ``grad_ratio``
+        (λ||∇d|| / ||g_p|| before the clip) and ``clip_scale`` (factor applied to λ∇d, 1 = unclipped).
+
+    Raises:
+        ValueError: naming ``zeta`` if it is not a finite number > 0 (:func:`clip_matching_gradient`).
+    """
+    t = torch.tensor([tau], device=x.device)  # line 4: x_τ = √ᾱ_τ x̂ + √(1 − ᾱ_τ) ε
+    prediction = prior.unet(add_noise(prior, x, epsilon, tau), t).sample
+    prior_loss = (prediction - epsilon).pow(2).sum()
+    (g_prior,) = torch.autograd.grad(prior_loss, x)  # line 5
+    distance = match(x)
+    (g_gm,) = torch.autograd.grad(matching_weight * distance, x)  # line 6
+    ratio = (g_gm.norm() / (g_prior.norm() + 1e-12)).item()
+    # line 7 clips λ ∇d to ζ ||g_p||; line 8 steps x̂ along g (Adam, in the loop)
+    return {
+        "grad": prior_weight * g_prior + clip_matching_gradient(g_gm, g_prior, zeta),
+        "loss": distance.detach(),
+        "gradient_distance": distance.detach(),
+        "prior_loss": prior_loss.detach(),
+        "tau": tau,
+        "zeta": zeta,
+        "grad_ratio": ratio,
+        "clip_scale": min(1.0, zeta / max(ratio, 1e-30)),
+    }
+
+
 def user_level_inversion(
     model: nn.Module,
     target_grads: Sequence[torch.Tensor],
@@ -143,6 +196,7 @@ def user_level_inversion(
     lr: float = 0.05,
     t_star: int = 200,
     matching_weight: float = 1.0,
+    prior_weight: float = 1.0,
     image_size: int | None = None,
     seed: int = 0,
     record_every: int = 50,
@@ -164,6 +218,11 @@ def user_level_inversion(
         t_star: start of the final DDPM denoising (200); 0 skips it.
         matching_weight: λ multiplying the matching distance before the clip (1 = Eq. 14 as written;
             see the module docstring).
+        prior_weight: weight of g_p in the step x̂ ← x̂ − η (prior_weight · g_p + clipped g_gm)
+            (Algorithm 1, line 8: 1). 0 is the no-prior control: g_p is still computed and still
+            sets the clip's scale ζ_i ||g_p|| (line 7), so the matching step is Algorithm 1's, but
+            the prior term no longer moves x̂ (pair it with ``t_star = 0``: the final denoising is
+            the prior too).
         image_size: classifier input side (default: the prior's side); x̂ is resized to it.
         seed: seeds x̂'s N(0, I) start, ε, τ noise, the augmentations and the denoising noise.
         record_every: snapshot interval; step S is always recorded (snapshots are classifier-side
@@ -195,6 +254,15 @@ def user_level_inversion(
         layer_window or LayerWindow(),
     )
     _check_positive(lr=lr, matching_weight=matching_weight, record_every=record_every)
+    if (
+        isinstance(prior_weight, bool)
+        or not isinstance(prior_weight, (int, float))
+        or not math.isfinite(prior_weight)
+        or prior_weight < 0
+    ):
+        raise ValueError(
+            f"prior_weight must be a finite number >= 0, got {prior_weight!r}"
+        )
     if tau_schedule.t_max >= prior.num_timesteps:
         raise ValueError(
             f"tau_schedule.t_max must be < the prior's T = {prior.num_timesteps}, got {tau_schedule.t_max}"
@@ -216,34 +284,24 @@ def user_level_inversion(
     ).to(device)
 
     def objective(x: torch.Tensor, i: int) -> dict:
-        """Algorithm 1, one step: g = g_p + clip(λ ∇d, ζ ||g_p||), handed to the loop as its gradient."""
-        tau = int(taus[i])
+        """Step i of Algorithm 1 (:func:`diffula_gradient`), handed to the loop as its gradient."""
+        weights = layer_window.weights(len(target_grads), i / max(steps - 1, 1))
+
+        def match(image: torch.Tensor) -> torch.Tensor:  # d(F(𝒜(x̂)), ∇w), Eq. 6
+            batch = augment(to_classifier_input(image, side), batch_size, generator)
+            return matching_distance(model, target_grads, labels, batch, weights)
+
         epsilon = torch.randn(x.shape, generator=generator).to(device)
-        prediction = prior.unet(
-            add_noise(prior, x, epsilon, tau), torch.tensor([tau], device=device)
-        ).sample
-        prior_loss = (prediction - epsilon).pow(2).sum()
-        (g_prior,) = torch.autograd.grad(prior_loss, x)
-        batch = augment(to_classifier_input(x, side), batch_size, generator)
-        distance = matching_distance(
-            model,
-            target_grads,
-            labels,
-            batch,
-            layer_window.weights(len(target_grads), i / max(steps - 1, 1)),
+        return diffula_gradient(
+            x,
+            epsilon,
+            int(taus[i]),
+            float(zetas[i]),
+            prior=prior,
+            match=match,
+            matching_weight=matching_weight,
+            prior_weight=prior_weight,
         )
-        (g_gm,) = torch.autograd.grad(matching_weight * distance, x)
-        ratio = (g_gm.norm() / (g_prior.norm() + 1e-12)).item()
-        return {
-            "loss": distance.detach(),
-            "grad": g_prior + clip_matching_gradient(g_gm, g_prior, float(zetas[i])),
-            "gradient_distance": distance.detach(),
-            "prior_loss": prior_loss.detach(),
-            "tau": tau,
-            "zeta": float(zetas[i]),
-            "grad_ratio": ratio,
-            "clip_scale": min(1.0, zetas[i] / max(ratio, 1e-30)),
-        }
 
     # Adam on g itself (no sign), no pixel box: x̂ lives in the prior's [−1, 1] scale (Graikos et al.)
     result = optimise_images(

@@ -2,7 +2,9 @@
 
 The shared classifier, the image prior, the users, Algorithm 1 from the server's view
 (:func:`gitutor.federated.case.gradient_case` with known labels) and the two Inverting Gradients baselines
-of Table 1a on the same budget, scored per user with :mod:`gitutor.attacks.user_level.evaluation`.
+of Table 1a on the same budget, scored per user with :mod:`gitutor.attacks.user_level.evaluation`; beside
+them the arms that take DiffULA apart (its image before the final denoising, t* = 0; the no-prior control)
+and two controls that know nothing of the user (a generic face, a prior sample).
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ METHODS = (
     "IG user-level, no prior",
     "DiffULA (diffusion prior)",
 )
+#: Arms beside Table 1a's rows, each on the same users: the final denoising pass as its own arm (the same
+#: DiffULA runs read before it), the no-prior control (:func:`no_prior_users`) and the two controls that know
+#: nothing of the user (:func:`know_nothing_controls`).
+T_STAR_ZERO = "DiffULA, t* = 0 (no final denoising)"
+NO_PRIOR = "no-prior control (Algorithm 1's matching step, prior off, t* = 0)"
+GENERIC_FACE = "generic face: mean of the other users' photos (knows nothing)"
+PRIOR_SAMPLE = "prior sample (knows nothing)"
 
 
 def shared_model(name: str, cfg) -> nn.Module:
@@ -166,9 +175,12 @@ def diffula(
     *,
     seed: int,
     matching_weight: float | None = None,
+    prior_weight: float = 1.0,
+    t_star: int | None = None,
 ) -> AttackResult:
     """Algorithm 1 (:func:`~gitutor.attacks.user_level.user_level_inversion`) from ``case.server_view``
-    (labels known, B = the batch size) with the profile's steps, η, t*, λ (``matching_weight`` overrides it)."""
+    (labels known, B = the batch size) with the profile's steps, η, t*, λ (``matching_weight`` and ``t_star``
+    override them; ``prior_weight`` 0: the no-prior control)."""
     view = case.server_view
     return user_level_inversion(
         view["model"],
@@ -178,12 +190,13 @@ def diffula(
         batch_size=view["batch_size"],
         steps=cfg.steps,
         lr=cfg.lr,
-        t_star=cfg.t_star,
+        t_star=cfg.t_star if t_star is None else t_star,
         image_size=cfg.image_size,
         seed=seed,
         matching_weight=cfg.matching_weight
         if matching_weight is None
         else matching_weight,
+        prior_weight=prior_weight,
         record_every=cfg.record_every,
         **schedules,
     )
@@ -197,12 +210,15 @@ def diffula_users(
     seed: int,
     *,
     matching_weight: float | None = None,
+    prior_weight: float = 1.0,
+    t_star: int | None = None,
     users: int | None = None,
 ) -> list[AttackResult]:
     """:func:`diffula` on the first ``users`` (default: all) of ``cases``, user k seeded by
     :func:`~gitutor.seeding.trial_seeds` ``(seed, len(cases), "DiffULA")[k]``: users are independent
-    trials (their own x_T, ε draws, τ jitter, augmentations), and a call with another ``matching_weight``
-    repeats each user's noise exactly (a paired design that differs only in λ).
+    trials (their own x_T, ε draws, τ jitter, augmentations), and a call with another ``matching_weight``,
+    ``prior_weight`` or ``t_star`` repeats each user's noise exactly (a paired design that differs only in
+    that setting).
 
     Raises:
         ValueError: naming ``users`` if it is not in [1, len(cases)].
@@ -216,8 +232,137 @@ def diffula_users(
         raise ValueError(f"users must be an int in [1, {len(cases)}], got {users!r}")
     seeds = trial_seeds(seed, len(cases), "DiffULA")
     return [
-        diffula(case, prior, cfg, schedules, seed=s, matching_weight=matching_weight)
+        diffula(
+            case,
+            prior,
+            cfg,
+            schedules,
+            seed=s,
+            matching_weight=matching_weight,
+            prior_weight=prior_weight,
+            t_star=t_star,
+        )
         for case, s in zip(cases[:count], seeds)
+    ]
+
+
+def no_prior_users(
+    cases: Sequence[Case],
+    prior,
+    cfg,
+    schedules: Mapping,
+    seed: int,
+    *,
+    users: int | None = None,
+) -> list[AttackResult]:
+    """The no-prior control of DiffULA: :func:`diffula_users` with the prior term off (``prior_weight=0``)
+    and no final denoising (``t_star=0``), same users and seeds. The prior's gradient is still computed and
+    still sets the clip's scale ζ_i ||g_p|| (Algorithm 1, line 7), so the matching step is DiffULA's; only the
+    prior's own pull (line 8) and its final denoising are gone. Paired with :data:`T_STAR_ZERO` it isolates
+    the prior term of the optimisation. The page runs it on the first ``cfg.weight_users`` users (as the
+    λ = 1 runs; ``users``), which keeps the quick book within its time.
+
+    Raises:
+        ValueError: as :func:`diffula_users`.
+    """
+    return diffula_users(
+        cases, prior, cfg, schedules, seed, prior_weight=0.0, t_star=0, users=users
+    )
+
+
+def before_final_denoising(result: AttackResult) -> torch.Tensor:
+    """x̂ after Algorithm 1's S steps, before the final DDPM denoising from t*: the run's last snapshot
+    ``(1, C, s, s)`` in [0, 1] (classifier side), equal to the image of the same run with ``t_star = 0``
+    (the denoising draws its noise after the loop) — the t* = 0 arm at no extra cost.
+
+    Raises:
+        ValueError: naming ``result`` if its last snapshot is not at its last step (a run recorded
+            without the final step).
+    """
+    steps = len(result.history["gradient_distance"])
+    if not result.snapshots or result.snapshots[-1][0] != steps:
+        raise ValueError(
+            f"result must hold a snapshot at its last step {steps}, got snapshots at "
+            f"{[t for t, _ in result.snapshots]}"
+        )
+    return result.snapshots[-1][1]
+
+
+def generic_faces(photos: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """For user k, the mean of every photo of the *other* users ``(1, C, H, W)`` in [0, 1]: a generic face
+    that knows nothing of user k (a control for Table 1a's scores).
+
+    Args:
+        photos: each user's ``(B, C, H, W)`` photos in [0, 1], one tensor per user (>= 2 users, the same
+            ``(C, H, W)``).
+
+    Raises:
+        ValueError: naming ``photos`` with fewer than 2 users or users of different image shapes.
+    """
+    if len(photos) < 2:
+        raise ValueError(f"photos must hold >= 2 users, got {len(photos)}")
+    if any(x.dim() != 4 or x.shape[1:] != photos[0].shape[1:] for x in photos):
+        raise ValueError(
+            "photos must be (B, C, H, W) tensors of one image shape, got "
+            f"{[tuple(x.shape) for x in photos]}"
+        )
+    return [
+        torch.cat([x.cpu() for j, x in enumerate(photos) if j != k]).mean(
+            0, keepdim=True
+        )
+        for k in range(len(photos))
+    ]
+
+
+def know_nothing_controls(
+    photos: Sequence[torch.Tensor], samples: torch.Tensor
+) -> dict[str, list[torch.Tensor]]:
+    """The two controls that know nothing of the user, one ``(1, C, H, W)`` image per user:
+    :data:`GENERIC_FACE` (:func:`generic_faces`) and :data:`PRIOR_SAMPLE` (prior sample ``k mod N`` for user k,
+    resized to the users' side, as the identity test's control).
+
+    Args:
+        photos: as :func:`generic_faces`.
+        samples: ``(N, C, H', W')`` unconditional prior samples in [0, 1].
+
+    Raises:
+        ValueError: as :func:`generic_faces`, or naming ``samples`` (empty, other channels).
+    """
+    from gitutor.chapters.diffusion_user_level.identity import (
+        CONTROLS,
+        identity_controls,
+    )
+
+    generic = generic_faces(photos)
+    return {
+        GENERIC_FACE: generic,
+        PRIOR_SAMPLE: identity_controls(photos, samples)[CONTROLS["prior_sample"]],
+    }
+
+
+def score_images(
+    images: Sequence[torch.Tensor], photos: Sequence[torch.Tensor]
+) -> list[dict]:
+    """Table 1a's scores of one representative image per user: per user a dict of ``mse``, ``psnr``,
+    ``ssim``, ``lpips`` (:func:`~gitutor.attacks.user_level.representative_scores` against the user's
+    photos, averaged) and ``face_rate`` (0 or 1), as :func:`evaluate_users`' rows. ``images[k]`` is user
+    k's; an arm run on the first n users only (:func:`no_prior_users`) gives n images.
+
+    Raises:
+        ValueError: naming ``images`` when it is empty or holds more images than there are users, or as
+            :func:`~gitutor.attacks.user_level.representative_scores` (shapes, ranges).
+    """
+    if not 1 <= len(images) <= len(photos):
+        raise ValueError(
+            f"images must hold one image for each of the first 1 to {len(photos)} users, "
+            f"got {len(images)}"
+        )
+    return [
+        dict(
+            representative_scores(image.cpu(), x.cpu()),
+            face_rate=face_detection_rate(image.cpu()),
+        )
+        for image, x in zip(images, photos)
     ]
 
 

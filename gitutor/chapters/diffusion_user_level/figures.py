@@ -1,5 +1,5 @@
 """Chapter 05's figures (Li et al. 2023): the users, Algorithm 1's schedules (App. C, Fig. 5) and its
-course on one user (Fig. 4b), the matching weight, Table 1a's examples, the identity matrices and
+course on one user (Fig. 4b), the matching weight, the runs' budgets, Table 1a's examples, the identity matrices and
 the failure case (App. D)."""
 
 from __future__ import annotations
@@ -175,6 +175,45 @@ def matching_weight_figures(plain: Sequence, weighted: Sequence, weight: float):
     ).cpu()
     titles = [f"user {k}, λ = {w}" for k in (0, 1) for w in ("1", f"{weight:g}")]
     return ax, legible(show_grid(images, titles=titles, ncols=4, scale=1.8))
+
+
+def budget_figure(baseline: Sequence, diffula: Sequence):
+    """The matching loss d(F(𝒜(x̂)), ∇w) over each run's steps, median over users with the band from the
+    lowest to the highest user: the user-level Inverting Gradients runs (``baseline``) and DiffULA's
+    (``diffula``), each an :class:`~gitutor.attacks.result.AttackResult` with
+    ``history["gradient_distance"]``. Dashed lines mark Inverting Gradients' learning-rate drops (×0.1
+    at 3/8, 5/8 and 7/8 of its steps, :func:`~gitutor.attacks.inverting_gradients.step_milestones`): a
+    curve flat after them has stopped moving, which is not convergence. Returns the axes.
+
+    Raises:
+        ValueError: naming ``baseline`` or ``diffula`` when it holds no run.
+    """
+    from gitutor.attacks.inverting_gradients import step_milestones
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for name, runs, label in (
+        ("baseline", baseline, "IG user level, no prior"),
+        ("diffula", diffula, "DiffULA (before its final denoising)"),
+    ):
+        if not runs:
+            raise ValueError(f"{name} must hold at least one run, got none")
+        curves = np.array([r.history["gradient_distance"] for r in runs], dtype=float)
+        steps = np.arange(1, curves.shape[1] + 1)
+        (line,) = ax.plot(steps, np.median(curves, axis=0), label=label)
+        ax.fill_between(
+            steps, curves.min(0), curves.max(0), color=line.get_color(), alpha=0.2
+        )
+    for milestone in step_milestones(len(baseline[0].history["gradient_distance"])):
+        ax.axvline(milestone, color="grey", linestyle="--", linewidth=0.8)
+    ax.set(
+        xlabel="step",
+        ylabel="matching loss (cosine distance)",
+        yscale="log",
+        title="matching loss over each run's budget (median, range over users)",
+    )
+    ax.legend()
+    legible(fig)
+    return ax
 
 
 def examples_figure(examples: Sequence):

@@ -212,13 +212,13 @@ def prior_effect(
     :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users`; LPIPS only when every user of both
     methods has a value, i.e. its backbone is installed) and of the pairing score (``identity``: :func:`identity_study`)
     — the latter only with ``distinct_photographs`` (each user's photos are different photographs of the person);
-    without, the identity test cannot separate the two (:data:`ONE_PHOTOGRAPH`) and the sentence says so.
+    without, the identity test cannot separate the two (:data:`ONE_PHOTOGRAPH`).
 
     Returns:
         ``intervals`` ``{metric: Interval}`` of the differences (``"pairing"`` with ``distinct_photographs``),
         ``helps`` ``{metric: "helps" | "hurts" | NOT_RESOLVED}`` (the interval lies on one side of 0,
-        read with the metric's better direction), ``sentence`` (plain text for the page) and
-        ``table`` (Markdown).
+        read with the metric's better direction) and ``table`` (Markdown); the page states the reading
+        in its own Markdown with these words glued in.
 
     Raises:
         KeyError: for a method missing from ``rows`` or ``identity``; ValueError: fewer than 2 users.
@@ -252,30 +252,6 @@ def prior_effect(
         )
         helps[metric] = "helps" if good > 0 else "hurts" if bad < 0 else NOT_RESOLVED
     names = METRIC_NAMES
-    hurts = [names[m] for m in scored if helps[m] == "hurts"]
-    gains = [names[m] for m in scored if helps[m] == "helps"]
-    identity_text = _identity_text(
-        identity, intervals, helps, with_prior, without, distinct_photographs
-    )
-    if gains:
-        sentence = (
-            "In this run Algorithm 1 with its diffusion prior, against the prior-free recipe, helps on "
-            + ", ".join(gains)
-        )
-        sentence += f" and hurts on {', '.join(hurts)}" if hurts else ""
-        sentence += f"; {identity_text}."
-    elif hurts:
-        sentence = (
-            f"In this run Algorithm 1 with its diffusion prior does not help: the prior-free recipe on the same "
-            f"user-level objective is "
-            f"closer to the users' photos on {', '.join(hurts)} (each 95 % interval of the per-user "
-            f"differences lies on the prior's losing side of 0), and {identity_text}."
-        )
-    else:
-        sentence = (
-            f"In this run the intervals do not resolve whether Algorithm 1 with its diffusion prior helps or "
-            f"hurts; {identity_text}."
-        )
     table = markdown_table(
         ["score", "better", "DiffULA − IG without prior, per user [95 %]", "the prior"],
         [
@@ -291,79 +267,5 @@ def prior_effect(
     return {
         "intervals": intervals,
         "helps": helps,
-        "sentence": sentence,
         "table": table,
     }
-
-
-def _identity_text(
-    identity: Mapping,
-    intervals: Mapping,
-    helps: Mapping,
-    with_prior: str,
-    without: str,
-    distinct_photographs: bool,
-) -> str:
-    """The clause of :func:`prior_effect`'s sentence on the identity test."""
-    if not distinct_photographs:
-        found = {m: identity["identified"][m].mean for m in (with_prior, without)}
-        return (
-            f"the identity test cannot separate the prior from no prior at this setting (identified "
-            f"{found[with_prior]:.2f} with the prior, {found[without]:.2f} without; each user is one photograph "
-            "and its variations, so it tests the photograph, not the person) and no conclusion on identity "
-            "is drawn from it"
-        )
-    if all(float(np.min(identity["scores"][m])) == 1.0 for m in (with_prior, without)):
-        return (
-            "the identity test cannot separate it from no prior: both pair every user with its own "
-            "photographs (pairing score 1.00 for each user), the test's ceiling"
-        )
-    if helps["pairing"] == NOT_RESOLVED:
-        return (
-            f"the identity test does not separate it from no prior (paired difference "
-            f"{format_interval(intervals['pairing'], 2, count=False)}: its interval includes 0)"
-        )
-    return f"on the identity test the prior {helps['pairing']}"
-
-
-def identity_sentence(
-    identity: Mapping, with_prior: str, without: str, distinct_photographs: bool
-) -> str:
-    """The page's sentence on the identity test: the closed-set identification rates of the two attacks
-    (candidate names ``with_prior``, ``without``) and of the :data:`CONTROLS`, and whether the test can
-    separate the prior from no prior (``distinct_photographs``: each user's photos are different
-    photographs of one person).
-
-    Raises:
-        KeyError: for a candidate or control missing from ``identity`` (:func:`identity_study`).
-    """
-    rate = {role: identity["identified"][name] for role, name in CONTROLS.items()}
-    rate |= {
-        "with_prior": identity["identified"][with_prior],
-        "without": identity["identified"][without],
-    }
-    users = rate["with_prior"].n
-    text = (
-        f"Identified among {users} users (chance {1 / users:.2f}): with the prior "
-        f"{format_interval(rate['with_prior'], 2, count=False)}, without it "
-        f"{format_interval(rate['without'], 2, count=False)}; the controls score "
-        f"{rate['mean_photo'].mean:.2f} (the user's mean photo, the reference itself), "
-        f"{rate['real_photo'].mean:.2f} (one photo of the user), {rate['prior_sample'].mean:.2f} (a sample "
-        f"of the prior) and {rate['other_user'].mean:.2f} (another user's photograph)."
-    )
-    if distinct_photographs:
-        return (
-            text
-            + " Each user's photos are different photographs of the person, so the test reads identity."
-        )
-    level = (
-        min(rate["with_prior"].mean, rate["without"].mean) >= rate["real_photo"].mean
-    )
-    return (
-        text
-        + (" Both attacks score as high as one photo of the user." if level else "")
-        + (
-            f" At this setting the test cannot separate the prior from no prior: {ONE_PHOTOGRAPH}. "
-            "No verdict on identity, or on the prior's effect on it, is drawn from it."
-        )
-    )

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 
 from gitutor.metrics import LPIPS_NA, mse
+from gitutor.paired import paired_difference
+from gitutor.stats import NOT_RESOLVED, format_interval
 from gitutor.tables import markdown_table
 
 
@@ -45,6 +47,143 @@ def method_table(rows: Mapping[str, Sequence[Mapping]]) -> str:
     )
 
 
+#: The scores of :func:`arm_differences`: display name, the better direction and digits.
+ARM_METRICS = {
+    "mse": ("MSE", "lower", 4),
+    "ssim": ("SSIM", "higher", 3),
+    "lpips": ("LPIPS", "lower", 3),
+}
+
+
+def arm_differences(
+    rows: Mapping[str, Sequence[Mapping]], pairs: Mapping[str, tuple[str, str]]
+) -> dict:
+    """Paired differences a − b over users of two arms that ran on the same users (and, for the
+    DiffULA arms, the same seeds): ``pairs`` maps a short key to the row names ``(a, b)`` of ``rows``
+    (:func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users` plus the arms scored by
+    ``score_images``). An arm run on the first n users only (the no-prior control) is paired with the other
+    arm's first n users: user k is user k in every arm. Each difference gets :func:`gitutor.paired.paired_difference`'s 95 % interval and a
+    word for ``a``: ``"better"`` / ``"worse"`` when the interval lies on one side of 0 (read with the
+    metric's direction, :data:`ARM_METRICS`), else :data:`gitutor.stats.NOT_RESOLVED`. LPIPS is left
+    out when a user lacks it (its backbone not installed).
+
+    Returns:
+        ``values`` ``{f"{key}_{metric}": mean, …_low, …_high, …_word}`` (for glue), ``intervals``
+        ``{key: {metric: Interval}}`` and ``table`` (Markdown, one row per pair).
+
+    Raises:
+        ValueError: naming ``pairs`` when it is empty or names a row missing from ``rows``; as
+            :func:`~gitutor.paired.paired_difference` for an arm with no user.
+    """
+    if not pairs:
+        raise ValueError("pairs must name at least one (a, b) pair of rows")
+    for key, names in pairs.items():
+        missing = [name for name in names if name not in rows]
+        if len(names) != 2 or missing:
+            raise ValueError(
+                f"pairs[{key!r}] must be two row names of rows, got {names!r}"
+            )
+    values, intervals, table = {}, {}, []
+    for key, (a, b) in pairs.items():
+        intervals[key] = {}
+        for metric, (name, better, digits) in ARM_METRICS.items():
+            n = min(len(rows[a]), len(rows[b]))
+            first = [r[metric] for r in rows[a][:n]]
+            second = [r[metric] for r in rows[b][:n]]
+            if any(v is None for v in first + second):
+                continue
+            summary = paired_difference(first, second)
+            sign = 1.0 if better == "higher" else -1.0
+            good, bad = sorted((sign * summary.low, sign * summary.high))
+            word = "better" if good > 0 else "worse" if bad < 0 else NOT_RESOLVED
+            intervals[key][metric] = summary
+            values |= {
+                f"{key}_{metric}": summary.mean,
+                f"{key}_{metric}_low": summary.low,
+                f"{key}_{metric}_high": summary.high,
+                f"{key}_{metric}_word": word,
+            }
+            table.append(
+                [f"{a} − {b}", name, better, format_interval(summary, digits), word]
+            )
+    header = ["a − b", "score", "better", "per user, mean [95 %]", "a is"]
+    return {
+        "values": values,
+        "intervals": intervals,
+        "table": markdown_table(header, table),
+    }
+
+
+def arm_rows(
+    rows: Mapping[str, Sequence[Mapping]],
+    arms: Mapping,
+    pairs: Mapping[str, tuple[str, str]],
+    controls: Sequence[str],
+    differences: str,
+) -> list[dict]:
+    """The results rows of the arms beside Table 1a (the paper reports none of them, so none is judged):
+    each ``controls`` row's mean MSE, SSIM and LPIPS over users (images that know nothing of the user, the
+    scale an attack's score is read against) and each pair's paired difference
+    (:func:`arm_differences`' ``intervals``, one row per pair and score).
+
+    Args:
+        rows: per-method rows, every name of ``controls`` and ``pairs`` among them.
+        arms: :func:`arm_differences` ``(rows, pairs)``.
+        pairs: ``{key: (a, b)}`` as given to :func:`arm_differences`.
+        controls: the row names of the know-nothing controls.
+        differences: the profile's differences from the paper (:func:`differences`).
+
+    Raises:
+        ValueError: naming ``controls`` for a name missing from ``rows``, ``arms`` when it lacks a key
+            of ``pairs``.
+    """
+    from gitutor.results import interval_fields
+    from gitutor.stats import interval
+
+    missing = [name for name in controls if name not in rows]
+    if missing:
+        raise ValueError(f"controls must be row names of rows, got {missing!r}")
+    if any(key not in arms["intervals"] for key in pairs):
+        raise ValueError(
+            f"arms must be arm_differences(rows, pairs) for pairs {list(pairs)!r}"
+        )
+    bounds = {"mse": (0.0, 1.0), "ssim": (-1.0, 1.0), "lpips": (0.0, np.inf)}
+    out = []
+    for name in controls:
+        for metric, (unit, _, digits) in ARM_METRICS.items():
+            values = [r[metric] for r in rows[name]]
+            if any(v is None for v in values):
+                continue
+            summary = interval(values, bounds=bounds[metric])
+            out.append(
+                dict(
+                    quantity=f"{unit}, {name}",
+                    setting=f"control that knows nothing of the user; {len(values)} users",
+                    paper="not reported",
+                    this_run=round(summary.mean, digits),
+                    unit=unit,
+                    differences=differences,
+                )
+                | interval_fields(summary, digits)
+            )
+    for key, (a, b) in pairs.items():
+        for metric, summary in arms["intervals"][key].items():
+            unit, _, digits = ARM_METRICS[metric]
+            word = arms["values"][f"{key}_{metric}_word"]
+            out.append(
+                dict(
+                    quantity=f"difference in {unit}, {a} − {b}",
+                    setting=f"paired over {summary.n} users, same seeds: a is {word}",
+                    paper="not reported",
+                    this_run=round(summary.mean, digits),
+                    unit=f"{unit} difference",
+                    differences=differences,
+                )
+                | interval_fields(summary, digits)
+            )
+    return out
+
+
 def mean_pairwise_mse(images: Sequence[torch.Tensor]) -> float:
     """Mean MSE over all pairs of the ``(1, C, H, W)`` images: how much they differ from one another.
 
@@ -71,9 +210,11 @@ def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
             f"ResNet-18, {prior_parameters / 1e6:.1f} M-parameter DDPM trained on {PRIOR_TRAIN_FACES} LFW faces, LBP "
             "detector instead of MTCNN, [0, 1] intensity scale"
         )
+    leak = victim_data_leak(cfg)
     return (
-        f"{profile} profile; CelebA-HQ-256 DDPM instead of FFHQ-256, λ = {cfg.matching_weight:g}, LBP detector "
-        "instead of MTCNN"
+        f"{profile} profile; {cfg.prior} instead of an FFHQ-256 DDPM"
+        + (f" ({leak})" if leak else "")
+        + f", λ = {cfg.matching_weight:g}, LBP detector instead of MTCNN"
         + (
             ""
             if cfg.prior != "untrained" and cfg.data == "celeba"
@@ -92,13 +233,33 @@ CLAIM = (
 CLAIM_METRIC = "lpips"
 
 
+#: Hub priors trained on the dataset the full profile's victims come from, by the data they saw. Li et al. call
+#: a prior whose training data held the private images "an unrealistically strong threat model" (§3,
+#: Baselines, of their GIAS baseline); their own DDPM saw FFHQ, disjoint from CelebA.
+VICTIM_DATA_PRIORS = {"google/ddpm-celebahq-256": "CelebA-HQ"}
+
+
+def victim_data_leak(cfg) -> str | None:
+    """The leak of a hub prior trained on the victims' dataset (:data:`VICTIM_DATA_PRIORS`, victims from
+    CelebA) as a phrase for the ledger, else None."""
+    seen = VICTIM_DATA_PRIORS.get(cfg.prior)
+    if seen is None or cfg.data != "celeba":
+        return None
+    return (
+        f"prior {cfg.prior} was trained on {seen}, the dataset the victims come from: the leak Li et al. "
+        "call an unrealistically strong threat model (§3); their prior saw FFHQ"
+    )
+
+
 def paper_prior(cfg, profile: str) -> bool:
-    """Whether this run's prior and data are the paper's kind (the full profile's pretrained face DDPM on CelebA):
-    only then can the prior's measured effect confirm or refute the claim (:data:`CLAIM`)."""
+    """Whether this run's prior and data are the paper's kind (the full profile's pretrained face DDPM on
+    CelebA, trained on other data than the victims', :func:`victim_data_leak`): only then can the prior's
+    measured effect confirm or refute the claim (:data:`CLAIM`)."""
     return (
         profile == "full"
         and cfg.prior not in ("lfw32", "untrained")
         and cfg.data == "celeba"
+        and victim_data_leak(cfg) is None
     )
 
 
@@ -109,6 +270,8 @@ def prior_note(cfg, profile: str, prior_parameters: int) -> str:
 
     if paper_prior(cfg, profile):
         return f"prior {cfg.prior}"
+    if victim_data_leak(cfg):
+        return victim_data_leak(cfg)
     if cfg.prior == "lfw32":
         return (
             f"stand-in prior ({prior_parameters / 1e6:.1f} M-param DDPM, {PRIOR_TRAIN_FACES} LFW faces, "
@@ -443,7 +606,7 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
     the paired differences MSE(higher) − MSE(lower) of consecutive methods of :data:`ORDER`),
     ``paper_order`` ("holds" when every step's interval lies above 0, "reversed" when one lies below,
     else "not resolved at this budget"), ``lpips`` (the paired LPIPS difference DiffULA − IG matched, Table 1a's
-    other comparison, 0.5039 − 0.7165; None without LPIPS), ``lpips_read``, ``lpips_text`` (a sentence), ``measured`` (each step as the paired comparison reads it, e.g.
+    other comparison, 0.5039 − 0.7165; None without LPIPS), ``lpips_read``, ``measured`` (each step as the paired comparison reads it, e.g.
     "IG sample-level < DiffULA", "; "-joined) and ``table`` (Markdown: each method's mean and interval, then each paired step).
 
     Raises:
@@ -502,12 +665,6 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
         if step is None
         else compare_paired(lpips[1], lpips[0], ("DiffULA", "IG sample-level"))
     )
-    text = (
-        "LPIPS is not installed"
-        if step is None
-        else f"DiffULA − IG sample-level (matched) "
-        f"{format_interval(step, 3, count=False)} (paper: 0.5039 − 0.7165 = −0.2126): {read_lpips}."
-    )
     return {
         "intervals": intervals,
         "steps": steps,
@@ -516,7 +673,6 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
         "table": table,
         "lpips": step,
         "lpips_read": read_lpips,
-        "lpips_text": text,
     }
 
 

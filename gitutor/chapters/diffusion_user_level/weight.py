@@ -15,7 +15,7 @@ import torch
 
 from gitutor.attacks.user_level import correlation_matrix, representative_scores
 from gitutor.paired import compare_paired, paired_difference
-from gitutor.stats import NOT_RESOLVED, format_interval, interval
+from gitutor.stats import interval
 
 
 def clip_share(result) -> float:
@@ -57,7 +57,7 @@ def matching_weight_study(
         plain, weighted: Algorithm 1 results; ``weighted`` may cover more users than ``plain`` (only the
             first ``len(plain)`` are paired).
         users: every user's ``(B, C, H, W)`` photos in [0, 1] (the references are their means).
-        weight: the profile's λ, for the sentence.
+        weight: the profile's λ, naming the two sides in ``read``.
 
     Returns:
         ``n`` (paired users), ``margin_plain`` (the λ = 1 own-user margins' mean and 95 % interval over
@@ -65,7 +65,7 @@ def matching_weight_study(
         λ‖∇d‖ / ‖g_p‖ with λ = 1), ``clip_plain`` / ``clip_weighted`` (mean over users of
         :func:`clip_share`), ``intervals`` ``{"margin", "mse"}`` of the paired differences λ = weight − λ = 1
         of :func:`own_user_margin` and of the MSE to the user's photos, ``read`` (each as
-        :func:`gitutor.paired.compare_paired` reads it) and ``sentence`` (plain text for the page).
+        :func:`gitutor.paired.compare_paired` reads it); the page states them in Markdown, glued.
 
     Raises:
         ValueError: naming ``plain`` for fewer than 2 paired users or more than ``weighted`` holds.
@@ -97,40 +97,9 @@ def matching_weight_study(
         "margin": compare_paired(margins["weighted"], margins["plain"], labels),
         "mse": compare_paired(mses["weighted"], mses["plain"], labels),
     }
-    words = {
-        "margin": (
-            "the own-user margin (correlation with its own user's mean photo minus the mean with "
-            "the others', images standardised)"
-        ),
-        "mse": "the MSE to the user's photos",
-    }
-
-    def clause(key: str, digits: int) -> str:
-        summary = intervals[key]
-        where = (
-            "includes 0: not resolved"
-            if read[key] == NOT_RESOLVED
-            else "lies above 0"
-            if summary.low > 0
-            else "lies below 0"
-        )
-        return f"{words[key]} changes by {format_interval(summary, digits, count=False)} (its 95 % interval {where})"
-
     alone = interval(
         margins["plain"].tolist(), bounds=(-2.0, 2.0)
     )  # λ = 1 against 0: does its image depend on its user?
-    alone_read = (
-        "includes 0: no dependence on the user's gradient is resolved"
-        if alone.low <= 0 <= alone.high
-        else "lies above 0: the image already depends on its user"
-        if alone.low > 0
-        else "lies below 0"
-    )
-    sentence = (
-        f"With λ = 1 the own-user margin is {format_interval(alone, 3, count=False)} (its 95 % interval "
-        f"{alone_read}). Paired over {n} users (each user's two runs share its gradient and its seed and "
-        f"differ only in λ), going from λ = 1 to λ = {weight:g} {clause('margin', 3)}, and {clause('mse', 4)}."
-    )
     return {
         "n": n,
         "margin_plain": alone,
@@ -141,5 +110,4 @@ def matching_weight_study(
         "clip_weighted": float(np.mean([clip_share(r) for r in weighted[:n]])),
         "intervals": intervals,
         "read": read,
-        "sentence": sentence,
     }
