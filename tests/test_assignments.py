@@ -14,7 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from gitutor.assignments import exercise_cells, parse_questions, read_notebook, run_tests, solution_lines
+from gitutor.assignments import (
+    build,
+    exercise_cells,
+    grading_master,
+    parse_questions,
+    read_notebook,
+    reference_leaks,
+    resolve_reference,
+    run_tests,
+    solution_lines,
+    withhold_sources,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
@@ -175,3 +186,96 @@ def test_reference_passes_and_wrong_answer_fails(chapter, question, reference_na
     exec(compile(WRONG_ANSWERS[question.name], f"<wrong answer to {question.name}>", "exec"), wrong)
     results = run_tests(question, wrong)
     assert not all(passed for _, passed, _ in results), f"the checks of {question.name} accept the wrong answer"
+
+
+STEPWISE_CELL = """print(inspect.getsource(StepwiseSchedule.start_index).split('x')[-1])
+floor = 3
+source = inspect.getsource(attacks.gradient_dropout_masks)
+print(source[source.index("keep") :])
+print(floor)
+"""
+
+
+def _notebook(body: str, setup: str, masks_cell: str = "x = 1", index_cell: str = "y = 2") -> dict:
+    def cell(kind, text, *tags):
+        return {"cell_type": kind, "metadata": {"tags": list(tags)}, "source": text, "outputs": []}
+
+    return {
+        "cells": [
+            cell("code", body),
+            cell("raw", "# ASSIGNMENT CONFIG\nname: toy", "exercise"),
+            cell("code", setup, "exercise"),
+            cell("raw", "# BEGIN QUESTION\nname: masks\nreference: gitutor.attacks.gradient_dropout_masks", "exercise"),
+            cell("code", masks_cell, "exercise"),
+            cell("raw", "# END QUESTION", "exercise"),
+            cell("raw", "# BEGIN QUESTION\nname: index\nreference: gitutor.attacks.StepwiseSchedule.start_index", "exercise"),
+            cell("code", index_cell, "exercise"),
+            cell("raw", "# END QUESTION", "exercise"),
+        ]
+    }
+
+
+def test_withhold_sources_drops_what_prints_a_reference_and_what_reads_it():
+    nb = _notebook(STEPWISE_CELL, "import torch")
+    _, questions = parse_questions(nb)
+    assert [q.references for q in questions] == [
+        ("gitutor.attacks.gradient_dropout_masks",),
+        ("gitutor.attacks.StepwiseSchedule.start_index",),
+    ]
+    assert len(reference_leaks(nb, nb)) == 2
+    student, withheld = withhold_sources(nb, questions)
+    assert student["cells"][0]["source"].splitlines() == [
+        "# student copy: withheld here, it shows the answer to 'index'",
+        "floor = 3",
+        "# student copy: withheld here, it shows the answer to 'masks'",
+        "print(floor)",
+    ]
+    assert withheld == ["cell 0: masks"] and reference_leaks(nb, student) == []
+    assert nb["cells"][0]["source"] == STEPWISE_CELL, "the chapter itself is unchanged"
+
+
+def test_reference_leaks_finds_imports_before_the_question_and_copied_code():
+    # the class that holds start_index, imported in the setup cell
+    nb = _notebook("x = 0", "from gitutor.attacks import StepwiseSchedule, cosine_gradient_distance")
+    assert reference_leaks(nb, nb) == [
+        "the exercise block imports StepwiseSchedule "
+        "(holding gitutor.attacks.StepwiseSchedule.start_index) before question 'index'"
+    ]
+    # imported in an earlier question's cell: still before the question
+    nb = _notebook("x = 0", "import torch", masks_cell="from gitutor.attacks import StepwiseSchedule")
+    assert len(reference_leaks(nb, nb)) == 1
+    # imported in the question's own cell (the exercise needs the class): allowed
+    nb = _notebook("x = 0", "import torch", index_cell="from gitutor.attacks import StepwiseSchedule")
+    assert reference_leaks(nb, nb) == []
+    # a line of the reference's own code, e.g. in an output
+    copied = "        torch.rand(buffer.shape, generator=generator, out=buffer)"
+    nb = _notebook("x = 0", "import torch")
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": copied}]
+    leaks = reference_leaks(nb, nb)
+    assert len(leaks) == 1 and "gitutor.attacks.gradient_dropout_masks" in leaks[0], leaks
+
+
+@pytest.mark.parametrize("name", ["torch.nn", "gitutor.attacks", "gitutor.attacks.no_such_thing"])
+def test_resolve_reference_refuses_what_is_not_gitutor_code(name):
+    with pytest.raises(ValueError, match="reference"):
+        resolve_reference(name)
+
+
+def test_every_reference_imports_and_answers_a_question_that_asks_for_code():
+    for _, question in _questions():
+        for ref in question.references:
+            obj, _ = resolve_reference(ref)
+            assert callable(obj), ref
+
+
+def test_chapter_04_shows_its_references_and_the_student_copy_does_not(tmp_path):
+    """``build`` (``otter assign``) every chapter: no student copy prints, holds or imports (before
+    the question) the code a question asks for; chapter 04's own page does show two of them."""
+    pytest.importorskip("otter")
+    chapter_04 = read_notebook(ROOT / "notebooks" / "04_stepwise_gradinversion.ipynb")
+    assert len(reference_leaks(chapter_04, grading_master(chapter_04))) == 2
+    with contextlib.redirect_stdout(io.StringIO()):
+        build(tmp_path, CHAPTERS)
+    for path in CHAPTERS:
+        student = read_notebook(tmp_path / path.stem / "student" / path.name)
+        assert reference_leaks(read_notebook(path), student) == [], path.stem
