@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gitutor.assignments import (
+    Question,
     build,
     exercise_cells,
     grading_master,
@@ -122,6 +123,74 @@ def closed_form_pseudo_gradient(grads, dual):
 }
 
 
+#: Mistakes the public checks must reject with a message that says what was expected
+#: (question name -> {mistake: code replacing the answer}).
+PUBLIC_MISTAKES = {
+    "stepwise_start_index": {
+        "wrong sign": """
+def start_index(t, start, floor, step, interval):
+    return max(floor, start + step * (t // interval))
+""",
+        "off-by-one step": """
+def start_index(t, start, floor, step, interval):
+    return max(floor, start - step * ((t + 1) // interval))
+""",
+        "no floor": """
+def start_index(t, start, floor, step, interval):
+    return start - step * (t // interval)
+""",
+        "NumPy integers": """
+import numpy as np
+
+def start_index(t, start, floor, step, interval):
+    return np.maximum(floor, start - step * (t // interval))
+""",
+    },
+    "dropout_masks": {
+        "NumPy arrays for tensors": """
+def dropout_keep_masks(grads, rate, generator):
+    keep = [torch.rand(g.shape, generator=generator) >= rate for g in grads]
+    return [k.numpy().astype("float32") for k in keep]
+""",
+        "wrong sign (keeps with probability rate)": """
+def dropout_keep_masks(grads, rate, generator):
+    return [(torch.rand(g.shape, generator=generator) < rate).to(g.dtype) for g in grads]
+""",
+        "boolean masks": """
+def dropout_keep_masks(grads, rate, generator):
+    return [torch.rand(g.shape, generator=generator) >= rate for g in grads]
+""",
+        "ignores the generator": """
+def dropout_keep_masks(grads, rate, generator):
+    return [(torch.rand(g.shape) >= rate).to(g.dtype) for g in grads]
+""",
+    },
+    "deep_layers_offset": {
+        "tensors for floats": "distance_deep = cosine_gradient_distance(ex_shifted_grads, ex_grads)",
+    },
+    "idlg_sign_rule": {
+        "wrong sign": """
+def sign_rule_label(fc_weight_grad):
+    return int(fc_weight_grad.sum(dim=1).argmax())
+""",
+    },
+    "sorted_cv": {
+        "wrong axis (sorts each feature over the samples)": """
+def sorted_feature_cv(features):
+    ranked = features.sort(dim=0, descending=True).values
+    return ranked.std(dim=0) / ranked.mean(dim=0)
+""",
+    },
+    "tau_schedule": {
+        "off-by-one step": """
+def tau_mean(steps, t_max=999, t_min=500):
+    f = torch.arange(steps, dtype=torch.float64) / steps
+    return t_min + (t_max - t_min) * (1 - f) * (1 + torch.cos(math.pi * f)) / 2
+""",
+    },
+}
+
+
 def _questions():
     return [(path.stem, q) for path in CHAPTERS for q in parse_questions(read_notebook(path))[1]]
 
@@ -186,6 +255,46 @@ def test_reference_passes_and_wrong_answer_fails(chapter, question, reference_na
     exec(compile(WRONG_ANSWERS[question.name], f"<wrong answer to {question.name}>", "exec"), wrong)
     results = run_tests(question, wrong)
     assert not all(passed for _, passed, _ in results), f"the checks of {question.name} accept the wrong answer"
+
+
+def _checks(question, hidden):
+    """The question with only its hidden (or only its public) checks."""
+    flag = f"hidden: {str(hidden).lower()}"
+    return Question(question.name, test_cells=[c for c in question.test_cells if flag in c])
+
+
+@pytest.mark.parametrize(
+    "chapter,question",
+    [(c, q) for c, q in _questions() if q.name in PUBLIC_MISTAKES],
+    ids=[q.name for c, q in _questions() if q.name in PUBLIC_MISTAKES],
+)
+def test_public_checks_reject_common_mistakes_saying_what_was_expected(
+    chapter, question, reference_namespaces
+):
+    env = reference_namespaces(chapter)
+    assert all(passed for _, passed, _ in run_tests(_checks(question, hidden=False), env))
+    for mistake, code in PUBLIC_MISTAKES[question.name].items():
+        wrong = dict(env)
+        exec(compile(code, f"<{mistake} in {question.name}>", "exec"), wrong)
+        failed = [message for _, passed, message in run_tests(_checks(question, hidden=False), wrong) if not passed]
+        assert failed, f"{question.name}: the public checks accept the {mistake}"
+        assert any("expected" in message for message in failed), (question.name, mistake, failed)
+        hidden = [m for _, passed, m in run_tests(_checks(question, hidden=True), wrong) if not passed]
+        assert all(m.split(":", 1)[1].strip() for m in hidden), (question.name, mistake, hidden)
+
+
+def test_every_check_says_why_it_failed():
+    """No bare ``assert`` in a check: otter would print only ``AssertionError:``."""
+    import ast
+
+    bare = [
+        (q.name, ast.unparse(node)[:60])
+        for _, q in _questions()
+        for code in q.test_cells
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Assert) and node.msg is None
+    ]
+    assert not bare, bare
 
 
 STEPWISE_CELL = """print(inspect.getsource(StepwiseSchedule.start_index).split('x')[-1])
