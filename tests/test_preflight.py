@@ -195,3 +195,6 @@ def test_setup_cell_runs_the_preflight_before_any_long_work(notebook, call):
     if "ALLOW_SLOW" in call:
         assert "\nALLOW_SLOW = False" in parameters
 
+
+def test_running_page_states_the_time_limit_the_code_applies():
+    assert f"exceeds {pf.LONG_RUN_S // 60} minutes" in (ROOT / "book" / "running.md").read_text()
