@@ -9,6 +9,12 @@ checks (otter's exception-based test functions) between ``# BEGIN TESTS`` / ``# 
 (the student notebook: no solutions, public checks only) and ``OUT/<chapter>/autograder`` (the
 reference notebook and the autograder zip). The chapter body is tagged ``otter_ignore`` in both, so
 grading executes only the exercise block, which builds its own inputs from gitutor.
+A question's ``# BEGIN QUESTION`` cell may name, on a line ``reference: gitutor.x.y[, …]``, the
+``gitutor`` code whose source answers it (a function, method or class). The student copy then keeps
+none of it: every statement of the chapter that prints that source (``inspect.getsource``,
+``show_source``), and every later statement of its cell that reads what it assigned, becomes one
+comment line (:func:`withhold_sources`); ``build`` stops if a student copy still shows a reference's
+source or the exercise block imports it before its question (:func:`reference_leaks`).
 ``python -m gitutor.assignments check OUT NOTEBOOK…`` grades the reference and the untouched student
 notebook of every chapter with ``otter run`` and prints
 ``assignments: N exercises, P pass with the reference solutions, U pass unanswered``; it fails unless
@@ -19,11 +25,14 @@ This module needs otter-grader only for the command line (``pip install "gitutor
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import json
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +42,18 @@ from gitutor.files import read_json, write_json
 EXERCISE_TAG = "exercise"
 IGNORE_TAG = "otter_ignore"
 _MARKER = re.compile(r"#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b", re.IGNORECASE)
+#: Calls that print or return an object's source; their arguments are checked against references.
+SOURCE_CALLS = ("getsource", "getsourcelines", "show_source")
 
 
 @dataclass
 class Question:
-    """One otter question of a chapter: its name, reference-solution code cells and test cells."""
+    """One otter question of a chapter: its name, the dotted names of the ``gitutor`` code that
+    answers it (``reference:`` in its ``# BEGIN QUESTION`` cell), reference-solution code cells and
+    test cells."""
 
     name: str
+    references: tuple[str, ...] = ()
     solution_cells: list[str] = field(default_factory=list)
     test_cells: list[str] = field(default_factory=list)
 
@@ -100,7 +114,10 @@ def parse_questions(nb: dict) -> tuple[list[str], list[Question]]:
                         raise ValueError(
                             f"misplaced or unnamed BEGIN QUESTION cell: {text!r}"
                         )
-                    questions.append(Question(name.group(1)))
+                    refs = re.search(r"^reference:\s*(.+)$", text, re.MULTILINE)
+                    refs = refs.group(1).split(",") if refs else []
+                    refs = tuple(ref.strip() for ref in refs if ref.strip())
+                    questions.append(Question(name.group(1), refs))
                 stack.append(block)
             elif not stack or stack.pop() != block:
                 raise ValueError(f"END {block} without a matching BEGIN")
@@ -189,6 +206,235 @@ def leaked_lines(chapter_nb: dict, student_nb: dict) -> list[str]:
     ]
 
 
+def resolve_reference(dotted: str) -> tuple[object, list[object]]:
+    """The ``gitutor`` object a question's ``reference:`` names, and the objects that hold it.
+
+    Args:
+        dotted: ``gitutor.<module>.<name>[.<attribute>…]``, e.g.
+            ``gitutor.attacks.StepwiseSchedule.start_index``.
+
+    Returns:
+        ``(object, holders)``: the holders are the classes on the way to it (for the example,
+        ``[StepwiseSchedule]``), outermost first; modules are not holders.
+
+    Raises:
+        ValueError: naming ``dotted`` when it does not start with ``gitutor.``, names a module,
+            or does not import.
+    """
+    parts = dotted.split(".")
+    if parts[0] != "gitutor" or len(parts) < 2:
+        raise ValueError(f"reference must name gitutor code, got {dotted!r}")
+    cut = len(parts)
+    while cut > 1:
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+            break
+        except ModuleNotFoundError:
+            cut -= 1
+    if cut == len(parts):
+        raise ValueError(
+            f"reference {dotted!r} names a module, not a function or class"
+        )
+    chain = []
+    for attribute in parts[cut:]:
+        if not hasattr(obj, attribute):
+            raise ValueError(f"reference {dotted!r}: {obj!r} has no {attribute!r}")
+        obj = getattr(obj, attribute)
+        chain.append(obj)
+    return chain[-1], chain[:-1]
+
+
+def _qualname(dotted: str) -> tuple[str, ...]:
+    obj, holders = resolve_reference(dotted)
+    name = getattr(obj, "__qualname__", None)
+    return (
+        tuple(name.split("."))
+        if name
+        else tuple(dotted.split(".")[-1 - len(holders) :])
+    )
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a name or an attribute chain; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _names(dotted: str, qualname: tuple[str, ...]) -> bool:
+    """Whether ``dotted`` (an argument's text) names the object ``qualname`` or a class holding it."""
+    parts = tuple(dotted.split("."))
+    size = len(qualname)
+    inside = any(parts[i : i + size] == qualname for i in range(len(parts)))
+    holder = any(parts[-k:] == qualname[:k] for k in range(1, size))
+    return inside or holder
+
+
+def _asks_for_source(tree: ast.AST, targets: dict) -> str | None:
+    """The first key of ``targets`` ({qualname: label}) whose source a call in ``tree`` asks for."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = (
+            func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        )
+        if called not in SOURCE_CALLS:
+            continue
+        for arg in node.args:
+            dotted = _dotted(arg)
+            for qualname, label in targets.items():
+                if dotted and _names(dotted, qualname):
+                    return label
+    return None
+
+
+def _python(code: str) -> ast.Module:
+    """A code cell as Python (IPython's ``%`` and ``!`` lines as calls, one line each)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return ast.parse(TransformerManager().transform_cell(code))
+
+
+def _targets(questions: list[Question]) -> dict[tuple[str, ...], str]:
+    """{qualname of each reference: the question it answers}."""
+    return {_qualname(ref): q.name for q in questions for ref in q.references}
+
+
+def withhold_sources(nb: dict, questions: list[Question]) -> tuple[dict, list[str]]:
+    """A copy of ``nb`` whose chapter cells no longer show the code the ``questions`` ask for.
+
+    In each code cell outside the exercise block, every top-level statement that asks for the
+    source of a question's reference (a call named in :data:`SOURCE_CALLS` whose argument names
+    the reference or a class holding it), and every later statement of the cell that reads a name
+    such a statement assigned, is replaced by one comment line per run of such statements; the
+    rest of the cell is unchanged and its outputs are cleared, so the chapter still runs.
+
+    Returns:
+        ``(copy, withheld)``: one line ``cell <index>: <question>`` per changed cell.
+
+    Raises:
+        ValueError: from :func:`resolve_reference`, for a reference that does not import.
+    """
+    targets = _targets(questions)
+    nb = json.loads(json.dumps(nb))
+    withheld = []
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code" or EXERCISE_TAG in _tags(cell) or not targets:
+            continue
+        lines = _source(cell).splitlines()
+        spans, tainted, question = [], set(), None
+        for statement in _python(_source(cell)).body:
+            names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
+            reads = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+            found = _asks_for_source(statement, targets)
+            if found is None and not reads & tainted:
+                continue
+            question = found or question
+            tainted |= {n.id for n in names if isinstance(n.ctx, ast.Store)}
+            spans.append((statement.lineno - 1, statement.end_lineno, question))
+        if not spans:
+            continue
+        kept, end = [], 0
+        for first, last, name in spans:
+            kept += lines[end:first]
+            if end and first == end and kept[-1].startswith("# student copy:"):
+                end = last
+                continue
+            kept.append(
+                f"# student copy: withheld here, it shows the answer to {name!r}"
+            )
+            end = last
+        cell["source"] = "\n".join(kept + lines[end:])
+        cell["outputs"] = []
+        withheld.append(f"cell {index}: {question}")
+    return nb, withheld
+
+
+def _code_lines(obj: object) -> set[str]:
+    """The lines of ``obj``'s own code (docstring, comments and lines under 30 characters left
+    out), stripped."""
+    source = textwrap.dedent(inspect.getsource(obj))
+    definition = ast.parse(source).body[0]
+    body = definition.body
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    ):
+        body = body[1:]
+    lines = (
+        source.splitlines()[body[0].lineno - 1 : body[-1].end_lineno] if body else []
+    )
+    return {
+        line.strip()
+        for line in lines
+        if len(line.strip()) >= 30 and not line.strip().startswith("#")
+    }
+
+
+def reference_leaks(chapter_nb: dict, student_nb: dict) -> list[str]:
+    """What the student copy of a chapter gives away of the code its questions ask for.
+
+    Args:
+        chapter_nb: the chapter notebook (its questions and their ``reference:`` names).
+        student_nb: its student copy.
+
+    Returns:
+        One line per leak, empty when there is none: a statement that asks for a reference's
+        source, a line of a reference's own code in a cell or an output, an import of a reference
+        (or of a class holding it) in the exercise block before its question.
+
+    Raises:
+        ValueError: from :func:`resolve_reference`, for a reference that does not import.
+    """
+    _, questions = parse_questions(chapter_nb)
+    targets = _targets(questions)
+    leaks = []
+    for index, cell in enumerate(student_nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        for statement in _python(_source(cell)).body:
+            found = _asks_for_source(statement, targets)
+            if found:
+                leaks.append(f"cell {index} prints the source that answers {found!r}")
+        shown = _source(cell) + json.dumps(cell.get("outputs", []))
+        for q in questions:
+            for ref in q.references:
+                for line in _code_lines(resolve_reference(ref)[0]):
+                    if line in shown:
+                        leaks.append(f"cell {index} holds {ref}'s line {line!r}")
+    answered = {q.name: q.references for q in questions}
+    seen: list[
+        tuple[str, object]
+    ] = []  # (imported name, object) before the current cell
+    for cell in exercise_cells(chapter_nb):
+        text = _source(cell)
+        marker = _MARKER.match(text.strip()) if cell["cell_type"] == "raw" else None
+        if marker and marker.group(1).upper() == "BEGIN":
+            name = re.search(r"^name:\s*(\S+)", text, re.MULTILINE)
+            for ref in answered.get(name.group(1) if name else "", ()):
+                obj, holders = resolve_reference(ref)
+                for imported, value in seen:
+                    if any(value is given for given in (obj, *holders)):
+                        leaks.append(
+                            f"the exercise block imports {imported} (holding {ref}) "
+                            f"before question {name.group(1)!r}"
+                        )
+        elif cell["cell_type"] == "code":
+            for node in ast.walk(_python(text)):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "gitutor"
+                ):
+                    module = importlib.import_module(node.module)
+                    for alias in node.names:
+                        seen.append((alias.name, getattr(module, alias.name, None)))
+    return leaks
+
+
 def _otter(*args: str) -> None:
     """Run the otter command line quietly; on failure show its output and stop."""
     done = subprocess.run(
@@ -201,7 +447,14 @@ def _otter(*args: str) -> None:
 
 
 def build(out: Path, notebooks: list[Path]) -> None:
-    """``otter assign`` every chapter into ``out/<chapter>/{student,autograder}``."""
+    """``otter assign`` every chapter into ``out/<chapter>/{student,autograder}``, the student
+    copy without the sources its questions' references hold (:func:`withhold_sources`).
+
+    Raises:
+        SystemExit: naming the chapter when ``otter assign`` fails, a solution line is in a
+            student copy (:func:`leaked_lines`) or it gives away referenced code
+            (:func:`reference_leaks`).
+    """
     for path in notebooks:
         chapter = path.stem
         master = out / "masters" / f"{chapter}.ipynb"
@@ -212,15 +465,25 @@ def build(out: Path, notebooks: list[Path]) -> None:
         target = out / chapter
         subprocess.run(["rm", "-rf", str(target)], check=True)
         _otter("assign", "--no-pdfs", str(master), str(target))
-        leaks = leaked_lines(
-            read_notebook(path), read_notebook(target / "student" / f"{chapter}.ipynb")
+        chapter_nb = read_notebook(path)
+        student_path = target / "student" / f"{chapter}.ipynb"
+        student, withheld = withhold_sources(
+            read_notebook(student_path), parse_questions(chapter_nb)[1]
         )
+        write_json(student_path, student, indent=1, ensure_ascii=False)
+        leaks = leaked_lines(chapter_nb, student)
         if leaks:
             raise SystemExit(
                 f"{chapter}: the student notebook contains solution lines: {leaks}"
             )
+        leaks = reference_leaks(chapter_nb, student)
+        if leaks:
+            raise SystemExit(
+                f"{chapter}: the student notebook gives away referenced code: {leaks}"
+            )
         print(
-            f"{chapter}: {target / 'student' / (chapter + '.ipynb')} and its autograder"
+            f"{chapter}: {student_path} and its autograder"
+            + (f" ({len(withheld)} source cells withheld)" if withheld else "")
         )
 
 

@@ -6,7 +6,9 @@ Every path is checked before anything runs: a notebook lies inside the working d
 ``--stage``/``--results`` are neither a source folder nor hold one or the notebooks (``--stage ''``,
 an unset shell variable, would otherwise write the executed copy over the source).
 For the rendered page the injected-parameters cell is tagged ``remove-cell`` (it stays in the
-executed notebook), and progress bars are off (``TQDM_DISABLE=1``; interactive runs keep them).
+executed notebook), and with the quick profile progress bars are off (``TQDM_DISABLE=1``;
+interactive runs keep them). With the full profile they stay on: papermill shows each notebook's
+cells as a progress bar in the terminal, and the chapters' own bars stay in the executed copies.
 ``--jobs`` notebooks run at once (default: one per core; every chapter pins its torch thread
 count, so its numbers do not depend on what runs beside it), started in the order given. After a
 failure no further notebook starts (exit code 1); prints each notebook's wall time
@@ -76,15 +78,16 @@ def stderr_lines(path: Path) -> list[str]:
             if output.get("name") == "stderr" and "".join(output.get("text", "")).strip()]
 
 
-def execute(notebook: str, stage: Path, parameters: dict, cwd: str) -> Path:
-    """Run ``notebook`` (a path without ``.ipynb``) into ``stage``; returns the executed copy's path."""
+def execute(notebook: str, stage: Path, parameters: dict, cwd: str, progress: bool = False) -> Path:
+    """Run ``notebook`` (a path without ``.ipynb``) into ``stage``; returns the executed copy's path.
+    ``progress``: papermill's progress bar over the notebook's cells, on stderr."""
     source = Path(f"{notebook}.ipynb")
     target = stage / source
     target.parent.mkdir(parents=True, exist_ok=True)
     known = papermill.inspect_notebook(str(source))  # pass only the parameters the notebook declares
     parameters = {name: value for name, value in parameters.items() if name in known}
     papermill.execute_notebook(str(source), str(target), parameters=parameters, kernel_name="python3",
-                               cwd=cwd, progress_bar=False, log_output=False,
+                               cwd=cwd, progress_bar=progress, log_output=False,
                                kernel_manager_class=UnixSocketKernelManager)
     hide_injected_parameters(target)
     return target
@@ -94,7 +97,7 @@ def run(notebook: str, stage: Path, parameters: dict, cwd: str | None, profile: 
     """Execute one notebook and print its wall time and stderr lines; False if it failed."""
     start = time.perf_counter()
     try:
-        target = execute(notebook, stage, parameters, cwd or str(Path(notebook).parent))
+        target = execute(notebook, stage, parameters, cwd or str(Path(notebook).parent), profile == "full")
     except Exception as error:  # papermill raises PapermillExecutionError with the failing cell
         print(f"notebook {notebook} FAILED ({type(error).__name__}); see {stage / notebook}.ipynb\n{error}",
               file=sys.stderr)
@@ -132,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cwd is not None and not Path(args.cwd).is_dir():
         parser.error(f"argument --cwd: no folder {args.cwd}")
     args.notebooks = [_inside_stage(notebook, args.stage, parser) for notebook in args.notebooks]
-    os.environ.setdefault("TQDM_DISABLE", "1")
+    if args.profile == "quick":  # the full profile's long loops keep their bars (module docstring)
+        os.environ.setdefault("TQDM_DISABLE", "1")
     parameters = {"PROFILE": args.profile, "RESULTS_DIR": str(args.results.resolve())}
     queue, running, ok = list(args.notebooks), set(), True
     # processes, not threads: papermill changes the working directory of the process it runs in

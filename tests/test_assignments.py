@@ -14,7 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from gitutor.assignments import exercise_cells, parse_questions, read_notebook, run_tests, solution_lines
+from gitutor.assignments import (
+    Question,
+    build,
+    exercise_cells,
+    grading_master,
+    parse_questions,
+    read_notebook,
+    reference_leaks,
+    resolve_reference,
+    run_tests,
+    solution_lines,
+    withhold_sources,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
@@ -111,6 +123,74 @@ def closed_form_pseudo_gradient(grads, dual):
 }
 
 
+#: Mistakes the public checks must reject with a message that says what was expected
+#: (question name -> {mistake: code replacing the answer}).
+PUBLIC_MISTAKES = {
+    "stepwise_start_index": {
+        "wrong sign": """
+def start_index(t, start, floor, step, interval):
+    return max(floor, start + step * (t // interval))
+""",
+        "off-by-one step": """
+def start_index(t, start, floor, step, interval):
+    return max(floor, start - step * ((t + 1) // interval))
+""",
+        "no floor": """
+def start_index(t, start, floor, step, interval):
+    return start - step * (t // interval)
+""",
+        "NumPy integers": """
+import numpy as np
+
+def start_index(t, start, floor, step, interval):
+    return np.maximum(floor, start - step * (t // interval))
+""",
+    },
+    "dropout_masks": {
+        "NumPy arrays for tensors": """
+def dropout_keep_masks(grads, rate, generator):
+    keep = [torch.rand(g.shape, generator=generator) >= rate for g in grads]
+    return [k.numpy().astype("float32") for k in keep]
+""",
+        "wrong sign (keeps with probability rate)": """
+def dropout_keep_masks(grads, rate, generator):
+    return [(torch.rand(g.shape, generator=generator) < rate).to(g.dtype) for g in grads]
+""",
+        "boolean masks": """
+def dropout_keep_masks(grads, rate, generator):
+    return [torch.rand(g.shape, generator=generator) >= rate for g in grads]
+""",
+        "ignores the generator": """
+def dropout_keep_masks(grads, rate, generator):
+    return [(torch.rand(g.shape) >= rate).to(g.dtype) for g in grads]
+""",
+    },
+    "deep_layers_offset": {
+        "tensors for floats": "distance_deep = cosine_gradient_distance(ex_shifted_grads, ex_grads)",
+    },
+    "idlg_sign_rule": {
+        "wrong sign": """
+def sign_rule_label(fc_weight_grad):
+    return int(fc_weight_grad.sum(dim=1).argmax())
+""",
+    },
+    "sorted_cv": {
+        "wrong axis (sorts each feature over the samples)": """
+def sorted_feature_cv(features):
+    ranked = features.sort(dim=0, descending=True).values
+    return ranked.std(dim=0) / ranked.mean(dim=0)
+""",
+    },
+    "tau_schedule": {
+        "off-by-one step": """
+def tau_mean(steps, t_max=999, t_min=500):
+    f = torch.arange(steps, dtype=torch.float64) / steps
+    return t_min + (t_max - t_min) * (1 - f) * (1 + torch.cos(math.pi * f)) / 2
+""",
+    },
+}
+
+
 def _questions():
     return [(path.stem, q) for path in CHAPTERS for q in parse_questions(read_notebook(path))[1]]
 
@@ -175,3 +255,136 @@ def test_reference_passes_and_wrong_answer_fails(chapter, question, reference_na
     exec(compile(WRONG_ANSWERS[question.name], f"<wrong answer to {question.name}>", "exec"), wrong)
     results = run_tests(question, wrong)
     assert not all(passed for _, passed, _ in results), f"the checks of {question.name} accept the wrong answer"
+
+
+def _checks(question, hidden):
+    """The question with only its hidden (or only its public) checks."""
+    flag = f"hidden: {str(hidden).lower()}"
+    return Question(question.name, test_cells=[c for c in question.test_cells if flag in c])
+
+
+@pytest.mark.parametrize(
+    "chapter,question",
+    [(c, q) for c, q in _questions() if q.name in PUBLIC_MISTAKES],
+    ids=[q.name for c, q in _questions() if q.name in PUBLIC_MISTAKES],
+)
+def test_public_checks_reject_common_mistakes_saying_what_was_expected(
+    chapter, question, reference_namespaces
+):
+    env = reference_namespaces(chapter)
+    assert all(passed for _, passed, _ in run_tests(_checks(question, hidden=False), env))
+    for mistake, code in PUBLIC_MISTAKES[question.name].items():
+        wrong = dict(env)
+        exec(compile(code, f"<{mistake} in {question.name}>", "exec"), wrong)
+        failed = [message for _, passed, message in run_tests(_checks(question, hidden=False), wrong) if not passed]
+        assert failed, f"{question.name}: the public checks accept the {mistake}"
+        assert any("expected" in message for message in failed), (question.name, mistake, failed)
+        hidden = [m for _, passed, m in run_tests(_checks(question, hidden=True), wrong) if not passed]
+        assert all(m.split(":", 1)[1].strip() for m in hidden), (question.name, mistake, hidden)
+
+
+def test_every_check_says_why_it_failed():
+    """No bare ``assert`` in a check: otter would print only ``AssertionError:``."""
+    import ast
+
+    bare = [
+        (q.name, ast.unparse(node)[:60])
+        for _, q in _questions()
+        for code in q.test_cells
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Assert) and node.msg is None
+    ]
+    assert not bare, bare
+
+
+STEPWISE_CELL = """print(inspect.getsource(StepwiseSchedule.start_index).split('x')[-1])
+floor = 3
+source = inspect.getsource(attacks.gradient_dropout_masks)
+print(source[source.index("keep") :])
+print(floor)
+"""
+
+
+def _notebook(body: str, setup: str, masks_cell: str = "x = 1", index_cell: str = "y = 2") -> dict:
+    def cell(kind, text, *tags):
+        return {"cell_type": kind, "metadata": {"tags": list(tags)}, "source": text, "outputs": []}
+
+    return {
+        "cells": [
+            cell("code", body),
+            cell("raw", "# ASSIGNMENT CONFIG\nname: toy", "exercise"),
+            cell("code", setup, "exercise"),
+            cell("raw", "# BEGIN QUESTION\nname: masks\nreference: gitutor.attacks.gradient_dropout_masks", "exercise"),
+            cell("code", masks_cell, "exercise"),
+            cell("raw", "# END QUESTION", "exercise"),
+            cell("raw", "# BEGIN QUESTION\nname: index\nreference: gitutor.attacks.StepwiseSchedule.start_index", "exercise"),
+            cell("code", index_cell, "exercise"),
+            cell("raw", "# END QUESTION", "exercise"),
+        ]
+    }
+
+
+def test_withhold_sources_drops_what_prints_a_reference_and_what_reads_it():
+    nb = _notebook(STEPWISE_CELL, "import torch")
+    _, questions = parse_questions(nb)
+    assert [q.references for q in questions] == [
+        ("gitutor.attacks.gradient_dropout_masks",),
+        ("gitutor.attacks.StepwiseSchedule.start_index",),
+    ]
+    assert len(reference_leaks(nb, nb)) == 2
+    student, withheld = withhold_sources(nb, questions)
+    assert student["cells"][0]["source"].splitlines() == [
+        "# student copy: withheld here, it shows the answer to 'index'",
+        "floor = 3",
+        "# student copy: withheld here, it shows the answer to 'masks'",
+        "print(floor)",
+    ]
+    assert withheld == ["cell 0: masks"] and reference_leaks(nb, student) == []
+    assert nb["cells"][0]["source"] == STEPWISE_CELL, "the chapter itself is unchanged"
+
+
+def test_reference_leaks_finds_imports_before_the_question_and_copied_code():
+    # the class that holds start_index, imported in the setup cell
+    nb = _notebook("x = 0", "from gitutor.attacks import StepwiseSchedule, cosine_gradient_distance")
+    assert reference_leaks(nb, nb) == [
+        "the exercise block imports StepwiseSchedule "
+        "(holding gitutor.attacks.StepwiseSchedule.start_index) before question 'index'"
+    ]
+    # imported in an earlier question's cell: still before the question
+    nb = _notebook("x = 0", "import torch", masks_cell="from gitutor.attacks import StepwiseSchedule")
+    assert len(reference_leaks(nb, nb)) == 1
+    # imported in the question's own cell (the exercise needs the class): allowed
+    nb = _notebook("x = 0", "import torch", index_cell="from gitutor.attacks import StepwiseSchedule")
+    assert reference_leaks(nb, nb) == []
+    # a line of the reference's own code, e.g. in an output
+    copied = "        torch.rand(buffer.shape, generator=generator, out=buffer)"
+    nb = _notebook("x = 0", "import torch")
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": copied}]
+    leaks = reference_leaks(nb, nb)
+    assert len(leaks) == 1 and "gitutor.attacks.gradient_dropout_masks" in leaks[0], leaks
+
+
+@pytest.mark.parametrize("name", ["torch.nn", "gitutor.attacks", "gitutor.attacks.no_such_thing"])
+def test_resolve_reference_refuses_what_is_not_gitutor_code(name):
+    with pytest.raises(ValueError, match="reference"):
+        resolve_reference(name)
+
+
+def test_every_reference_imports_and_answers_a_question_that_asks_for_code():
+    for _, question in _questions():
+        for ref in question.references:
+            obj, _ = resolve_reference(ref)
+            assert callable(obj), ref
+
+
+def test_chapter_04_shows_its_references_and_the_student_copy_does_not(tmp_path):
+    """``build`` (``otter assign``) every chapter: no student copy prints, holds or imports (before
+    the question) the code a question asks for; chapter 04's own page does show two of them."""
+    pytest.importorskip("otter")
+    chapter_04 = read_notebook(ROOT / "notebooks" / "04_stepwise_gradinversion.ipynb")
+    assert len(reference_leaks(chapter_04, grading_master(chapter_04))) == 2
+    with contextlib.redirect_stdout(io.StringIO()):
+        build(tmp_path, CHAPTERS)
+    for path in CHAPTERS:
+        student = read_notebook(tmp_path / path.stem / "student" / path.name)
+        assert reference_leaks(read_notebook(path), student) == [], path.stem

@@ -55,3 +55,18 @@ def test_kernels_use_unix_sockets_with_their_own_names():
     first, second = manager(kernel_name="python3"), manager(kernel_name="python3")
     assert first.transport == second.transport == "ipc"
     assert first.ip != second.ip
+
+
+def test_full_profile_keeps_progress_bars(tmp_path, capfd, monkeypatch):
+    """`make book PROFILE=full`: tqdm stays on in the kernels and papermill shows the cells' progress
+    (the quick profile turns bars off for the pages)."""
+    main = _script().main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    notebook = _notebook("bars", "import os\nprint('TQDM_DISABLE =', os.environ.get('TQDM_DISABLE'))")
+    stage, results = Path("stage"), Path("results")
+    assert main([notebook, "--stage", str(stage), "--results", str(results), "--profile", "full",
+                 "--jobs", "1", "--cwd", str(tmp_path)]) == 0
+    executed = json.loads((stage / f"{notebook}.ipynb").read_text())
+    assert "TQDM_DISABLE = None" in "".join(executed["cells"][-1]["outputs"][0]["text"])
+    assert "Executing" in capfd.readouterr().err

@@ -110,3 +110,43 @@ def test_the_installed_flower_and_ray_lie_in_the_ranges_pyproject_pins():
     assert set(str(pins["flwr"]).split(",")) == set(flower_engine.FLOWER_TESTED.split(","))  # one statement
     for name in ("flwr", "ray"):
         assert version(name) in pins[name], f"{name} {version(name)} is outside pyproject's tested {pins[name]}"
+
+
+class _Ray:
+    """Stands in for ``ray``: initialised by the (stubbed) simulation, counts shutdowns."""
+
+    def __init__(self, up=False):
+        self.up, self.shutdowns = up, 0
+
+    def is_initialized(self):
+        return self.up
+
+    def shutdown(self):
+        self.up, self.shutdowns = False, self.shutdowns + 1
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("a client crashed"), KeyboardInterrupt()])
+def test_simulation_engine_shuts_down_the_ray_it_started_when_the_run_stops(monkeypatch, failure):
+    import flwr.simulation
+
+    ray = _Ray()
+
+    def run_simulation(**kwargs):
+        ray.up = True  # Flower's backend initialises Ray, then the run stops
+        raise failure
+
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setattr(flwr.simulation, "run_simulation", run_simulation)
+    with pytest.raises(type(failure)):
+        flower_engine.run_federation(object(), object(), 2, engine="simulation")
+    assert ray.shutdowns == 1 and not ray.up
+
+
+def test_simulation_engine_leaves_a_ray_it_did_not_start_running(monkeypatch):
+    import flwr.simulation
+
+    ray = _Ray(up=True)  # e.g. the sweeps' Ray, initialised before the federation
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setattr(flwr.simulation, "run_simulation", lambda **kwargs: None)
+    flower_engine.run_federation(object(), object(), 2, engine="simulation")
+    assert ray.shutdowns == 0 and ray.up

@@ -7,8 +7,9 @@
   the ``ClientApp`` in this process, serialised to Flower's protobuf wire format and back in both
   directions (what a SuperLink forwards). No Ray, no sockets: milliseconds per round. Flower's
   process-wide task identity is set as a SuperLink/SuperNode sets it (:func:`task_identity`).
-- ``"simulation"``: ``flwr.simulation.run_simulation`` (a local Ray cluster, ``flwr[simulation]``),
-  with Flower's telemetry off (``FLWR_TELEMETRY_ENABLED=0``, held until its event threads have
+- ``"simulation"``: ``flwr.simulation.run_simulation`` (a local Ray cluster, ``flwr[simulation]``,
+  shut down when the run ends, fails or is interrupted, unless Ray was already running), with
+  Flower's telemetry off (``FLWR_TELEMETRY_ENABLED=0``, held until its event threads have
   finished) and Ray's usage stats off (``RAY_USAGE_STATS_ENABLED=0``, Ray's documented setting).
   Ray still starts its API-server process, which loads ``UsageStatsHead`` even with the dashboard
   off, and that module looks up cloud metadata hosts (169.254.169.254, metadata.google.internal;
@@ -202,8 +203,9 @@ def run_federation(
 
     Args:
         engine: ``"in-process"`` (:class:`LoopbackGrid`) or ``"simulation"``
-            (``flwr.simulation.run_simulation``, a local Ray cluster; Flower's telemetry and
-            Ray's usage stats are off for the run, see the module docstring).
+            (``flwr.simulation.run_simulation``, a local Ray cluster, shut down when the run
+            ends, fails or is interrupted unless Ray was already initialised; Flower's telemetry
+            and Ray's usage stats are off for the run, see the module docstring).
         backend_config: the simulation engine's ``backend_config`` (e.g. client resources).
 
     Raises:
@@ -247,15 +249,21 @@ def run_federation(
                     ),
                 )
             return
+        import ray
         from flwr.simulation import run_simulation
 
-        with _telemetry_off():
-            run_simulation(
-                server_app=server_app,
-                client_app=client_app,
-                num_supernodes=num_clients,
-                backend_config=dict(backend_config or {}),
-            )
+        ray_was_up = ray.is_initialized()
+        try:
+            with _telemetry_off():
+                run_simulation(
+                    server_app=server_app,
+                    client_app=client_app,
+                    num_supernodes=num_clients,
+                    backend_config=dict(backend_config or {}),
+                )
+        finally:  # Ray's processes end with the run, also when it fails or is interrupted
+            if not ray_was_up and ray.is_initialized():
+                ray.shutdown()
 
 
 @contextlib.contextmanager

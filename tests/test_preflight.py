@@ -1,0 +1,200 @@
+"""The full profile's preflight (gitutor.preflight): every missing input listed at once with its
+command, a run estimated longer than LONG_RUN_S stopped unless ALLOW_SLOW, before any long work —
+chapter 08's estimate and the notebooks' setup cells that call it (without running a chapter)."""
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import gitutor
+from gitutor import preflight as pf
+from gitutor.errors import OfflineDataError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("profile", "seconds", "allow_slow", "stops"),
+    [
+        ("full", pf.LONG_RUN_S + 1, False, True),
+        ("full", pf.LONG_RUN_S + 1, True, False),  # asked to go on
+        ("full", pf.LONG_RUN_S, False, False),  # not longer than the limit
+        ("quick", 10 * pf.LONG_RUN_S, False, False),  # only the full profile stops
+    ],
+)
+def test_stops_for_time_decides_by_profile_estimate_and_allow_slow(
+    profile, seconds, allow_slow, stops
+):
+    assert pf.stops_for_time(profile, seconds, allow_slow) is stops
+
+
+def test_stops_for_time_refuses_bad_arguments():
+    with pytest.raises(TypeError, match="allow_slow"):
+        pf.stops_for_time("full", 1.0, "yes")
+    for seconds in (-1.0, math.nan, "1"):
+        with pytest.raises(ValueError, match="seconds"):
+            pf.stops_for_time("full", seconds, False)
+
+
+def test_preflight_lists_every_missing_input_and_the_estimate_at_once(capsys):
+    missing = ["CIFAR100 is not in /x: …", "MNIST is not in /x: …"]
+    with pytest.raises(pf.PreflightError) as stop:
+        pf.preflight(missing, profile="full", device="cpu", estimate=lambda: 7200.0)
+    message = str(stop.value)
+    assert isinstance(stop.value, OfflineDataError)
+    assert all(line in message for line in missing)
+    assert "an estimated 2.0 h" in message and "ALLOW_SLOW = True" in message
+    # asked to go on: the estimate is said and nothing stops
+    pf.preflight([], profile="full", device="cpu", allow_slow=True, estimate=lambda: 7200.0)
+    assert "an estimated 2.0 h" in capsys.readouterr().out
+
+
+def test_preflight_estimates_only_for_the_full_profile():
+    def never():
+        raise AssertionError("the quick profile must not time anything")
+
+    pf.preflight([], profile="quick", device="cpu", estimate=never)
+    with pytest.raises(pf.PreflightError, match="MNIST"):
+        pf.preflight(["MNIST …"], profile="quick", device="cpu")
+    with pytest.raises(TypeError, match="allow_slow"):
+        pf.preflight([], profile="full", device="cpu", allow_slow=1)
+
+
+def test_torchvision_missing_names_each_missing_set_with_its_download_command(tmp_path):
+    lines = pf.torchvision_missing(["cifar100", "mnist", "cifar100_samples"], tmp_path)
+    assert len(lines) == 2, lines
+    assert "datasets.CIFAR100(root=" in lines[0] and "download=True" in lines[0]
+    assert "datasets.MNIST(root=" in lines[1] and "DATA_ROOT" in lines[1]
+
+
+def test_weights_missing_looks_in_torch_hub_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)  # get_dir() reads TORCH_HOME
+    lines = pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False")
+    assert len(lines) == 1 and "PRETRAINED = False" in lines[0] and "load_state_dict_from_url(" in lines[0]
+    assert "IMAGENET1K" not in lines[0], "no name that reads as a notebook parameter"
+    checkpoints = tmp_path / "hub" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "resnet34-b627a593.pth").write_bytes(b"")
+    assert pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False") == []
+    with pytest.raises(ValueError, match="weights"):
+        pf.weights_missing("ResNet34_Weights.NO_SUCH", "PRETRAINED = False")
+
+
+def test_folder_and_packages_missing(tmp_path):
+    assert pf.folder_missing(None, "IMAGE_ROOT", "images") == []
+    assert pf.folder_missing("bundled", "IMAGE_ROOT", "images") == []
+    assert pf.folder_missing(tmp_path, "IMAGE_ROOT", "images") == []
+    (line,) = pf.folder_missing(tmp_path / "absent", "IMAGE_ROOT", "images")
+    assert "IMAGE_ROOT" in line and 'IMAGE_ROOT = "bundled"' in line
+    lines = pf.packages_missing({"json": "-", "no_such_module_47": "pip install x"})
+    assert lines == ["the package 'no_such_module_47' is not installed: `pip install x`"]
+
+
+def test_estimate_seconds_times_the_probe_and_scales_it(monkeypatch):
+    clock, calls = [0.0], []
+
+    def run(steps):
+        calls.append(steps)
+        clock[0] += 0.5 * steps  # half a second per step
+
+    monkeypatch.setattr(pf.time, "perf_counter", lambda: clock[0])
+    assert pf.estimate_seconds(run, planned_steps=1000, probe_steps=4) == 500.0
+    assert calls == [1, 4]  # a warm-up step, then the timed probe
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="planned_steps"):
+            pf.estimate_seconds(run, planned_steps=bad)
+
+
+def test_duration_reads_minutes_then_hours():
+    assert [pf.duration(s) for s in (20, 600, 5400)] == ["1 min", "10 min", "1.5 h"]
+
+
+def test_chapter_08_counts_its_attack_steps():
+    from gitutor.chapters.flower_dp.preflight import attack_steps
+
+    cfg = SimpleNamespace(
+        attacked_clients=2,
+        local_epochs=[1, 5],
+        noise_multipliers=[0.0, 1.0, 4.0],
+        batch_sizes=[1, 4],
+        attack_iterations=10,
+        batch_iterations=100,
+        secagg_k=[2, 5],
+        secagg_groups=3,
+    )
+    # per client: (1 FedSGD + 2 for E = 5 + 3 σ) × 10 + 1 batch × 100; 6 aggregates × 100
+    assert attack_steps(cfg) == 2 * (6 * 10 + 100) + 6 * 100
+    full = gitutor.get_profile("08_flower_dp", "full")
+    assert attack_steps(full) > 10 * attack_steps(gitutor.get_profile("08_flower_dp", "quick"))
+
+
+@pytest.fixture(scope="module")
+def chapter_08():
+    from gitutor.chapters.flower_dp import experiments, faces
+
+    cfg = gitutor.get_profile("08_flower_dp", "full")
+    data = faces.face_data(cfg.image_size, seed=0, test_per_class=cfg.test_per_class)
+    return cfg, experiments.chapter_model(cfg.image_size, seed=0), data
+
+
+def test_chapter_08_full_profile_stops_with_its_estimate_unless_allowed(
+    chapter_08, monkeypatch, capsys
+):
+    """The real probe (a few attack steps on one face); the limit lowered to 1 s so that the
+    decision does not depend on this machine's speed."""
+    from gitutor.chapters.flower_dp import preflight as chapter
+
+    cfg, model, data = chapter_08
+    monkeypatch.setattr(pf, "LONG_RUN_S", 1)
+    state = torch.random.get_rng_state()
+    with pytest.raises(pf.PreflightError, match="ALLOW_SLOW = True") as stop:
+        chapter.check(cfg, model, data, torch.device("cpu"))
+    assert "an estimated" in str(stop.value)
+    assert torch.equal(torch.random.get_rng_state(), state), "the probe left the RNG as it was"
+    chapter.check(cfg, model, data, torch.device("cpu"), allow_slow=True)
+    assert "an estimated" in capsys.readouterr().out
+
+
+def test_chapter_08_quick_profile_times_nothing(chapter_08, monkeypatch):
+    from gitutor.chapters.flower_dp import preflight as chapter
+
+    _, model, data = chapter_08
+
+    def never(*args, **kwargs):
+        raise AssertionError("the quick profile must not time anything")
+
+    monkeypatch.setattr(chapter, "estimate_seconds", never)
+    chapter.check(gitutor.get_profile("08_flower_dp", "quick"), model, data, "cpu")
+
+
+def _setup_cell(notebook: str) -> tuple[str, str]:
+    """The parameters cell and the first code cell after it (the setup cell)."""
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+    index = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
+    setup = next(c for c in cells[index + 1 :] if c["cell_type"] == "code")
+    return "".join(cells[index]["source"]), "".join(setup["source"])
+
+
+@pytest.mark.parametrize(
+    ("notebook", "call"),
+    [
+        ("01_dlg", "preflight(needed, profile=cfg.profile, device=device)"),
+        ("03_cv_batch_labels", "preflight(needed, profile=cfg.profile, device=device)"),
+        ("08_flower_dp", "preflight.check(cfg, model, data, device, allow_slow=ALLOW_SLOW)"),
+    ],
+)
+def test_setup_cell_runs_the_preflight_before_any_long_work(notebook, call):
+    """The call stands in the first code cell after the parameters: every later cell runs after it."""
+    parameters, setup = _setup_cell(notebook)
+    assert call in setup, f"{notebook}'s setup cell does not call the preflight"
+    if "ALLOW_SLOW" in call:
+        assert "\nALLOW_SLOW = False" in parameters
+
+
+def test_running_page_states_the_time_limit_the_code_applies():
+    assert f"exceeds {pf.LONG_RUN_S // 60} minutes" in (ROOT / "book" / "running.md").read_text()
