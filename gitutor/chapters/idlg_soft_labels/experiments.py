@@ -244,7 +244,8 @@ def noise_table(
 
     L_s scales with σ over the size of the row it perturbs, so rows of two settings compare at equal
     σ / RMS(g_r), not at equal σ; and noise adds its own energy to the row, which the fit absorbs by
-    shrinking |λ| (Eq. 8's λ multiplies the logits), so the error leans towards λ = 0.
+    shrinking |λ| (Eq. 4's ratio g_i / g_r, read by least squares over the row's entries), so the error leans
+    towards λ = 0.
 
     Returns:
         ``{σ: (% right, mean |λ − λ*|, mean L1 label error)}``, the RMS per entry of every clean row g_r
