@@ -148,6 +148,17 @@ def arm_rows(
             f"arms must be arm_differences(rows, pairs) for pairs {list(pairs)!r}"
         )
     bounds = {"mse": (0.0, 1.0), "ssim": (-1.0, 1.0), "lpips": (0.0, np.inf)}
+
+    def row(quantity: str, setting: str, summary, unit: str, digits: int) -> dict:
+        return dict(
+            quantity=quantity,
+            setting=setting,
+            paper="not reported",
+            this_run=round(summary.mean, digits),
+            unit=unit,
+            differences=differences,
+        ) | interval_fields(summary, digits)
+
     out = []
     for name in controls:
         for metric, (unit, _, digits) in ARM_METRICS.items():
@@ -155,32 +166,15 @@ def arm_rows(
             if any(v is None for v in values):
                 continue
             summary = interval(values, bounds=bounds[metric])
-            out.append(
-                dict(
-                    quantity=f"{unit}, {name}",
-                    setting=f"control that knows nothing of the user; {len(values)} users",
-                    paper="not reported",
-                    this_run=round(summary.mean, digits),
-                    unit=unit,
-                    differences=differences,
-                )
-                | interval_fields(summary, digits)
-            )
+            setting = f"control that knows nothing of the user; {len(values)} users"
+            out.append(row(f"{unit}, {name}", setting, summary, unit, digits))
     for key, (a, b) in pairs.items():
         for metric, summary in arms["intervals"][key].items():
             unit, _, digits = ARM_METRICS[metric]
             word = arms["values"][f"{key}_{metric}_word"]
-            out.append(
-                dict(
-                    quantity=f"difference in {unit}, {a} − {b}",
-                    setting=f"paired over {summary.n} users, same seeds: a is {word}",
-                    paper="not reported",
-                    this_run=round(summary.mean, digits),
-                    unit=f"{unit} difference",
-                    differences=differences,
-                )
-                | interval_fields(summary, digits)
-            )
+            setting = f"paired over {summary.n} users, same seeds: a is {word}"
+            quantity = f"difference in {unit}, {a} − {b}"
+            out.append(row(quantity, setting, summary, f"{unit} difference", digits))
     return out
 
 
