@@ -341,14 +341,13 @@ def chapter_rows(
         lpips_step: ``(Interval, reading)`` of the paired LPIPS difference DiffULA − IG matched
             (:func:`ordering_study`'s ``lpips``, ``lpips_read``); None leaves the row out.
     """
-    from gitutor.results import interval_fields
-    from gitutor.stats import NOT_RESOLVED, interval, success_interval
-
     from gitutor.chapters.diffusion_user_level.identity import (
         ONE_PHOTOGRAPH,
         above_chance,
         score_interval,
     )
+    from gitutor.results import interval_fields
+    from gitutor.stats import NOT_RESOLVED, interval, success_interval
 
     def row(
         quantity,
