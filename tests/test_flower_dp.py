@@ -717,10 +717,11 @@ def test_the_attackers_choices_read_no_truth_labels_or_order(monkeypatch):
     assert kept["rows"][0]["matching"] == 0.3
 
 
-def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():
-    """The LocalDpMod sweep is matched in ε to the DP-SGD sweep: the mod's ε set from z makes Flower's own
-    noise std z·s per coordinate, and the ε the run states is Opacus' RDP ε of σ = z over the rounds, the
-    DP-SGD sweep's at the same σ; a z that is not a positive number is refused by name."""
+def test_localdpmod_at_noise_multiplier_z_states_its_epsilon_under_add_remove():
+    """The LocalDpMod sweep: the mod's ε set from z makes Flower's own noise std z·s per coordinate
+    (s = 2C); the ε the point states is under add/remove adjacency, the DP-SGD sweep's relation —
+    Opacus' RDP ε of multiplier 2z over the rounds —, while the run's own guarantee (replacement,
+    sensitivity 2C) is that of multiplier z; a z that is not a positive number is refused by name."""
     from types import SimpleNamespace
 
     from gitutor.chapters.flower_dp import defenses, faces
@@ -734,7 +735,8 @@ def test_localdpmod_at_noise_multiplier_z_spends_dp_sgds_epsilon_at_sigma_z():
     point = defenses.local_dp_point(model, data, 0.7, cfg)
     view = point["run"]["view"]
     assert view.sigma == pytest.approx(0.7 * 2 * 0.01, rel=1e-9)
-    assert point["epsilon"] == pytest.approx(epsilon(0.7, 1.0, 2, 1e-5), rel=1e-9)
+    assert point["epsilon"] == pytest.approx(epsilon(1.4, 1.0, 2, 1e-5), rel=1e-9)
+    assert view.guarantee.epsilon == pytest.approx(epsilon(0.7, 1.0, 2, 1e-5), rel=1e-9)
     assert point["sigma"] == 0.7 and len(point["held"][0]) == 2
     for bad, error in ((0.0, ValueError), ("1", TypeError), (math.nan, ValueError)):
         with pytest.raises(error, match="noise_multiplier"):
