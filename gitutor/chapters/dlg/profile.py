@@ -36,7 +36,8 @@ QUICK = {
     "progress": False,  # no progress bars in the rendered book
     "known_iterations": 30,  # label-known run (iDLG setting), compared at the same step
     # seed study at the main setting; the page shows its median run
-    "seeds": list(range(6)),  # quick: 6 live runs; the recorded study holds all 20 images
+    # quick: 6 live runs; the recorded defense study holds all 20 images
+    "seeds": list(range(6)),
     # a criterion, never a stop rule: a run whose final gradient distance is below this
     # matched the client's gradient (the claim's test; the others are the failures rerun)
     "match_loss": 1e-5,
