@@ -176,3 +176,31 @@ def test_pso_only_search_recovers_and_leaves_threads_alone(lenet, images):
     assert _l1(result, y) < TOLERANCE
     with pytest.raises(ValueError, match="search"):
         recover_soft_label(lenet.fc, grads[-1], search="adam")
+
+
+def test_authors_noise_search_stays_in_their_windows_and_takes_no_bound(lenet, images):
+    """``search="pso-noise"`` (the authors' ``pso_noise``, Table 5): windows of x = 4λ up to |x| ≤ 10, every
+    window run, no L-BFGS polish, so the λ it returns lies in a window even when the true λ does not."""
+    from gitutor.labels.lambda_search import NOISE_WINDOWS, _pso_windows
+
+    inside = lambda lam: any(low <= lam <= high for low, high in NOISE_WINDOWS)  # noqa: E731
+    assert max(abs(edge) for window in NOISE_WINDOWS for edge in window) == 2.575
+    y = smooth_labels(torch.tensor([6]), 0.2, NUM_CLASSES)
+    grads = client_gradients(lenet, images[3:4], y)
+    found = recover_soft_label(lenet.fc, grads[-1], search="pso-noise")
+    assert found.method == "pso" and inside(found.lam)
+    # a clean gradient whose λ lies in the windows: the search finds it to the authors' bar
+    exact = recover_soft_label(lenet.fc, grads[-1], search="pso")
+    if inside(exact.lam):
+        assert abs(found.lam - exact.lam) < 0.25 and _l1(found, y) < 10 * TOLERANCE
+    # the class this network predicts (p ≈ 0.84), smoothed with ε = 0.3: |λ| = 1 / max |p_i − y_i|
+    # lies beyond the windows; the book's wide search finds it, the authors' answers from inside them
+    y = smooth_labels(torch.tensor([2]), 0.3, NUM_CLASSES)
+    grads = client_gradients(lenet, images[3:4], y)
+    wide = recover_soft_label(lenet.fc, grads[-1], search="pso", bound=20.0)
+    far = recover_soft_label(lenet.fc, grads[-1], search="pso-noise")
+    assert wide.accepted and abs(wide.lam) > 2.575 and _l1(wide, y) < TOLERANCE
+    assert inside(far.lam) and not far.accepted
+    assert list(_pso_windows(6.0))[:2] == [(0.7, 6.0), (-6.3, -1.0)]  # the book's windows, for contrast
+    with pytest.raises(ValueError, match="bound"):
+        recover_soft_label(lenet.fc, grads[-1], search="pso-noise", bound=6.0)

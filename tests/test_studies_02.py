@@ -74,7 +74,7 @@ def test_fcn_inversion_is_near_exact():
 
 
 def test_noise_table_small_noise_keeps_lambda_large_noise_loses_it(lenet, monkeypatch):
-    cfg = types.SimpleNamespace(noise_sigmas=[1e-12, 10.0], noise_samples=2, noise_bound=6.0)
+    cfg = types.SimpleNamespace(noise_sigmas=[1e-12, 10.0], noise_samples=2)
     read = []  # the row each search read (result.row)
 
     def spy(*args, **kwargs):
@@ -114,6 +114,7 @@ def test_table5_noise_is_sigma_on_row_r_as_the_authors_draw_it(lenet, monkeypatc
     seen = []
 
     def spy(weight, grad, **kwargs):
+        assert kwargs["search"] == "pso-noise" and "bound" not in kwargs  # the authors' search
         seen.append((grad.clone(), kwargs["row"]))
         return real(weight, grad, **kwargs)
 
@@ -123,7 +124,7 @@ def test_table5_noise_is_sigma_on_row_r_as_the_authors_draw_it(lenet, monkeypatc
     x, y, _ = sampler("smoothing", 0)
     clean = study.observed(lenet, x, y)[-1]
     r = int(clean.sum(dim=1).abs().argmax())
-    cfg = types.SimpleNamespace(noise_sigmas=[1e-2], noise_samples=1, noise_bound=6.0)
+    cfg = types.SimpleNamespace(noise_sigmas=[1e-2], noise_samples=1)
     study.noise_table(lenet, _sampler(), cfg, torch.Generator().manual_seed(0))
     grad, row = seen[-1]
     changed = (grad - clean).abs().sum(dim=1) > 0

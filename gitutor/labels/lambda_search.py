@@ -32,6 +32,15 @@ PSO_MARGIN = 0.3
 PSO_OPTIONS = {"w": 0.8, "c1": 0.5, "c2": 0.5}
 #: Parts of a PSO window whose best personal best is polished by L-BFGS (our addition, see _pso).
 PSO_POLISH_BINS = 10
+#: The authors' noise search (``recovering.py``, ``pso_noise``, Table 5 of §5.2): their scalar x = 4λ over
+#: [0.7, 5], [−5.3, −1], [4.7, 10], [−10.3, −5], i.e. these windows of λ (x / 4), every window run, the
+#: lowest-loss candidate kept, no L-BFGS; 200 particles × 30 iterations.
+NOISE_WINDOWS = ((0.175, 1.25), (-1.325, -0.25), (1.175, 2.5), (-2.575, -1.25))
+NOISE_PARTICLES = 200
+NOISE_ITERATIONS = 30
+#: ``search`` values of :func:`search_lambda`: the authors' L-BFGS-then-PSO (App. E), PSO windows only
+#: (§5.2's "only the PSO algorithm"), the authors' noise search (:data:`NOISE_WINDOWS`).
+SEARCHES = ("lbfgs+pso", "pso", "pso-noise")
 
 
 @contextlib.contextmanager
@@ -77,13 +86,21 @@ def _lbfgs(problem, start: float, tol: float, bound: float) -> tuple[float, floa
 
 
 def _pso(
-    problem, low: float, high: float, tol: float, bound: float
+    problem,
+    low: float,
+    high: float,
+    tol: float,
+    bound: float,
+    *,
+    particles: int = PSO_PARTICLES,
+    iterations: int = PSO_ITERATIONS,
+    polish: bool = True,
 ) -> tuple[float, float]:
     """Global-best PSO (pyswarms) on λ ∈ [low, high] (App. E, Alg. 2), then L-BFGS polishes.
 
-    The swarm's best and the best personal best in each of ``PSO_POLISH_BINS`` equal parts of the
-    window are polished: the true minimum can be a narrow basin the swarm left for a wider, shallower
-    local minimum (App. B.1).
+    With ``polish`` the swarm's best and the best personal best in each of ``PSO_POLISH_BINS`` equal parts
+    of the window are polished (our addition): the true minimum can be a narrow basin the swarm left for
+    a wider, shallower local minimum (App. B.1).
     """
     from pyswarms.single import GlobalBestPSO
 
@@ -92,13 +109,15 @@ def _pso(
         return torch.nan_to_num(problem.loss(lam), nan=np.inf).numpy()
 
     swarm = GlobalBestPSO(
-        n_particles=PSO_PARTICLES,
+        n_particles=particles,
         dimensions=1,
         options=PSO_OPTIONS,
         bounds=(np.array([low]), np.array([high])),
     )
-    value, position = swarm.optimize(cost, iters=PSO_ITERATIONS, verbose=False)
+    value, position = swarm.optimize(cost, iters=iterations, verbose=False)
     best = (float(position[0]), float(value))
+    if not polish:
+        return best
     positions, costs = swarm.swarm.pbest_pos[:, 0], swarm.swarm.pbest_cost
     bins = np.minimum(
         ((positions - low) / (high - low) * PSO_POLISH_BINS).astype(int),
@@ -128,21 +147,35 @@ def _pso_windows(bound: float):
 
 
 def search_lambda(
-    problem, seed: int, tol: float, bound: float, *, lbfgs_first: bool = True
+    problem, seed: int, tol: float, bound: float, *, search: str = "lbfgs+pso"
 ) -> tuple[float, float, str]:
-    """L-BFGS from ±1 (if ``lbfgs_first``), then PSO windows; the first accepted (λ, loss, method), else the
-    lowest-loss one. ``problem`` is a :class:`gitutor.labels.LambdaProblem`; ``seed`` seeds the PSO."""
+    """λ for ``problem`` (a :class:`gitutor.labels.LambdaProblem`) by ``search`` (one of :data:`SEARCHES`);
+    ``seed`` seeds the PSO.
+
+    ``"lbfgs+pso"``: L-BFGS from ±1, then the PSO windows up to ``bound``; ``"pso"``: the windows only. Both
+    return the first accepted (λ, loss, method), else the lowest-loss one. ``"pso-noise"``: the authors'
+    noise search — every window of :data:`NOISE_WINDOWS`, unpolished, the lowest-loss candidate (``bound``
+    unused).
+    """
     candidates = []
-    for start in LBFGS_STARTS if lbfgs_first else ():
+    for start in LBFGS_STARTS if search == "lbfgs+pso" else ():
         lam, loss = _lbfgs(problem, start, tol, bound)
         if loss < tol:
             return lam, loss, "lbfgs"
         candidates.append((loss, lam, "lbfgs"))
     with _numpy_global_seed(seed):
-        for low, high in _pso_windows(bound):
-            lam, loss = _pso(problem, low, high, tol, bound)
-            if loss < tol:
-                return lam, loss, "pso"
-            candidates.append((loss, lam, "pso"))
+        if search == "pso-noise":
+            noise = dict(
+                particles=NOISE_PARTICLES, iterations=NOISE_ITERATIONS, polish=False
+            )
+            for low, high in NOISE_WINDOWS:
+                lam, loss = _pso(problem, low, high, tol, bound, **noise)
+                candidates.append((loss, lam, "pso"))
+        else:
+            for low, high in _pso_windows(bound):
+                lam, loss = _pso(problem, low, high, tol, bound)
+                if loss < tol:
+                    return lam, loss, "pso"
+                candidates.append((loss, lam, "pso"))
     loss, lam, method = min(candidates)
     return lam, loss, method

@@ -31,14 +31,13 @@ from gitutor.labels.lambda_search import (
     ACCEPT_LOSS,
     LAMBDA_BOUND,
     PSO_START,
+    SEARCHES,
     search_lambda,
 )
 
 #: The authors scale the variance by 1000 before comparing it with the acceptance bar (App. B.1).
 LOSS_SCALE = 1000.0
 METHODS = ("lbfgs", "pso", "zero-gradient")
-#: ``search`` values of :func:`recover_soft_label`: the authors' L-BFGS-then-PSO, or PSO only (Table 5).
-SEARCHES = ("lbfgs+pso", "pso")
 
 
 @dataclass(frozen=True)
@@ -237,7 +236,7 @@ def recover_soft_label(
     exclude_top: int = 1,
     seed: int = 0,
     tol: float = ACCEPT_LOSS,
-    bound: float = LAMBDA_BOUND,
+    bound: float | None = None,
     prediction: torch.Tensor | None = None,
     search: str = "lbfgs+pso",
     fc_bias: torch.Tensor | None = None,
@@ -251,8 +250,11 @@ def recover_soft_label(
     Our additions to the paper's recipe: each window's swarm best and the best personal best of
     each tenth of the window are polished by L-BFGS. The first accepted λ is returned; if none is
     accepted the lowest-loss candidate is returned with ``accepted=False``. The truth is never
-    consulted. ``search="pso"`` skips the L-BFGS starts, as the paper's noise study does ("only the
-    PSO algorithm is utilized", §5.2, Table 5).
+    consulted. ``search="pso"`` skips the L-BFGS starts, as the paper's noise study says ("only the
+    PSO algorithm is utilized", §5.2, Table 5); ``search="pso-noise"`` is the search of the authors' noise
+    study (``recovering.py``, ``pso_noise``): fixed windows |λ| ≤ 2.575
+    (:data:`~gitutor.labels.lambda_search.NOISE_WINDOWS`), 200 particles × 30 iterations, no L-BFGS, the
+    lowest-loss candidate of every window (never accepted early).
 
     Args:
         fc_weight: bias-free last layer (``nn.Linear`` without bias) or its weight ``(C, d)``.
@@ -261,12 +263,14 @@ def recover_soft_label(
             labels, 2 for mixup of two classes.
         seed: seeds the PSO (pyswarms uses NumPy's global generator; its state is restored).
         tol: acceptance bar on the scaled loss (1e-9 as in App. B.1).
-        bound: largest |λ| searched (70 as in the authors' code; App. B.2). Since
-            |p_r − y_r| ≤ 1, every true λ has |λ| ≥ 1.
+        bound: largest |λ| searched by ``"lbfgs+pso"`` and ``"pso"`` (None: 70, as in the authors'
+            code; App. B.2). Since |p_r − y_r| ≤ 1, every true λ has |λ| ≥ 1. ``"pso-noise"`` has
+            fixed windows and takes no ``bound``.
         prediction: the model's output (logits or probabilities, ``(C,)``) for the sample; only
             used when the gradient is exactly zero: the model then predicts the one-hot label
             perfectly and the label is the one-hot of its argmax (App. B.3).
-        search: ``"lbfgs+pso"`` (App. E) or ``"pso"`` (PSO windows only, §5.2).
+        search: ``"lbfgs+pso"`` (App. E), ``"pso"`` (PSO windows only, §5.2) or ``"pso-noise"`` (the
+            authors' noise search).
         fc_bias: the known bias ``(C,)`` of a last layer z = W h + b (give ``fc_weight`` as the weight);
             only the weight gradient is used (see the module docstring).
         row: the row r of g_r (None: largest |row sum|; :func:`lambda_problem`).
@@ -278,11 +282,16 @@ def recover_soft_label(
     Raises:
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient of the wrong shape, too few classes,
-            non-finite values, ``bound`` ≤ 1, an unknown ``search``, a ``row`` outside [0, C), or a
-            zero gradient without ``prediction``.
+            non-finite values, ``bound`` ≤ 1 (or given with ``search="pso-noise"``), an unknown
+            ``search``, a ``row`` outside [0, C), or a zero gradient without ``prediction``.
     """
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
+    if search == "pso-noise" and bound is not None:
+        raise ValueError(
+            f"bound is not used by search='pso-noise' (its windows are fixed), got {bound!r}"
+        )
+    bound = LAMBDA_BOUND if bound is None else bound
     weight = _as_weight(fc_weight)
     if row is not None:
         _check_row(row, weight.shape[0])
@@ -299,9 +308,7 @@ def recover_soft_label(
         raise ValueError(
             f"bound must exceed {PSO_START} (every true λ has |λ| ≥ 1), got {bound!r}"
         )
-    lam, loss, method = search_lambda(
-        problem, seed, tol, bound, lbfgs_first=search == "lbfgs+pso"
-    )
+    lam, loss, method = search_lambda(problem, seed, tol, bound, search=search)
     return _result(problem, lam, loss, method, tol)
 
 

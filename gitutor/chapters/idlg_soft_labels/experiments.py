@@ -23,6 +23,7 @@ from gitutor.attacks import invert_fcn
 from gitutor.federated import add_gaussian_noise, gradient_case
 from gitutor.labels import idlg_label, lambda_problem, recover_soft_label
 from gitutor.metrics import lpips_or_none, psnr, ssim
+from gitutor.models import last_linear
 from gitutor.chapters.idlg_soft_labels.matching import (
     MATCHING_SETTINGS,
     cosine_diagnosis,
@@ -103,7 +104,7 @@ def label_recovery_table(
                 grad = observed(model, x, y, device)[-1]
                 start = time.perf_counter()
                 result = recover_soft_label(
-                    model.fc,
+                    last_linear(model),
                     grad,
                     exclude_top=k,
                     seed=index,
@@ -140,7 +141,7 @@ def landscape_example(
     for index in range(n):
         x, y, k = sample("smoothing", index)
         grad = observed(model, x, y, device)[-1]
-        result = recover_soft_label(model.fc, grad, exclude_top=k)
+        result = recover_soft_label(last_linear(model), grad, exclude_top=k)
         if first or result.method == "pso" or abs(result.lam) > 3:
             break
     return {
@@ -166,7 +167,7 @@ def landscape_examples(
     for name, (model, sample, first) in cases.items():
         example = landscape_example(model, sample, n, first=first, device=device)
         problem = lambda_problem(
-            model.fc, example["grad"], exclude_top=example["exclude_top"]
+            last_linear(model), example["grad"], exclude_top=example["exclude_top"]
         )
         reach = max(8.0, 1.3 * abs(example["result"].lam))
         examples[name] = example | {
@@ -231,8 +232,8 @@ def noise_table(
     rows: str = "row",
 ):
     """Table 5 (Wang et al. 2024, §5.2): Gaussian noise N(0, σ²) for each σ in ``cfg.noise_sigmas`` on the
-    last-layer weight gradient of ``cfg.noise_samples`` smoothed labels, λ searched by PSO only up to
-    ``cfg.noise_bound``.
+    last-layer weight gradient of ``cfg.noise_samples`` smoothed labels, λ searched by the authors' noise
+    search (``search="pso-noise"`` of :func:`gitutor.labels.recover_soft_label`: PSO only, |λ| ≤ 2.575).
 
     σ is the table's value, as the authors' code draws it (``torch.normal(0, std)`` in ``recovering.py``,
     ``setup``; the paper's text says "variance"): the paper's L_s grows tenfold per decade of it, linear
@@ -280,12 +281,11 @@ def noise_table(
                     [clean[row]], sigma, generator=generator
                 )[0]
             result = recover_soft_label(
-                model.fc,
+                last_linear(model),
                 grad,
                 exclude_top=k,
                 seed=index,
-                bound=cfg.noise_bound,
-                search="pso",
+                search="pso-noise",
                 row=row,
             )
             lam_star = true_lambda(model, x.to(device), y, result.row)

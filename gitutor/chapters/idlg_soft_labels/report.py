@@ -361,9 +361,10 @@ def differences(cfg) -> str:
         f"Table 6: {cfg.fcn_images} images at {size} (paper 100 at 64×64; analytic, so the size changes only "
         f"the float rounding). Table 3: {side}×{side} px and a CPU step budget make another matching problem "
         "than the paper's 32×32 runs, so its rows are not comparable; the page compares the label settings "
-        "with each other. Table 5: untrained ResNet18, label smoothing, PSO only, as the paper; noise N(0, σ²) "
-        "on row g_r of the last-layer gradient, σ the table's value and λ right when |λ − λ*| < 0.25, as "
-        "the authors' code (its scalar is 4λ, its bar |Δ| < 1)."
+        "with each other. Table 5: untrained ResNet18, label smoothing, inputs standardised with CIFAR-10's "
+        "mean and std, the authors' PSO-only noise search (|λ| ≤ 2.5); noise N(0, σ²) on row g_r of the "
+        "last-layer gradient, σ the table's value and λ right when |λ − λ*| < 0.25, as the authors' code "
+        "(its scalar is 4λ, its bar |Δ| < 1)."
     )
 
 

@@ -21,6 +21,10 @@ from gitutor.labels import LambdaProblem
 from gitutor.models import LeNet
 
 KINDS = ("smoothing", "mixup", "one-hot")
+#: The authors' input transform (``recovering.py``, ``tt``): CIFAR-10's per-channel mean and std, for
+#: :class:`gitutor.models.Normalized` (the book's images stay in [0, 1]; the network standardises them).
+CIFAR10_MEAN = (0.4914672374725342, 0.4822617471218109, 0.4467701315879822)
+CIFAR10_STD = (0.24703224003314972, 0.24348513782024384, 0.26158785820007324)
 
 
 def chapter_images(
