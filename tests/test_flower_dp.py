@@ -742,6 +742,29 @@ def test_localdpmod_at_noise_multiplier_z_states_its_epsilon_under_add_remove():
         with pytest.raises(error, match="noise_multiplier"):
             defenses.local_dp_point(model, data, bad, cfg)
 
+def test_dp_sgd_point_states_a_whole_clients_epsilon_and_localdpmod_at_z_half_sigma_matches_it():
+    """DP-SGD's sweep point: ε per example (multiplier σ) and, for its largest client of k images as a
+    whole, group privacy of the full-batch Gaussian mechanism (multiplier σ/k); LocalDpMod at z = σ/2
+    (``matched_local_z``) states DP-SGD's per-example ε over the same rounds — the decision table's match."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.flower_dp import defenses, faces
+    from gitutor.chapters.flower_dp import experiments as study
+    from gitutor.federated.dp import epsilon
+
+    data, model = faces.face_data(12), study.chapter_model(12)
+    cfg = SimpleNamespace(attacked_clients=1, utility_clients=1, rounds=2, lr=0.1, defense_lr=0.1, max_grad_norm=1.0,
+                          engine="in-process", local_clip=0.01, delta=1e-5, table_sigma=1.0, accountant="rdp",
+                          attack_iterations=1, tv_weight=1e-2, record_every=1, progress=False, weighting="examples")
+    point = study.dp_point(model, data, 1.0, cfg)
+    k = point["client_examples"]
+    assert k > 1 and point["epsilon"] == pytest.approx(epsilon(1.0, 1.0, 2, 1e-5), rel=1e-9)
+    assert point["client_epsilon"] == pytest.approx(epsilon(1.0 / k, 1.0, 2, 1e-5), rel=1e-9)
+    assert point["client_epsilon"] > point["epsilon"]
+    local = defenses.local_dp_point(model, data, defenses.matched_local_z(1.0), cfg)
+    assert local["epsilon"] == pytest.approx(point["epsilon"], rel=1e-9)
+
+
 def test_clients_to_resolve_is_the_first_all_correct_count_whose_wilson_interval_clears_the_level():
     from gitutor.chapters.flower_dp.report import clients_to_resolve
     from gitutor.stats import success_interval
@@ -829,8 +852,9 @@ def _decision_inputs(server_delta=1e-5):
                  "outcomes": outcomes},
         "secagg+": {"view": view(None, "none"), "epsilon": None, "accuracy": success_interval(outcomes),
                     "outcomes": outcomes},
-        # LocalDpMod's own guarantee (replacement, 38.2) is not what the table states: its add/remove ε
-        "local-dp": {"view": view(38.2, "client"), "epsilon": 19.1,
+        # LocalDpMod's own guarantee (replacement, 48.8) is not the table's ε (add/remove, 19.1): it is the
+        # ε for one example of a client with several images
+        "local-dp": {"view": view(48.8, "client"), "epsilon": 19.1,
                      "accuracy": success_interval(outcomes[2:] + [False] * 2), "outcomes": outcomes[2:] + [False] * 2},
     }
     curve = {50: summary([5.0, 6.0])["psnr"], 100: summary([20.0, 21.0])["psnr"]}
@@ -846,7 +870,8 @@ def _decision_inputs(server_delta=1e-5):
         "local-dp": found([6.0, 7.0], {"IG, every round": 2}),
         "dp-sgd": found([6.5, 7.5], {"IG, every round": 1, "LTI": 1}),
     }
-    point = {"sigma": 1.0, "epsilon": 19.1, "accuracy_interval": success_interval(outcomes), "outcomes": outcomes}
+    point = {"sigma": 1.0, "epsilon": 19.1, "client_epsilon": 904.0, "client_examples": 12,
+             "accuracy_interval": success_interval(outcomes), "outcomes": outcomes}
     return runs, strongest, point
 
 
@@ -867,9 +892,12 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
         assert [line.split(" | ")[0][2:] for line in lines[2:]] == names
     assert promises[2] == ("| none (FedAvg) | the server (it holds every update) | none (no DP) | — "
                            "| IG, restarts 2/2 |")
-    assert promises[4].endswith("| 19.1 | one client's update added or removed, the server included "
-                                "| IG, every round 2/2 |")
-    assert promises[5].endswith("| 19.1 | one example added or removed, the server included | IG, every round 1/2; LTI 1/2 |")
+    # each defense's ε at its own level, and at the other's: a whole client under DP-SGD (group privacy),
+    # one example of a multi-image client under LocalDpMod (its replacement ε)
+    assert promises[4].endswith("| 19.1 | one client's update, zero-out, the server included; one example of a "
+                                "client with several images: ε = 48.8 | IG, every round 2/2 |")
+    assert promises[5].endswith("| 19.1 | one example added or removed, the server included; a client of 12 "
+                                "images as a whole: ε = 904 | IG, every round 1/2; LTI 1/2 |")
     assert outcome[2].startswith("| none (FedAvg) | 41.0 [")
     assert outcome[2].endswith("| 2/2 | 0.80 [0.49, 0.94] | — |")
     assert outcome[4].endswith("| 0/2 | 0.60 [0.31, 0.83] | -0.20 [-0.50, 0.10] |")

@@ -299,7 +299,7 @@ def epsilon_figure(
         where = "the lower line"
     bottom.set_xlabel(
         f"noise multiplier {symbol} and its ε {level} over all rounds\n"
-        f"(ε: Opacus RDP, {where}), on a categorical axis"
+        f"(ε: Opacus RDP, add/remove, {where}), on a categorical axis"
     )
     fig.tight_layout()
     return legible(fig, width=FIGURE_WIDTH)
@@ -335,7 +335,7 @@ def sweep_table(
     delta = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     header = [
         symbol,
-        f"ε {level} (δ = {delta:g})",
+        f"ε {level}, add/remove (δ = {delta:g})",
         "IG one start, round 1 (dB)",
         "IG, every round (dB)",
         "attacker's envelope (dB)",

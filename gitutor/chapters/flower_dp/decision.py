@@ -159,17 +159,29 @@ def _kept(wins: Mapping[str, int]) -> str:
     return "; ".join(f"{name} {count}/{total}" for name, count in wins.items() if count)
 
 
-def _holds_for(run: dict | None) -> str:
+def _holds_for(run: dict | None, point: dict | None = None) -> str:
     """The level and neighbouring relation of a defense run's ε (``run["epsilon"]``, add/remove
-    adjacency) and against whom it holds, for a table cell (``None``: DP-SGD, whose noise is the
-    client's: one example added or removed; LocalDpMod: one client's update added or removed)."""
+    adjacency), against whom it holds, and the ε at the level the other defense states — for a table
+    cell. DP-SGD (``run`` None, its sweep ``point``): one example added or removed; a client of
+    ``point["client_examples"]`` images as a whole at ``point["client_epsilon"]``. LocalDpMod: one client's
+    update under zero-out (the client still sends noise on a zero update); one example of a client with
+    several images at the mod's replacement ε (``run["view"].guarantee.epsilon``: sensitivity 2C, no
+    per-example clipping)."""
     if run is None:
-        return "one example added or removed, the server included"
+        whole = eps_text(point["client_epsilon"])
+        return (
+            "one example added or removed, the server included; a client of "
+            f"{point['client_examples']} images as a whole: ε = {whole}"
+        )
     if run["view"].guarantee.epsilon is None:
         return "—"
     if run["view"].noise_by == "client":
-        return "one client's update added or removed, the server included"
-    return "one client, released model only"
+        one = eps_text(run["view"].guarantee.epsilon)
+        return (
+            "one client's update, zero-out, the server included; one example of a client "
+            f"with several images: ε = {one}"
+        )
+    return "one client, zero-out, released model only"
 
 
 def decision_table(
@@ -223,7 +235,7 @@ def decision_table(
             names["dp-sgd"],
             TRUSTED["dp-sgd"],
             eps(point["epsilon"], delta),
-            _holds_for(None),
+            _holds_for(None, point),
             _kept(strongest["dp-sgd"]["wins"]),
             *_quality(strongest["dp-sgd"]["attacker"]),
             format_interval(point["accuracy_interval"], 2, False),

@@ -529,7 +529,10 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     the strongest adversary, :func:`~gitutor.chapters.flower_dp.strongest.dp_sgd_strongest`), the server's
     test accuracy after the last round with its interval (``"accuracy_interval"``; per test image:
     ``"outcomes"``), and ε from
-    Opacus' accountant for the steps each client took (example-level, every round).
+    Opacus' accountant for the steps each client took (example-level, every round, add/remove), and
+    ``"client_epsilon"``: the same noise's ε for the largest client (``"client_examples"`` images) as a
+    whole — group privacy of the full-batch Gaussian mechanism: k examples move the clipped sum by at most
+    kC, noise multiplier σ/k.
     ``seed`` draws the clients' own noise secrets (:func:`~gitutor.federated.client_secrets.client_secrets`,
     client side) and the attacker's starts; the server never receives it.
 
@@ -555,6 +558,12 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     steps = sum(int(u.metrics["local-steps"]) for u in updates if u.partition == 0)
     rate = float(next(u for u in updates if u.partition == 0).metrics["sample-rate"])
     eps = epsilon(sigma, rate, steps, cfg.delta, accountant=cfg.accountant)
+    if rate != 1.0:
+        raise ValueError(
+            f"the sweep's clients sample at q = 1 (full batch), got q = {rate}"
+        )
+    largest = max(int(u.metrics["num-examples"]) for u in updates)
+    whole = epsilon(sigma / largest, rate, steps, cfg.delta, accountant=cfg.accountant)
     start = [p.detach() for p in model.parameters()]
     first = {
         u.partition: u.update(start)
@@ -566,6 +575,8 @@ def dp_point(model, data: dict, sigma: float, cfg, *, seed: int = 0) -> dict:
     return summary | {
         "sigma": float(sigma),
         "epsilon": eps,
+        "client_epsilon": whole,
+        "client_examples": largest,
         "steps": steps,
         "held": held,
         "accuracy": history[-1][1],
