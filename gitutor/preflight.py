@@ -2,8 +2,8 @@
 
 A chapter's setup cell gathers what its profile needs and this machine lacks — data sets, weight
 files, folders, packages — one line each with the command or the notebook parameter that supplies
-it (:func:`torchvision_missing`, :func:`weights_missing`, :func:`folder_missing`,
-:func:`packages_missing`), and hands the lines to :func:`preflight`, which raises one
+it (:func:`torchvision_missing`, :func:`weights_missing`, :func:`assets_missing`,
+:func:`folder_missing`, :func:`packages_missing`), and hands the lines to :func:`preflight`, which raises one
 :class:`PreflightError` listing all of them before any long loop starts (instead of one failure
 per run).
 
@@ -113,6 +113,35 @@ def folder_missing(path: str | Path | None, parameter: str, what: str) -> list[s
         "for the offline substitute"
     )
     return [line]
+
+
+def assets_missing(names: Iterable[str]) -> list[str]:
+    """One line per asset of ``names`` (keys of :data:`gitutor.assets.ASSETS`, e.g.
+    ``"efficientnet_lite0"``) that is not installed or fails its sha256 check, with its install command.
+
+    Raises:
+        ValueError: naming ``names`` for a name that is not a book asset, before anything is checked.
+    """
+    from gitutor.assets import (
+        ASSETS,
+        AssetChecksumError,
+        MissingAssetError,
+        asset_files,
+    )
+
+    names = list(names)
+    unknown = [name for name in names if name not in ASSETS]
+    if unknown:
+        raise ValueError(f"names holds {unknown}, not assets of {sorted(ASSETS)}")
+    lines = []
+    for name in dict.fromkeys(names):
+        try:
+            asset_files(name)
+        except (MissingAssetError, AssetChecksumError) as error:
+            lines.append(
+                f"the asset {name!r} is missing or damaged ({error}): `{ASSETS[name].install}`"
+            )
+    return lines
 
 
 def packages_missing(modules: Mapping[str, str]) -> list[str]:

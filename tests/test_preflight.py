@@ -184,7 +184,9 @@ def _setup_cell(notebook: str) -> tuple[str, str]:
     ("notebook", "call"),
     [
         ("01_dlg", "preflight(needed, profile=cfg.profile, device=device)"),
+        ("02_idlg_soft_labels", "preflight(needed, profile=cfg.profile, device=device)"),
         ("03_cv_batch_labels", "preflight(needed, profile=cfg.profile, device=device)"),
+        ("06_learning_to_invert", "preflight(torchvision_missing(data_sets, DATA_ROOT)"),
         ("08_flower_dp", "preflight.check(cfg, model, data, device, allow_slow=ALLOW_SLOW)"),
     ],
 )
@@ -198,3 +200,16 @@ def test_setup_cell_runs_the_preflight_before_any_long_work(notebook, call):
 
 def test_running_page_states_the_time_limit_the_code_applies():
     assert f"exceeds {pf.LONG_RUN_S // 60} minutes" in (ROOT / "book" / "running.md").read_text()
+
+
+def test_assets_missing_names_each_absent_asset_with_its_install_command(monkeypatch):
+    from gitutor import assets
+
+    def absent(name):
+        raise assets.MissingAssetError(f"{name} is not installed")
+
+    monkeypatch.setattr(assets, "asset_files", absent)
+    (line,) = pf.assets_missing(["efficientnet_lite0", "efficientnet_lite0"])  # each asset once
+    assert "efficientnet_lite0" in line and assets.ASSETS["efficientnet_lite0"].install in line
+    with pytest.raises(ValueError, match="names"):
+        pf.assets_missing(["no_such_asset"])
