@@ -1,4 +1,5 @@
 """Chapter 06's experiments (gitutor.chapters.learning_to_invert.experiments, lti_report) on tiny cases."""
+import json
 import pytest
 import torch
 
@@ -289,3 +290,20 @@ def test_ig_tuning_chooses_on_the_tuning_images_and_the_profile_runs_the_recorde
     record = json.loads((Path(__file__).parents[1] / "book" / "studies" / "06_ig_budget.json").read_text())
     quick = get_profile("06_learning_to_invert", "quick")
     assert record["tuning"]["chosen"] == quick.ig_settings and record["tuning"]["iterations"] == quick.ig_iterations
+
+
+def test_the_recorded_ig_budget_study_is_read_only_for_the_profiles_own_targets(tmp_path):
+    """A named budget (``BUDGET = "smoke"``) or overrides attack other targets than the record's: the
+    page then runs without it rather than pairing its errors with another run's."""
+    from gitutor.chapters.learning_to_invert import budget
+
+    record = {"profile": "quick", "seed": 0, "chosen_budget": {}, "errors": {"none": {"10": [0.1]}},
+              "choice": {"errors": {"none": {"10": [0.2]}}}}
+    path = tmp_path / "06_ig_budget.json"
+    path.write_text(json.dumps(record))
+    found = budget.recorded_study(path, "quick", 0, {})
+    assert found is not None and found["errors"]["none"] == {10: [0.1]}
+    assert budget.recorded_study(path, "quick", 0, {}, "smoke") is None
+    assert budget.recorded_study(path, "quick", 0, {"epochs": 2}) is None
+    assert budget.recorded_study(path, "quick", 1, {}) is None
+    assert budget.recorded_study(tmp_path / "absent.json", "quick", 0, {}) is None

@@ -76,11 +76,14 @@ def ig_budget_errors(
     return errors
 
 
-def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | None:
+def recorded_study(
+    path, profile: str, seed: int, overrides: Mapping, budget: str | None = None
+) -> dict | None:
     """The recorded budget study at ``path`` (``book/studies/06_ig_budget.json``, written by
     ``scripts/ig_study_06.py``) when it exists and was run for this run's targets — the same ``profile``
-    and ``seed``, no ``overrides`` of the profile — else None (the page says so); its per-budget errors keyed
-    by int budgets again.
+    and ``seed``, no ``overrides`` of the profile and no named ``budget`` (the notebook's ``BUDGET``, e.g.
+    ``"smoke"``: other targets) — else None (the page says so); its per-budget errors keyed by int budgets
+    again.
 
     Raises:
         ValueError: naming ``path`` if it is not JSON (as :func:`gitutor.files.read_json`).
@@ -89,7 +92,7 @@ def recorded_study(path, profile: str, seed: int, overrides: Mapping) -> dict | 
 
     from gitutor.files import read_json
 
-    if overrides or not Path(path).is_file():
+    if overrides or budget is not None or not Path(path).is_file():
         return None
     record = read_json(path, "IG budget record")
     if (
