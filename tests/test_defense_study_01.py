@@ -162,7 +162,7 @@ def test_the_stopping_level_is_a_bound_at_the_sweeps_edges():
     noise = reading.threshold(_states(G, G, S, S, levels=study.LEVELS["gaussian"]), "gaussian")
     assert (noise.tolerance, noise.stops) == (1e-3, 1e-2)
     table = reading.threshold_table({"prune": never, "gaussian": noise}).splitlines()
-    assert "| pruning | fraction pruned | 0.01, 0.1, 0.2, 0.3, 0.5, 0.7 | 0.7 | – | none tried | 0.2 |" in table
+    assert "| pruning | fraction pruned | 0.01, 0.1, 0.2, 0.3, 0.5, 0.7 | ≥ 0.7 | – | none tried (> 0.7) | 0.2 |" in table
     assert "| Gaussian noise | variance | 0.0001, 0.001, 0.01, 0.1 | 0.001 | – | 0.01 | 0.001 |" in table
     assert "| 0.01 | 0.1, 0.2 | 0.3 |" in reading.threshold_table({"prune": between})
     with pytest.raises(ValueError, match="kind"):
@@ -223,6 +223,18 @@ def test_rows_judge_dlgs_tolerance_against_the_papers(tmp_path):
     half = _record(lambda k, v, i: 10.0 if k == "prune" and v == 0.2 and i < 4 else _paper_like(k, v, i))
     row = reading.result_rows(half)[0]
     assert (row["low"], row["high"], verdict(row)) == (0.1, 0.2, "not resolved")
+    # a threshold at the sweep's edge is a bound: noise that stops DLG at every variance tried, Laplacian
+    # noise that never does
+    edge = _record(lambda k, v, i: 10.0 if k == "gaussian" else _paper_like(k, v, i))
+    found = reading.thresholds(reading.summarise(edge))
+    assert reading.tolerance_text(found["gaussian"]) == "< 0.0001"
+    assert reading.stops_text(found["gaussian"]) == "≤ 0.0001"
+    assert reading.tolerance_text(found["laplacian"]) == "≥ 0.1"
+    assert reading.stops_text(found["laplacian"]) == "none tried (> 0.1)"
+    assert "| < 0.0001 | – | ≤ 0.0001 |" in reading.threshold_table(found)
+    gauss = reading.result_rows(edge)[1]
+    assert (gauss["low"], gauss["high"], verdict(gauss)) == (0.0, 1e-4, "falls short")
+    assert "tolerance < 0.0001" in gauss["unit"] and "stops DLG: ≤ 0.0001" in gauss["unit"]
     # no study file: the rows say so and are not judged — never "not comparable"
     absent = reading.result_rows(None)
     assert {verdict(r) for r in absent} == {"not judged"} and all("not recorded" in r["this_run"] for r in absent)

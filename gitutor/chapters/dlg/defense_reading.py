@@ -362,19 +362,40 @@ def threshold(states: Mapping[float, str], kind: str) -> Threshold:
     return Threshold(kind, levels, tolerance, stops, unresolved)
 
 
+def tolerance_text(th: Threshold) -> str:
+    """DLG's tolerance as the study bounds it: ``"< a"`` when it gets through no level tried (a: the
+    weakest), ``"≥ b"`` when it gets through the strongest tried (b), else the strongest level it gets
+    through."""
+    if th.tolerance == 0.0:
+        return f"< {th.levels[0]:g}"
+    if th.tolerance == th.levels[-1]:
+        return f"≥ {th.levels[-1]:g}"
+    return f"{th.tolerance:g}"
+
+
+def stops_text(th: Threshold) -> str:
+    """The stopping level as the study bounds it: ``"≤ a"`` when the weakest level tried (a) already
+    stops DLG, ``"none tried (> b)"`` when the strongest tried (b) does not, else the level."""
+    if th.stops is None:
+        return f"none tried (> {th.levels[-1]:g})"
+    if th.stops == th.levels[0]:
+        return f"≤ {th.levels[0]:g}"
+    return f"{th.stops:g}"
+
+
 def threshold_table(found: Mapping[str, Threshold]) -> str:
     """A Markdown table of :func:`thresholds`: per defense its levels tried, DLG's tolerance (the strongest
-    level it gets through; 0: none), the levels left unresolved, the stopping level (the weakest from which
-    every stronger level tried stops DLG; "none tried" when the strongest level tried does not) and DLG §5's
-    tolerance (:data:`PAPER`)."""
+    level it gets through, :func:`tolerance_text`: a bound at the sweep's edges), the levels left unresolved,
+    the stopping level (the weakest from which every stronger level tried stops DLG, :func:`stops_text`)
+    and DLG §5's tolerance (:data:`PAPER`)."""
     lines = [
         [
             NAMES[kind],
             UNITS[kind],
             ", ".join(f"{v:g}" for v in th.levels),
-            f"{th.tolerance:g}",
+            tolerance_text(th),
             ", ".join(f"{v:g}" for v in th.unresolved) or "–",
-            "none tried" if th.stops is None else f"{th.stops:g}",
+            stops_text(th),
             f"{PAPER[kind][0]:g}",
         ]
         for kind, th in found.items()
@@ -495,8 +516,8 @@ def result_rows(
         th = found[kind]
         level = summary[kind, LEVELS[kind][0]]
         n, n_a = len(level.images), level.attackable
-        high = max((th.tolerance, *th.unresolved))
-        stops = "none tried" if th.stops is None else f"{th.stops:g}"
+        # no level tried gets through: the tolerance lies in [0, the weakest level tried)
+        high = max((th.tolerance, *th.unresolved)) or th.levels[0]
         rows.append(
             {
                 **base,
@@ -504,8 +525,9 @@ def result_rows(
                 f"unknown, {SETTING['iterations']} L-BFGS steps, {SETTING['size']}×{SETTING['size']}; "
                 f"levels {list(LEVELS[kind])}; a level stops DLG on most of those (95 % Wilson)",
                 "this_run": th.tolerance,
-                "unit": f"{UNITS[kind]} (0: no defense); weakest level that stops DLG: "
-                f"{stops}; interval: the levels not resolved",
+                "unit": f"{UNITS[kind]}; tolerance {tolerance_text(th)} (0: no level tried gets "
+                f"through); weakest level that stops DLG: {stops_text(th)}; interval: the levels "
+                "not resolved, or [0, the weakest level tried]",
                 "n": n_a,
                 **({"low": th.tolerance, "high": high} if n_a > 1 else {}),
             }
