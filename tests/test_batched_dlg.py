@@ -86,3 +86,34 @@ def test_batched_dlg_snapshots_after_a_fixed_point_hold_the_fixed_point():
         fixed = result.info["converged_at"]
         assert fixed in [step for step, _ in result.snapshots]
         assert all(torch.equal(images, result.images) for step, images in result.snapshots if step >= fixed)
+
+
+def test_batched_dlg_ends_as_dlg_in_float32_on_chapter_07s_case():
+    """The case chapter 07's main table runs batched: its quick profile's real MNIST samples at 16×16,
+    the DLG LeNet drawn from U(−0.5, 0.5) with seed 0, DLG on each image's gradient, dummy labels
+    optimised, the profile's 20 L-BFGS steps, float32, one shared dummy seed. DLG is chaotic, so the
+    iterates part after a few steps; what must agree per image is the outcome: recognisable
+    (≥ 30 dB) by both or by neither, and PSNR within 3 dB (above 60 dB both are pixel-exact and float32
+    rounding sets the number, so PSNR is capped there). The chapter's ten images hold successes and a failure."""
+    import gitutor
+    from gitutor.chapters.admm_comparison import rounds
+    from gitutor.metrics import psnr
+
+    cfg = gitutor.get_profile("07_admm_comparison", "quick")
+    kind = "mnist_samples"
+    sizes = cfg.image_size, 0, "data", cfg.num_classes, cfg.channels
+    images, labels = rounds.load_kinds([kind], cfg.images_per_kind, *sizes)[kind]
+    model = rounds.chapter_model(cfg, kind, 0)
+    steps, classes = cfg.iterations[kind], cfg.num_classes[kind]
+    assert images.dtype == torch.float32 and steps == 20
+    grads = [client_gradients(model, images[i : i + 1], labels[i : i + 1]) for i in range(len(images))]
+    batch = batched_dlg([model] * len(grads), grads, tuple(images.shape[1:]), classes, seeds=[0] * len(grads),
+                        iterations=steps, record_every=steps)
+    outcomes = []
+    for i, (target, stacked_run) in enumerate(zip(grads, batch)):
+        truth = images[i : i + 1]
+        single = dlg(model, target, truth.shape, classes, iterations=steps, seed=0, record_every=steps)
+        a, b = (min(float(psnr(r.images.clamp(0, 1), truth)), 60.0) for r in (stacked_run, single))
+        assert (a >= 30) == (b >= 30) and abs(a - b) <= 3.0, f"image {i}: batched {a:.1f} dB, dlg {b:.1f} dB"
+        outcomes.append(b >= 30)
+    assert any(outcomes) and not all(outcomes), "the case needs a success and a failure to test both"
