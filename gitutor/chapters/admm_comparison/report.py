@@ -276,7 +276,9 @@ def profile_differences(
     rho = _setting_values(cfg.rho if rho is None else rho, "rho", _positive)
     steps = cfg.local_steps if local_steps is None else local_steps
     steps = _setting_values(steps, "local_steps", _steps)
-    which = "first round" if round_number == 1 else "second round (after one earlier round)"
+    which = (
+        "first round" if round_number == 1 else "second round (after one earlier round)"
+    )
     return (
         f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
         f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={rho}, η={cfg.lr}, "
@@ -432,29 +434,6 @@ def cosine_summary(cosines: Mapping[tuple[int, float, int], float]) -> dict:
         "lowest_rho": lowest[1],
         "lowest_steps": lowest[2],
         "round2_sign": sign,
-    }
-
-
-def ablation_table(ablation: Sequence[tuple[float, int, int, float, float]]) -> str:
-    """Markdown table of :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr`'s ``(ρ, E, round, DLG-ADMM
-    PSNR dB, adaptive PSNR dB)`` rows."""
-    return markdown_table(
-        ["ρ", "E", "round", "DLG-ADMM PSNR", "adaptive PSNR"],
-        [[rho, e, r, f"{a:.1f} dB", f"{b:.1f} dB"] for rho, e, r, a, b in ablation],
-    )
-
-
-def ablation_counts(
-    ablation: Sequence[tuple[float, int, int, float, float]], threshold: float
-) -> dict[str, int]:
-    """How many ``(ρ, E, round)`` settings of
-    :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr` (rows ``(ρ, E, round, DLG-ADMM PSNR,
-    adaptive PSNR)`` in dB) each attack recovers (PSNR ≥ ``threshold`` dB): ``{"adaptive", "naive",
-    "settings"}`` (DLG-ADMM is the naive attack)."""
-    return {
-        "adaptive": sum(row[4] >= threshold for row in ablation),
-        "naive": sum(row[3] >= threshold for row in ablation),
-        "settings": len(ablation),
     }
 
 
