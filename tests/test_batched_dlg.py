@@ -86,3 +86,47 @@ def test_batched_dlg_snapshots_after_a_fixed_point_hold_the_fixed_point():
         fixed = result.info["converged_at"]
         assert fixed in [step for step, _ in result.snapshots]
         assert all(torch.equal(images, result.images) for step, images in result.snapshots if step >= fixed)
+
+
+@pytest.mark.parametrize("round_number", [1, 2])
+def test_batched_dlg_ends_as_dlg_in_float32_on_chapter_07s_case(round_number):
+    """The cases chapter 07 runs batched: its quick profile's real MNIST samples at 16×16, the DLG LeNet
+    drawn from U(−0.5, 0.5) with seed 0, DLG on each image's gradient — in round 1 at the global model
+    (the main table), in round 2 at the client's local model w after one FedADMM round on the chapter's
+    earlier image (the round-2 table's reference) — dummy labels optimised, the profile's 20 L-BFGS
+    steps, float32, the chapter's dummy seeds. DLG is chaotic, so the iterates part after a few steps;
+    what must agree per image is the outcome: recognisable (≥ 30 dB) by both or by neither, and PSNR
+    within 3 dB (above 60 dB both are pixel-exact and float32 rounding sets the number, so PSNR is
+    capped there). Round 1's ten images hold successes and a failure."""
+    import gitutor
+    from gitutor.chapters.admm_comparison import rounds
+    from gitutor.federated import fedadmm_client_update
+    from gitutor.metrics import psnr
+    from gitutor.models.parameters_at import model_at
+
+    cfg = gitutor.get_profile("07_admm_comparison", "quick")
+    kind = "mnist_samples"
+    sizes = cfg.image_size, 0, "data", cfg.num_classes, cfg.channels
+    data, labels = rounds.load_kinds([kind], cfg.images_per_kind + 1, *sizes)[kind]
+    images, labels, earlier = data[:-1], labels[:-1], (data[-1:], labels[-1:])
+    model = rounds.chapter_model(cfg, kind, 0)
+    steps, classes = cfg.iterations[kind], cfg.num_classes[kind]
+    assert images.dtype == torch.float32 and steps == 20
+    seeds = [0] * len(images)  # the main table: one dummy seed
+    if round_number == 2:  # the round-2 table: seed + i for image i, DLG at the client's w
+        z = [p.detach().clone() for p in model.parameters()]
+        first = fedadmm_client_update(model, *earlier, z, [torch.zeros_like(p) for p in z],
+                                      rho=cfg.rho, lr=cfg.lr, local_steps=1)
+        model, seeds = model_at(model, first.local_params), list(range(len(images)))
+    grads = [client_gradients(model, images[i : i + 1], labels[i : i + 1]) for i in range(len(images))]
+    batch = batched_dlg([model] * len(grads), grads, tuple(images.shape[1:]), classes, seeds=seeds,
+                        iterations=steps, record_every=steps)
+    outcomes = []
+    for i, (target, stacked_run) in enumerate(zip(grads, batch)):
+        truth = images[i : i + 1]
+        single = dlg(model, target, truth.shape, classes, iterations=steps, seed=seeds[i], record_every=steps)
+        a, b = (min(float(psnr(r.images.clamp(0, 1), truth)), 60.0) for r in (stacked_run, single))
+        assert (a >= 30) == (b >= 30) and abs(a - b) <= 3.0, f"image {i}: batched {a:.1f} dB, dlg {b:.1f} dB"
+        outcomes.append(b >= 30)
+    if round_number == 1:
+        assert any(outcomes) and not all(outcomes), "the case needs a success and a failure to test both"

@@ -31,6 +31,9 @@ from gitutor.tables import markdown_table
 
 #: The round-1 attacks on the increment that need only what the server knows (ρ, η, E; π = 0).
 ON_INCREMENT = ("DLG on −Δ/(2η)", "cosine on −Δ/η")
+#: The adaptive attack (:func:`gitutor.attacks.adaptive_admm_inversion`: the client's E local steps
+#: unrolled); in round 1 with E = 1 it is DLG on −Δ/(2η), so the main table runs it under that name.
+ADAPTIVE = "adaptive (E steps unrolled)"
 #: The control column of the attacks' N(0, 1) start (:func:`control_table`).
 START = "N(0, 1) start"
 #: The attacks on the SGD gradient, for reference.

@@ -94,8 +94,7 @@ def results_rows(
             "this_run": this_run,
             "unit": unit,
             "differences": differences,
-            **extra,
-        }
+        } | extra
 
     outcome = claim_outcome(judgements)
     refuting = sum(j["verdict"] == "refuted" for j in judgements.values())
@@ -169,6 +168,12 @@ def results_rows(
             round(lowest_cosine, 3),
             "cosine",
             setting=f"ρ ∈ {cfg.cosine_rhos}, E ∈ {cfg.cosine_local_steps}, one earlier round",
+            differences=profile_differences(
+                cfg,
+                rho=list(cfg.cosine_rhos),
+                local_steps=list(cfg.cosine_local_steps),
+                round_number=2,
+            ),
         )
     )
     return rows
@@ -196,8 +201,8 @@ def round_two_rows(found: Mapping, cfg, kind: str, iterations: int) -> list[dict
     """The results record's rows for the second round (this book's addition: the report attacks round 1
     only): per attack of :func:`~gitutor.chapters.admm_comparison.rounds.round_two_attacks`, the fraction of
     the images recognisable with its 95 % Wilson interval (``paper``: "not studied"), and the closed form's
-    largest relative error."""
-    differences = profile_differences(cfg)
+    largest relative error. Their ``differences`` name round 2 with E = 1 and the profile's ρ."""
+    differences = profile_differences(cfg, local_steps=1, round_number=2)
     setting = (
         f"{len(found['error'])} images of {NAMES[kind]}, round 2, E = 1, ρ = {cfg.rho}, "
         f"η = {cfg.lr}, {iterations} L-BFGS steps each"
@@ -229,12 +234,55 @@ def round_two_rows(found: Mapping, cfg, kind: str, iterations: int) -> list[dict
     return rows
 
 
-def profile_differences(cfg) -> str:
-    """How the profile's setting differs from the report's, in one line (every row's ``differences``)."""
+def _setting_values(values, name: str, check) -> str:
+    """``values`` (one value or a non-empty sequence of them) as text, each checked by ``check``."""
+    many = isinstance(values, (list, tuple))
+    if many and not values:
+        raise ValueError(f"{name} must hold at least one value, got {values!r}")
+    for value in values if many else [values]:
+        if isinstance(value, bool) or not check(value):
+            raise ValueError(f"{name} must be {check.__doc__}, got {value!r}")
+    return "{" + ", ".join(f"{v:g}" for v in values) + "}" if many else f"{values:g}"
+
+
+def _positive(value) -> bool:
+    """a number > 0 (or a sequence of them)"""
+    return isinstance(value, (int, float)) and value > 0
+
+
+def _steps(value) -> bool:
+    """an int ≥ 1 (or a sequence of them)"""
+    return isinstance(value, int) and value >= 1
+
+
+def profile_differences(
+    cfg,
+    *,
+    rho: float | Sequence[float] | None = None,
+    local_steps: int | Sequence[int] | None = None,
+    round_number: int = 1,
+) -> str:
+    """How a row's setting differs from the report's, in one line (a row's ``differences``): the
+    profile's image side and budgets, and the FedADMM round the row attacked — ρ and E (one value, or
+    the grid a row spans; default the profile's ``cfg.rho`` and ``cfg.local_steps``) and
+    ``round_number`` (1: the first round, as in the report; 2: after one earlier round).
+
+    Raises:
+        ValueError: naming ``round_number`` when it is not 1 or 2, ``rho`` when a value is not > 0, or
+            ``local_steps`` when a value is not an int ≥ 1.
+    """
+    if isinstance(round_number, bool) or round_number not in (1, 2):
+        raise ValueError(f"round_number must be 1 or 2, got {round_number!r}")
+    rho = _setting_values(cfg.rho if rho is None else rho, "rho", _positive)
+    steps = cfg.local_steps if local_steps is None else local_steps
+    steps = _setting_values(steps, "local_steps", _steps)
+    which = (
+        "first round" if round_number == 1 else "second round (after one earlier round)"
+    )
     return (
         f"{cfg.profile} profile: {cfg.image_size}×{cfg.image_size} images (paper 32×32), "
-        f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={cfg.rho}, η={cfg.lr}, "
-        f"E={cfg.local_steps}, first round"
+        f"{iterations_note(cfg)} (paper 300), random-init LeNet, ρ={rho}, η={cfg.lr}, "
+        f"E={steps}, {which}"
     )
 
 
@@ -386,29 +434,6 @@ def cosine_summary(cosines: Mapping[tuple[int, float, int], float]) -> dict:
         "lowest_rho": lowest[1],
         "lowest_steps": lowest[2],
         "round2_sign": sign,
-    }
-
-
-def ablation_table(ablation: Sequence[tuple[float, int, int, float, float]]) -> str:
-    """Markdown table of :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr`'s ``(ρ, E, round, DLG-ADMM
-    PSNR dB, adaptive PSNR dB)`` rows."""
-    return markdown_table(
-        ["ρ", "E", "round", "DLG-ADMM PSNR", "adaptive PSNR"],
-        [[rho, e, r, f"{a:.1f} dB", f"{b:.1f} dB"] for rho, e, r, a, b in ablation],
-    )
-
-
-def ablation_counts(
-    ablation: Sequence[tuple[float, int, int, float, float]], threshold: float
-) -> dict[str, int]:
-    """How many ``(ρ, E, round)`` settings of
-    :func:`~gitutor.chapters.admm_comparison.rounds.ablation_psnr` (rows ``(ρ, E, round, DLG-ADMM PSNR,
-    adaptive PSNR)`` in dB) each attack recovers (PSNR ≥ ``threshold`` dB): ``{"adaptive", "naive",
-    "settings"}`` (DLG-ADMM is the naive attack)."""
-    return {
-        "adaptive": sum(row[4] >= threshold for row in ablation),
-        "naive": sum(row[3] >= threshold for row in ablation),
-        "settings": len(ablation),
     }
 
 

@@ -4,8 +4,9 @@
 datasets for the full profile, all missing ones named in ONE error); ``first_round`` (the server's view
 through :func:`~gitutor.federated.case.fedadmm_case`) and ``client_round`` build the round the server
 observes; ``attack_first_round`` runs the report's four attacks and this book's adaptive one on it;
-``closed_form_errors``, ``alignment`` and ``naive_and_adaptive_psnr`` are the closed-form check and the
-ablation (:func:`alignment_grid` and :func:`ablation_psnr` run them over the profile's settings);
+``closed_form_errors`` and ``alignment`` are the closed-form check and the ablation's turn of the
+target (:func:`alignment_grid` runs it over the profile's settings); ``round_two_attacks`` attacks the
+second round on every image;
 ``chapter_model`` builds the attacked LeNet and ``relative_error`` compares parameter lists (with
 :func:`gitutor.models.parameters_at.model_at`, the small tools they need).
 """
@@ -31,9 +32,9 @@ from gitutor.attacks import (
 )
 from gitutor.attacks.admm import (
     closed_form_gradient,
-    closed_form_inversion,
     server_state_after_round_one,
 )
+from gitutor.attacks.batched_dlg import batched_dlg
 from gitutor.data import (
     REAL_PHOTOGRAPHS,
     OfflineDataError,
@@ -384,57 +385,6 @@ def alignment(
     )
 
 
-def naive_and_adaptive_psnr(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    earlier: tuple[torch.Tensor, torch.Tensor],
-    num_classes: int,
-    *,
-    rho: float,
-    lr: float,
-    local_steps: int,
-    round_number: int,
-    **options,
-) -> tuple[float, float]:
-    """PSNR (dB) of DLG-ADMM (at the server's global model z) and of the adaptive attack (which knows ρ, η,
-    E, π and the local model w) on the increment of :func:`client_round`, each image clipped to [0, 1]
-    first (it estimates an image in [0, 1]); ``options`` go to both attacks.
-
-    Raises:
-        ValueError: as :func:`client_round` and the attacks.
-    """
-    z, w, pi, update = client_round(
-        model,
-        x,
-        y,
-        earlier,
-        rho=rho,
-        lr=lr,
-        local_steps=local_steps,
-        round_number=round_number,
-    )
-    naive = dlg_admm(
-        model_at(model, z), update.delta, lr, x.shape, num_classes, **options
-    )
-    adaptive = adaptive_admm_inversion(
-        model,
-        update.delta,
-        x.shape,
-        num_classes,
-        global_params=z,
-        dual=pi,
-        local_params=w,
-        rho=rho,
-        lr=lr,
-        local_steps=local_steps,
-        **options,
-    )
-    return float(psnr(naive.images.clamp(0, 1), x)), float(
-        psnr(adaptive.images.clamp(0, 1), x)
-    )
-
-
 def alignment_grid(
     model: nn.Module,
     x: torch.Tensor,
@@ -464,46 +414,6 @@ def alignment_grid(
             local_steps=key[2],
         )
     return cosines, ratios
-
-
-def ablation_psnr(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    earlier: tuple[torch.Tensor, torch.Tensor],
-    num_classes: int,
-    settings: Sequence[tuple[float, int, int]],
-    *,
-    lr: float,
-    **options,
-) -> list[tuple[float, int, int, float, float]]:
-    """:func:`naive_and_adaptive_psnr` for every ``(ρ, E, round)`` of ``settings``: rows
-    ``(ρ, E, round, DLG-ADMM PSNR dB, adaptive PSNR dB)``; ``options`` (iterations, seed, record_every)
-    go to both attacks.
-
-    Raises:
-        ValueError: as :func:`client_round` and the attacks.
-    """
-    return [
-        (
-            rho,
-            steps,
-            r,
-            *naive_and_adaptive_psnr(
-                model,
-                x,
-                y,
-                earlier,
-                num_classes,
-                rho=rho,
-                lr=lr,
-                local_steps=steps,
-                round_number=r,
-                **options,
-            ),
-        )
-        for rho, steps, r in settings
-    ]
 
 
 #: The attacks on a client's second FedADMM round (E = 1), in the order of :func:`round_two_attacks`' rows.
@@ -536,10 +446,12 @@ def round_two_attacks(
     that state of its own (z = z₀ + Δ₁). The server, holding z₀ and the increment Δ₁, derives the client's
     z, w and π (:func:`~gitutor.attacks.admm.server_state_after_round_one`) and attacks the round-2
     increment Δ with them: DLG-ADMM reads −Δ/η as a gradient at z (the report's Algorithm 2); the
-    closed form reads ∇f(w) off Δ exactly and runs DLG at w
-    (:func:`~gitutor.attacks.admm.closed_form_inversion`); the adaptive attack simulates the round
-    (:func:`~gitutor.attacks.admm.adaptive_admm_inversion`); and DLG on the client's true ∇f(w) is the
-    reference the closed form should equal.
+    closed form reads ∇f(w) off Δ exactly (:func:`~gitutor.attacks.admm.closed_form_gradient`) and runs
+    DLG at w, as :func:`~gitutor.attacks.admm.closed_form_inversion` does; the adaptive attack simulates
+    the round (:func:`~gitutor.attacks.admm.adaptive_admm_inversion`, image by image); and DLG on the
+    client's true ∇f(w) is the reference the closed form should equal. The three DLG attacks of all
+    images run side by side (:func:`gitutor.attacks.batched_dlg.batched_dlg`: DLG's L-BFGS per problem,
+    tested to end as :func:`gitutor.attacks.dlg` does in float32 on the chapter's images).
 
     Args:
         images, labels: ``(N, C, H, W)`` images in [0, 1] and ``(N,)`` labels, one client each.
@@ -561,10 +473,14 @@ def round_two_attacks(
     # the server's view of the client (from z₀ and Δ₁ alone); the client runs round 2 on its own state
     z, w, pi = server_state_after_round_one(model, z0, first.delta, rho=rho)
     own_z = [a + d for a, d in zip(z0, first.delta)]  # one client, server step 1
-    at_z, at_w = model_at(model, z), model_at(model, first.local_params)
+    at_z, at_w = model_at(model, z), model_at(model, w)  # the server's z and w
+    at_own_w = model_at(model, first.local_params)  # the client's own w
     options = {"iterations": iterations, "record_every": record_every}
+    state = {"global_params": z, "dual": pi, "local_params": w, "rho": rho, "lr": lr}
+    n = len(images)
     found = {"psnr": {name: [] for name in ROUND_TWO_ATTACKS}, "error": []}
-    for i in range(len(images)):
+    sent, read, truths, adaptive = [], [], [], []
+    for i in range(n):
         x, y = images[i : i + 1], labels[i : i + 1]
         update = fedadmm_client_update(
             model,
@@ -577,29 +493,11 @@ def round_two_attacks(
             local_steps=1,
             local_params=first.local_params,
         )
-        state = {
-            "global_params": z,
-            "dual": pi,
-            "local_params": w,
-            "rho": rho,
-            "lr": lr,
-        }
-        truth = client_gradients(at_w, x, y)
-        read = closed_form_gradient(model, update.delta, **state)
-        found["error"].append(relative_error(read, truth))
-        runs = (
-            dlg_admm(
-                at_z, update.delta, lr, x.shape, num_classes, seed=seed + i, **options
-            ),
-            closed_form_inversion(
-                model,
-                update.delta,
-                x.shape,
-                num_classes,
-                seed=seed + i,
-                **state,
-                **options,
-            ),
+        truths.append(client_gradients(at_own_w, x, y))
+        read.append(closed_form_gradient(model, update.delta, **state))
+        sent.append(pseudo_gradient(update.delta, lr))
+        found["error"].append(relative_error(read[-1], truths[-1]))
+        adaptive.append(
             adaptive_admm_inversion(
                 model,
                 update.delta,
@@ -609,9 +507,24 @@ def round_two_attacks(
                 seed=seed + i,
                 **state,
                 **options,
-            ),
-            dlg(at_w, truth, x.shape, num_classes, seed=seed + i, **options),
+            )
         )
-        for name, run in zip(ROUND_TWO_ATTACKS, runs):
-            found["psnr"][name].append(float(psnr(run.images.clamp(0, 1), x)))
+    # DLG-ADMM (−Δ/η at z), DLG on the closed form's ∇f(w) and on the true ∇f(w) (at w): three
+    # DLG problems per image, solved side by side (batched_dlg: dlg's L-BFGS per problem)
+    seeds = [seed + i for i in range(n)] * 3
+    models = [at_z] * n + [at_w] * n + [at_own_w] * n
+    shape = tuple(images.shape[1:])
+    dlgs = batched_dlg(
+        models, sent + read + truths, shape, num_classes, seeds=seeds, **options
+    )
+    runs = {
+        ROUND_TWO_ATTACKS[0]: dlgs[:n],
+        ROUND_TWO_ATTACKS[1]: dlgs[n : 2 * n],
+        ROUND_TWO_ATTACKS[2]: adaptive,
+        ROUND_TWO_ATTACKS[3]: dlgs[2 * n :],
+    }
+    for name in ROUND_TWO_ATTACKS:
+        for i, run in enumerate(runs[name]):
+            truth = images[i : i + 1]
+            found["psnr"][name].append(float(psnr(run.images.clamp(0, 1), truth)))
     return found
