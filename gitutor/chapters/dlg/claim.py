@@ -1,6 +1,6 @@
 """Chapter 01's headline: the DLG paper's central claim (Zhu et al. 2019, Abstract) judged from the seed study.
 
-"For images, the recovery is pixel-wise accurate" is a claim about how exact a recovery is, not how often
+"The recovery is pixel-wise accurate for images" is a claim about how exact a recovery is, not how often
 DLG gets there: the paper states no rate, and the reproduction report (§6) says success depends strongly on
 the seed. The test that can fail: does a run that matches the client's gradient (final gradient distance below
 the profile's ``match_loss``, read after the run's whole budget) hold the image (PSNR ≥ the book's
@@ -15,7 +15,10 @@ from gitutor.stats import success_interval
 
 #: The DLG paper's central claim, in its words (the book's copy of the paper is a Chinese reproduction
 #: report that renders Zhu et al.'s abstract: "对于图像，恢复是像素级精确的").
-CLAIM = "for images, the recovery is pixel-wise accurate (Zhu et al. 2019, Abstract; translated)"
+CLAIM = (
+    "the recovery is pixel-wise accurate for images and token-wise matching for texts "
+    "(Zhu, Liu & Han, NeurIPS 2019, Abstract)"
+)
 
 
 def claim_judgement(
