@@ -229,18 +229,36 @@ def test_dlg_lr_steps_decay_the_learning_rate_at_the_milestones():
 
 def test_dlg_keep_best_returns_the_lowest_objective_iterate():
     model, x, _, grads = _case(3)
-    run = dlg(model, grads, x.shape, 5, iterations=6, keep_best=True, record_every=1)
-    losses, best = run.history["loss"], run.info["best_iteration"]
+    after = dlg(model, grads, x.shape, 5, iterations=6, keep_best=True, record_every=1)
+    losses, best = after.history["loss"], after.info["best_iteration"]
     assert losses[best - 1] == min(
         losses
     )  # the step whose recorded objective was the lowest
-    assert torch.equal(run.images, dict(run.snapshots)[best])
+    assert torch.equal(after.images, dict(after.snapshots)[best])
+    # "scored" (Wang et al.'s pick_best): the iterate the lowest objective was scored at, the final one
+    # included; a step that blows up (lr 50, no line search) is not what it returns
+    for lr in (1.0, 50.0):
+        run = dlg(
+            model,
+            grads,
+            x.shape,
+            5,
+            iterations=6,
+            keep_best="scored",
+            record_every=1,
+            lr=lr,
+        )
+        scored = [*run.history["loss"], run.info["final_objective"]]
+        best = run.info["best_iteration"]
+        assert scored[best] == min(scored)
+        assert torch.equal(run.images, dict(run.snapshots)[best])
+        assert scored[best] <= run.history["loss"][0]  # never worse than the start
 
 
 @pytest.mark.parametrize(
     "options, error, name",
     [({"tv_weight": -1.0}, ValueError, "tv_weight"), ({"lr_steps": (1.5,)}, ValueError, "lr_steps"),
-     ({"keep_best": "yes"}, TypeError, "keep_best")],
+     ({"keep_best": "yes"}, TypeError, "keep_best"), ({"keep_best": 1}, TypeError, "keep_best")],
 )  # fmt: skip
 def test_dlg_refuses_bad_new_options_by_name(options, error, name):
     model, x, y, grads = _case()

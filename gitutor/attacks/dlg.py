@@ -107,7 +107,7 @@ def dlg(
     checkpoint: Checkpoint | None = None,
     tv_weight: float = 0.0,
     lr_steps: Sequence[float] = (),
-    keep_best: bool = False,
+    keep_best: bool | str = False,
 ) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
@@ -142,11 +142,13 @@ def dlg(
         lr_steps: fractions of ``iterations`` at which the L-BFGS learning rate drops ×0.1
             (:func:`gitutor.attacks.inverting_gradients.step_milestones`); ``()`` (default, DLG) keeps it
             constant; Wang et al.'s code steps at 3/8, 5/8, 7/8.
-        keep_best: return the iterate of the lowest recorded objective over the run, not the last
-            (:func:`gitutor.attacks.loop.optimise_images`'s ``best_resets`` never resetting;
-            ``info["best_iteration"]``); Wang et al.'s code keeps its lowest-loss iterate
-            (``record_picking``, ``pick_best("loss")``). Not in DLG. The dummy label logits stay the
-            last iterate's (``labels``, ``info["final_loss"]``).
+        keep_best: ``False`` (default, DLG) returns the last iterate; ``True`` the iterate after the step
+            with the lowest recorded objective (:func:`gitutor.attacks.loop.optimise_images`'s
+            ``best_resets`` never resetting); ``"scored"`` the iterate the lowest objective was scored at,
+            the final one included (``best_at="scored"``): Wang et al.'s code (``record_picking``,
+            ``pick_best("loss")``), which falls back to an earlier iterate when a fixed L-BFGS step blows
+            up. ``info["best_iteration"]`` says when. The dummy label logits stay the last iterate's
+            (``labels``, ``info["final_loss"]``).
 
     Every step minimises :func:`dlg_distance` (plus ``tv_weight`` · TV) over the dummy image (and the dummy label logits
     when ``labels`` is None).
@@ -174,7 +176,7 @@ def dlg(
             non-finite ``lr``, an unknown ``line_search``, a negative or non-finite ``tv_weight``, an
             ``lr_steps`` fraction outside (0, 1), or gradients that do not match the model (the message
             names the parameter).
-        TypeError: for a non-bool ``keep_best``.
+        TypeError: for a ``keep_best`` other than a bool or ``"scored"``.
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape, model)
@@ -189,8 +191,10 @@ def dlg(
     ):
         raise ValueError(f"lr_steps must be fractions in (0, 1), got {lr_steps!r}")
     milestones = step_milestones(iterations, lr_steps) if lr_steps else None
-    if not isinstance(keep_best, bool):
-        raise TypeError(f"keep_best must be a bool, got {type(keep_best).__name__}")
+    if not (isinstance(keep_best, bool) or keep_best == "scored"):
+        raise TypeError(
+            f"keep_best must be a bool or 'scored', got {keep_best!r} ({type(keep_best).__name__})"
+        )
     if line_search not in LINE_SEARCHES:
         raise ValueError(
             f"line_search must be one of {tuple(LINE_SEARCHES)}, got {line_search!r}"
@@ -238,6 +242,7 @@ def dlg(
         checkpoint=checkpoint,
         extra_variables=() if labels is not None else (dummy_y,),
         best_resets=(lambda t: False) if keep_best else None,
+        best_at="scored" if keep_best == "scored" else "after",
     )
     result.labels = (
         labels if labels is not None else dummy_y.detach().argmax(dim=-1)

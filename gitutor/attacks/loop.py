@@ -155,6 +155,7 @@ def optimise_images(
     checkpoint: Checkpoint | None = None,
     progress: bool = False,
     desc: str = "attack",
+    best_at: str = "after",
 ) -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
@@ -191,6 +192,12 @@ def optimise_images(
             ``best_resets(t)`` true is taken whatever its loss (the authors' code keeps this
             "best" iterate and resets it every 500 iterations, optimization_based_attack.py:228–232);
             ``info["best_iteration"]`` holds the steps done when it was taken.
+        best_at: with ``best_resets``, which iterate a step's recorded loss selects: ``"after"`` (default)
+            the iterate after that step (Ye et al.'s code); ``"scored"`` the iterate the loss was scored at
+            (the one before the step), and the final iterate, scored once more after the last step, is a
+            candidate too — Wang et al.'s ``pick_best("loss")`` (ICLR 2024 code, ``recovering.py``), which
+            returns the start rather than a step that blew up. Only x is kept; ``extra_variables`` end at
+            their last iterate.
         diagnose_at: iterations t at which the loop weighs the objective's parts against each other:
             an objective that returns ``"parts"`` (a dict of scalar tensors: ``"matching"``, the
             gradient-matching term, and each prior *times its weight*, whether or not it is on at t)
@@ -233,6 +240,8 @@ def optimise_images(
         raise ValueError(
             f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}"
         )
+    if best_at not in ("after", "scored"):
+        raise ValueError(f"best_at must be 'after' or 'scored', got {best_at!r}")
     if (callable(signed) or signed) and step_rule != "adam":
         raise ValueError(
             f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}"
@@ -293,7 +302,9 @@ def optimise_images(
         record_every=record_every,
         snapshots=snapshot_times,
         stop_loss=stop_loss,
-        best=best_resets is not None,
+        best=(best_resets is not None)
+        if best_at == "after"
+        else "scored",  # the old fingerprint unless scored
         diagnose=diagnose_at,
     )
     if (
@@ -390,7 +401,14 @@ def optimise_images(
             torch.as_tensor(recorded["loss"]).detach()
         )  # the step's objective, once
         if best_resets is not None and (loss < best_loss or best_resets(t)):
-            best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
+            if best_at == "after":
+                best, best_loss, info["best_iteration"] = (
+                    x.detach().clone(),
+                    loss,
+                    t + 1,
+                )
+            else:  # the iterate the loss was scored at: the one before this step
+                best, best_loss, info["best_iteration"] = before[0], loss, t
         stop = stop_loss is not None and loss < stop_loss
         if (t + 1) % record_every == 0 or (t + 1) in snapshot_times or stop:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
@@ -420,6 +438,19 @@ def optimise_images(
     ):  # done: a finished run's checkpoint, nothing ran
         save(iterations, True)
     history = {key: _plain(values) for key, values in history.items()}
+    if (
+        best_resets is not None and best_at == "scored"
+    ):  # the final iterate is scored too
+        with torch.enable_grad():
+            last = float(
+                torch.as_tensor(objective(x.detach(), iterations - 1)["loss"]).detach()
+            )
+        info["final_objective"] = last
+        if math.isfinite(last) and last <= best_loss:
+            best, info["best_iteration"] = (
+                x.detach().clone(),
+                len(history.get("loss", [])),
+            )
     final = x.detach() if best is None else best
     return AttackResult(
         images=view(final).cpu(),
