@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from gitutor.attacks import dlg, dlg_distance
+from gitutor.attacks.loop import optimise_images
 from gitutor.attacks.objectives import total_variation
 from gitutor.chapters.idlg_soft_labels import table3_study as study
 from gitutor.federated import client_gradients
@@ -82,6 +83,14 @@ def test_a_trials_curve_rises_in_step_and_ends_at_its_budget(one_start):
         assert value["psnr_last"] == value["curve"][-1][1]
         assert 1 <= value["best_iteration"] <= budget
         assert [s for s, _ in value["loss_curve"]] == [s for s in steps if s < budget]
+        if setting.startswith(
+            "cos"
+        ):  # TV weighed against the matching term at a quarter of the budget
+            assert value["prior"]["step"] == budget // 4
+            assert value["prior"]["tv_over_matching"] > 0
+            assert 0 <= value["prior"]["sign_agreement"] <= 1
+        else:
+            assert value["prior"] is None
 
 
 def test_resume_from_the_journal_skips_done_trials(tmp_path, capsys):
@@ -253,6 +262,22 @@ def test_dlg_keep_best_returns_the_lowest_objective_iterate():
         assert scored[best] == min(scored)
         assert torch.equal(run.images, dict(run.snapshots)[best])
         assert scored[best] <= run.history["loss"][0]  # never worse than the start
+
+
+def test_an_lbfgs_inner_iterate_that_leaves_the_finite_numbers_stops_the_run():
+    """L-BFGS's fixed step may jump to inf inside a step (mixup sample 1, L2 / DLG, at 32×32); the objective
+    (like client_gradients) refuses a non-finite x, so the loop must stop there, not raise."""
+
+    def objective(x, t):
+        if not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        # unbounded below, and finite in float64 where x (float32) is not
+        return {"loss": -x.double().sum()}
+
+    x0 = torch.full((1, 1, 2, 2), 3.0)
+    run = optimise_images(objective, x0, iterations=5, lr=1e38, step_rule="lbfgs", signed=False,
+                          box=None, best_resets=lambda t: False, best_at="scored")  # fmt: skip
+    assert "stopped_early" in run.info and torch.isfinite(run.images).all()
 
 
 @pytest.mark.parametrize(

@@ -220,8 +220,9 @@ def optimise_images(
     Returns:
         :class:`AttackResult`: ``images`` (CPU), ``history`` (one entry per iteration, see the
         module docstring), ``snapshots`` ``[(steps done, images)]``, and ``info["stopped_early"]``
-        (a string) when the loss or a variable became NaN/inf; x and ``extra_variables`` are then
-        those before the failing step.
+        (a string) when the loss or a variable became NaN/inf (also inside a step: an L-BFGS inner
+        iterate that left the finite numbers ends the step before the objective sees it); x and
+        ``extra_variables`` are then those before the failing step.
 
     Raises:
         ValueError/TypeError: for ``iterations``/``record_every`` < 1, a non-positive or non-finite
@@ -473,11 +474,15 @@ def _closure(
     """The step's closure: evaluate the objective, set each variable's ``.grad``, return the loss.
 
     The first evaluation's terms (without ``"grad"`` and ``"parts"``) go into ``recorded``; a NaN/inf
-    loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
+    variable (before the objective runs) or loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
     first evaluation's parts are weighed (:func:`prior_gradients`) into ``diagnostics[str(t)]``.
     """
 
     def closure() -> torch.Tensor:
+        if not all(
+            torch.isfinite(v).all() for v in variables
+        ):  # e.g. an L-BFGS inner iterate
+            raise _NonFiniteLoss
         terms = dict(objective(x, t))
         if "loss" not in terms:
             raise ValueError(

@@ -297,7 +297,12 @@ def trial(
         step 0, every ``budget // points`` steps and at the budget, steps increasing), ``"loss_curve"``
         (``[[step, objective before step + 1]]`` at the same steps below the budget), ``"label_l1"`` (L1
         error of the label given to the attack, the paper's L_r; None for DLG), ``"label_ok"`` (the
-        attack's label's largest class is the true one)``}``.
+        attack's label's largest class is the true one), ``"stopped_early"`` (None, or why the run stopped:
+        a step that left the finite numbers — L-BFGS's fixed step can; its curve then holds the last finite
+        iterate to the budget), ``"prior"`` (cosine only, else None: at step
+        ``budget // 4``, the norm of TV's image gradient over the matching term's and the fraction of pixels
+        where the objective's gradient has the matching term's sign — DESIGN.md's check that the prior does
+        not set the update)``}``.
 
     Raises:
         ValueError: naming ``context``, ``kind``, ``setting``, ``image`` or ``repeat`` (as :func:`start_seed`)
@@ -342,10 +347,16 @@ def trial(
             tuple(x.shape),
             signed=False,
             normalisation=(CIFAR10_MEAN, CIFAR10_STD),
+            diagnose_at=(budget // 4,),  # TV against matching, before the first decay
             **common,
         )
         images, snapshots, guess = run.images, run.snapshots, label.argmax(-1)
+    if (
+        snapshots[-1][0] < budget
+    ):  # stopped early (a non-finite step): the iterate holds to the budget
+        snapshots = [*snapshots, (budget, snapshots[-1][1])]
     losses = run.history["loss"]
+    weighed = run.info.get("prior_gradients", {}).get(str(budget // 4))
     found = images.clamp(0, 1)
     return {
         "psnr": float(psnr(found, x)[0]),
@@ -359,6 +370,14 @@ def trial(
         ],
         "label_l1": None if label is None else float((label - y).abs().sum()),
         "label_ok": bool(int(guess.reshape(-1)[0]) == int(y.argmax(-1)[0])),
+        "stopped_early": run.info.get("stopped_early"),
+        "prior": None
+        if weighed is None
+        else {
+            "step": budget // 4,
+            "tv_over_matching": weighed["TV/matching"],
+            "sign_agreement": weighed["sign_agreement"],
+        },
     }
 
 
