@@ -20,10 +20,12 @@ state every 100 steps (<journal>.checkpoints/): after a failure, Ctrl-C or a reb
 the same commit** and only the missing trials run. Commit first: the record names the commit, and a rerun with
 other code starts afresh.
 
-Cost (table3_study.cpu_hours, from --pilot on this project's loaded 2-core machine): a 32×32 L-BFGS step ≈ 0.13 s,
-an Adam step ≈ 0.012 s of one core (a trial ≈ 40 s L2, ≈ 55 s cosine) — about 5.5 CPU hours for 10 samples × 3
-starts (420 trials), 18 for 10 × 10 (the authors' repeats), 35 for all 19 samples × 10 starts; 16×16 costs the same per step
-(LeNet-sized work is overhead-bound), so the study runs at the paper's 32×32.
+Cost (table3_study.cpu_hours, from --pilot and single trials on this project's 2-core machine under a load of ~5):
+at 32×32 a trial takes 38–104 s (L2: L-BFGS runs that converge stop their inner iterations early; one that never
+does takes 0.35 s a step; runs that blow up stop within seconds) and 40–63 s (cosine, 4 800 Adam steps) — at most
+10 CPU hours for 10 samples × 3 starts (420 trials; about 6 at the pilot's typical rates), at most 34 for
+10 × 10 (the authors' repeats), 64 for all 19 samples × 10 starts. 16×16 costs the same per step (LeNet-sized
+work is overhead-bound), so the study runs at the paper's 32×32.
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ def pilot(args: argparse.Namespace, context: dict) -> int:
     print(
         f"estimate: {len(trials)} trials ({args.images} samples × {args.repeats} starts × "
         f"{len(study.SETTINGS)} settings × {len(study.KINDS)} kinds) ≈ {hours:.1f} CPU hours at "
-        f"{args.size}×{args.size} (table3_study.cpu_hours: {study.cpu_hours(args.images, args.repeats, args.size):.1f})"
+        f"{args.size}×{args.size} at the pilot's rates; at most "
+        f"{study.cpu_hours(args.images, args.repeats, args.size):.1f} (table3_study.cpu_hours)"
     )
     return 0
 

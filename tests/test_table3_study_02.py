@@ -275,9 +275,12 @@ def test_an_lbfgs_inner_iterate_that_leaves_the_finite_numbers_stops_the_run():
         return {"loss": -x.double().sum()}
 
     x0 = torch.full((1, 1, 2, 2), 3.0)
-    run = optimise_images(objective, x0, iterations=5, lr=1e38, step_rule="lbfgs", signed=False,
+    run = optimise_images(objective, x0, iterations=5, lr=1e37, step_rule="lbfgs", signed=False,
                           box=None, best_resets=lambda t: False, best_at="scored")  # fmt: skip
     assert "stopped_early" in run.info and torch.isfinite(run.images).all()
+    held = run.snapshots[-1]  # the snapshots end with the iterate the run holds
+    assert held[0] == len(run.history["loss"]) and torch.isfinite(held[1]).all()
+    assert not torch.equal(held[1], x0)  # steps were taken before the one that failed
 
 
 @pytest.mark.parametrize(

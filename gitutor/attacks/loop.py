@@ -222,7 +222,8 @@ def optimise_images(
         module docstring), ``snapshots`` ``[(steps done, images)]``, and ``info["stopped_early"]``
         (a string) when the loss or a variable became NaN/inf (also inside a step: an L-BFGS inner
         iterate that left the finite numbers ends the step before the objective sees it); x and
-        ``extra_variables`` are then those before the failing step.
+        ``extra_variables`` are then those before the failing step, and the snapshots end with that x
+        (at the steps done).
 
     Raises:
         ValueError/TypeError: for ``iterations``/``record_every`` < 1, a non-positive or non-finite
@@ -391,6 +392,10 @@ def optimise_images(
             with torch.no_grad():
                 for v, old in zip(variables, before):
                     v.copy_(old)
+            if (
+                snapshots[-1][0] != t
+            ):  # the iterate the run holds: the one after t steps
+                snapshots.append((t, view(x.detach()).cpu().clone()))
             break
         _record(history, t, optimizer.param_groups[0]["lr"], recorded)
         if scheduler is not None:

@@ -98,17 +98,18 @@ SAMPLES = 19
 MAX_REPEATS = 10
 #: Seed of the one untrained LeNet every trial attacks.
 MODEL_SEED = 0
-#: Seconds of one (niced, shared) CPU core per step, by (image side, distance): the pilot of
-#: ``scripts/table3_study_02.py --pilot`` (one full-budget trial per method at 32×32 on this project's 2-core
-#: machine under a load of ~5: L2 / GT 37.9 s and L2 / DLG 38.2 s for 300 L-BFGS steps of up to 20
-#: evaluations, cos / GT 56.3 s for 4 800 Adam steps) and a 15-step / 200-step pilot at both sides, where 16×16
-#: cost the same per step as 32×32 (×1.0 L-BFGS, ×0.95 Adam: LeNet-sized work is overhead-bound). What
-#: :func:`cpu_hours` budgets.
+#: Seconds of one (niced, shared) CPU core per step, by (image side, distance), an upper bound: the pilots of
+#: ``scripts/table3_study_02.py --pilot`` and single trials on this project's 2-core machine under a load of
+#: about 5 (32×32). L-BFGS: 37.9 s (L2 / GT) and 38.2 s (L2 / DLG) for 300 steps that converge, 104 s for one
+#: that never does (L2 / iDLG on mixup: all 20 evaluations every step) — 0.35 s; runs that leave the finite
+#: numbers stop within seconds. Adam: 39.6 to 63.3 s for 4 800 steps — 0.013 s. A 15-step / 200-step pilot
+#: at both sides found 16×16 as costly per step as 32×32 (×1.0 L-BFGS, ×0.95 Adam: LeNet-sized work is
+#: overhead-bound). What :func:`cpu_hours` budgets.
 STEP_SECONDS = {
-    (32, "L2"): 0.13,
-    (32, "cos"): 0.012,
-    (16, "L2"): 0.13,
-    (16, "cos"): 0.011,
+    (32, "L2"): 0.35,
+    (32, "cos"): 0.013,
+    (16, "L2"): 0.35,
+    (16, "cos"): 0.0125,
 }
 
 
@@ -382,7 +383,7 @@ def trial(
 
 
 def cpu_hours(images: int = 10, repeats: int = 3, size: int = 32) -> float:
-    """The study's cost, hours of one CPU core: every trial of :func:`study_trials` (``images`` samples per
+    """The study's cost at most, hours of one CPU core: every trial of :func:`study_trials` (``images`` samples per
     kind × ``repeats`` starts × 7 settings × 2 kinds) for its full budget at :data:`STEP_SECONDS` per step of
     images of side ``size`` (32 or 16). The authors' full count (75 samples × 10 repeats) is beyond
     foolbox's 19 usable samples.
