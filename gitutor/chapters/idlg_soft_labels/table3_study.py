@@ -104,7 +104,8 @@ MODEL_SEED = 0
 #: that never does (L2 / iDLG on mixup: all 20 evaluations every step) — 0.35 s; runs that leave the finite
 #: numbers stop within seconds. Adam: 39.6 to 63.3 s for 4 800 steps — 0.013 s. A 15-step / 200-step pilot
 #: at both sides found 16×16 as costly per step as 32×32 (×1.0 L-BFGS, ×0.95 Adam: LeNet-sized work is
-#: overhead-bound). What :func:`cpu_hours` budgets.
+#: overhead-bound). The same pilot on a quieter machine took 11.3, 11.4 and 17.3 s (about 3× less: the bound
+#: is for a shared machine). What :func:`cpu_hours` budgets.
 STEP_SECONDS = {
     (32, "L2"): 0.35,
     (32, "cos"): 0.013,
