@@ -73,7 +73,7 @@ def inverting_gradients(
     progress: bool = False,
     matching_distance: Callable[[torch.Tensor], torch.Tensor] | None = None,
     lr_steps: Sequence[float] = (3 / 8, 5 / 8, 7 / 8),
-    keep_best: bool = False,
+    keep_best: bool | str = False,
     normalisation: tuple[Sequence[float], Sequence[float]] | None = None,
     restarts: int = 1,
     start: torch.Tensor | None = None,
@@ -103,7 +103,9 @@ def inverting_gradients(
             5/8, 7/8); ``()`` keeps it constant.
         keep_best: return the iterate of the lowest objective over the run (what the attacker can
             compute), not the last (:func:`gitutor.attacks.loop.optimise_images` with ``best_resets``
-            never resetting; ``info["best_iteration"]`` says when). Not in the paper: a tuning option.
+            never resetting; ``info["best_iteration"]`` says when): ``True`` the iterate after the step
+            with the lowest recorded objective, ``"scored"`` the iterate it was scored at, the final one
+            included (``best_at="scored"``, Wang et al.'s ``pick_best("loss")``). Not in the paper.
         normalisation: ``(mean, std)`` per channel: optimise the *normalised* image z = (x − mean)/std
             as Geiping et al.'s code does (``inversefed``: start N(0, 1) unclamped in z, box
             [−mean/std, (1 − mean)/std], TV on z, ``lr`` in z's units); None: the image in [0, 1]
@@ -133,14 +135,17 @@ def inverting_gradients(
             a ``normalisation`` without one positive std per input channel, a ``start`` that is not
             finite images in [0, 1] of ``input_shape`` or comes with ``restarts > 1``, or gradients that do
             not match the model or are not finite.
-        TypeError: for non-float gradients, non-numeric hyper-parameters or a non-bool ``keep_best``.
+        TypeError: for non-float gradients, non-numeric hyper-parameters or a ``keep_best``
+            other than a bool or ``"scored"``.
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape, model)
     tv_weight = check_hyperparameter(tv_weight, "tv_weight")
     check_count(iterations, "iterations")
-    if not isinstance(keep_best, bool):
-        raise TypeError(f"keep_best must be a bool, got {type(keep_best).__name__}")
+    if not (isinstance(keep_best, bool) or keep_best == "scored"):
+        raise TypeError(
+            f"keep_best must be a bool or 'scored', got {keep_best!r} ({type(keep_best).__name__})"
+        )
     if matching_distance is None and labels.shape[0] != shape[0]:
         raise ValueError(f"{labels.shape[0]} labels for a batch of {shape[0]}")
     if matching_distance is None:
@@ -205,6 +210,7 @@ def inverting_gradients(
             progress=progress,
             desc="Inverting Gradients",
             best_resets=(lambda t: False) if keep_best else None,
+            best_at="scored" if keep_best == "scored" else "after",
             diagnose_at=diagnose_at,
             checkpoint=part,
         )

@@ -155,6 +155,7 @@ def optimise_images(
     checkpoint: Checkpoint | None = None,
     progress: bool = False,
     desc: str = "attack",
+    best_at: str = "after",
 ) -> AttackResult:
     """Run the loop of the module docstring from ``x0`` and return the result.
 
@@ -191,6 +192,12 @@ def optimise_images(
             ``best_resets(t)`` true is taken whatever its loss (the authors' code keeps this
             "best" iterate and resets it every 500 iterations, optimization_based_attack.py:228–232);
             ``info["best_iteration"]`` holds the steps done when it was taken.
+        best_at: with ``best_resets``, which iterate a step's recorded loss selects: ``"after"`` (default)
+            the iterate after that step (Ye et al.'s code); ``"scored"`` the iterate the loss was scored at
+            (the one before the step), and the final iterate, scored once more after the last step, is a
+            candidate too — Wang et al.'s ``pick_best("loss")`` (ICLR 2024 code, ``recovering.py``), which
+            returns the start rather than a step that blew up. Only x is kept; ``extra_variables`` end at
+            their last iterate.
         diagnose_at: iterations t at which the loop weighs the objective's parts against each other:
             an objective that returns ``"parts"`` (a dict of scalar tensors: ``"matching"``, the
             gradient-matching term, and each prior *times its weight*, whether or not it is on at t)
@@ -213,8 +220,10 @@ def optimise_images(
     Returns:
         :class:`AttackResult`: ``images`` (CPU), ``history`` (one entry per iteration, see the
         module docstring), ``snapshots`` ``[(steps done, images)]``, and ``info["stopped_early"]``
-        (a string) when the loss or a variable became NaN/inf; x and ``extra_variables`` are then
-        those before the failing step.
+        (a string) when the loss or a variable became NaN/inf (also inside a step: an L-BFGS inner
+        iterate that left the finite numbers ends the step before the objective sees it); x and
+        ``extra_variables`` are then those before the failing step, and the snapshots end with that x
+        (at the steps done).
 
     Raises:
         ValueError/TypeError: for ``iterations``/``record_every`` < 1, a non-positive or non-finite
@@ -233,6 +242,8 @@ def optimise_images(
         raise ValueError(
             f"step_rule must be one of {sorted(STEP_RULES)}, got {step_rule!r}"
         )
+    if best_at not in ("after", "scored"):
+        raise ValueError(f"best_at must be 'after' or 'scored', got {best_at!r}")
     if (callable(signed) or signed) and step_rule != "adam":
         raise ValueError(
             f"signed steps are an Adam rule; pass signed=False with step_rule={step_rule!r}"
@@ -293,7 +304,9 @@ def optimise_images(
         record_every=record_every,
         snapshots=snapshot_times,
         stop_loss=stop_loss,
-        best=best_resets is not None,
+        best=(best_resets is not None)
+        if best_at == "after"
+        else "scored",  # the old fingerprint unless scored
         diagnose=diagnose_at,
     )
     if (
@@ -379,6 +392,10 @@ def optimise_images(
             with torch.no_grad():
                 for v, old in zip(variables, before):
                     v.copy_(old)
+            if (
+                snapshots[-1][0] != t
+            ):  # the iterate the run holds: the one after t steps
+                snapshots.append((t, view(x.detach()).cpu().clone()))
             break
         _record(history, t, optimizer.param_groups[0]["lr"], recorded)
         if scheduler is not None:
@@ -390,7 +407,14 @@ def optimise_images(
             torch.as_tensor(recorded["loss"]).detach()
         )  # the step's objective, once
         if best_resets is not None and (loss < best_loss or best_resets(t)):
-            best, best_loss, info["best_iteration"] = x.detach().clone(), loss, t + 1
+            if best_at == "after":
+                best, best_loss, info["best_iteration"] = (
+                    x.detach().clone(),
+                    loss,
+                    t + 1,
+                )
+            else:  # the iterate the loss was scored at: the one before this step
+                best, best_loss, info["best_iteration"] = before[0], loss, t
         stop = stop_loss is not None and loss < stop_loss
         if (t + 1) % record_every == 0 or (t + 1) in snapshot_times or stop:
             snapshots.append((t + 1, view(x.detach()).cpu().clone()))
@@ -420,6 +444,19 @@ def optimise_images(
     ):  # done: a finished run's checkpoint, nothing ran
         save(iterations, True)
     history = {key: _plain(values) for key, values in history.items()}
+    if (
+        best_resets is not None and best_at == "scored"
+    ):  # the final iterate is scored too
+        with torch.enable_grad():
+            last = float(
+                torch.as_tensor(objective(x.detach(), iterations - 1)["loss"]).detach()
+            )
+        info["final_objective"] = last
+        if math.isfinite(last) and last <= best_loss:
+            best, info["best_iteration"] = (
+                x.detach().clone(),
+                len(history.get("loss", [])),
+            )
     final = x.detach() if best is None else best
     return AttackResult(
         images=view(final).cpu(),
@@ -442,11 +479,15 @@ def _closure(
     """The step's closure: evaluate the objective, set each variable's ``.grad``, return the loss.
 
     The first evaluation's terms (without ``"grad"`` and ``"parts"``) go into ``recorded``; a NaN/inf
-    loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
+    variable (before the objective runs) or loss raises :class:`_NonFiniteLoss` before any gradient is set. With ``diagnostics`` (a dict), the
     first evaluation's parts are weighed (:func:`prior_gradients`) into ``diagnostics[str(t)]``.
     """
 
     def closure() -> torch.Tensor:
+        if not all(
+            torch.isfinite(v).all() for v in variables
+        ):  # e.g. an L-BFGS inner iterate
+            raise _NonFiniteLoss
         terms = dict(objective(x, t))
         if "loss" not in terms:
             raise ValueError(
