@@ -896,8 +896,8 @@ def test_the_decision_table_is_two_tables_that_keep_every_defense_in_one_order()
     # one example of a multi-image client under LocalDpMod (its replacement ε)
     assert promises[4].endswith("| 19.1 | one client's update, zero-out, the server included; one example of a "
                                 "client with several images: ε = 48.8 | IG, every round 2/2 |")
-    assert promises[5].endswith("| 19.1 | one example added or removed, the server included; a client of 12 "
-                                "images as a whole: ε = 904 | IG, every round 1/2; LTI 1/2 |")
+    assert promises[5].endswith("| 19.1 | one example, zero-out, the server included; a client of 12 "
+                                "images as a whole (zero-out): ε = 904 | IG, every round 1/2; LTI 1/2 |")
     assert outcome[2].startswith("| none (FedAvg) | 41.0 [")
     assert outcome[2].endswith("| 2/2 | 0.80 [0.49, 0.94] | — |")
     assert outcome[4].endswith("| 0/2 | 0.60 [0.31, 0.83] | -0.20 [-0.50, 0.10] |")

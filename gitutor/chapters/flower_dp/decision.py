@@ -162,7 +162,8 @@ def _kept(wins: Mapping[str, int]) -> str:
 def _holds_for(run: dict | None, point: dict | None = None) -> str:
     """The level and neighbouring relation of a defense run's ε (``run["epsilon"]``, add/remove
     adjacency), against whom it holds, and the ε at the level the other defense states — for a table
-    cell. DP-SGD (``run`` None, its sweep ``point``): one example added or removed; a client of
+    cell. DP-SGD (``run`` None, its sweep ``point``): one example, zero-out (its clipped gradient zero, the
+    client's reported count unchanged); a client of
     ``point["client_examples"]`` images as a whole at ``point["client_epsilon"]``. LocalDpMod: one client's
     update under zero-out (the client still sends noise on a zero update); one example of a client with
     several images at the mod's replacement ε (``run["view"].guarantee.epsilon``: sensitivity 2C, no
@@ -170,8 +171,8 @@ def _holds_for(run: dict | None, point: dict | None = None) -> str:
     if run is None:
         whole = eps_text(point["client_epsilon"])
         return (
-            "one example added or removed, the server included; a client of "
-            f"{point['client_examples']} images as a whole: ε = {whole}"
+            "one example, zero-out, the server included; a client of "
+            f"{point['client_examples']} images as a whole (zero-out): ε = {whole}"
         )
     if run["view"].guarantee.epsilon is None:
         return "—"
