@@ -110,7 +110,11 @@ def test_the_page_runs_and_shows_the_packages_dlg():
     assert any("sweeps.seed_study(cfg.seeds" in cell and "sweeps.showcase_row(seed_rows)" in cell
                for cell in visible)
     text = "\n".join(code) + "\n".join("".join(c["source"]) for c in cells)
-    assert "stop_loss" not in text and "batched_dlg" not in text and "def closure" not in text
+    assert "stop_loss" not in text and "batched_dlg" not in text
+    # the one written-out loop (a closure of its own) is checked equal to the package's dlg in its cell
+    written = [cell for cell in visible if "def closure" in cell]
+    assert len(written) == 1 and sum("def closure" in "".join(c["source"]) for c in cells) == 1
+    assert "assert torch.equal(by_hand, by_package.images)" in written[0]
 
 
 def test_psnr_curves_follow_the_snapshots_and_find_the_first_success():
@@ -261,6 +265,12 @@ def test_noise_table_puts_sigma_next_to_the_gradient_scale_and_summaries_read_th
     assert "| 2 | 37.0 | 0 of 2 |" in dlg_report.batch_table([{"B": 2, "psnr": 37.0, "images": pair}], 61.0)
     with pytest.raises(ValueError, match="batch"):
         dlg_report.batch_table([], 30.0)
+    # with each image's best control: the 14 dB image is stopped under a 20 dB control, not under a 10 dB one
+    row = [{"B": 2, "psnr": 37.0, "images": pair}]
+    assert "| 2 | 37.0 | 1 of 2 | 0 of 2 | 1 of 2 |" in dlg_report.batch_table(row, 30.0, [torch.tensor([20.0, 20.0])])
+    assert "| 2 | 37.0 | 1 of 2 | 1 of 2 | 0 of 2 |" in dlg_report.batch_table(row, 30.0, [torch.tensor([10.0, 10.0])])
+    with pytest.raises(ValueError, match="controls"):
+        dlg_report.batch_table(row, 30.0, [torch.tensor([10.0])])
     assert set(sweeps.SOURCE_NAMES) == set(sweeps.SOURCES)
 
 

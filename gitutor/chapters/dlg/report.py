@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import torch
+
 from gitutor.chapters.dlg.claim import CLAIM, claim_judgement
 from gitutor.metrics import psnr
 from gitutor.results import interval_fields
@@ -263,21 +265,39 @@ def noise_scale_table(
     )
 
 
-def batch_table(batch_rows: Sequence[Mapping], recognisable: float) -> str:
+def batch_table(
+    batch_rows: Sequence[Mapping],
+    recognisable: float,
+    controls: Sequence[torch.Tensor] | None = None,
+) -> str:
     """A Markdown table of the :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` rows (DLG Fig. 4): per batch
     size B the mean PSNR (dB) of the matched reconstructions and how many of the B images reach
-    ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions).
+    ``recognisable`` dB (``row["images"]``: the B truths, then the B matched reconstructions); with
+    ``controls`` (per row, each image's highest know-nothing control in dB, shape ``(B,)``) also how many
+    end at or below their control (*stopped*) and how many between (*not resolved*).
 
     Raises:
-        ValueError: if ``batch_rows`` is empty.
+        ValueError: if ``batch_rows`` is empty, or naming ``controls`` when it does not hold one ``(B,)``
+            tensor per row.
     """
     if not batch_rows:
         raise ValueError("batch_rows must hold at least one batch")
+    if controls is not None and (
+        len(controls) != len(batch_rows)
+        or any(tuple(c.shape) != (row["B"],) for c, row in zip(controls, batch_rows))
+    ):
+        raise ValueError("controls must hold one (B,) tensor of dB per batch row")
     lines = []
-    for row in batch_rows:
+    for index, row in enumerate(batch_rows):
         b = row["B"]
         found = psnr(row["images"][b:], row["images"][:b])
         count = int((found >= recognisable).sum())
-        lines.append([b, f"{row['psnr']:.1f}", f"{count} of {b}"])
+        line = [b, f"{row['psnr']:.1f}", f"{count} of {b}"]
+        if controls is not None:
+            stopped = int((found <= controls[index]).sum())
+            line += [f"{b - count - stopped} of {b}", f"{stopped} of {b}"]
+        lines.append(line)
     header = ["B", "mean PSNR (dB)", f"images ≥ {recognisable:.0f} dB"]
+    if controls is not None:
+        header += ["not resolved", "stopped (≤ the image's best control)"]
     return markdown_table(header, lines)
