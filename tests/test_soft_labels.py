@@ -204,3 +204,36 @@ def test_authors_noise_search_stays_in_their_windows_and_takes_no_bound(lenet, i
     assert list(_pso_windows(6.0))[:2] == [(0.7, 6.0), (-6.3, -1.0)]  # the book's windows, for contrast
     with pytest.raises(ValueError, match="bound"):
         recover_soft_label(lenet.fc, grads[-1], search="pso-noise", bound=6.0)
+
+
+def test_the_ratio_is_read_at_the_authors_entry_by_default_and_by_least_squares_as_an_option(lenet, images):
+    """Eq. 4's g / g_r: the authors' code reads it at the entry where the feature λ g_r is largest
+    (``_fake_y``); least squares over the row is the option. On an exact gradient both give the label;
+    with noise on g_r only (Table 5) they differ, the one entry taking that entry's noise whole."""
+    from gitutor.labels import lambda_problem
+
+    y = smooth_labels(torch.tensor([4]), 0.3, NUM_CLASSES)
+    grad = client_gradients(lenet, images[1:2], y)[-1]
+    entry = recover_soft_label(lenet.fc, grad)
+    fitted = recover_soft_label(lenet.fc, grad, ratio="least-squares")
+    assert _l1(entry, y) < TOLERANCE and _l1(fitted, y) < TOLERANCE
+    problem = lambda_problem(lenet.fc, grad)
+    g_r = problem.row_gradient
+    top, bottom = int(g_r.argmax()), int(g_r.argmin())
+    g = grad.double()
+    assert torch.equal(problem.ratios, g[:, top] / g_r[top])  # λ > 0: h = λ g_r largest at g_r's max
+    assert torch.equal(problem.negative_ratios, g[:, bottom] / g_r[bottom])  # λ < 0: at g_r's min
+    lam = torch.tensor([-2.0, 2.0], dtype=torch.float64)
+    ratios = problem.ratios.expand(2, -1).clone()
+    ratios[0] = problem.negative_ratios
+    assert torch.allclose(problem.labels(lam), torch.softmax(lam[:, None] * problem.logit_direction, -1) - ratios / lam[:, None])
+    noisy = grad.clone()
+    noisy[problem.row] += 0.05 * torch.randn(grad.shape[1], generator=torch.Generator().manual_seed(0))
+    a = lambda_problem(lenet.fc, noisy, row=problem.row)
+    b = lambda_problem(lenet.fc, noisy, row=problem.row, ratio="least-squares")
+    assert not torch.allclose(a.ratios, b.ratios)
+    for bad in ("mean", None):
+        with pytest.raises(ValueError, match="ratio"):
+            recover_soft_label(lenet.fc, grad, ratio=bad)
+        with pytest.raises(ValueError, match="ratio"):
+            lambda_problem(lenet.fc, grad, ratio=bad)

@@ -38,6 +38,9 @@ from gitutor.labels.lambda_search import (
 #: The authors scale the variance by 1000 before comparing it with the acceptance bar (App. B.1).
 LOSS_SCALE = 1000.0
 METHODS = ("lbfgs", "pso", "zero-gradient")
+#: How :func:`lambda_problem` reads Eq. 4's ratio g / g_r: at one entry (the authors' code) or by least
+#: squares over the row (this book's option).
+RATIOS = ("entry", "least-squares")
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ class LambdaProblem:
 
     ``logit_direction`` u = W g_r ``(C,)`` (so the logits at λ are λ u + b) and ``ratios``
     (p_i − y_i)/(p_r − y_r) ``(C,)``, both float64; ``row`` is r; ``logit_offset`` is the last
-    layer's known bias b ``(C,)`` float64, or None for a bias-free layer.
+    layer's known bias b ``(C,)`` float64, or None for a bias-free layer; ``negative_ratios``: the
+    ratios used where λ < 0 when they are read at one entry that depends on the sign of the feature
+    λ g_r (:func:`lambda_problem`'s ``ratio="entry"``), else None.
     """
 
     logit_direction: torch.Tensor
@@ -80,6 +85,7 @@ class LambdaProblem:
     row: int
     exclude_top: int
     logit_offset: torch.Tensor | None = None
+    negative_ratios: torch.Tensor | None = None
 
     def labels(self, lam: torch.Tensor) -> torch.Tensor:
         """ŷ(λ) of Eq. 4 for a tensor of λ values ``(...)`` → ``(..., C)``."""
@@ -87,7 +93,10 @@ class LambdaProblem:
         logits = lam * self.logit_direction
         if self.logit_offset is not None:
             logits = logits + self.logit_offset
-        return torch.softmax(logits, dim=-1) - self.ratios / lam
+        ratios = self.ratios
+        if self.negative_ratios is not None:
+            ratios = torch.where(lam < 0, self.negative_ratios, self.ratios)
+        return torch.softmax(logits, dim=-1) - ratios / lam
 
     def loss(self, lam: torch.Tensor) -> torch.Tensor:
         """1000 × the variance of all but the top ``exclude_top`` entries of ŷ(λ) (Eq. 5), ``(...)``."""
@@ -126,8 +135,15 @@ def lambda_problem(
     exclude_top: int = 1,
     fc_bias: torch.Tensor | None = None,
     row: int | None = None,
+    ratio: str = "entry",
 ) -> LambdaProblem:
     """Set up Eq. 4–5 from the last layer's weight and its gradient for ONE sample.
+
+    Eq. 4's ratio g / g_r = (p_i − y_i)/(p_r − y_r) is the same at every entry of an exact gradient.
+    ``ratio="entry"`` (the authors' code, ``recovering.py``, ``_fake_y``) reads it at the one entry where
+    the feature h = λ g_r is largest (its smallest when that largest is 0), so the entry depends on the
+    sign of λ; ``ratio="least-squares"`` (this book's option) fits it over every entry of the row,
+    which averages noise on g_r out (Table 5).
 
     Args:
         fc_weight: bias-free last layer, an ``nn.Linear`` without bias or its weight ``(C, d)``.
@@ -139,6 +155,7 @@ def lambda_problem(
             ``fc_weight_grad``, as the authors' code picks it). Given, e.g., when noise was added to
             row r only and r was picked on the clean gradient, as the authors' noise study does
             (``recovering.py``, ``setup``).
+        ratio: one of :data:`RATIOS` (see above).
 
     Returns:
         :class:`LambdaProblem` with that r.
@@ -147,9 +164,11 @@ def lambda_problem(
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient whose shape differs from the weight's
             (e.g. a bias gradient ``(C,)``), fewer than ``exclude_top + 2`` classes, non-finite
-            values, an all-zero gradient (use :func:`recover_soft_label`, which handles it), or a
-            ``row`` that is not an int in [0, C).
+            values, an all-zero gradient (use :func:`recover_soft_label`, which handles it), a
+            ``row`` that is not an int in [0, C), or a ``ratio`` not in :data:`RATIOS`.
     """
+    if ratio not in RATIOS:
+        raise ValueError(f"ratio must be one of {RATIOS}, got {ratio!r}")
     weight = _as_weight(fc_weight).to(torch.float64)
     if not isinstance(fc_weight_grad, torch.Tensor):
         raise TypeError(
@@ -201,11 +220,20 @@ def lambda_problem(
         raise ValueError(
             "the weight gradient is all zero; recover_soft_label handles this case (App. B.3)"
         )
-    ratios = (
-        grad @ row_gradient / norm2
-    )  # least-squares g_i / g_r, exact for noise-free gradients
+    direction = weight @ row_gradient
+    if (
+        ratio == "least-squares"
+    ):  # g_i / g_r fitted over the row, exact for noise-free gradients
+        ratios = grad @ row_gradient / norm2
+        return LambdaProblem(direction, ratios, row_gradient, row, exclude_top, offset)
+    # the authors' entry: where h = λ g_r is largest — g_r's largest for λ > 0, its smallest for
+    # λ < 0 — or, when that largest is 0, where h is smallest
+    high, low = int(row_gradient.argmax()), int(row_gradient.argmin())
+    positive = high if row_gradient[high] != 0 else low
+    negative = low if row_gradient[low] != 0 else high
+    at = lambda entry: grad[:, entry] / row_gradient[entry]  # noqa: E731
     return LambdaProblem(
-        weight @ row_gradient, ratios, row_gradient, row, exclude_top, offset
+        direction, at(positive), row_gradient, row, exclude_top, offset, at(negative)
     )
 
 
@@ -241,6 +269,7 @@ def recover_soft_label(
     search: str = "lbfgs+pso",
     fc_bias: torch.Tensor | None = None,
     row: int | None = None,
+    ratio: str = "entry",
 ) -> SoftLabelResult:
     """Recover a sample's soft label and last-layer feature from the last-layer gradient (§3, Eq. 2–5).
 
@@ -274,6 +303,8 @@ def recover_soft_label(
         fc_bias: the known bias ``(C,)`` of a last layer z = W h + b (give ``fc_weight`` as the weight);
             only the weight gradient is used (see the module docstring).
         row: the row r of g_r (None: largest |row sum|; :func:`lambda_problem`).
+        ratio: how Eq. 4's ratio g / g_r is read (:func:`lambda_problem`): ``"entry"`` (the authors')
+            or ``"least-squares"``.
 
     Returns:
         :class:`SoftLabelResult` (``label`` ``(C,)``, ``feature`` ``(d,)``, ``lam``, ``loss``,
@@ -283,10 +314,12 @@ def recover_soft_label(
         TypeError: if the inputs are not tensors (or an ``nn.Linear``).
         ValueError: for a last layer with bias, a gradient of the wrong shape, too few classes,
             non-finite values, ``bound`` ≤ 1 (or given with ``search="pso-noise"``), an unknown
-            ``search``, a ``row`` outside [0, C), or a zero gradient without ``prediction``.
+            ``search`` or ``ratio``, a ``row`` outside [0, C), or a zero gradient without ``prediction``.
     """
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
+    if ratio not in RATIOS:
+        raise ValueError(f"ratio must be one of {RATIOS}, got {ratio!r}")
     if search == "pso-noise" and bound is not None:
         raise ValueError(
             f"bound is not used by search='pso-noise' (its windows are fixed), got {bound!r}"
@@ -302,7 +335,12 @@ def recover_soft_label(
     ):
         return _zero_gradient_result(weight, prediction)
     problem = lambda_problem(
-        weight, fc_weight_grad, exclude_top=exclude_top, fc_bias=fc_bias, row=row
+        weight,
+        fc_weight_grad,
+        exclude_top=exclude_top,
+        fc_bias=fc_bias,
+        row=row,
+        ratio=ratio,
     )
     if not bound > PSO_START:
         raise ValueError(
