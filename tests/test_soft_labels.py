@@ -237,3 +237,21 @@ def test_the_ratio_is_read_at_the_authors_entry_by_default_and_by_least_squares_
             recover_soft_label(lenet.fc, grad, ratio=bad)
         with pytest.raises(ValueError, match="ratio"):
             lambda_problem(lenet.fc, grad, ratio=bad)
+
+
+def test_the_pso_search_leaves_logging_alone_and_writes_no_report_log(lenet, images, tmp_path, monkeypatch):
+    """pyswarms' Reporter reconfigures the root logger and opens ./report.log on every optimiser; the λ
+    search keeps the caller's logging as it was and writes nothing into the working folder."""
+    import logging
+    import logging.config
+
+    monkeypatch.chdir(tmp_path)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configure = logging.config.dictConfig
+    y = smooth_labels(torch.tensor([6]), 0.2, NUM_CLASSES)
+    grads = client_gradients(lenet, images[3:4], y)
+    recover_soft_label(lenet.fc, grads[-1], search="pso-noise")
+    assert root.handlers == handlers and root.level == level
+    assert logging.config.dictConfig is configure  # restored
+    assert not (tmp_path / "report.log").exists()

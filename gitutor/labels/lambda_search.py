@@ -44,6 +44,21 @@ SEARCHES = ("lbfgs+pso", "pso", "pso-noise")
 
 
 @contextlib.contextmanager
+def _logging_left_alone():
+    """pyswarms' optimisers build a ``Reporter`` that calls ``logging.config.dictConfig``: it replaces the
+    root logger's handlers with its own and opens ``./report.log`` in the working folder, on every
+    optimiser. The search keeps the caller's logging as it was and writes no file."""
+    import logging.config
+
+    configure = logging.config.dictConfig
+    logging.config.dictConfig = lambda config: None
+    try:
+        yield
+    finally:
+        logging.config.dictConfig = configure
+
+
+@contextlib.contextmanager
 def _numpy_global_seed(seed: int):
     """pyswarms draws from NumPy's global generator; seed it for the call and restore it after."""
     state = np.random.get_state()
@@ -108,12 +123,13 @@ def _pso(
         lam = torch.from_numpy(positions[:, 0]).to(torch.float64)
         return torch.nan_to_num(problem.loss(lam), nan=np.inf).numpy()
 
-    swarm = GlobalBestPSO(
-        n_particles=particles,
-        dimensions=1,
-        options=PSO_OPTIONS,
-        bounds=(np.array([low]), np.array([high])),
-    )
+    with _logging_left_alone():
+        swarm = GlobalBestPSO(
+            n_particles=particles,
+            dimensions=1,
+            options=PSO_OPTIONS,
+            bounds=(np.array([low]), np.array([high])),
+        )
     value, position = swarm.optimize(cost, iters=iterations, verbose=False)
     best = (float(position[0]), float(value))
     if not polish:
