@@ -117,13 +117,14 @@ def _pso(
     of the window are polished (our addition): the true minimum can be a narrow basin the swarm left for
     a wider, shallower local minimum (App. B.1).
     """
-    from pyswarms.single import GlobalBestPSO
 
     def cost(positions: np.ndarray) -> np.ndarray:
         lam = torch.from_numpy(positions[:, 0]).to(torch.float64)
         return torch.nan_to_num(problem.loss(lam), nan=np.inf).numpy()
 
-    with _logging_left_alone():
+    with _logging_left_alone():  # pyswarms' modules build Reporters when imported, too
+        from pyswarms.single import GlobalBestPSO
+
         swarm = GlobalBestPSO(
             n_particles=particles,
             dimensions=1,
