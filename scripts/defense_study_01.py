@@ -38,14 +38,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from journaled import WORKERS, code_version, journaled, remove_journal, report_failures
+from journaled import record_problem, WORKERS, code_version, journaled, remove_journal, report_failures
 from record import device_description
 
 from gitutor import cli
 from gitutor.chapters.dlg import defense_study as study
 from gitutor.chapters.dlg.sweeps import dlg_case, gradient_scale
 from gitutor.federated import client_gradients
-from gitutor.files import target_problem, write_json
+from gitutor.files import write_json
 from gitutor.identity import run_identity
 from gitutor.sweeps import ENGINES, run_trials
 
@@ -76,9 +76,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if default and args.iterations != study.SETTING["iterations"]:
         parser.error(f"argument --iterations: {RECORD.name} is the book's record of the paper's "
                      f"{study.SETTING['iterations']} steps; give --record elsewhere for a short check")
-    if args.record.suffix != ".json":
-        parser.error(f"argument --record: {args.record} is not a .json file")
-    problem = target_problem(args.record.absolute())
+    problem = record_problem(args.record)
     if problem:
         parser.error(f"argument --record: {problem}")
     return args

@@ -63,3 +63,13 @@ def remove_journal(journal: Path) -> None:
     checkpoints = journal.with_name(journal.name + ".checkpoints")
     if checkpoints.is_dir() and not any(checkpoints.iterdir()):
         checkpoints.rmdir()
+
+
+def record_problem(record: Path) -> str | None:
+    """Why ``record`` cannot be a study's record (not a ``.json`` path, or a target
+    :func:`gitutor.files.target_problem` refuses), for ``parser.error``; None when it can."""
+    from gitutor.files import target_problem
+
+    if record.suffix != ".json":
+        return f"{record} is not a .json file"
+    return target_problem(record.absolute())

@@ -44,12 +44,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from journaled import WORKERS, code_version, journaled, remove_journal, report_failures
+from journaled import record_problem, WORKERS, code_version, journaled, remove_journal, report_failures
 from record import device_description
 
 from gitutor import cli
 from gitutor.chapters.idlg_soft_labels import table3_study as study
-from gitutor.files import target_problem, write_json
+from gitutor.files import write_json
 from gitutor.identity import run_identity
 from gitutor.sweeps import ENGINES, run_trials
 
@@ -155,9 +155,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             f"argument --images: {RECORD.name} needs at least {IMAGES} samples per kind"
         )
-    if args.record.suffix != ".json":
-        parser.error(f"argument --record: {args.record} is not a .json file")
-    problem = target_problem(args.record.absolute())
+    problem = record_problem(args.record)
     if problem:
         parser.error(f"argument --record: {problem}")
     return args
