@@ -26,7 +26,7 @@ def test_settings_apply_the_budget_and_the_bundled_sources():
     assert smoke.source == "cifar100_samples" and smoke.extra_sources == ["mnist_samples"]
     assert smoke.image_size == full.image_size == 32
     assert smoke.iterations == BUDGETS["smoke"]["iterations"] < full.iterations
-    assert smoke.known_iterations % smoke.record_every == 0  # the label-known run is compared at a recorded step
+    assert not hasattr(smoke, "known_iterations")  # the label-known run takes the main run's budget
     quick = gitutor.get_profile("01_dlg", "quick")
     assert chapter_settings(quick) == quick and chapter_settings(full, None, "data").source == "cifar100"
     assert quick.source == "cifar100_samples" and quick.image_size == 32
@@ -194,8 +194,11 @@ def test_chapter_rows_headline_is_the_dlg_papers_claim_judged_from_the_seed_stud
     few = [{**r, "label_ok": i < 4} for i, r in enumerate(_seed_rows([40.0] * 10))]
     assert verdict(next(r for r in _rows(cfg, [40.0] * 10, seed_rows=few)
                         if r["quantity"].startswith("DLG label accuracy"))) == "falls short"
-    known = next(r for r in _rows(cfg, [40.0] * 10, unknown_psnr=9.87) if r["quantity"].startswith("PSNR, label known"))
-    assert verdict(known) == "not comparable" and "9.9 dB" in known["setting"] and known["n"] == 1
+    reached = {"label known": 90, "label unknown": None}
+    known = next(r for r in _rows(cfg, [40.0] * 10, reached=reached) if r["quantity"].startswith("PSNR, label known"))
+    assert verdict(known) == "not comparable" and known["n"] == 1 and known["this_run"] == 12.0
+    assert f"{cfg.iterations} L-BFGS steps" in known["setting"]
+    assert "label known: ≥ 30 dB from step 90, label unknown: never ≥ 30 dB" in known["setting"]
     assert next(r for r in rows if r["quantity"].startswith("PSNR, DLG"))["this_run"] == 41.23
     failures = next(r for r in _rows(cfg, [40.0] * 7 + [6.0] * 3) if r["quantity"].startswith("seeds that fail"))
     assert failures["this_run"] == 0.3 and 0 < failures["low"] < 0.3 < failures["high"] < 1

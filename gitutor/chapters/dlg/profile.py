@@ -34,7 +34,6 @@ QUICK = {
         "mnist_samples"
     ],  # foolbox's real MNIST samples (the report's MNIST)
     "progress": False,  # no progress bars in the rendered book
-    "known_iterations": 30,  # label-known run (iDLG setting), compared at the same step
     # seed study at the main setting; the page shows its median run
     # quick: 6 live runs; the recorded defense study holds all 20 images
     "seeds": list(range(6)),
@@ -67,7 +66,6 @@ FULL = {
     "source": "cifar100",
     "extra_sources": ["mnist"],
     "progress": True,
-    "known_iterations": 300,
     "extra_iterations": 300,
     "seeds": list(range(20)),
     "batch_sizes": [1, 2, 4, 8],
@@ -84,7 +82,6 @@ BUDGETS = {
         "seeds": [0, 1],
         "iterations": 4,
         "record_every": 2,
-        "known_iterations": 4,
         "batch_sizes": [2],
         "batch_iterations": 2,
         "extra_iterations": 5,

@@ -27,6 +27,14 @@ def _span(rate: Interval) -> str:
     return f"[{rate.low:.2f}, {rate.high:.2f}]"
 
 
+def _reached(step: int | None, threshold: float) -> str:
+    return (
+        f"never ≥ {threshold:.0f} dB"
+        if step is None
+        else f"≥ {threshold:.0f} dB from step {step}"
+    )
+
+
 def chapter_rows(
     cfg,
     seed: int,
@@ -36,7 +44,7 @@ def chapter_rows(
     seed_rows: Sequence[Mapping],
     rescued: Mapping[str, Mapping[int, Mapping]],
     batch_rows: Sequence[Mapping],
-    unknown_psnr: float | None = None,
+    reached: Mapping[str, int | None] | None = None,
 ) -> list[dict]:
     """The results rows of chapter 01 (see :mod:`gitutor.results`) from the chapter's measurements.
 
@@ -45,7 +53,9 @@ def chapter_rows(
         seed: the seed of ``main`` and of the label-known run.
         main: the :func:`~gitutor.chapters.dlg.sweeps.score_run` dict of the run the page shows, the seed
             study's median (:func:`~gitutor.chapters.dlg.sweeps.showcase_row`; ``psnr`` in dB).
-        known_psnr: PSNR (dB) of the label-known run; unknown_psnr: DLG's (label unknown) at the same step.
+        known_psnr: PSNR (dB) of the label-known run after ``cfg.iterations`` steps, from ``main``'s
+            dummy start; reached: ``{"label known": step, "label unknown": step}``, the first recorded step
+            at which each run is recognisable (None: never; :func:`~gitutor.chapters.dlg.sweeps.psnr_curves`).
         seed_rows: the seed study's :func:`~gitutor.chapters.dlg.sweeps.score_run` dicts (one per seed).
         rescued: ``{"restart": {seed: row}}``, the failed seeds rerun from a new dummy start.
         batch_rows: :func:`~gitutor.chapters.dlg.sweeps.batch_sweep` rows (the last, largest B is reported).
@@ -131,18 +141,19 @@ def chapter_rows(
         ),
         row(
             "PSNR, label known (iDLG setting)",
-            f"{cfg.known_iterations} L-BFGS steps, seed {seed}, one image"
+            f"{cfg.iterations} L-BFGS steps, seed {seed}, one image"
             + (
                 ""
-                if unknown_psnr is None
-                else f"; label unknown at the same step: {unknown_psnr:.1f} dB"
+                if reached is None
+                else f"; label known: {_reached(reached['label known'], T)}, label unknown: "
+                f"{_reached(reached['label unknown'], T)}"
             ),
             "clear by ~280 iterations (report Fig. 1, no number)",
             round(known_psnr, 2),
             "dB",
             n=1,
-            not_comparable=f"the report shows images at ~280 iterations and states no PSNR; this is one image "
-            f"after {cfg.known_iterations} steps",
+            not_comparable="the report shows images at ~280 iterations and states no PSNR; this is one "
+            "image",
         ),
         row(
             f"mean PSNR, B = {batch_rows[-1]['B']}",
