@@ -125,8 +125,9 @@ def test_resume_from_the_journal_skips_done_trials(tmp_path, capsys):
 def test_the_record_check_refuses_a_wrong_setting_or_a_missing_trial(tmp_path):
     value = {"psnr": 20.0, "iterations": 300, "curve": [[0, 10.0], [300, 20.0]]}
     trials = [dict(t, value=value) for t in study.study_trials([0], 1)]
+    controls = {kind: [{"control": "mean colour", "psnr": 12.0}] for kind in study.KINDS}
     record = {"study": "02_table3", "setting": study.SETTING, "images": [0], "repeats": 1,
-              "trials": trials, "provenance": {}}  # fmt: skip
+              "trials": trials, "controls": controls, "provenance": {}}  # fmt: skip
     path = tmp_path / "02_table3.json"
     path.write_text(json.dumps(record))
     assert study.read_record(path)["repeats"] == 1

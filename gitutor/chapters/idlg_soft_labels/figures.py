@@ -107,3 +107,38 @@ def table3_grid(matching: Mapping, settings, recognisable: float):
         (len(settings) + 1) // 2 if len(settings) % 2 else len(settings) + 1
     )  # two lines per kind
     return legible(show_grid(images, titles=titles, ncols=columns, scale=1.8))
+
+
+def table3_curves(
+    curves: Mapping[tuple[str, str], tuple[list[float], list[float]]],
+    decays,
+    recognisable: float,
+):
+    """The recorded Table 3 study's median PSNR curves (dB) against the fraction of each attack's budget, one
+    panel per augmentation and one line per setting
+    (:func:`~gitutor.chapters.idlg_soft_labels.table3_reading.median_curves`), with the learning-rate decays
+    (fractions ``decays``, dotted) and the book's ``recognisable`` dB (dashed). Returns the figure.
+
+    Raises:
+        ValueError: if ``curves`` is empty.
+    """
+    if not curves:
+        raise ValueError("curves must hold at least one setting")
+    kinds = list(dict.fromkeys(kind for kind, _ in curves))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(11, 5), sharey=True)
+    axes = [axes] if len(kinds) == 1 else list(axes)
+    for ax, kind in zip(axes, kinds):
+        for (k, setting), (x, y) in curves.items():
+            if k == kind:
+                style = "-" if setting.startswith("L2") else "--"
+                ax.plot(x, y, style, label=setting)
+        for at in decays:
+            ax.axvline(at, color="grey", ls=":", lw=1)
+        ax.axhline(recognisable, color="grey", ls="--", lw=1)
+        ax.set(title=kind, xlabel="fraction of the budget")
+    axes[0].set_ylabel("median PSNR (dB)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
+    legible(fig)
+    fig.subplots_adjust(bottom=0.36)
+    return fig

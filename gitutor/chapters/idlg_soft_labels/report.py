@@ -345,9 +345,10 @@ CLAIM = (
 )
 
 
-def differences(cfg) -> str:
+def differences(cfg, table3_recorded: bool = False) -> str:
     """The differences from the paper that hold for the whole results table, stated once above it (each
-    row's setting adds only what is its own)."""
+    row's setting adds only what is its own); ``table3_recorded``: Table 3's rows come from the recorded study
+    (:mod:`~gitutor.chapters.idlg_soft_labels.table3_reading`), not from the page's reduced run."""
     side, size = cfg.table3_image_size, f"{cfg.fcn_image_size}×{cfg.fcn_image_size}"
     data = (
         "photo crops with random classes for the untrained networks and a ReLU LeNet trained a few epochs "
@@ -359,9 +360,16 @@ def differences(cfg) -> str:
         f"{cfg.profile} profile. Tables 1–2: {cfg.table2_samples} labels per cell (Table 2 states no count; "
         f"Table 1 uses 1000 images), {data}; label recovered when its L1 error ≤ {cfg.tolerance:g}. "
         f"Table 6: {cfg.fcn_images} images at {size} (paper 100 at 64×64; analytic, so the size changes only "
-        f"the float rounding). Table 3: {side}×{side} px and a CPU step budget make another matching problem "
-        "than the paper's 32×32 runs, so its rows are not comparable; the page compares the label settings "
-        "with each other. Table 5: untrained ResNet18, label smoothing, inputs standardised with CIFAR-10's "
+        "the float rounding). "
+        + (
+            "Table 3: the recorded study, foolbox's CIFAR-10 samples at 32×32 and the authors' budgets, fewer "
+            "images and starts than the paper (each row says how many). "
+            if table3_recorded
+            else f"Table 3: {side}×{side} px and a CPU step budget make another matching problem than the "
+            "paper's 32×32 runs, so its rows are not comparable; the page compares the label settings with "
+            "each other. "
+        )
+        + "Table 5: untrained ResNet18, label smoothing, inputs standardised with CIFAR-10's "
         "mean and std, the authors' PSO-only noise search (|λ| ≤ 2.5); noise N(0, σ²) on row g_r of the "
         "last-layer gradient, σ the table's value and λ right when |λ − λ*| < 0.25, as the authors' code "
         "(its scalar is 4λ, its bar |Δ| < 1)."
@@ -376,13 +384,14 @@ def paper_rows(
     fcn: Mapping,
     table3: Mapping,
     table5: Mapping,
+    table3_study: Sequence[Mapping] | None = None,
 ) -> list[dict]:
     """The results record's rows (see :mod:`gitutor.results`), in the chapter's order: the headline (λ recovery
     accuracy on smoothed and mixup labels, all Table 2 networks pooled, ``"headline": True``), iDLG one-hot
     accuracy, Table 2 (accuracy, mean L_r; Table 1's one-hot row), Table 6, Table 3 and Table 5.
 
     Rows computed from several trials carry this run's 95 % interval (``low``/``high``; a Wilson interval for
-    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's rows say why they are
+    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's rows come from the recorded study when there is one (judged), else from the page's reduced run and say why they are
     not comparable (``not_comparable``); Table 5's, in the paper's setting, are judged. Every row carries the same :func:`differences`, so the
     results table states them once; a row's setting adds what is its own. The headline quotes :data:`CLAIM`.
 
@@ -394,8 +403,12 @@ def paper_rows(
         fcn: kind → (per-image SSIM list, per-image PSNR list) of Table 6.
         table3: (kind, setting) → list of (PSNR dB, SSIM) per run (:func:`matching_table`'s ``scores``).
         table5: σ → {"hits": [...], "gaps": [...]} (:func:`noise_table`'s third value, noise on g_r).
+        table3_study: Table 3's rows from the recorded study
+            (:func:`~gitutor.chapters.idlg_soft_labels.table3_reading.result_rows`, judged), in place of the
+            rows of ``table3`` (not comparable); None: no record.
     """
-    tolerance, common = cfg.tolerance, differences(cfg)
+    tolerance = cfg.tolerance
+    common = differences(cfg, table3_recorded=table3_study is not None)
     soft = [
         e <= tolerance
         for (_, kind), values in errors.items()
@@ -494,7 +507,13 @@ def paper_rows(
             )
         )
     side = cfg.table3_image_size
-    for key, value in PAPER_TABLE3.items():
+    recorded = (
+        []
+        if table3_study is None
+        else [dict(r, differences=common) for r in table3_study]
+    )
+    rows += recorded
+    for key, value in PAPER_TABLE3.items() if table3_study is None else ():
         paper_count = "45 class pairs" if key[0] == "mixup" else "30 images"
         psnrs = [p for p, _ in table3[key]]
         rows.append(

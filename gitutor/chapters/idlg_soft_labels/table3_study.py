@@ -54,7 +54,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from gitutor.attacks import dlg, inverting_gradients
+from gitutor.attacks import dlg, dlg_distance, inverting_gradients
+from gitutor.attacks.objectives import cosine_gradient_distance, total_variation
 from gitutor.chapters.idlg_soft_labels.matching import MATCHING_SETTINGS
 from gitutor.chapters.idlg_soft_labels.trials import (
     CIFAR10_MEAN,
@@ -383,6 +384,36 @@ def trial(
     }
 
 
+def truth_objective(context: Mapping, *, kind: str, setting: str, image: int) -> float:
+    """The objective the attack of ``setting`` minimises (:func:`trial`), evaluated at the truth: the client's
+    standardised image z with the label the setting gives the attack (DLG, which optimises its label: the true
+    one). L2: Σ‖∇W(z, label) − ∇W‖² + TV weight · TV(z) (:func:`gitutor.attacks.dlg_distance`); cos:
+    1 − cos(∇W(x, label), ∇W) + TV weight · TV(z), as :func:`gitutor.attacks.inverting_gradients` computes it.
+    A run whose objective ends at or below this value found something the objective rates as good as the truth:
+    more steps would not bring it closer; one above it had not finished optimising. Dimensionless (cos) or in
+    the squared units of the gradient (L2).
+
+    Raises:
+        ValueError: naming ``context``, ``kind``, ``setting`` or ``image`` (as :func:`trial`).
+    """
+    context = check_setting(context)
+    check_choice(setting, "setting", SETTINGS)
+    distance, source = setting.split(" / ")
+    model = study_model(context)
+    x, y, exclude_top = study_sample(context, kind, image)
+    z = _standardise(x)
+    grads = [g.detach() for g in client_gradients(model, z, y)]
+    label = attack_label(model, grads, y, source, exclude_top)
+    label = y.float() if label is None else label
+    tv = context["tv_weight"] * total_variation(z)
+    if distance == "L2":
+        matching = dlg_distance(model, z, None, grads, labels=label)
+    else:
+        found = client_gradients(Normalized(model, CIFAR10_MEAN, CIFAR10_STD), x, label)
+        matching = cosine_gradient_distance(found, grads)
+    return float((matching + tv).detach())
+
+
 def cpu_hours(images: int = 10, repeats: int = 3, size: int = 32) -> float:
     """The study's cost at most, hours of one CPU core: every trial of :func:`study_trials` (``images`` samples per
     kind × ``repeats`` starts × 7 settings × 2 kinds) for its full budget at :data:`STEP_SECONDS` per step of
@@ -409,8 +440,8 @@ def cpu_hours(images: int = 10, repeats: int = 3, size: int = 32) -> float:
 
 
 def read_record(path) -> dict:
-    """The study record at ``path`` (``book/studies/02_table3.json``), checked: the keys the script writes, the
-    setting of :data:`SETTING`, and one trial with a value for every ``(kind, setting, image, repeat)`` of
+    """The study record at ``path`` (``book/studies/02_table3.json``), checked: the keys the script writes (the
+    controls of every attacked image among them), the setting of :data:`SETTING`, and one trial with a value for every ``(kind, setting, image, repeat)`` of
     :func:`study_trials` over its ``images`` and ``repeats``, each curve ending at its budget.
 
     Raises:
@@ -420,7 +451,7 @@ def read_record(path) -> dict:
     """
     path = Path(path)
     record = json.loads(path.read_text())
-    keys = {"study", "setting", "images", "repeats", "trials", "provenance"}
+    keys = {"study", "setting", "images", "repeats", "trials", "controls", "provenance"}
     if (
         not isinstance(record, dict)
         or not keys <= set(record)
