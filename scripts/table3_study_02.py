@@ -3,6 +3,7 @@
     python3 scripts/table3_study_02.py                                # 10 samples per kind × 3 starts, 32×32
     python3 scripts/table3_study_02.py --engine processes --cpus 2    # one worker process per core
     python3 scripts/table3_study_02.py --pilot                        # time one trial per method, estimate
+    python3 scripts/table3_study_02.py --sanity                       # the sanity arm: starts at the truth
 
 One trial per (kind, setting, sample, start): Wang et al.'s Table 3 (ICLR 2024, §4.3) on the chapter's untrained
 LeNet and foolbox's CIFAR-10 samples, L2 matching by gitutor.attacks.dlg (L-BFGS, lr 1, 300 steps; the label
@@ -27,6 +28,10 @@ does takes 0.35 s a step; runs that blow up stop within seconds) and 40–63 s (
 10 × 10 (the authors' repeats), 64 for all 19 samples × 10 starts. 16×16 costs the same per step (LeNet-sized
 work is overhead-bound), so the study runs at the paper's 32×32. On a quieter machine the pilot ran 3× faster
 (L2 / GT 11.3 s, L2 / DLG 11.4 s, cos / GT 17.3 s: about 1.6 CPU hours for 10 × 3 at its rates).
+
+With --sanity the script runs the study's sanity arm instead (table3_study.sanity_trial: the label-known settings
+L2 / GT and cos / GT started at the truth plus small noise, each to its budget; one trial per kind, setting and
+sample, 40 for 10 samples) and writes book/studies/02_table3_sanity.json, journaled and resumable the same way.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from gitutor.identity import run_identity
 from gitutor.sweeps import ENGINES, run_trials
 
 RECORD = ROOT / "book" / "studies" / "02_table3.json"
+SANITY_RECORD = ROOT / "book" / "studies" / "02_table3_sanity.json"
 #: The defaults of the book's record: samples per kind, starts per sample.
 IMAGES, REPEATS = 10, 3
 #: The pilot's trials: one per method (L2 with a fixed label, DLG's joint label, cosine).
@@ -77,8 +83,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--repeats",
         type=cli.positive_int,
-        default=REPEATS,
-        help=f"random starts per sample (at most {study.MAX_REPEATS}, the authors' count)",
+        default=None,
+        help=f"random starts per sample (default {REPEATS}; at most {study.MAX_REPEATS}, the authors' "
+        "count; not with --sanity, which starts at the truth)",
     )
     parser.add_argument(
         "--size",
@@ -114,8 +121,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--record",
         type=Path,
-        default=RECORD,
-        help=f"the record to write (default {RECORD})",
+        default=None,
+        help=f"the record to write (default {RECORD}; with --sanity {SANITY_RECORD})",
+    )
+    parser.add_argument(
+        "--sanity",
+        action="store_true",
+        help="run the sanity arm (starts at the truth plus small noise) instead of the study",
     )
     parser.add_argument(
         "--pilot",
@@ -124,6 +136,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "estimated CPU hours, write nothing",
     )
     args = parser.parse_args(argv)
+    if args.sanity and (args.repeats is not None or args.pilot):
+        given = "--repeats" if args.repeats is not None else "--pilot"
+        parser.error(f"argument {given}: not with --sanity (one start per sample, at the truth)")
+    args.repeats = REPEATS if args.repeats is None else args.repeats
+    book = SANITY_RECORD if args.sanity else RECORD
+    args.record = book if args.record is None else args.record
     if args.images > study.SAMPLES:
         parser.error(
             f"argument --images: at most {study.SAMPLES} samples, got {args.images}"
@@ -132,7 +150,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(
             f"argument --repeats: at most {study.MAX_REPEATS}, got {args.repeats}"
         )
-    default = args.record.resolve() == RECORD.resolve()
+    default = args.record.resolve() == book.resolve()
     changed = [
         name
         for name, value, want in (
@@ -148,12 +166,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ]
     if default and changed:
         parser.error(
-            f"argument {changed[0]}: {RECORD.name} is the book's record of the study's setting; "
+            f"argument {changed[0]}: {book.name} is the book's record of the study's setting; "
             "give --record elsewhere for a short check"
         )
     if default and args.images < IMAGES:
         parser.error(
-            f"argument --images: {RECORD.name} needs at least {IMAGES} samples per kind"
+            f"argument --images: {book.name} needs at least {IMAGES} samples per kind"
         )
     problem = record_problem(args.record)
     if problem:
@@ -249,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.pilot:
         return pilot(args, context)
     images = list(range(args.images))
-    trials = study.study_trials(images, args.repeats)
+    run = study.sanity_trial if args.sanity else study.trial
+    if args.sanity:
+        trials = study.sanity_trials(images)
+    else:
+        trials = study.study_trials(images, args.repeats)
     commit, dirty, code = code_version(ROOT)
     journal = journal_path(args.record, code)
     command = shlex.join(
@@ -259,15 +281,18 @@ def main(argv: list[str] | None = None) -> int:
             *(sys.argv[1:] if argv is None else argv),
         ]
     )
-    resumed = journaled(journal, trials, run_identity(study.trial, context))
+    resumed = journaled(journal, trials, run_identity(run, context))
+    name = "table 3 sanity arm" if args.sanity else "table 3 study"
+    starts = "the truth + noise" if args.sanity else f"{args.repeats} starts"
+    settings = study.SANITY_SETTINGS if args.sanity else study.SETTINGS
     print(
-        f"table 3 study: {len(trials)} trials ({len(images)} samples × {args.repeats} starts × "
-        f"{len(study.SETTINGS)} settings × {len(study.KINDS)} kinds); {resumed} already in {journal.name}",
+        f"{name}: {len(trials)} trials ({len(images)} samples × {starts} × "
+        f"{len(settings)} settings × {len(study.KINDS)} kinds); {resumed} already in {journal.name}",
         flush=True,
     )
     start = time.perf_counter()
     outcomes = run_trials(
-        study.trial,
+        run,
         trials,
         context=context,
         engine=args.engine,
@@ -280,10 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     if report_failures(outcomes, "table3_study_02", args.record, journal, command):
         return 1
     record = {
-        "study": "02_table3",
+        "study": "02_table3_sanity" if args.sanity else "02_table3",
         "setting": context,
         "images": images,
-        "repeats": args.repeats,
+        **({} if args.sanity else {"repeats": args.repeats}),
         "controls": controls(context, images),
         "trials": [
             {**o.trial, "value": o.value, "seconds": round(o.seconds, 2)}
@@ -313,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.record, record)
     remove_journal(journal)
     print(
-        f"table 3 study: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}"
+        f"{name}: {len(trials)} trials in {wall:.0f} s ({resumed} from the journal) -> {args.record}"
     )
     return 0
 

@@ -171,7 +171,8 @@ def test_the_script_refuses_bad_arguments_by_name(capsys):
     script = _script()
     for args, name in ((["--images", "20"], "--images"), (["--repeats", "11"], "--repeats"),
                        (["--cos-iterations", "200"], "--cos-iterations"), (["--images", "5"], "--images"),
-                       (["--record", "x.txt"], "--record")):  # fmt: skip
+                       (["--record", "x.txt"], "--record"), (["--sanity", "--repeats", "2"], "--repeats"),
+                       (["--sanity", "--pilot"], "--pilot"), (["--sanity", "--images", "5"], "--images")):  # fmt: skip
         with pytest.raises(SystemExit):
             script.parse(args)
         assert name in capsys.readouterr().err
@@ -293,3 +294,30 @@ def test_dlg_refuses_bad_new_options_by_name(options, error, name):
     model, x, y, grads = _case()
     with pytest.raises(error, match=name):
         dlg(model, grads, x.shape, 5, labels=y, iterations=1, **options)
+
+
+def test_the_sanity_arm_starts_at_the_truth_and_is_recorded_and_checked(tmp_path, capsys):
+    value = study.sanity_trial(TINY, kind="smoothing", setting="cos / GT", image=1)
+    assert 30 < value["start_psnr"] < 40 and value["curve"][0][1] == pytest.approx(value["start_psnr"], abs=0.5)
+    l2 = study.sanity_trial(TINY, kind="smoothing", setting="L2 / GT", image=1)
+    assert l2["curve"][0][1] == pytest.approx(value["start_psnr"], abs=0.5)  # the same start, in z for L2
+    with pytest.raises(ValueError, match="setting"):
+        study.sanity_trial(TINY, kind="mixup", setting="L2 / DLG", image=0)  # its own label is not known
+    script = _script()
+    record = tmp_path / "sanity.json"
+    args = ["--sanity", "--images", "1", "--size", "16", "--l2-iterations", "3", "--cos-iterations", "6",
+            "--record", str(record)]  # fmt: skip
+    assert script.main(args) == 0 and "table 3 sanity arm: 4 trials" in capsys.readouterr().out
+    saved = json.loads(record.read_text())
+    assert saved["study"] == "02_table3_sanity" and "repeats" not in saved
+    assert {(t["kind"], t["setting"]) for t in saved["trials"]} == set(
+        itertools.product(study.KINDS, study.SANITY_SETTINGS)
+    )
+    with pytest.raises(ValueError, match="setting"):  # a short check is not the study's setting
+        study.read_sanity(record)
+    saved["setting"] = study.SETTING
+    record.write_text(json.dumps(saved))
+    assert study.read_sanity(record)["images"] == [0]
+    record.write_text(json.dumps(dict(saved, trials=saved["trials"][1:])))
+    with pytest.raises(ValueError, match="distinct trials"):
+        study.read_sanity(record)

@@ -108,6 +108,7 @@ def dlg(
     tv_weight: float = 0.0,
     lr_steps: Sequence[float] = (),
     keep_best: bool | str = False,
+    start: torch.Tensor | None = None,
 ) -> AttackResult:
     """DLG (``labels=None``) or iDLG-style image-only DLG (``labels`` given).
 
@@ -149,6 +150,10 @@ def dlg(
             ``pick_best("loss")``), which falls back to an earlier iterate when a fixed L-BFGS step blows
             up. ``info["best_iteration"]`` says when. The dummy label logits stay the last iterate's
             (``labels``, ``info["final_loss"]``).
+        start: ``(B, C, H, W)`` finite float tensor, the dummy image's start in place of the N(0, 1) draw, in
+            the units the model takes (DLG's dummy is unbounded); the label logits are drawn from ``seed``
+            as without it. Not in the paper: the sanity arm of a study (the truth plus small noise) runs the
+            attack from it (DESIGN.md, "Attack strength").
 
     Every step minimises :func:`dlg_distance` (plus ``tv_weight`` · TV) over the dummy image (and the dummy label logits
     when ``labels`` is None).
@@ -176,7 +181,9 @@ def dlg(
             non-finite ``lr``, an unknown ``line_search``, a negative or non-finite ``tv_weight``, an
             ``lr_steps`` fraction outside (0, 1), or gradients that do not match the model (the message
             names the parameter).
-        TypeError: for a ``keep_best`` other than a bool or ``"scored"``.
+        TypeError: for a ``keep_best`` other than a bool or ``"scored"``, or a ``start`` that is not a
+            float tensor.
+        ValueError: naming ``start`` for another shape than ``input_shape`` or a NaN/inf value.
     """
     target_grads = check_target_gradients(model, target_grads)
     shape = check_input_shape(input_shape, model)
@@ -200,9 +207,18 @@ def dlg(
             f"line_search must be one of {tuple(LINE_SEARCHES)}, got {line_search!r}"
         )
     _check_labels(labels, shape[0], num_classes)
+    if start is not None:
+        if not isinstance(start, torch.Tensor) or not start.is_floating_point():
+            raise TypeError(f"start must be a float tensor, got {type(start).__name__}")
+        if tuple(start.shape) != shape or not torch.isfinite(start).all():
+            raise ValueError(
+                f"start must be a finite tensor of shape {shape}, got {tuple(start.shape)}"
+            )
     device = target_grads[0].device
     generator = make_generator(seed, device)
     dummy_x = torch.randn(shape, generator=generator, device=device)
+    if start is not None:  # the label logits below are drawn as without it
+        dummy_x = start.detach().to(device=device, dtype=dummy_x.dtype).clone()
     _check_output_width(model, dummy_x, num_classes)
     dummy_y = torch.randn(
         (shape[0], num_classes), generator=generator, device=device

@@ -314,6 +314,19 @@ def trial(
     context = check_setting(context)
     check_choice(setting, "setting", SETTINGS)
     seed = start_seed(kind, image, repeat)
+    return _run(context, kind, setting, image, seed, None, checkpoint)
+
+
+def _run(
+    context: dict,
+    kind: str,
+    setting: str,
+    image: int,
+    seed: int,
+    start: torch.Tensor | None,
+    checkpoint: Checkpoint | None,
+) -> dict:
+    """:func:`trial`'s run from the seed's N(0, 1) start, or from ``start`` (pixels in [0, 1]) when given."""
     distance, source = setting.split(" / ")
     method = context["methods"][distance]
     budget = method["iterations"]
@@ -335,7 +348,13 @@ def trial(
     }
     if distance == "L2":  # the network's input is z: dlg optimises z itself
         run = dlg(
-            model, grads, tuple(z.shape), context["num_classes"], labels=label, **common
+            model,
+            grads,
+            tuple(z.shape),
+            context["num_classes"],
+            labels=label,
+            start=None if start is None else _standardise(start),
+            **common,
         )
         images, snapshots = (
             _pixels(run.images),
@@ -351,6 +370,7 @@ def trial(
             signed=False,
             normalisation=(CIFAR10_MEAN, CIFAR10_STD),
             diagnose_at=(budget // 4,),  # TV against matching, before the first decay
+            start=start,
             **common,
         )
         images, snapshots, guess = run.images, run.snapshots, label.argmax(-1)
@@ -382,6 +402,61 @@ def trial(
             "sign_agreement": weighed["sign_agreement"],
         },
     }
+
+
+#: The sanity arm (DESIGN.md, "Attack strength"): the label-known settings, started at the truth plus
+#: Gaussian noise of standard deviation :data:`SANITY_NOISE` (pixels in [0, 1], clipped to [0, 1]; a start
+#: near 34 dB), each run to its distance's budget as :func:`trial`.
+SANITY_SETTINGS = ("L2 / GT", "cos / GT")
+SANITY_NOISE = 0.02
+
+
+def sanity_trials(images: Sequence[int]) -> list[dict]:
+    """Every sanity trial on the samples ``images``: ``{"kind", "setting", "image"}`` for each kind of
+    :data:`KINDS` and setting of :data:`SANITY_SETTINGS`.
+
+    Raises:
+        ValueError / TypeError: naming ``images`` as :func:`study_trials`.
+    """
+    study_trials(images, 1)  # the same checks
+    return [
+        {"kind": kind, "setting": setting, "image": image}
+        for kind in KINDS
+        for setting in SANITY_SETTINGS
+        for image in images
+    ]
+
+
+def sanity_trial(
+    context: Mapping,
+    *,
+    kind: str,
+    setting: str,
+    image: int,
+    checkpoint: Checkpoint | None = None,
+) -> dict:
+    """One sanity trial: ``setting`` (one of :data:`SANITY_SETTINGS`) on sample ``image`` under ``kind``, started
+    at the truth plus N(0, :data:`SANITY_NOISE`²) noise clipped to [0, 1] (the noise from its own stream,
+    ``"table 3 <kind> sanity starts"``), run to the budget with the recipe of :func:`trial`. An attack at full
+    strength keeps such a start recognisable; one that drifts off it has an objective whose minimum is not the
+    truth.
+
+    Returns:
+        :func:`trial`'s dict and ``"start_psnr"`` (dB, the start against the truth).
+
+    Raises:
+        ValueError: naming ``context``, ``kind``, ``setting`` or ``image`` before the attack runs.
+    """
+    context = check_setting(context)
+    check_choice(setting, "setting", SANITY_SETTINGS)
+    kind = _check_kind(kind)
+    image = check_int(image, "image", low=0, high=SAMPLES - 1)
+    x, _, _ = study_sample(context, kind, image)
+    seed = trial_seeds(0, SAMPLES, f"table 3 {kind} sanity starts")[image]
+    noise = torch.randn(x.shape, generator=make_generator(seed))
+    start = (x + SANITY_NOISE * noise).clamp(0, 1)  # a start in the images' range
+    value = _run(context, kind, setting, image, seed, start, checkpoint)
+    return {**value, "start_psnr": float(psnr(start, x)[0])}
 
 
 def truth_objective(context: Mapping, *, kind: str, setting: str, image: int) -> float:
@@ -482,4 +557,36 @@ def read_record(path) -> dict:
             raise ValueError(
                 f"{path}: trial {t} does not end at its budget with a finite PSNR"
             )
+    return record
+
+
+def read_sanity(path) -> dict:
+    """The sanity-arm record at ``path`` (``book/studies/02_table3_sanity.json``), checked: the keys the script
+    writes, the setting of :data:`SETTING`, and one trial with a value for every trial of :func:`sanity_trials`
+    over its ``images``.
+
+    Raises:
+        FileNotFoundError: when there is no record at ``path``.
+        ValueError: naming ``path`` when the record is not the sanity arm's, was run with another setting, or
+            lacks (or repeats) a trial.
+    """
+    path = Path(path)
+    record = json.loads(path.read_text())
+    keys = {"study", "setting", "images", "trials", "provenance"}
+    if (
+        not isinstance(record, dict)
+        or not keys <= set(record)
+        or record["study"] != "02_table3_sanity"
+    ):
+        raise ValueError(f"{path} is not a Table 3 sanity-arm record")
+    if record["setting"] != SETTING:
+        raise ValueError(
+            f"{path} was run with {record['setting']}, not the study's setting {SETTING}"
+        )
+    want = {tuple(t.values()) for t in sanity_trials(record["images"])}
+    have = [(t["kind"], t["setting"], t["image"]) for t in record["trials"]]
+    if len(have) != len(set(have)) or set(have) != want:
+        raise ValueError(
+            f"{path} holds {len(set(have))} distinct trials, not the {len(want)} of its images"
+        )
     return record
