@@ -102,3 +102,20 @@ def test_the_truths_objective_is_the_prior_alone_for_the_true_label():
     assert l2 == pytest.approx(cos, rel=1e-4) and 0 < l2 < wrong
     with pytest.raises(ValueError, match="setting"):
         study.truth_objective(study.SETTING, kind="mixup", setting="L1 / GT", image=0)
+
+
+def test_the_sanity_cells_read_the_start_the_end_and_the_truths_objective(tmp_path):
+    trials = [dict(t, value=dict(_value(25.0 + t["image"], 0.05), start_psnr=34.0 + t["image"]))
+              for t in study.sanity_trials(IMAGES)]  # fmt: skip
+    sanity = {"study": "02_table3_sanity", "setting": study.SETTING, "images": IMAGES, "trials": trials,
+              "controls": {}, "provenance": {}}  # fmt: skip
+    cells = reading.sanity_cells(sanity, _truths(0.1), 26.0)
+    cell = cells["mixup", "cos / GT"]
+    assert set(cells) == {(k, s) for k in study.KINDS for s in study.SANITY_SETTINGS}
+    assert cell.runs == 3 and cell.start == 35.0 and cell.psnr.mean == 26.0
+    assert cell.recognisable == 2 and cell.below_truth == 3
+    assert reading.sanity_table(cells).count("\n") == 1 + len(cells)
+    path = tmp_path / "02_table3_sanity.json"
+    assert reading.read_sanity_arm(path) is None
+    path.write_text(json.dumps(sanity))
+    assert reading.read_sanity_arm(path)["images"] == IMAGES

@@ -17,8 +17,10 @@ from statistics import median
 
 from gitutor.chapters.idlg_soft_labels.table3_study import (
     KINDS,
+    SANITY_SETTINGS,
     SETTINGS,
     read_record,
+    read_sanity,
     truth_objective,
 )
 from gitutor.checks import check_choice
@@ -41,6 +43,17 @@ def read_study(path) -> dict | None:
     """
     path = Path(path)
     return read_record(path) if path.is_file() else None
+
+
+def read_sanity_arm(path) -> dict | None:
+    """The sanity-arm record at ``path`` (``book/studies/02_table3_sanity.json``), checked by
+    :func:`~gitutor.chapters.idlg_soft_labels.table3_study.read_sanity`, or None when there is no file there.
+
+    Raises:
+        ValueError: as :func:`~gitutor.chapters.idlg_soft_labels.table3_study.read_sanity`.
+    """
+    path = Path(path)
+    return read_sanity(path) if path.is_file() else None
 
 
 def image_controls(record: Mapping) -> dict[tuple[str, int], float]:
@@ -324,3 +337,78 @@ def result_rows(
             }
         )
     return rows
+
+
+@dataclass(frozen=True)
+class SanityCell:
+    """One setting of the sanity arm on one kind (:func:`sanity_cells`).
+
+    Attributes:
+        kind, setting: the augmentation and the label-known setting.
+        runs: one per image.
+        start: median PSNR (dB) of the starts (the truth plus noise).
+        psnr: mean PSNR (dB) of the returned reconstructions, the 95 % interval over the images.
+        recognisable: runs that end at or above the recognisable PSNR.
+        below_truth: runs whose lowest recorded objective is at or below the truth's.
+    """
+
+    kind: str
+    setting: str
+    runs: int
+    start: float
+    psnr: Interval
+    recognisable: int
+    below_truth: int
+
+
+def sanity_cells(
+    sanity: Mapping,
+    truths: Mapping[tuple[str, str, int], float],
+    recognisable: float,
+) -> dict[tuple[str, str], SanityCell]:
+    """Every setting of the sanity arm per kind, ``{(kind, setting): SanityCell}``; ``truths`` is
+    :func:`truth_objectives` (of a record over the same images).
+
+    Raises:
+        KeyError: naming a ``(kind, setting, image)`` that ``truths`` lacks.
+    """
+    out = {}
+    for kind in KINDS:
+        for setting in SANITY_SETTINGS:
+            runs = [
+                t
+                for t in sanity["trials"]
+                if (t["kind"], t["setting"]) == (kind, setting)
+            ]
+            out[kind, setting] = SanityCell(
+                kind=kind,
+                setting=setting,
+                runs=len(runs),
+                start=median(t["value"]["start_psnr"] for t in runs),
+                psnr=interval([t["value"]["psnr"] for t in runs]),
+                recognisable=sum(t["value"]["psnr"] >= recognisable for t in runs),
+                below_truth=sum(
+                    _lowest(t) <= truths[kind, setting, t["image"]] for t in runs
+                ),
+            )
+    return out
+
+
+def sanity_table(cells: Mapping[tuple[str, str], SanityCell]) -> str:
+    """The Markdown table of :func:`sanity_cells`: per kind and setting the start's median PSNR, the returned
+    mean PSNR with its 95 % interval (dB), the runs recognisable and the runs whose objective reached the
+    truth's."""
+    header = ["kind", "setting", "start (dB, median)", "returned (dB) [95 % interval]"]
+    header += ["recognisable", "objective ≤ the truth's"]
+    lines = [
+        [
+            cell.kind,
+            cell.setting,
+            f"{cell.start:.1f}",
+            format_interval(cell.psnr, 1, count=False),
+            f"{cell.recognisable} of {cell.runs}",
+            f"{cell.below_truth} of {cell.runs}",
+        ]
+        for cell in cells.values()
+    ]
+    return markdown_table(header, lines)
