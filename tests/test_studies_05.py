@@ -45,9 +45,9 @@ def test_diffula_attacks_the_server_view_and_recovers_an_image_of_the_user():
     x, y = study.chapter_users(cfg, "data", 0)[0]
     case = gradient_case(model, x[:4], y[:4], labels_known=True)
     assert all(torch.equal(a, b) for a, b in zip(case.server_view["update"], client_gradients(model, x[:4], y[:4])))
-    prior, note = study.load_prior(cfg)
+    prior = study.load_prior(cfg)
     result = study.diffula(case, prior, cfg, study.attack_schedules(cfg), seed=0)
-    assert result.images.shape == (1, 1, 32, 32) and len(result.history["zeta"]) == 3 and "sha256" in note
+    assert result.images.shape == (1, 1, 32, 32) and len(result.history["zeta"]) == 3
     with pytest.raises(ValueError, match="model"):
         study.shared_model("vgg", cfg)
 
@@ -186,7 +186,7 @@ def test_ordering_study_and_failure_case():
                                   ("intra-user", 0.3))}
     with_lpips = report.ordering_study(lpips_rows)  # every user 0.1 lower with DiffULA: Table 1a's LPIPS order
     assert with_lpips["lpips"].mean == pytest.approx(-0.1) and with_lpips["lpips_read"] == "DiffULA < IG sample-level"
-    assert order["measured"] == "IG sample-level < DiffULA; DiffULA < intra-user"
+    assert list(order["step_read"].values()) == ["holds", "holds"]  # each step, glued on the page
     assert order["intervals"]["intra-user"][0] == pytest.approx(0.31) and "0.3100" in order["table"]
     # paired: unpaired intervals overlap, yet every user is 0.01 worse with DiffULA than with IG
     rows["IG sample-level (matched)"] = [user(v) for v in (0.10, 0.30, 0.50)]
@@ -195,7 +195,7 @@ def test_ordering_study_and_failure_case():
     order = report.ordering_study(rows)
     assert order["steps"]["IG sample-level (matched)", "DiffULA (diffusion prior)"].low > 0
     assert order["paper_order"] == "not resolved at this budget" and "(paired)" in order["table"]
-    assert order["measured"].startswith("IG sample-level < DiffULA; DiffULA vs intra-user: not resolved")
+    assert list(order["step_read"].values()) == ["holds", "not resolved at this budget"]
     rows["intra-user"] = [user(v) for v in (0.05, 0.25, 0.45)]
     assert report.ordering_study(rows)["paper_order"] == "reversed"
     rows["intra-user"] = [user(v) for v in (0.0, 0.5, 0.1)]
@@ -276,6 +276,7 @@ def test_the_claim_is_judged_from_the_priors_paired_effect_and_only_with_the_pap
     assert full.prior in report.VICTIM_DATA_PRIORS  # CelebA-HQ's DDPM against CelebA users: the leak is named
     assert not report.paper_prior(full, "full") and "unrealistically strong" in report.prior_note(full, "full", 1)
     disjoint = full.replace(prior="someone/ddpm-ffhq-256")
+    assert report.victim_data_leak(full) == "CelebA-HQ"  # data for the page's yes / no
     assert report.paper_prior(disjoint, "full") and report.victim_data_leak(disjoint) is None
 
 
@@ -289,7 +290,7 @@ def test_two_users_runs_do_not_share_their_noise():
     model = study.shared_model(cfg.model, cfg)
     x, y = study.chapter_users(cfg, "data", 0)[0]
     case = gradient_case(model, x[:4], y[:4], labels_known=True)
-    prior, _ = study.load_prior(cfg)
+    prior = study.load_prior(cfg)
     schedules = study.attack_schedules(cfg)
     first, second, again = (study.diffula(case, prior, cfg, schedules, seed=s) for s in (*seeds, seeds[0]))
     assert not torch.equal(first.snapshots[0][1], second.snapshots[0][1])  # different noise, same user
@@ -337,7 +338,7 @@ def test_new_arms_share_diffulas_seeds_and_the_no_prior_control_drops_only_the_p
     model = study.shared_model(cfg.model, cfg)
     cases = [gradient_case(model, x[:4], y[:4], labels_known=True)
              for x, y in study.chapter_users(cfg.replace(users=[81, 84]), "data", 0)]
-    prior, _ = study.load_prior(cfg)
+    prior = study.load_prior(cfg)
     schedules = study.attack_schedules(cfg)
     runs = study.diffula_users(cases, prior, cfg, schedules, 0)
     plain = study.diffula_users(cases, prior, cfg, schedules, 0, t_star=0)

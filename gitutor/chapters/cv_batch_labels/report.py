@@ -1,7 +1,8 @@
-"""What chapter 03 shows and records of Stage I of Ye et al. (AAAI 2024): the Markdown tables and sentences
-the chapter's prose pastes in (myst-nb ``glue``) and the paper-vs-run rows of its own network. The figures
-live in :mod:`gitutor.chapters.cv_batch_labels.figures` (re-exported here), the random-vs-trained comparison's
-table, rows and headline in :mod:`gitutor.chapters.cv_batch_labels.substitute_report`."""
+"""What chapter 03 shows and records of Stage I of Ye et al. (AAAI 2024): the Markdown tables, the
+numbers and single words the chapter's Markdown pastes in (myst-nb ``glue``) and the paper-vs-run rows of
+its own network. The figures live in :mod:`gitutor.chapters.cv_batch_labels.figures` (re-exported here),
+the random-vs-trained comparison's table, rows and headline in
+:mod:`gitutor.chapters.cv_batch_labels.substitute_report`."""
 
 from __future__ import annotations
 

@@ -100,29 +100,19 @@ def untrained_face_ddpm(
 
 
 def load_prior(cfg, device: str | torch.device = "cpu", seed: int = 0):
-    """``(prior, note)``: the shipped LFW DDPM (``cfg.prior == "lfw32"``, sha256 checked), an untrained one
-    (``"untrained"``) or a hub DDPM (any other id), with a sentence saying which.
+    """The prior ``cfg.prior`` names: the shipped LFW DDPM (``"lfw32"``, the sha256 of its weights and
+    configuration checked), an untrained one (``"untrained"``, smoke runs) or a hub DDPM (any other id).
 
     Raises:
         PriorChecksumError / FileNotFoundError / RuntimeError: as the loaders in :mod:`gitutor.priors`.
     """
-    from gitutor.priors import (
-        FACE_DDPM_SHA256,
-        PRIOR_TRAIN_FACES,
-        face_ddpm,
-        pretrained_face_ddpm,
-    )
+    from gitutor.priors import face_ddpm, pretrained_face_ddpm
 
     if cfg.prior == "lfw32":
-        return face_ddpm(device), (
-            f"shipped 32×32 grey LFW DDPM, trained on the first {PRIOR_TRAIN_FACES} LFW faces "
-            f"(sha256 of weights + config {FACE_DDPM_SHA256[:12]}… verified)"
-        )
+        return face_ddpm(device)
     if cfg.prior == "untrained":
-        return untrained_face_ddpm(
-            cfg.image_size, cfg.channels, seed, device
-        ), "UNTRAINED DDPM (smoke run, no prior)"
-    return pretrained_face_ddpm(cfg.prior, device), f"hub DDPM {cfg.prior}"
+        return untrained_face_ddpm(cfg.image_size, cfg.channels, seed, device)
+    return pretrained_face_ddpm(cfg.prior, device)
 
 
 def chapter_users(

@@ -207,7 +207,7 @@ def differences(cfg, profile: str, users: int, prior_parameters: int) -> str:
     leak = victim_data_leak(cfg)
     return (
         f"{profile} profile; {cfg.prior} instead of an FFHQ-256 DDPM"
-        + (f" ({leak})" if leak else "")
+        + (f" ({LEAK.format(prior=cfg.prior, seen=leak)})" if leak else "")
         + f", λ = {cfg.matching_weight:g}, LBP detector instead of MTCNN"
         + (
             ""
@@ -233,16 +233,19 @@ CLAIM_METRIC = "lpips"
 VICTIM_DATA_PRIORS = {"google/ddpm-celebahq-256": "CelebA-HQ"}
 
 
+#: The record's words (``differences``, ``claim_reason``) for a prior trained on the victims' dataset, with
+#: ``{prior}`` and ``{seen}`` (:func:`victim_data_leak`).
+LEAK = (
+    "prior {prior} was trained on {seen}, the dataset the victims come from: the leak Li et al. "
+    "call an unrealistically strong threat model (§3); their prior saw FFHQ"
+)
+
+
 def victim_data_leak(cfg) -> str | None:
-    """The leak of a hub prior trained on the victims' dataset (:data:`VICTIM_DATA_PRIORS`, victims from
-    CelebA) as a phrase for the ledger, else None."""
+    """The victims' dataset that this run's hub prior was trained on (:data:`VICTIM_DATA_PRIORS`, victims from
+    CelebA), e.g. ``"CelebA-HQ"``, else None."""
     seen = VICTIM_DATA_PRIORS.get(cfg.prior)
-    if seen is None or cfg.data != "celeba":
-        return None
-    return (
-        f"prior {cfg.prior} was trained on {seen}, the dataset the victims come from: the leak Li et al. "
-        "call an unrealistically strong threat model (§3); their prior saw FFHQ"
-    )
+    return seen if seen is not None and cfg.data == "celeba" else None
 
 
 def paper_prior(cfg, profile: str) -> bool:
@@ -265,7 +268,7 @@ def prior_note(cfg, profile: str, prior_parameters: int) -> str:
     if paper_prior(cfg, profile):
         return f"prior {cfg.prior}"
     if victim_data_leak(cfg):
-        return victim_data_leak(cfg)
+        return LEAK.format(prior=cfg.prior, seen=victim_data_leak(cfg))
     if cfg.prior == "lfw32":
         return (
             f"stand-in prior ({prior_parameters / 1e6:.1f} M-param DDPM, {PRIOR_TRAIN_FACES} LFW faces, "
@@ -592,15 +595,17 @@ ORDER = ("IG sample-level (matched)", "DiffULA (diffusion prior)", "intra-user")
 def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
     """Table 1a's MSE ordering (:data:`ORDER`) tested on the *same* users: every method scored every
     user, so each step of the order is read from the paired per-user differences
-    (:func:`gitutor.paired.compare_paired`), not from whether the methods' own intervals overlap.
+    (:func:`gitutor.paired.paired_difference`), not from whether the methods' own intervals overlap.
 
     Returns ``intervals`` (``{method: (mean, half-width)}`` of the per-user MSE,
     :func:`~gitutor.attacks.user_level.mean_interval`), ``steps`` (``{(lower, higher): Interval}`` of
     the paired differences MSE(higher) − MSE(lower) of consecutive methods of :data:`ORDER`),
     ``paper_order`` ("holds" when every step's interval lies above 0, "reversed" when one lies below,
     else "not resolved at this budget"), ``lpips`` (the paired LPIPS difference DiffULA − IG matched, Table 1a's
-    other comparison, 0.5039 − 0.7165; None without LPIPS), ``lpips_read``, ``measured`` (each step as the paired comparison reads it, e.g.
-    "IG sample-level < DiffULA", "; "-joined) and ``table`` (Markdown: each method's mean and interval, then each paired step).
+    other comparison, 0.5039 − 0.7165; None without LPIPS), ``lpips_read``, ``step_read``
+    (``{(lower, higher): word}``: each step's own "holds" / "reversed" / not resolved, read like ``paper_order``;
+    the page states the steps in Markdown with these words glued) and ``table`` (Markdown: each method's mean
+    and interval, then each paired step).
 
     Raises:
         KeyError: if a method of :data:`ORDER` is missing; ValueError: fewer than 2 users, or methods
@@ -613,14 +618,17 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
     groups = [(name, [r["mse"] for r in rows[name]]) for name in ORDER]
     intervals = {name: mean_interval(values) for name, values in groups}
     bounded = {name: interval(values, bounds=BOUNDS["MSE"]) for name, values in groups}
-    steps, read = {}, {}
+    steps = {}
     for (low_name, low), (high_name, high) in zip(groups, groups[1:]):
         steps[low_name, high_name] = paired_difference(high, low)
-        names = tuple(name.split(" (")[0] for name in (low_name, high_name))
-        verdict = compare_paired(low, high, names)
-        read[low_name, high_name] = (
-            verdict if verdict != NOT_RESOLVED else f"{' vs '.join(names)}: {verdict}"
-        )
+    step_read = {
+        key: "holds"
+        if summary.low > 0
+        else "reversed"
+        if summary.high < 0
+        else NOT_RESOLVED
+        for key, summary in steps.items()
+    }
     below = [key for key, summary in steps.items() if summary.high < 0]
     order = (
         "reversed"
@@ -644,7 +652,6 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
             for (low, high), summary in steps.items()
         ],
     )
-    measured = "; ".join(read.values())
     lpips = [
         [r["lpips"] for r in rows[name]] for name in ORDER[:2]
     ]  # Table 1a's LPIPS: DiffULA < IG matched
@@ -662,7 +669,7 @@ def ordering_study(rows: Mapping[str, Sequence[Mapping]]) -> dict:
         "intervals": intervals,
         "steps": steps,
         "paper_order": order,
-        "measured": measured,
+        "step_read": step_read,
         "table": table,
         "lpips": step,
         "lpips_read": read_lpips,
