@@ -187,6 +187,16 @@ def test_the_adaptive_attack_keeps_the_restart_with_the_lowest_own_loss():
     for bad, error, name in (([], ValueError, "seeds"), ([0.5], TypeError, "seeds")):
         with pytest.raises(error, match=name):
             admm_compare.adaptive_attacks(model, images, labels, [(1.0, 2)], seeds=bad, **budget)
+    # early acceptance: a start below the bar ends the search; a bar no start reaches runs every seed
+    lenient = admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[0, 1],
+                                            accept_below=1e300, **budget)
+    assert lenient[0][0][judgement.ADAPTIVE].info["seed"] == 0  # seed 0 accepted, seed 1 never ran
+    strict = admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[0, 1],
+                                           accept_below=1e-300, **budget)
+    assert strict[0][0][judgement.ADAPTIVE].info["seed"] == both[0][0][judgement.ADAPTIVE].info["seed"]
+    for bad in (0.0, -1.0, float("nan"), 1):
+        with pytest.raises(ValueError, match="accept_below"):
+            admm_compare.adaptive_attacks(model, images, labels, [(1.0, 2)], seeds=[0], accept_below=bad, **budget)
     with pytest.raises(ValueError, match="settings"):
         admm_compare.adaptive_attacks(model, images, labels, [], seeds=[0], **budget)
     with pytest.raises(ValueError, match="rho"):

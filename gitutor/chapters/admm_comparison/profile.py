@@ -27,9 +27,11 @@ QUICK = {
     "lr": 0.1,
     "local_steps": 1,
     "ablation_kind": "mnist_samples",
-    # starts of the adaptive attack per image at E > 1 (the kept one: the lowest own matching loss);
-    # one start at DLG's budget is what the quick book's time affords (~2 s per run on one core)
-    "adaptive_restarts": 1,
+    # starts of the adaptive attack per image at E > 1 (the kept one: the lowest own matching loss), each
+    # at DLG's budget (~2 s per run on one core); an image takes no further start once one ends with a
+    # matching loss below adaptive_accept (the server computes it; a failed start stalls far above it)
+    "adaptive_restarts": 4,
+    "adaptive_accept": 1e-6,
     # (rho, local_steps): round-1 settings with more local steps than local_steps, attacked on every
     # image of the ablation kind (round 2 is attacked on every image at E = 1, its own table)
     "ablation_settings": [(0.01, 3), (1.0, 3)],
