@@ -119,3 +119,21 @@ def test_the_sanity_cells_read_the_start_the_end_and_the_truths_objective(tmp_pa
     assert reading.read_sanity_arm(path) is None
     path.write_text(json.dumps(sanity))
     assert reading.read_sanity_arm(path)["images"] == IMAGES
+
+
+def test_discordant_pairs_are_counted_and_the_concordant_gap_kept_apart():
+    # Ours fails where GT succeeds on image 0, repeat 0; elsewhere both succeed, Ours 0.1 dB higher
+    def psnr(t):
+        if t["setting"] == "L2 / Ours":
+            return 10.0 if (t["image"], t["repeat"]) == (0, 0) else 40.1 + 0.01 * t["image"]
+        return 40.0 + 0.01 * t["repeat"]
+
+    split = reading.discordance(_record(psnr=psnr), "mixup", "L2 / Ours", "L2 / GT", 30.0)
+    assert split["pairs"] == 6 and split["discordant"] == 1 and split["both"].n == 5
+    assert split["both"].mean == pytest.approx(0.106)  # 0.09, 0.11, 0.10, 0.12, 0.11
+    record = _record()
+    for t in record["trials"]:
+        t["value"]["label_l1"] = None if t["setting"].endswith("DLG") else 1e-7 * (1 + t["image"])
+    assert reading.label_error(record, "smoothing", "L2 / Ours") == pytest.approx(2e-7)
+    with pytest.raises(ValueError, match="no fixed label"):
+        reading.label_error(record, "smoothing", "L2 / DLG")

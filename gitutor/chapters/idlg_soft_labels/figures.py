@@ -131,7 +131,17 @@ def table3_curves(
         for (k, setting), (x, y) in curves.items():
             if k == kind:
                 style = "-" if setting.startswith("L2") else "--"
-                ax.plot(x, y, style, label=setting)
+                wide = setting.endswith(
+                    "GT"
+                )  # under the recovered label's line, which it meets
+                ax.plot(
+                    x,
+                    y,
+                    style,
+                    label=setting,
+                    lw=4 if wide else 1.5,
+                    alpha=0.45 if wide else 1,
+                )
         for at in decays:
             ax.axvline(at, color="grey", ls=":", lw=1)
         ax.axhline(recognisable, color="grey", ls="--", lw=1)

@@ -228,6 +228,42 @@ def paired_gap(record: Mapping, kind: str, a: str, b: str) -> Interval:
     return interval(_per_image(runs, lambda t: t["gap"]))
 
 
+def discordance(
+    record: Mapping, kind: str, a: str, b: str, recognisable: float
+) -> dict:
+    """How two settings of ``kind`` disagree run by run (same images, same starts): ``{"pairs"`` (how many),
+    ``"discordant"`` (pairs where one run is recognisable at ``recognisable`` dB and the other is not),
+    ``"both"`` (PSNR(``a``) − PSNR(``b``), dB, mean and 95 % interval over the pairs where both are
+    recognisable; None when fewer than two are)``}``. A paired gap over all pairs mixes the two: where runs
+    from the same start end far apart, the interval measures the optimiser's sensitivity to its inputs.
+
+    Raises:
+        ValueError: naming ``kind``, ``a`` or ``b`` as :func:`paired_gap`.
+    """
+    first, second = _runs(record, kind, a), _runs(record, kind, b)
+    pairs = [(t["value"]["psnr"], u["value"]["psnr"]) for t, u in zip(first, second)]
+    seen = [(p >= recognisable, q >= recognisable) for p, q in pairs]
+    both = [p - q for (p, q), (s, t) in zip(pairs, seen) if s and t]
+    return {
+        "pairs": len(pairs),
+        "discordant": sum(s != t for s, t in seen),
+        "both": interval(both) if len(both) > 1 else None,
+    }
+
+
+def label_error(record: Mapping, kind: str, setting: str) -> float:
+    """The median L1 error of the label a setting of ``kind`` gave its attack (the paper's L_r; the study's
+    ``label_l1``), over its runs.
+
+    Raises:
+        ValueError: naming ``kind`` or ``setting``; for DLG, which optimises its label (no L1 recorded).
+    """
+    values = [t["value"]["label_l1"] for t in _runs(record, kind, setting)]
+    if any(value is None for value in values):
+        raise ValueError(f"setting {setting!r} gives its attack no fixed label")
+    return median(values)
+
+
 def median_curves(
     record: Mapping,
 ) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
