@@ -12,7 +12,7 @@ The server's view of each sample is :func:`~gitutor.federated.gradient_case`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
@@ -220,21 +220,6 @@ NOISE_HIT = 0.25
 #: Where Table 5's noise goes: ``"row"`` on g_r only, r picked on the clean gradient (the authors' ``setup``);
 #: ``"all"`` on every entry of the last-layer weight gradient, r picked on the noisy one (beyond the paper).
 NOISE_ROWS = ("row", "all")
-
-
-def row_rms(model: nn.Module, drawn: Sequence, device="cpu") -> list[float]:
-    """The RMS per entry of the clean last-layer gradient row g_r that Table 5's noise lands on (r: the row
-    of largest |row sum|, as :func:`noise_table` picks it), one per sample ``(x, y, k)`` of ``drawn``: the
-    scale against which a σ is large or small (units of the gradient). The last linear layer may carry a
-    bias (its weight's gradient is read)."""
-    weight = last_linear(model).weight  # the last layer's weight, bias or not
-    index = next(i for i, p in enumerate(model.parameters()) if p is weight)
-    out = []
-    for x, y, _ in drawn:
-        clean = observed(model, x, y, device)[index]
-        largest = int(clean.sum(dim=1).abs().argmax())
-        out.append(float(clean[largest].pow(2).mean().sqrt()))
-    return out
 
 
 def noise_table(
