@@ -80,13 +80,14 @@ def test_a_trial_is_the_chapters_dlg_on_the_defended_gradient(monkeypatch):
     # the undefended trial is the seed study's run of that seed (same model, image, dummy start)
     row = sweeps.seed_study([1], iterations=3, record_every=1, size=16)[0]
     assert none["psnr"] == pytest.approx(row["psnr"]) and none["distance_truth"] == 0.0
+    assert none["final_distance"] == pytest.approx(row["loss"])  # one definition of the final distance
     assert [step for step, _ in none["curve"]] == [0, 1, 2, 3] and none["curve"][-1][1] == pytest.approx(none["psnr"])
     pruned = study.trial(TINY, kind="prune", level=0.3, image=1)
     model, x, y = sweeps.dlg_case(1, size=16)
     sent = prune_gradients(client_gradients(model, x, y), 0.3)
     direct = dlg(model, sent, x.shape, 100, iterations=3, seed=1, record_every=1)
     assert pruned["psnr"] == pytest.approx(float(psnr(direct.images.clamp(0, 1), x)[0]))
-    assert pruned["distance_end"] == pytest.approx(direct.history["loss"][-1])
+    assert pruned["final_distance"] == pytest.approx(direct.info["final_loss"])  # the seed study's
     lost = sum(float(((g - s) ** 2).sum()) for g, s in zip(client_gradients(model, x, y), sent))
     assert pruned["distance_truth"] == pytest.approx(lost, rel=1e-4) and lost > 0  # what pruning removed
     image = study.decode_image(pruned["image"], (3, 16, 16))

@@ -225,8 +225,9 @@ def trial(
 
     Returns:
         ``{"psnr"`` (dB, the reconstruction clipped to [0, 1]), ``"ssim"``, ``"label_ok"``,
-        ``"distance_end"`` (the gradient distance ‖∇W(x', y') − ∇W_sent‖² at the start of the run's last
-        step, what the attacker last saw), ``"distance_truth"`` (the distance of the true image and label to
+        ``"final_distance"`` (the gradient distance ‖∇W(x', y') − ∇W_sent‖² at the returned image and label
+        logits, after the last step: ``info["final_loss"]`` of :func:`gitutor.attacks.dlg`, the seed study's
+        "final distance", what the attacker sees), ``"distance_truth"`` (the distance of the true image and label to
         the gradient the server received: 0 without a defense, the defense's perturbation otherwise),
         ``"steps"`` (L-BFGS steps computed: fewer at a fixed point of the iteration), ``"curve"``
         (``[[step, PSNR dB]]`` every ``record_every`` steps, step 0 first) and ``"image"``
@@ -259,7 +260,7 @@ def trial(
         "psnr": float(psnr(found, truth)[0]),
         "ssim": float(ssim(found, truth)[0]),
         "label_ok": bool((run.labels == y.cpu()).all()),
-        "distance_end": float(run.history["loss"][-1]),
+        "final_distance": float(run.info["final_loss"]),
         "distance_truth": float(at_truth.detach()),
         "steps": int(run.info.get("converged_at", len(run.history["loss"]))),
         "curve": [
