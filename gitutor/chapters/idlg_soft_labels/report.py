@@ -391,9 +391,11 @@ def paper_rows(
     accuracy, Table 2 (accuracy, mean L_r; Table 1's one-hot row), Table 6, Table 3 and Table 5.
 
     Rows computed from several trials carry this run's 95 % interval (``low``/``high``; a Wilson interval for
-    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's rows come from the recorded study when there is one (judged), else from the page's reduced run and say why they are
-    not comparable (``not_comparable``); Table 5's, in the paper's setting, are judged. Every row carries the same :func:`differences`, so the
-    results table states them once; a row's setting adds what is its own. The headline quotes :data:`CLAIM`.
+    an accuracy, a Student-t interval cut to the quantity's range otherwise). Table 3's rows come from the
+    recorded study when there is one (judged), else from the page's reduced run and say why they are not
+    comparable (``not_comparable``); Table 5's, in the paper's setting, are judged. Every row carries the
+    same :func:`differences`, so the results table states them once; a row's setting adds what is its own.
+    The headline quotes :data:`CLAIM`.
 
     Args:
         cfg: the chapter's profile (it names the scale in :func:`differences`).

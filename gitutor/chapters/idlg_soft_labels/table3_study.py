@@ -516,8 +516,9 @@ def cpu_hours(images: int = 10, repeats: int = 3, size: int = 32) -> float:
 
 def read_record(path) -> dict:
     """The study record at ``path`` (``book/studies/02_table3.json``), checked: the keys the script writes (the
-    controls of every attacked image among them), the setting of :data:`SETTING`, and one trial with a value for every ``(kind, setting, image, repeat)`` of
-    :func:`study_trials` over its ``images`` and ``repeats``, each curve ending at its budget.
+    controls of every attacked image among them), the setting of :data:`SETTING`, and one trial with a value
+    for every ``(kind, setting, image, repeat)`` of :func:`study_trials` over its ``images`` and ``repeats``,
+    each curve ending at its budget.
 
     Raises:
         FileNotFoundError: when there is no record at ``path``.
