@@ -181,7 +181,7 @@ def _record(psnr_of, images=range(10), control=20.0):
         "controls": [{"control": "4×4 thumbnail", "psnr": control}] * study.SAMPLES,
         "gradient_scale": [{"rms": 0.02, "median_abs": 0.001, "max_abs": 1.0}] * study.SAMPLES,
         "trials": [{**t, "value": {"psnr": psnr_of(t["kind"], t["level"], t["image"]), "ssim": 0.5,
-                                   "label_ok": True, "distance_end": 2.0 if t["image"] % 2 == 0 else 0.5,
+                                   "label_ok": True, "final_distance": 2.0 if t["image"] % 2 == 0 else 0.5,
                                    "distance_truth": 1.0, "steps": 300, "curve": [[0, 5.0]],
                                    "image": study.encode_image(torch.full((3, 32, 32), 0.5))}}
                    for t in study.study_trials(images)],
@@ -258,6 +258,11 @@ def test_the_record_is_read_whole_or_not_at_all(tmp_path):
         reading.read_study(path)
     path.write_text(json.dumps({**record, "setting": dict(study.SETTING, iterations=100)}))
     with pytest.raises(ValueError, match=str(path)):
+        reading.read_study(path)
+    older = [{**t, "value": {k: v for k, v in t["value"].items() if k != "final_distance"}}
+             for t in record["trials"]]  # fmt: skip
+    path.write_text(json.dumps({**record, "trials": older}))  # a record of the older code
+    with pytest.raises(ValueError, match="final_distance"):
         reading.read_study(path)
 
 

@@ -182,7 +182,8 @@ def read_study(path) -> dict | None:
         ValueError: naming ``path`` when it is not JSON (:func:`gitutor.files.read_json`), is not a study
             record of this setting (keys ``setting``, ``images``, ``controls``, ``trials``, ``provenance``;
             the setting of :data:`~gitutor.chapters.dlg.defense_study.SETTING`), or lacks a trial of
-            :func:`~gitutor.chapters.dlg.defense_study.study_trials` for its images.
+            :func:`~gitutor.chapters.dlg.defense_study.study_trials` for its images, or a trial's
+            ``final_distance`` (a record of older code).
     """
     from gitutor.files import read_json
 
@@ -204,6 +205,11 @@ def read_study(path) -> dict | None:
     if wanted - found:
         raise ValueError(
             f"{path} lacks {len(wanted - found)} trials of the study, e.g. {min(wanted - found)}"
+        )
+    if any("final_distance" not in t["value"] for t in record["trials"]):
+        raise ValueError(
+            f"{path} predates the trials' final_distance (the distance after the last step): "
+            "re-record it with scripts/defense_study_01.py"
         )
     return record
 
@@ -305,7 +311,7 @@ def summarise(
             stopped_rate=success_interval(hits) if defended else None,
             state=level_state(sum(hits), n_a) if defended else None,
             above_truth=sum(
-                v["distance_end"] > v["distance_truth"] for v in stopped_runs
+                v["final_distance"] > v["distance_truth"] for v in stopped_runs
             ),
             stopped_runs=len(stopped_runs),
         )
