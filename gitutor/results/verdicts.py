@@ -164,28 +164,24 @@ def verdict_text(row: Mapping) -> str:
     *not judged* one (:func:`why_not_judged`: "not judged: the paper states no number"), and
     then the chapter's judgement of the paper's qualitative claim when the row carries one
     ("; the paper's claim: **refuted** by this chapter's evidence", as the ledger reads it).
-    A row that carries the claim's judgement but compares no number shows that judgement as its
-    only verdict, the reason in brackets ("the paper's claim: **refuted** by this chapter's
-    evidence (no number compared: the report gives no number)"): one verdict per claim.
 
     Raises:
         TypeError: if ``row`` is not a mapping.
         ValueError: as :func:`verdict`.
     """
     outcome = verdict(row)
-    judged = row.get("claim_outcome")
-    claim = f"the paper's claim: **{judged}** by this chapter's evidence"
     if outcome == "not comparable":
-        reason = row["not_comparable"]
+        text = f"not comparable: {row['not_comparable']}"
     elif outcome == "not judged":
-        reason = why_not_judged(row)
-    elif judged:
-        return f"{outcome}; {claim}"
+        text = f"not judged: {why_not_judged(row)}"
     else:
-        return outcome
-    if judged:  # one verdict for the claim; why no number is compared in brackets
-        return f"{claim} (no number compared: {reason})"
-    return f"{outcome}: {reason}"
+        text = outcome
+    judged = row.get("claim_outcome")
+    return (
+        f"{text}; the paper's claim: **{judged}** by this chapter's evidence"
+        if judged
+        else text
+    )
 
 
 def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:
