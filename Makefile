@@ -10,12 +10,12 @@ BUILD := build
 STAGE := $(BUILD)/book
 RESULTS := $(abspath $(BUILD)/results)
 NOTEBOOKS ?= $(shell grep -o 'notebooks/[0-9A-Za-z_]*' _toc.yml)
-# Two notebooks run at a time (one per core); the four longest quick chapters start first so that
-# both cores stay busy to the end (quick wall times, two at a time on 2 cores beside other work, load ≈ 4,
-# fresh clone of db4479b, 2026-12-07: 01 ≈ 304 s, 06 ≈ 244 s, 04 ≈ 224 s, 08 ≈ 165 s, 03 ≈ 149 s,
-# 05 ≈ 145 s, 07 ≈ 140 s, 02 ≈ 104 s; every notebook with the two book pages: 792 s wall, 1 065 CPU-s).
-LONGEST_FIRST := notebooks/01_dlg notebooks/06_learning_to_invert notebooks/04_stepwise_gradinversion \
-	notebooks/08_flower_dp
+# Two notebooks run at a time (one per core); the six longest quick chapters start first, longest first,
+# so that both cores stay busy to the end (quick wall times, two at a time on 2 idle cores, 577233e,
+# 2026-12-07: 07 ≈ 208 s, 06 ≈ 167 s, 01 ≈ 165 s, 04 ≈ 160 s, 05 ≈ 117 s, 08 ≈ 116 s, 03 ≈ 104 s,
+# 02 ≈ 88 s; 07 then gained its adaptive probes: ≈ 175 s beside another job).
+LONGEST_FIRST := notebooks/07_admm_comparison notebooks/06_learning_to_invert notebooks/01_dlg \
+	notebooks/04_stepwise_gradinversion notebooks/05_diffusion_user_level notebooks/08_flower_dp
 RUN_ORDER = $(filter $(NOTEBOOKS),$(LONGEST_FIRST)) $(filter-out $(LONGEST_FIRST),$(NOTEBOOKS))
 INSTALLED := $(BUILD)/.installed
 

@@ -237,6 +237,15 @@ def test_the_closed_form_reads_the_gradient_at_the_local_model_off_a_round_two_i
     assert all(torch.equal(a, b) for a, b in zip(w_many + pi_many, w + pi))
     with pytest.raises(ValueError, match="global_after"):
         server_state_after_round_one(model, z0, first.delta, rho=0.01, global_after=other[:-1])
+    # the report's server step z ← z + η_i Δ (line 20) instead of the chapter's step 1: the client runs
+    # round 2 on that z, the server passes it, and ∇f(w) comes back as exactly
+    stepped = [a + 0.1 * d for a, d in zip(z0, first.delta)]
+    round_two = fedadmm_client_update(model, x, y, stepped, first.dual, rho=0.01, lr=0.1, local_steps=1,
+                                      local_params=first.local_params)
+    z_eta, w_eta, pi_eta = server_state_after_round_one(model, z0, first.delta, rho=0.01, global_after=stepped)
+    found = closed_form_gradient(model, round_two.delta, global_params=z_eta, dual=pi_eta, local_params=w_eta,
+                                 rho=0.01, lr=0.1)
+    assert all(torch.allclose(a, b, rtol=1e-8, atol=1e-12) for a, b in zip(found, truth))
     with pytest.raises(ValueError, match="local_params"):
         closed_form_gradient(model, second.delta, global_params=z, dual=pi, local_params=w[:-1], rho=0.01, lr=0.1)
 

@@ -13,6 +13,7 @@ from gitutor.results import (
     PAPERS,
     chapter_details,
     chapter_record,
+    claim_tally,
     claim_verdict,
     glance_rows,
     glance_table,
@@ -377,6 +378,30 @@ def test_the_rule_never_makes_an_unmarked_row_not_comparable(row, why):
     marked = dict(row, not_comparable="16×16 px, CPU step budget")
     assert verdict(marked) == "not comparable" and why_not_judged(marked) is None
     assert verdict_text(marked) == "not comparable: 16×16 px, CPU step budget"
+    claimed = dict(marked, claim_outcome="refuted")
+    assert verdict_text(claimed) == (
+        "the paper's claim: **refuted** by this chapter's evidence "
+        "(no number compared: 16×16 px, CPU step budget)"
+    )
+    assert "not comparable" not in verdict_text(claimed)
+    unmarked = dict(row, claim_outcome="consistent")
+    assert verdict_text(unmarked).startswith("the paper's claim: **consistent**")
+    assert why in verdict_text(unmarked) and "not judged" not in verdict_text(unmarked)
+    # the closing sentence says the claim rows are counted by their number's verdict
+    judged = _row("PSNR", 28.3, 30.0, better="higher", n=1)
+    assert verdict_sentence([judged, marked]) == (
+        "1 of 2 rows meets the paper, 1 is not comparable."
+    )
+    assert verdict_sentence([judged, claimed, unmarked]) == (
+        "1 of 3 rows meets the paper, 1 is not comparable, 1 is not judged; 2 of these "
+        "carry the chapter's judgement of the paper's claim instead (refuted 1, "
+        "consistent 1)."
+    )
+    assert claim_tally([judged, claimed, unmarked]) == {"refuted": 1, "consistent": 1}
+    assert claim_tally([judged, marked]) == {}
+    assert _counts(verdict_sentence([judged, claimed, unmarked])) == verdict_tally(
+        [judged, claimed, unmarked]
+    )
 
 
 def test_a_row_in_the_papers_kind_of_setting_is_judged():

@@ -194,6 +194,25 @@ def test_the_adaptive_attack_keeps_the_restart_with_the_lowest_own_loss():
     strict = admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[0, 1],
                                            accept_below=1e-300, **budget)
     assert strict[0][0][judgement.ADAPTIVE].info["seed"] == both[0][0][judgement.ADAPTIVE].info["seed"]
+    # probing: seeds after the first run a few steps; only the lowest-loss probe gets the full budget
+    one = dict(budget, iterations=1)
+    probe_loss = {seed: admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[seed],
+                                                      **one)[0][0][judgement.ADAPTIVE].info["final_loss"]
+                  for seed in (1, 2)}
+    chosen = min(probe_loss, key=probe_loss.get)
+    full = {seed: admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[seed],
+                                                **budget)[0][0][judgement.ADAPTIVE] for seed in (0, chosen)}
+    probed = admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[0, 1, 2],
+                                           probe_iterations=1, **budget)[0][0][judgement.ADAPTIVE]
+    kept = min(full.values(), key=lambda run: run.info["final_loss"])
+    assert probed.info["seed"] == kept.info["seed"] and torch.equal(probed.images, kept.images)
+    accepted = admm_compare.adaptive_attacks(model, images[:1], labels[:1], [(1.0, 2)], seeds=[0, 1, 2],
+                                             probe_iterations=1, accept_below=1e300, **budget)
+    assert accepted[0][0][judgement.ADAPTIVE].info["seed"] == 0  # accepted: nothing probed
+    for bad, error in ((0, ValueError), (3, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="probe_iterations"):
+            admm_compare.adaptive_attacks(model, images, labels, [(1.0, 2)], seeds=[0, 1],
+                                          probe_iterations=bad, **budget)
     for bad in (0.0, -1.0, float("nan"), 1):
         with pytest.raises(ValueError, match="accept_below"):
             admm_compare.adaptive_attacks(model, images, labels, [(1.0, 2)], seeds=[0], accept_below=bad, **budget)

@@ -164,24 +164,28 @@ def verdict_text(row: Mapping) -> str:
     *not judged* one (:func:`why_not_judged`: "not judged: the paper states no number"), and
     then the chapter's judgement of the paper's qualitative claim when the row carries one
     ("; the paper's claim: **refuted** by this chapter's evidence", as the ledger reads it).
+    A row that carries the claim's judgement but compares no number shows that judgement as its
+    only verdict, the reason in brackets ("the paper's claim: **refuted** by this chapter's
+    evidence (no number compared: the report gives no number)"): one verdict per claim.
 
     Raises:
         TypeError: if ``row`` is not a mapping.
         ValueError: as :func:`verdict`.
     """
     outcome = verdict(row)
-    if outcome == "not comparable":
-        text = f"not comparable: {row['not_comparable']}"
-    elif outcome == "not judged":
-        text = f"not judged: {why_not_judged(row)}"
-    else:
-        text = outcome
     judged = row.get("claim_outcome")
-    return (
-        f"{text}; the paper's claim: **{judged}** by this chapter's evidence"
-        if judged
-        else text
-    )
+    claim = f"the paper's claim: **{judged}** by this chapter's evidence"
+    if outcome == "not comparable":
+        reason = row["not_comparable"]
+    elif outcome == "not judged":
+        reason = why_not_judged(row)
+    elif judged:
+        return f"{outcome}; {claim}"
+    else:
+        return outcome
+    if judged:  # one verdict for the claim; why no number is compared in brackets
+        return f"{claim} (no number compared: {reason})"
+    return f"{outcome}: {reason}"
 
 
 def verdict_tally(rows: Sequence[Mapping]) -> dict[str, int]:
@@ -243,7 +247,11 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
 
     And how many fall short, are not resolved, are not comparable or are not judged, by
     :data:`VERDICT_RULE` (e.g. ``"2 of 5 rows meet the paper, 3 fall short."``, ``"1 of 8 rows
-    meets …"``): the counts that :func:`verdict_tally` gives the results page.
+    meets …"``): the counts that :func:`verdict_tally` gives the results page. Rows that compare
+    no number (not comparable, not judged) but carry the chapter's judgement of the paper's
+    qualitative claim show that judgement as their verdict (:func:`verdict_text`), so the
+    sentence says how many they are and what they judge ("; 2 of these carry the chapter's
+    judgement of the paper's claim instead (refuted 1, not resolved 1).").
 
     Raises:
         ValueError: if ``rows`` is empty.
@@ -264,7 +272,34 @@ def verdict_sentence(rows: Sequence[Mapping]) -> str:
         f"{met} of {n} row{'s' * (n != 1)} {'meets' if met == 1 else 'meet'} the paper"
     ]
     parts += [f"{counts[o]} {verbs[o][counts[o] != 1]}" for o in verbs if counts[o]]
-    return ", ".join(parts) + "."
+    claims = claim_tally(rows)
+    if not claims:
+        return ", ".join(parts) + "."
+    total = sum(claims.values())
+    judged = ", ".join(f"{claim} {k}" for claim, k in claims.items())
+    carry = "carries" if total == 1 else "carry"
+    return (
+        ", ".join(parts) + f"; {total} of these {carry} the chapter's "
+        f"judgement of the paper's claim instead ({judged})."
+    )
+
+
+def claim_tally(rows: Sequence[Mapping]) -> dict[str, int]:
+    """How many of ``rows`` compare no number (*not comparable*, *not judged*) but carry the
+    chapter's judgement of the paper's claim, by that judgement (``{"refuted": 1, ...}``, in the
+    order they first appear; empty when none): the rows whose table verdict is the claim's
+    (:func:`verdict_text`) while :func:`verdict_tally` counts them by their number.
+
+    Raises:
+        TypeError: if a row is not a mapping.
+        ValueError: as :func:`verdict`.
+    """
+    claims = [
+        row["claim_outcome"]
+        for row in rows
+        if row.get("claim_outcome") and verdict(row) not in JUDGED_OUTCOMES
+    ]
+    return {claim: claims.count(claim) for claim in dict.fromkeys(claims)}
 
 
 def _number(value) -> str:

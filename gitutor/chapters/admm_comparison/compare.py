@@ -14,6 +14,7 @@ same dummy (one seed). ``increment_attacks`` runs the two attacks on the increme
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -223,6 +224,32 @@ def increment_attacks(
     return [found[k * n : (k + 1) * n] for k in range(len(settings))]
 
 
+def _adaptive_start(
+    model: nn.Module,
+    state: Mapping,
+    shape: tuple[int, ...],
+    classes: int,
+    seed: int,
+    iterations: int,
+    **round_,
+) -> AttackResult:
+    """One start of the adaptive attack on a round the server observed (``state``: its server view),
+    ``info["seed"]`` set to ``seed``."""
+    run = adaptive_admm_inversion(
+        model,
+        state["update"],
+        shape,
+        classes,
+        global_params=state["global_params"],
+        dual=state["dual"],
+        iterations=iterations,
+        seed=seed,
+        **round_,
+    )
+    run.info["seed"] = seed
+    return run
+
+
 def adaptive_attacks(
     model: nn.Module,
     images: torch.Tensor,
@@ -234,6 +261,7 @@ def adaptive_attacks(
     seeds: Sequence[int],
     record_every: int,
     accept_below: float | None = None,
+    probe_iterations: int | None = None,
 ) -> list[list[dict[str, AttackResult]]]:
     """The adaptive attack (:func:`gitutor.attacks.adaptive_admm_inversion`; this book's addition, the
     report's §6 asks for an attack built for ADMM) on the first FedADMM round of every image of
@@ -244,7 +272,12 @@ def adaptive_attacks(
     ``info["final_loss"]`` (‖Δ'/η − Δ/η‖², the attack's own loss: a number the server computes, never
     the PSNR against the photograph); ties go to the earlier seed. With ``accept_below`` (> 0) an image
     takes no further start once one ends with a matching loss below it (the server's own early
-    acceptance; None: every seed runs). Each run costs about E times a DLG run.
+    acceptance; None: every seed runs). With ``probe_iterations`` (≥ 1, below ``iterations``) the starts
+    after the first are probed: when the first seed's run is not accepted, every further seed runs
+    ``probe_iterations`` steps and only the one with the lowest matching loss after them runs the full
+    budget (from its seed again: the same steps), so a start that stalls within a few steps (its loss
+    stays far above that of a start on its way to the image) costs a few steps, not a full run (None: every seed runs the full
+    budget). Each run costs about E times a DLG run.
 
     Returns:
         Per setting, one ``{ADAPTIVE: AttackResult}`` per image (:data:`~gitutor.chapters.admm_comparison.
@@ -253,9 +286,19 @@ def adaptive_attacks(
     Raises:
         ValueError: for fewer than one image, setting or seed, or as the attack (ρ or η not > 0, E < 1,
             ``iterations`` < 1, a model that does not fit the images).
-        TypeError: for a seed that is not an int.
+        TypeError: for a seed that is not an int, or a ``probe_iterations`` that is not an int.
     """
     n = _check_batch(images, labels)
+    if probe_iterations is not None:
+        if isinstance(probe_iterations, bool) or not isinstance(probe_iterations, int):
+            raise TypeError(
+                f"probe_iterations must be an int or None, got {probe_iterations!r}"
+            )
+        if not 1 <= probe_iterations < iterations:
+            raise ValueError(
+                f"probe_iterations must be in [1, iterations = {iterations}), "
+                f"got {probe_iterations}"
+            )
     if accept_below is not None and not (
         isinstance(accept_below, float)
         and math.isfinite(accept_below)
@@ -278,28 +321,35 @@ def adaptive_attacks(
         for i in range(n):
             x, y = images[i : i + 1], labels[i : i + 1]
             view = first_round(model, x, y, rho=rho, lr=lr, local_steps=steps)
-            state = view.server_view
-            best = None
-            for seed in seeds:
-                run = adaptive_admm_inversion(
-                    model,
-                    state["update"],
-                    shape,
-                    classes,
-                    global_params=state["global_params"],
-                    dual=state["dual"],
-                    rho=rho,
-                    lr=lr,
-                    local_steps=steps,
-                    iterations=iterations,
-                    seed=seed,
-                    record_every=record_every,
+            start = functools.partial(
+                _adaptive_start,
+                model,
+                view.server_view,
+                shape,
+                classes,
+                rho=rho,
+                lr=lr,
+                local_steps=steps,
+                record_every=record_every,
+            )
+
+            def accepted(run: AttackResult) -> bool:
+                return (
+                    accept_below is not None and run.info["final_loss"] < accept_below
                 )
-                run.info["seed"] = seed
-                if best is None or run.info["final_loss"] < best.info["final_loss"]:
-                    best = run
-                if accept_below is not None and best.info["final_loss"] < accept_below:
+
+            best, rest = start(seeds[0], iterations), seeds[1:]
+            if probe_iterations is not None and rest and not accepted(best):
+                probes = [start(seed, probe_iterations) for seed in rest]
+                rest = [
+                    min(probes, key=lambda run: run.info["final_loss"]).info["seed"]
+                ]
+            for seed in rest:
+                if accepted(best):
                     break
+                run = start(seed, iterations)
+                if run.info["final_loss"] < best.info["final_loss"]:
+                    best = run
             found.append({ADAPTIVE: best})
         out.append(found)
     return out
