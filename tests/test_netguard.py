@@ -66,3 +66,16 @@ def test_the_hook_is_installed_in_a_process_started_with_the_log_variable(tmp_pa
     env = dict(os.environ, PYTHONPATH=str(GUARD.parent), GITUTOR_NET_LOG=str(log))
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "True" and "example.invalid" in log.read_text()
+
+
+@pytest.mark.parametrize("target, profile, guarded", [("notebooks", "quick", True), ("book", "quick", True),
+                                                       ("notebooks", "full", False), ("book", "full", False),
+                                                       ("smoke", "full", True)])
+def test_the_guard_is_the_quick_builds_and_the_smoke_runs(target, profile, guarded):
+    """`make book PROFILE=full` may download (the libraries' loaders on an online workstation); the quick
+    build and the offline smoke runs may not. Read from `make -n` (the commands make would run)."""
+    out = subprocess.run(["make", "-n", target, f"PROFILE={profile}", "INSTALLED=/dev/null"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    runs = [line for line in out.stdout.splitlines() if "execute_notebooks.py" in line or "smoke.py" in line]
+    assert runs, out.stdout + out.stderr
+    assert all(("scripts/netguard" in line) == guarded for line in runs), runs
