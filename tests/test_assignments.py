@@ -297,6 +297,24 @@ def test_every_check_says_why_it_failed():
     assert not bare, bare
 
 
+def test_every_hidden_check_says_what_was_expected():
+    """A hidden check's failure reaches the student after grading: its message says what was expected."""
+    import ast
+
+    def words(message) -> str:  # the message's own text, not the names it formats
+        return " ".join(n.value for n in ast.walk(message) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+    vague = [
+        (q.name, ast.unparse(node.msg)[:60])
+        for _, q in _questions()
+        for code in q.test_cells
+        if "hidden: true" in code
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Assert) and not any(w in words(node.msg) for w in ("expected", "want "))
+    ]
+    assert not vague, vague
+
+
 STEPWISE_CELL = """print(inspect.getsource(StepwiseSchedule.start_index).split('x')[-1])
 floor = 3
 source = inspect.getsource(attacks.gradient_dropout_masks)
