@@ -78,12 +78,13 @@ def test_summary_pairs_methods_on_the_same_batches():
         "ours": [1, 1, 0, 0], "Eq. 6 exhaustive": [1, 1, 0, 0], "bias count": [0, 1, 0, 1],
         "LLG": [1, 1, 0, 0], "LLG+": [0, 0, 0, 0]}.items()}
     result = {"scores": scores, "coarse": [1, 1, 1, 0], "premise": [1, 1, 1, 1], "seconds": [0.1] * 4,
-              "n_aux": [14, 15, 16, 17], "refused": 0}
+              "n_aux": [14, 15, 16, 17], "refused": 0, "short": [0, 0, 1, 0]}
     summary = imagenet.imagenet_summary(result)
     assert summary["discordant"]["bias count"] == (1, 1) and summary["paired"]["bias count"].mean == 0
     assert summary["discordant"]["LLG+"] == (2, 0) and summary["paired"]["LLG+"].mean == 0.5
     assert summary["given_coarse"]["ours"].n == 3 and summary["given_coarse"]["ours"].mean == pytest.approx(2 / 3)
     assert summary["premise_paired"].mean == 0.5 and summary["premise_paired"].n == 4  # p = 0 − ours, paired
+    assert summary["short"] == 1  # batches on which the truth scores a lower J than the search's counts
     table = irep.headline_table(summary)
     assert "exact, coarse set right (n = 3)" in table and "| 1 / 1 |" in table
 
@@ -95,13 +96,13 @@ def _summary(ours, bias_paired, premise=0.9):
     return {"exact": {n: rate(ours) for n in names}, "given_coarse": {n: rate(ours) for n in names},
             "accuracy": {n: rate(0.8) for n in names}, "paired": {n: paired for n in imagenet.BASELINES},
             "discordant": {n: (18, 0) for n in imagenet.BASELINES}, "coarse": rate(0.99), "coarse_right": 99,
-            "trials": 100, "premise": rate(premise), "n_aux": (14, 18), "refused": 0, "seconds": 0.1,
+            "trials": 100, "premise": rate(premise), "n_aux": (14, 18), "refused": 0, "seconds": 0.1, "short": 0,
             "premise_paired": Interval(premise - ours, premise - ours - 0.1, premise - ours + 0.1, 100, (-1.0, 1.0))}
 
 
 def test_rows_hold_one_headline_judged_by_the_verdict_rule_whatever_the_networks_confidence():
     cfg = get_profile("03_cv_batch_labels", "quick")
-    sweep = {"ours": {"flags": [[1.0, 0.0]] * len(cfg.imagenet_batch_sizes)}}
+    sweep = {"ours": {"flags": [[1.0, 0.0]] * len(cfg.imagenet_batch_sizes), "short": [0] * 4}}
     rows = irep.imagenet_rows(_summary(0.2, 0.18), sweep, [2] * len(cfg.imagenet_batch_sizes), cfg, "quick", 0.65)
     headline = headline_row(rows)
     assert sum(bool(r.get("headline")) for r in rows) == 1 and headline["this_run"] == 0.2
@@ -115,3 +116,46 @@ def test_rows_hold_one_headline_judged_by_the_verdict_rule_whatever_the_networks
     # the p = 0 diagnostic sits beside the headline as its own row, with the network's p and the paired difference
     premise = next(r for r in rows if "p = 0 imposed" in r["quantity"])
     assert premise["this_run"] == 0.9 and "0.65" in premise["differences"] and verdict(premise) == "not judged"
+
+
+def test_a_wrong_batch_is_the_searchs_error_only_when_the_truth_scores_a_lower_j():
+    """The truth's Eq. 6 J beside the search's: a batch counts as cut short by the search's cap only when the
+    true counts are in the search space and score lower than the found ones."""
+    from gitutor.labels import FeatureCV, coarse_labels, label_count_objective
+
+    bank = _bank(views=4, m=64)
+    head = nn.Linear(64, 1000)
+    nn.init.zeros_(head.weight), nn.init.zeros_(head.bias)
+    labels = torch.tensor([3, 3, 3, 7, 7, 11])
+    features = bank.features[[0, 1, 0, 2, 2, 3], [0, 0, 1, 0, 1, 0]]
+    w = client_gradients(head, features, labels)[0]
+    classes = coarse_labels(w)
+    assert classes.tolist() == [3, 7, 11]
+    stats = FeatureCV.from_features(bank.centre_features[4:], top_m=10)
+    truth = torch.tensor([3, 2, 1])
+    outcomes = []
+    for counts in ([1, 1, 4], [4, 1, 1], [2, 3, 1], [1, 4, 1]):
+        found = classes.repeat_interleave(torch.tensor(counts))
+        j = label_count_objective(torch.stack([truth, torch.tensor(counts)]), w, classes, stats)
+        outcomes.append(imagenet.search_fell_short(w, classes, stats, found, labels))
+        assert outcomes[-1] == bool(j[0] < j[1]), counts
+    assert True in outcomes  # the truth beats a poor count vector
+    shuffled = labels[torch.randperm(6, generator=torch.Generator().manual_seed(0))]
+    assert not imagenet.search_fell_short(w, classes, stats, shuffled, labels)  # right as a multiset
+    missed = torch.tensor([3, 3, 3, 7, 7, 20])  # class 20 is not a coarse label: out of the search's reach
+    assert not imagenet.search_fell_short(w, classes, stats, classes.repeat_interleave(truth), missed)
+    assert not imagenet.search_fell_short(w, classes, stats, torch.empty(0, dtype=torch.int64), labels)
+    with pytest.raises(ValueError, match="found and labels"):
+        imagenet.search_fell_short(w, classes, stats, labels[:5], labels)
+
+
+def test_a_rate_the_cap_may_set_is_widened_to_what_a_longer_search_could_reach():
+    rate = Interval(0.2, 0.1, 0.35, 20, (0.0, 1.0))
+    same, note = irep._capped(rate, 0, 200)
+    assert same is rate and "does not set this rate" in note and "16 wrong batches" in note
+    widened, note = irep._capped(rate, 6, 200)
+    assert (widened.mean, widened.low, widened.n) == (0.2, 0.1, 20) and widened.high > 0.35
+    assert widened.high == pytest.approx(irep.success_interval([1.0] * 10 + [0.0] * 10).high)
+    assert "6 of the 16 wrong batches" in note
+    with pytest.raises(ValueError, match="short"):
+        irep._capped(rate, 17, 200)
