@@ -218,8 +218,30 @@ def test_rows_judge_dlgs_tolerance_against_the_papers(tmp_path):
     assert prune["n"] == 8 and "8 recovered without a defense" in prune["setting"]
     save_results("01_dlg", "quick", rows, tmp_path)  # well-formed rows, inside their ranges
     table = reading.level_table(summary)
-    assert "| pruning | 0.3 | 0 | 0 | 10 | 8 [0.68, 1.00] | stops DLG | 5 of 10 |" in table
-    assert "| no defense | – | 8 | 0 | 2 | – | – | 1 of 2 |" in table
+    assert "| pruning | 0.3 | 0 | 0 | 10 | 8 of 8 [0.68, 1.00] | stops DLG | 0 | 5 of 10 |" in table
+    assert "| no defense | – | 8 | 0 | 2 | – | – | – | 1 of 2 |" in table
+    # a run that ends ≥ 10× the truth's distance stalled: set aside, not counted stopped. Pruning 0.1 stopped
+    # on images 0–3 by stalled starts reads "DLG gets through" (0 of the 4 others), not "not resolved" (4 of 8)
+    stall = _record(lambda k, v, i: 6.0 if k == "prune" and v == 0.1 and i < 4 else _paper_like(k, v, i))
+    for t in stall["trials"]:
+        if t["kind"] == "prune" and t["level"] == 0.1 and t["image"] < 4:
+            t["value"]["final_distance"] = reading.STALL_FACTOR * t["value"]["distance_truth"]
+    stalled = reading.summarise(stall)["prune", 0.1]
+    assert (stalled.stalled, stalled.stopped, stalled.stopped_rate.n, stalled.state) == (4, 0, 4, G)
+    assert stalled.counts["stopped"].mean == 0.4  # the outcome counts still show every run
+    assert "| pruning | 0.1 | 6 | 0 | 4 | 0 of 4 [0.00, 0.49] | DLG gets through | 4 | 4 of 4 |" in (
+        reading.level_table(reading.summarise(stall)))
+    unstalled = _record(lambda k, v, i: 6.0 if k == "prune" and v == 0.1 and i < 4 else _paper_like(k, v, i))
+    assert reading.summarise(unstalled)["prune", 0.1].state == O  # the same PSNRs from converged runs: 4 of 8
+    every = _record(lambda k, v, i: 6.0 if k == "prune" and v == 0.1 else _paper_like(k, v, i))
+    for t in every["trials"]:
+        if t["kind"] == "prune" and t["level"] == 0.1:
+            t["value"]["final_distance"] = 100.0
+    all_stalled = reading.summarise(every)["prune", 0.1]
+    assert (all_stalled.stalled, all_stalled.stopped_rate, all_stalled.state) == (8, None, O)
+    assert not reading.stalled_run({"final_distance": 5.0, "distance_truth": 0.0})  # undefended: no stall
+    with pytest.raises(ValueError, match="final_distance"):
+        reading.stalled_run({"final_distance": -1.0, "distance_truth": 0.1})
     # half the images stopped at 20 %: not resolved, and so is the row
     half = _record(lambda k, v, i: 10.0 if k == "prune" and v == 0.2 and i < 4 else _paper_like(k, v, i))
     row = reading.result_rows(half)[0]
@@ -332,3 +354,40 @@ def test_the_script_records_only_a_whole_study_and_resumes_after_a_failure(tmp_p
     assert len(written["controls"]) == len(written["gradient_scale"]) == study.SAMPLES
     assert written["setting"]["iterations"] == 2 and len(written["trials"]) == 2
     assert not list(tmp_path.glob("*.journal.jsonl"))  # removed once the record is written
+
+
+def test_a_stalled_run_restarts_once_and_the_lower_final_distance_is_kept(tmp_path):
+    record = _record(_paper_like)
+    stalled = next(t for t in record["trials"] if t["kind"] == "prune" and t["level"] == 0.3 and t["image"] == 1)
+    stalled["value"]["final_distance"] = 50.0  # ≥ 10× the truth's 1.0
+    better = dict(stalled["value"], psnr=44.0, final_distance=0.3)
+    restarts = {"of": record["provenance"]["commit"], "setting": record["setting"], "provenance": {},
+                "trials": [{"kind": "prune", "level": 0.3, "image": 1, "start": 1, "value": better}]}
+    path = tmp_path / "01_defenses_restarts.json"
+    path.write_text(json.dumps(restarts))
+    assert reading.read_restarts(tmp_path / "absent.json", record) is None
+    found = reading.read_restarts(path, record)
+    kept = reading.with_restarts(record, found)
+    value = reading.trial_value(kept, "prune", 0.3, 1)
+    assert (value["psnr"], value["start"]) == (44.0, 1)
+    assert reading.trial_value(kept, "prune", 0.3, 2)["start"] == 0
+    worse = {**restarts, "trials": [{**restarts["trials"][0], "value": dict(better, final_distance=60.0)}]}
+    path.write_text(json.dumps(worse))
+    assert reading.trial_value(reading.with_restarts(record, reading.read_restarts(path, record)),
+                               "prune", 0.3, 1)["start"] == 0  # the restart stalled higher: the first kept
+    for bad, match in (({**restarts, "of": "1" * 40}, "restarts the study recorded"),
+                       ({**restarts, "trials": [{**restarts["trials"][0], "image": 2}]}, "did not stall"),
+                       ({"trials": []}, "not a restart record")):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=match):
+            reading.read_restarts(path, record)
+
+
+def test_a_restart_starts_from_another_dummy():
+    context = dict(study.SETTING, iterations=2, record_every=1)
+    first = study.trial(context, kind="prune", level=0.3, image=1)
+    again = study.trial(context, kind="prune", level=0.3, image=1, start=0)
+    second = study.trial(context, kind="prune", level=0.3, image=1, start=1)
+    assert first["curve"] == again["curve"] and first["curve"][0] != second["curve"][0]
+    with pytest.raises(ValueError, match="start"):
+        study.trial(context, kind="prune", level=0.3, image=1, start=-1)

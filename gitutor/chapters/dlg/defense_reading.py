@@ -11,8 +11,18 @@ one DLG run per (defense, level, image). Each run gets one of three :data:`OUTCO
 * **not resolved**: in between — more than any control, less than recognisable by the book's bar (where
   DLG §5's "leakage with artifacts" lies).
 
+**Stalled runs.** A defended run whose final gradient distance is at least :data:`STALL_FACTOR` times the
+distance of the true image to the gradient the server received has not solved the matching problem that
+the truth solves ten times better: its start stalled (DLG's success depends on the start, DLG §4). The
+server sees the stall too (the distances of a converged and of a stalled run differ by orders of
+magnitude), so it restarts such a run once from a new dummy (``book/studies/01_defenses_restarts.json``,
+:func:`read_restarts`) and keeps the start with the lower final distance, its own criterion
+(:func:`with_restarts`). A run still stalled after that says nothing about the defense and is set aside:
+neither stopped nor recovered.
+
 **The rule.** A level *stops DLG* when, among the images DLG recovers **without** a defense (a defense
-can only stop an attack that works without it; the others say nothing about the defense), the 95 %
+can only stop an attack that works without it; the others say nothing about the defense) whose run at
+that level did not stall, the 95 %
 Wilson interval (:func:`gitutor.stats.success_interval`) of the fraction stopped at that level lies wholly
 above 1/2: DLG is stopped on most of the images it would otherwise leak, beyond sampling noise. DLG *gets
 through* a level when that interval lies wholly below 1/2; otherwise the level is *not resolved* (too few
@@ -55,6 +65,9 @@ OUTCOMES = ("recovered", "not resolved", "stopped")
 STOPS, GETS_THROUGH, OPEN = "stops DLG", "DLG gets through", "not resolved"
 #: The share of the images DLG recovers without a defense that a level must stop ("most").
 MAJORITY = 0.5
+#: A defended run *stalled* when its final gradient distance is at least this many times the true image's
+#: distance to the gradient the server received (module docstring): it is set aside, not counted stopped.
+STALL_FACTOR = 10.0
 #: DLG §5's reading of each defense (Zhu, Liu & Han, NeurIPS 2019, book/references.bib ``zhu2019dlg``):
 #: ``(tolerance, where, what the paper says)`` — the strongest level of Fig. 7 at which the paper still sees
 #: the leak. Pruning: leakage up to about 20 % of the entries pruned ("maximum tolerance"), the images no
@@ -152,9 +165,12 @@ class Level:
         images: the sample indices, in the record's order.
         psnr: PSNR (dB) of each image's reconstruction; outcomes: its :func:`outcome`.
         counts: ``{outcome: Interval}``, the fraction of all images with that outcome (Wilson).
-        attackable: how many images DLG recovers without a defense; stopped: how many of those this level
-            stops, with its Wilson interval ``stopped_rate`` (None for no defense).
-        state: :func:`level_state` (None for no defense).
+        attackable: how many images DLG recovers without a defense; stalled: how many of those this
+            level's run stalled on (final distance ≥ :data:`STALL_FACTOR` × the truth's; set aside, 0 for
+            no defense); stopped: how many of the others this level stops, with its Wilson interval
+            ``stopped_rate`` (None for no defense, or when every run stalled).
+        state: :func:`level_state` of stopped of the attackable runs that did not stall (None for no
+            defense; :data:`OPEN` when every run stalled).
         above_truth: how many of the stopped runs end with a gradient distance above that of the true
             image (the optimiser did not reach the truth's match: the stop is an optimisation failure,
             which a stronger optimiser might undo), of ``stopped_runs``.
@@ -167,6 +183,7 @@ class Level:
     outcomes: tuple[str, ...]
     counts: Mapping[str, Interval]
     attackable: int
+    stalled: int
     stopped: int | None
     stopped_rate: Interval | None
     state: str | None
@@ -255,12 +272,86 @@ def median_scale(record: Mapping) -> dict[str, float]:
     return {k: sorted(s[k] for s in scales)[len(scales) // 2] for k in scales[0]}
 
 
+def read_restarts(path, record: Mapping) -> dict | None:
+    """The restart record at ``path`` (``book/studies/01_defenses_restarts.json``, written by
+    ``scripts/defense_study_01.py --restarts``) for the study ``record`` (:func:`read_study`), or None when
+    there is no file there.
+
+    Raises:
+        ValueError: naming ``path`` when it is not such a record, was run on another study record (its
+            ``of`` commit is not ``record``'s), with another setting, or restarts a trial that did not
+            stall in ``record`` or that ``record`` lacks.
+    """
+    from gitutor.files import read_json
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    restarts = read_json(path, "defense study restarts")
+    keys = ("of", "setting", "trials", "provenance")
+    if not isinstance(restarts, dict) or any(key not in restarts for key in keys):
+        raise ValueError(
+            f"{path} is not a restart record of the defense study (keys {keys})"
+        )
+    if restarts["of"] != record["provenance"]["commit"]:
+        raise ValueError(
+            f"{path} restarts the study recorded at {restarts['of']}, not the record's "
+            f"{record['provenance']['commit']}: rerun scripts/defense_study_01.py --restarts"
+        )
+    if restarts["setting"] != record["setting"]:
+        raise ValueError(f"{path} was run with another setting than the study record")
+    values = {(t["kind"], t["level"], t["image"]): t["value"] for t in record["trials"]}
+    for t in restarts["trials"]:
+        key = (t["kind"], t["level"], t["image"])
+        if key not in values or not stalled_run(values[key]):
+            raise ValueError(
+                f"{path} restarts {key}, which did not stall in the study record"
+            )
+    return restarts
+
+
+def with_restarts(record: Mapping, restarts: Mapping | None) -> dict:
+    """``record`` with each trial that ``restarts`` (:func:`read_restarts`) restarted replaced by the start
+    of lower final gradient distance (the server's criterion; the first start on a tie); each kept value
+    gets ``"start"`` (0: the first, 1: the restart). Without ``restarts`` the record as it is."""
+    if restarts is None:
+        return dict(record)
+    again = {
+        (t["kind"], t["level"], t["image"]): t["value"] for t in restarts["trials"]
+    }
+    trials = []
+    for t in record["trials"]:
+        first = t["value"]
+        second = again.get((t["kind"], t["level"], t["image"]))
+        if second is not None and second["final_distance"] < first["final_distance"]:
+            trials.append({**t, "value": {**second, "start": 1}})
+        else:
+            trials.append({**t, "value": {**first, "start": 0}})
+    return {**record, "trials": trials}
+
+
 def example_image(summary: Mapping[tuple[str, float], Level], preferred: int) -> int:
     """The image whose reconstructions the page shows: ``preferred`` (the live run's) when it is one of the
     study's images DLG recovers without a defense, else the first such image (else the first image)."""
     none = summary["none", 0.0]
     recovered = [i for i, o in zip(none.images, none.outcomes) if o == "recovered"]
     return preferred if preferred in recovered else (recovered or list(none.images))[0]
+
+
+def stalled_run(value: Mapping) -> bool:
+    """Whether a trial ``value`` (``final_distance``, ``distance_truth``: gradient distances of the run's
+    result and of the true image to the gradient the server received) stalled: final distance ≥
+    :data:`STALL_FACTOR` × the truth's, with the truth's distance above 0 (an undefended gradient, which
+    the truth matches exactly, has no stall by this rule).
+
+    Raises:
+        ValueError: naming ``value`` when a distance is negative or not a number.
+    """
+    final, truth = value["final_distance"], value["distance_truth"]
+    for name, d in (("final_distance", final), ("distance_truth", truth)):
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not d >= 0:
+            raise ValueError(f"value[{name!r}] must be a distance ≥ 0, got {d!r}")
+    return truth > 0 and final >= STALL_FACTOR * truth
 
 
 def summarise(
@@ -297,8 +388,15 @@ def summarise(
             outcome(v["psnr"], c, recognisable) for v, c in zip(found, controls)
         )
         stopped_runs = [v for v, o in zip(found, outcomes) if o == "stopped"]
-        hits = [o == "stopped" for o, a in zip(outcomes, attackable) if a]
         defended = kind != "none"
+        stalled = [defended and stalled_run(v) for v in found]
+        hits = [
+            o == "stopped"
+            for o, a, st in zip(outcomes, attackable, stalled)
+            if a and not st
+        ]
+        n_stalled = sum(st for st, a in zip(stalled, attackable) if a)
+        judged = defended and bool(hits)
         out[kind, level] = Level(
             kind=kind,
             level=level,
@@ -307,9 +405,12 @@ def summarise(
             outcomes=outcomes,
             counts={o: success_interval([x == o for x in outcomes]) for o in OUTCOMES},
             attackable=n_a,
+            stalled=n_stalled,
             stopped=sum(hits) if defended else None,
-            stopped_rate=success_interval(hits) if defended else None,
-            state=level_state(sum(hits), n_a) if defended else None,
+            stopped_rate=success_interval(hits) if judged else None,
+            state=(level_state(sum(hits), len(hits)) if judged else OPEN)
+            if defended
+            else None,
             above_truth=sum(
                 v["final_distance"] > v["distance_truth"] for v in stopped_runs
             ),
@@ -438,9 +539,12 @@ def level_table(summary: Mapping[tuple[str, float], Level]) -> str:
                 count(row.counts["not resolved"]),
                 count(row.counts["stopped"]),
                 "–"
+                if row.state is None
+                else "–"
                 if rate is None
-                else f"{row.stopped} [{rate.low:.2f}, {rate.high:.2f}]",
+                else f"{row.stopped} of {rate.n} [{rate.low:.2f}, {rate.high:.2f}]",
                 "–" if row.state is None else row.state,
+                "–" if row.state is None else str(row.stalled),
                 f"{row.above_truth} of {row.stopped_runs}",
             ]
         )
@@ -452,8 +556,9 @@ def level_table(summary: Mapping[tuple[str, float], Level]) -> str:
         f"recovered (of {n})",
         f"not resolved (of {n})",
         f"stopped (of {n})",
-        f"stopped of the {n_a} recovered undefended [95 %]",
+        f"stopped of the {n_a} recovered undefended, stalled set aside [95 %]",
         "reading",
+        f"stalled (distance ≥ {STALL_FACTOR:g}× the truth's), set aside",
         "stopped, distance above the truth's",
     ]
     return markdown_table(header, lines)
@@ -529,7 +634,8 @@ def result_rows(
                 **base,
                 "setting": f"{n} CIFAR-100 samples, {n_a} recovered without a defense; DLG, label "
                 f"unknown, {SETTING['iterations']} L-BFGS steps, {SETTING['size']}×{SETTING['size']}; "
-                f"levels {list(LEVELS[kind])}; a level stops DLG on most of those (95 % Wilson)",
+                f"levels {list(LEVELS[kind])}; a level stops DLG on most of those (95 % Wilson), "
+                f"runs that stalled (final distance ≥ {STALL_FACTOR:g}× the truth's) set aside",
                 "this_run": th.tolerance,
                 "unit": f"{UNITS[kind]}; tolerance {tolerance_text(th)} (0: no level tried gets "
                 f"through); weakest level that stops DLG: {stops_text(th)}; interval: the levels "

@@ -72,6 +72,8 @@ SETTING = {
 }
 #: How many samples the source holds (foolbox's CIFAR-100 set): images 0 … SAMPLES − 1.
 SAMPLES = 20
+#: A restart's dummy seed: the image's seed plus this times the start (as the seed study's restarts).
+RESTART_OFFSET = 1000
 #: The N(0, 1) start control is drawn from this seed, as chapter 01 draws it (its ``SEED``).
 CONTROL_SEED = 0
 #: Side (px) of the thumbnail control, as the chapter's profile (``thumbnail``).
@@ -208,6 +210,7 @@ def trial(
     kind: str,
     level: float,
     image: int,
+    start: int = 0,
     checkpoint: Checkpoint | None = None,
 ) -> dict:
     """One trial of the study: DLG on sample ``image``'s gradient, defended by ``kind`` at ``level``.
@@ -215,12 +218,15 @@ def trial(
     The case is :func:`~gitutor.chapters.dlg.sweeps.dlg_case` ``(image, …)`` (the DLG LeNet drawn from seed
     ``image``, the sample and its true label), the server's view its gradient through
     :func:`study_defense`, and the attack :func:`~gitutor.chapters.dlg.sweeps.attack` (:func:`gitutor.attacks.dlg`,
-    label unknown, L-BFGS with the DLG code's fixed step, dummy start of seed ``image``) for
-    ``context["iterations"]`` steps with no stop rule (DLG Algorithm 1).
+    label unknown, L-BFGS with the DLG code's fixed step, dummy start of seed ``image`` +
+    :data:`RESTART_OFFSET` · ``start``) for ``context["iterations"]`` steps with no stop rule (DLG
+    Algorithm 1). ``start`` 0 is the study's run; ``start`` 1 a restart of a run that stalled
+    (:func:`gitutor.chapters.dlg.defense_reading.stalled_run`), from a dummy the first did not see.
 
     Args:
         context: :data:`SETTING` (image side, classes, source, steps, snapshot interval).
         kind, level, image: the trial (:func:`study_trials`).
+        start: which start of the trial (0: the first; ≥ 1: a restart).
         checkpoint: where the run saves and resumes (:func:`gitutor.sweeps.run_trials` passes one).
 
     Returns:
@@ -238,6 +244,7 @@ def trial(
             the attack runs.
     """
     settings = _check_setting(context)
+    check_int(start, "start", low=0)
     defense = study_defense(kind, level, image)
     model, x, y = dlg_case(
         image,
@@ -249,7 +256,7 @@ def trial(
     run = attack(
         case,
         iterations=settings["iterations"],
-        seed=image,
+        seed=image + RESTART_OFFSET * start,
         record_every=settings["record_every"],
         checkpoint=checkpoint,
     )
