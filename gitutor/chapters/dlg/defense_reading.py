@@ -171,9 +171,10 @@ class Level:
             ``stopped_rate`` (None for no defense, or when every run stalled).
         state: :func:`level_state` of stopped of the attackable runs that did not stall (None for no
             defense; :data:`OPEN` when every run stalled).
-        above_truth: how many of the stopped runs end with a gradient distance above that of the true
-            image (the optimiser did not reach the truth's match: the stop is an optimisation failure,
-            which a stronger optimiser might undo), of ``stopped_runs``.
+        above_truth: how many of the stopped runs that did not stall end with a gradient distance above
+            that of the true image (the optimiser did not quite reach the truth's match: a stop that a
+            stronger optimiser might still undo), of ``stopped_runs`` (the stopped runs that did not stall,
+            of all the study's images).
     """
 
     kind: str
@@ -387,9 +388,11 @@ def summarise(
         outcomes = tuple(
             outcome(v["psnr"], c, recognisable) for v, c in zip(found, controls)
         )
-        stopped_runs = [v for v, o in zip(found, outcomes) if o == "stopped"]
         defended = kind != "none"
         stalled = [defended and stalled_run(v) for v in found]
+        stopped_runs = [
+            v for v, o, st in zip(found, outcomes, stalled) if o == "stopped" and not st
+        ]
         hits = [
             o == "stopped"
             for o, a, st in zip(outcomes, attackable, stalled)
@@ -559,7 +562,7 @@ def level_table(summary: Mapping[tuple[str, float], Level]) -> str:
         f"stopped of the {n_a} recovered undefended, stalled set aside [95 %]",
         "reading",
         f"stalled (distance ≥ {STALL_FACTOR:g}× the truth's), set aside",
-        "stopped, distance above the truth's",
+        "stopped (not stalled), distance above the truth's",
     ]
     return markdown_table(header, lines)
 

@@ -553,6 +553,9 @@ def paper_rows(
                 common,
                 "higher",
                 share(hits),
+                not_comparable=f"accuracy, like L_s, depends on σ / RMS(g_r) ({ratio:.2g} here, "
+                "median), which the paper does not report (nor its network's layout and "
+                "initialisation): at equal σ the noise is on different scales",
             )
         )
         rows.append(
