@@ -113,8 +113,12 @@ def test_the_sanity_cells_read_the_start_the_end_and_the_truths_objective(tmp_pa
     cell = cells["mixup", "cos / GT"]
     assert set(cells) == {(k, s) for k in study.KINDS for s in study.SANITY_SETTINGS}
     assert cell.runs == 3 and cell.start == 35.0 and cell.psnr.mean == 26.0
-    assert cell.recognisable == 2 and cell.below_truth == 3
+    assert cell.recognisable == 2 and cell.below_truth == 3 and cell.unmoved == 0
     assert reading.sanity_table(cells).count("\n") == 1 + len(cells)
+    # a run that returned its start (best_iteration 0) is the start's image, not the attack's
+    trials[-1]["value"]["best_iteration"] = 0  # image 2 of the last setting, 27 dB ≥ 26
+    last = reading.sanity_cells(sanity, _truths(0.1), 26.0)[trials[-1]["kind"], trials[-1]["setting"]]
+    assert (last.recognisable, last.unmoved) == (1, 1)
     path = tmp_path / "02_table3_sanity.json"
     assert reading.read_sanity_arm(path) is None
     path.write_text(json.dumps(sanity))

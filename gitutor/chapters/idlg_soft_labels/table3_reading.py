@@ -384,7 +384,9 @@ class SanityCell:
         runs: one per image.
         start: median PSNR (dB) of the starts (the truth plus noise).
         psnr: mean PSNR (dB) of the returned reconstructions, the 95 % interval over the images.
-        recognisable: runs that end at or above the recognisable PSNR.
+        recognisable: runs that end at or above the recognisable PSNR, not counting those in ``unmoved``.
+        unmoved: runs that returned their start (``best_iteration`` 0: no step lowered the objective
+            below the start's), whatever their PSNR — the start's, not the attack's.
         below_truth: runs whose lowest recorded objective is at or below the truth's.
     """
 
@@ -394,6 +396,7 @@ class SanityCell:
     start: float
     psnr: Interval
     recognisable: int
+    unmoved: int
     below_truth: int
 
 
@@ -422,7 +425,12 @@ def sanity_cells(
                 runs=len(runs),
                 start=median(t["value"]["start_psnr"] for t in runs),
                 psnr=interval([t["value"]["psnr"] for t in runs]),
-                recognisable=sum(t["value"]["psnr"] >= recognisable for t in runs),
+                recognisable=sum(
+                    t["value"]["psnr"] >= recognisable
+                    and t["value"]["best_iteration"] > 0
+                    for t in runs
+                ),
+                unmoved=sum(t["value"]["best_iteration"] == 0 for t in runs),
                 below_truth=sum(
                     _lowest(t) <= truths[kind, setting, t["image"]] for t in runs
                 ),
@@ -432,10 +440,10 @@ def sanity_cells(
 
 def sanity_table(cells: Mapping[tuple[str, str], SanityCell]) -> str:
     """The Markdown table of :func:`sanity_cells`: per kind and setting the start's median PSNR, the returned
-    mean PSNR with its 95 % interval (dB), the runs recognisable and the runs whose objective reached the
-    truth's."""
+    mean PSNR with its 95 % interval (dB), the runs recognisable, the runs that returned their start and the
+    runs whose objective reached the truth's."""
     header = ["kind", "setting", "start (dB, median)", "returned (dB) [95 % interval]"]
-    header += ["recognisable", "objective ≤ the truth's"]
+    header += ["recognisable", "returned its start", "objective ≤ the truth's"]
     lines = [
         [
             cell.kind,
@@ -443,6 +451,7 @@ def sanity_table(cells: Mapping[tuple[str, str], SanityCell]) -> str:
             f"{cell.start:.1f}",
             format_interval(cell.psnr, 1, count=False),
             f"{cell.recognisable} of {cell.runs}",
+            f"{cell.unmoved} of {cell.runs}",
             f"{cell.below_truth} of {cell.runs}",
         ]
         for cell in cells.values()
