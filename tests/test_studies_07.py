@@ -112,16 +112,20 @@ def test_photographs_are_real_and_limited_to_those_bundled():
 def _prefer(table, name):
     """Criteria under which the attacker keeps ``name`` on every image of ``table``."""
     n = len(table[name])
-    return {a: [0.0 if a == name else 1.0] * n for a in ("DLG on −Δ/(2η)", "cosine on −Δ/η")}
+    return {a: [0.0 if a == name else 1.0] * n for a in judgement.ON_INCREMENT}
+
+
+#: iDLG on −Δ/(2η) in the synthetic tables: never recognisable, never the attacker's pick.
+IDLG_HALF = "iDLG on −Δ/(2η)"
 
 
 def test_the_attacker_picks_by_what_it_computes_and_the_oracle_by_psnr():
     """Review: "the better of two attacks" was picked by PSNR against the truth. The attacker keeps per
     image the attack of the lowest criterion; the oracle's count, beside it, may be higher."""
     table = {"DLG on −Δ/(2η)": [(0.0, 80.0), (0.0, 4.0), (0.0, 50.0)],
-             "cosine on −Δ/η": [(0.0, 20.0), (0.0, 35.0), (0.0, 10.0)],
+             "cosine on −Δ/η": [(0.0, 20.0), (0.0, 35.0), (0.0, 10.0)], IDLG_HALF: [(0.0, 5.0)] * 3,
              "DLG": [(0.0, 80.0)] * 3, "iDLG": [(0.0, 80.0)] * 3}
-    criteria = {"DLG on −Δ/(2η)": [0.1, 0.2, 0.9], "cosine on −Δ/η": [0.5, 0.1, 0.3]}
+    criteria = {"DLG on −Δ/(2η)": [0.1, 0.2, 0.9], "cosine on −Δ/η": [0.5, 0.1, 0.3], IDLG_HALF: [1.0] * 3}
     assert judgement.attackers_pick(table, criteria) == [80.0, 35.0, 10.0]
     assert judgement.best_on_increment(table) == [80.0, 35.0, 50.0]
     judged = judgement.kind_judgements({"digits": table}, {"digits": criteria})["digits"]
@@ -140,10 +144,11 @@ def test_the_increment_criteria_are_the_cosine_to_the_clients_increment():
     images, labels = data["digits"]
     model = init_uniform_(LeNet(10, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(1))
     runs = [{"DLG on −Δ/(2η)": AttackResult(images=images[i : i + 1], labels=labels[i : i + 1]),
+             IDLG_HALF: AttackResult(images=images[i : i + 1], labels=labels[i : i + 1]),
              "cosine on −Δ/η": AttackResult(images=torch.full_like(images[i : i + 1], 0.5),
                                              labels=labels[i : i + 1])} for i in range(2)]
     found = admm_compare.increment_criteria(model, images, labels, runs, rho=0.01, lr=0.1, local_steps=1)
-    assert found["DLG on −Δ/(2η)"] == pytest.approx([0.0, 0.0], abs=1e-5)
+    assert found["DLG on −Δ/(2η)"] == pytest.approx([0.0, 0.0], abs=1e-5) == found[IDLG_HALF]
     assert all(c > 1e-3 for c in found["cosine on −Δ/η"])
     with pytest.raises(ValueError, match="runs"):
         admm_compare.increment_criteria(model, images, labels, runs[:1], rho=0.01, lr=0.1, local_steps=1)
@@ -226,7 +231,8 @@ def test_gaps_are_paired_log_ratios_with_intervals_and_the_headline_row_follows_
     # per image: MSE of DLG 1e-6, of DLG-ADMM 0.1 (gap 5); iDLG the same except image 2 (gap 1)
     table = {"DLG": [(1e-6, 60.0)] * 3, "DLG-ADMM": [(0.1, 10.0)] * 3,
              "iDLG": [(1e-6, 60.0), (1e-6, 60.0), (0.01, 20.0)], "iDLG-ADMM": [(0.1, 10.0)] * 3,
-             "DLG on −Δ/(2η)": [(1e-6, 60.0)] * 3, "cosine on −Δ/η": [(1e-3, 30.0)] * 3}
+             "DLG on −Δ/(2η)": [(1e-6, 60.0)] * 3, "cosine on −Δ/η": [(1e-3, 30.0)] * 3,
+             IDLG_HALF: [(0.1, 10.0)] * 3}
     gaps = admm_compare.log_gaps(table)
     assert gaps["DLG"] == pytest.approx([5.0] * 3) and gaps["both"] == pytest.approx([5.0, 5.0, 1.0])
     assert admm_compare.log_gaps({**table, "DLG": [(0.0, 99.0)] * 3})["DLG"][0] == pytest.approx(11.0)  # floored
@@ -303,8 +309,9 @@ def test_glue_tables_and_cosine_summary():
 
 
 def test_the_best_attack_on_the_increment_per_image_and_the_controls_on_the_chapters_images():
-    table = {"DLG on −Δ/(2η)": [(0.0, 40.0), (0.0, 10.0)], "cosine on −Δ/η": [(0.0, 12.0), (0.0, 31.0)]}
-    assert judgement.best_on_increment(table) == [40.0, 31.0]
+    table = {"DLG on −Δ/(2η)": [(0.0, 40.0), (0.0, 10.0)], "cosine on −Δ/η": [(0.0, 12.0), (0.0, 31.0)],
+             IDLG_HALF: [(0.0, 41.0), (0.0, 5.0)]}
+    assert judgement.best_on_increment(table) == [41.0, 31.0]
     with pytest.raises(ValueError, match="same images"):
         judgement.best_on_increment({**table, "cosine on −Δ/η": [(0.0, 1.0)]})
     images = torch.rand(4, 1, 16, 16)
@@ -368,18 +375,19 @@ def test_the_loss_claim_of_fig_2_is_judged_per_kind_and_attack_and_recorded(tmp_
 
 def test_more_local_steps_are_compared_with_the_main_table_image_by_image(tmp_path):
     base = {"DLG on −Δ/(2η)": [(0.0, 80.0), (0.0, 82.0), (0.0, 4.0)],
-            "cosine on −Δ/η": [(0.0, 40.0), (0.0, 35.0), (0.0, 33.0)]}
+            "cosine on −Δ/η": [(0.0, 40.0), (0.0, 35.0), (0.0, 33.0)], IDLG_HALF: [(0.0, 5.0)] * 3}
     adaptive = judgement.ADAPTIVE
     more = {(0.01, 3): {"DLG on −Δ/(2η)": [(0.0, 50.0), (0.0, 40.0), (0.0, 4.0)],
                         "cosine on −Δ/η": [(0.0, 38.0), (0.0, 29.0), (0.0, 31.0)],
-                        adaptive: [(0.0, 90.0), (0.0, 5.0), (0.0, 3.0)]}}
+                        IDLG_HALF: [(0.0, 5.0)] * 3, adaptive: [(0.0, 90.0), (0.0, 5.0), (0.0, 3.0)]}}
     # the attacker keeps DLG on images 1 and 2, cosine on image 3 (here the PSNR's better too)
-    prefer = {"DLG on −Δ/(2η)": [0.1, 0.1, 0.9], "cosine on −Δ/η": [0.5, 0.5, 0.1]}
+    prefer = {"DLG on −Δ/(2η)": [0.1, 0.1, 0.9], "cosine on −Δ/η": [0.5, 0.5, 0.1], IDLG_HALF: [1.0] * 3}
     # at E = 3 its pick ranges over the adaptive attack too: it keeps it on image 1 only
     three = prefer | {adaptive: [0.0, 0.8, 0.95]}
     criteria = {"base": prefer, (0.01, 3): three, (1.0, 3): three}
     summary = local_steps.summarise(base, more, 30.0, criteria)[0.01, 3]
-    assert summary["counts"] == {"DLG on −Δ/(2η)": 2, "cosine on −Δ/η": 2, adaptive: 1, "attacker's pick": 3}
+    assert summary["counts"] == {"DLG on −Δ/(2η)": 2, IDLG_HALF: 0, "cosine on −Δ/η": 2, adaptive: 1,
+                                 "attacker's pick": 3}
     assert summary["medians"]["attacker's pick"] == 40.0  # image 1: the adaptive attack's 90 dB
     assert summary["n"] == 3 and summary["verdict"] == "not resolved"  # 3 of 3: Wilson low 0.44
     change = summary["change"]
@@ -393,7 +401,8 @@ def test_more_local_steps_are_compared_with_the_main_table_image_by_image(tmp_pa
     assert first["counts"][adaptive] == first["counts"]["DLG on −Δ/(2η)"]
     table = local_steps.steps_table(first, {(0.01, 3): summary}, 1, 30.0)
     assert f"| {adaptive} | attacker's pick |" in table
-    assert "| E = 1 (main table) | 2 / 3 (80 dB) | 3 / 3 (35 dB) | 2 / 3 (80 dB) | 3 / 3 (80 dB) | — | not resolved |" in table
+    assert ("| E = 1 (main table) | 2 / 3 (80 dB) | 0 / 3 (5 dB) | 3 / 3 (35 dB) | 2 / 3 (80 dB) | 3 / 3 (80 dB) "
+            "| — | not resolved |") in table
     assert "| ρ = 0.01, E = 3 | 2 / 3 (40 dB); -24.0 [" in table and "| 0 / 0 | not resolved |" in table
     worse = local_steps.summarise(base, {(1.0, 3): {**more[0.01, 3], "cosine on −Δ/η": [(0.0, 20.0)] * 3}}, 30.0,
                                   criteria)

@@ -3,7 +3,7 @@
 - :mod:`.profile`: settings
 - :mod:`.rounds`: data and FedADMM client rounds
 - :mod:`.compare`: the Fig. 1–2 comparison
-- :mod:`.local_steps`: the two round-1 attacks on the increment at more local steps, paired with E = 1
+- :mod:`.local_steps`: the three round-1 attacks on the increment at more local steps, paired with E = 1
 - :mod:`.losses`: the report's Fig. 2 claim that the ADMM attacks' loss grows
 - :mod:`.report`: tables, sentences and rows
 - :mod:`.figures`: every figure

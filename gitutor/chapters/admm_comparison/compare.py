@@ -4,9 +4,10 @@ kind at once (:func:`gitutor.attacks.batched_dlg.batched_dlg`, :mod:`gitutor.att
 
 Per image, against the first FedADMM round (w = z, π = 0, E local steps): DLG and iDLG on the SGD
 gradient ∇f(z); DLG-ADMM and iDLG-ADMM on −Δ/η (the report's attacks); DLG on −Δ/(2η), which for one
-local step equals ∇f(z) (the closed form −Δ/η = 2∇f); and cosine matching (Inverting Gradients, label from
-the sign rule on −Δ/η) on −Δ/η, which is blind to the factor 2. Every attack of an image starts from the
-same dummy (one seed). ``increment_attacks`` runs the two attacks on the increment alone at other
+local step equals ∇f(z) (the closed form −Δ/η = 2∇f), free and with iDLG's label (the sign rule on
+the increment); and cosine matching (Inverting Gradients, label from the sign rule on −Δ/η) on −Δ/η,
+which is blind to the factor 2. Every attack of an image starts from the same dummy (one seed).
+``increment_attacks`` runs the three attacks on the increment alone at other
 (ρ, E), for the like-for-like ablation of more local steps, and ``adaptive_attacks`` the adaptive attack
 (the E local steps unrolled) there; ``increment_criteria`` is what the server computes to pick one. ``scores`` and ``log_gaps`` summarise them
 (95 % intervals: ``gap_intervals``).
@@ -33,7 +34,15 @@ from gitutor.chapters.admm_comparison.judgement import ADAPTIVE, ON_INCREMENT
 from gitutor.chapters.admm_comparison.rounds import first_round
 
 #: The attacks of the comparison, in table order.
-ATTACKS = ("DLG", "iDLG", "DLG-ADMM", "iDLG-ADMM", "DLG on −Δ/(2η)", "cosine on −Δ/η")
+ATTACKS = (
+    "DLG",
+    "iDLG",
+    "DLG-ADMM",
+    "iDLG-ADMM",
+    "DLG on −Δ/(2η)",
+    "iDLG on −Δ/(2η)",
+    "cosine on −Δ/η",
+)
 #: Floor of a clipped reconstruction's MSE before its log10 is taken (a pixel-exact image gives 0).
 MSE_FLOOR = 1e-12
 
@@ -143,13 +152,13 @@ def compare_kind(
         seeds=[seed] * 3 * n,
         **options,
     )
-    fixed = batched_dlg(
-        [model] * 2 * n,
-        grads + sent,
+    fixed = batched_dlg(  # iDLG: the sign rule's label (the same on −Δ/η and −Δ/(2η))
+        [model] * 3 * n,
+        grads + sent + half,
         shape,
         classes,
-        seeds=[seed] * 2 * n,
-        labels=torch.cat([_sign(model, grads), _sign(model, sent)]),
+        seeds=[seed] * 3 * n,
+        labels=torch.cat([_sign(model, grads), _sign(model, sent), _sign(model, half)]),
         **options,
     )
     cosine = _cosine(
@@ -160,7 +169,8 @@ def compare_kind(
         cosine_iterations=cosine_iterations,
         tv_weight=tv_weight,
     )
-    runs = [free[:n], fixed[:n], free[n : 2 * n], fixed[n:], free[2 * n :], cosine]
+    runs = [free[:n], fixed[:n], free[n : 2 * n], fixed[n : 2 * n], free[2 * n :]]
+    runs += [fixed[2 * n :], cosine]
     return [
         {name: results[i] for name, results in zip(ATTACKS, runs)} for i in range(n)
     ]
@@ -180,7 +190,7 @@ def increment_attacks(
     tv_weight: float,
 ) -> list[list[dict[str, AttackResult]]]:
     """The two round-1 attacks on the increment that :func:`compare_kind` runs at the chapter's E,
-    :data:`ON_INCREMENT` (DLG on −Δ/(2η), cosine matching on −Δ/η), at every ``(ρ, E)`` of ``settings``
+    :data:`ON_INCREMENT` (DLG and iDLG on −Δ/(2η), cosine matching on −Δ/η), at every ``(ρ, E)`` of ``settings``
     on the same images ``(n, C, H, W)`` (labels ``(n,)``), model, dummy seed and budgets: the like-for-like
     comparison of more local steps. All settings run in one stacked L-BFGS and one stacked Adam run.
 
@@ -203,14 +213,11 @@ def increment_attacks(
         for s in _sent(model, images, labels, rho=rho, lr=lr, local_steps=steps)
     ]
     half = [[p / 2 for p in s] for s in sent]
-    dlg = batched_dlg(
-        [model] * len(half),
-        half,
-        shape,
-        classes,
-        seeds=[seed] * len(half),
-        iterations=iterations,
-        record_every=record_every,
+    options = {"iterations": iterations, "record_every": record_every}
+    models, seeds = [model] * len(half), [seed] * len(half)
+    dlg = batched_dlg(models, half, shape, classes, seeds=seeds, **options)
+    labelled = batched_dlg(
+        models, half, shape, classes, seeds=seeds, labels=_sign(model, half), **options
     )
     cosine = _cosine(
         model,
@@ -220,7 +227,7 @@ def increment_attacks(
         cosine_iterations=cosine_iterations,
         tv_weight=tv_weight,
     )
-    found = [dict(zip(ON_INCREMENT, pair)) for pair in zip(dlg, cosine)]
+    found = [dict(zip(ON_INCREMENT, runs)) for runs in zip(dlg, labelled, cosine)]
     return [found[k * n : (k + 1) * n] for k in range(len(settings))]
 
 

@@ -2,8 +2,9 @@
 is worth on the chapter's own images.
 
 The report concludes that ADMM "may be an effective privacy-protection technique" (§5, on Fig. 1). An
-attacker of the increment has two attacks in this chapter that use nothing but what the server knows in
-round 1: DLG on −Δ/(2η) and cosine matching on −Δ/η. Per image, the attacker keeps the one whose
+attacker of the increment has three attacks in this chapter that use nothing but what the server knows
+in round 1: DLG and iDLG (the sign rule's label read off the increment) on −Δ/(2η), and cosine matching
+on −Δ/η. Per image, the attacker keeps the one whose
 reconstruction's gradient points closest to −Δ/η (:func:`attackers_pick`, a number the server computes;
 :func:`best_on_increment`, the higher PSNR, is the oracle beside it); per data kind, the fraction of images it makes recognisable
 (PSNR ≥ :data:`gitutor.controls.RECOGNISABLE_PSNR`, with its 95 % Wilson interval) reads *refuted* when
@@ -30,7 +31,7 @@ from gitutor.stats import Interval, success_interval
 from gitutor.tables import markdown_table
 
 #: The round-1 attacks on the increment that need only what the server knows (ρ, η, E; π = 0).
-ON_INCREMENT = ("DLG on −Δ/(2η)", "cosine on −Δ/η")
+ON_INCREMENT = ("DLG on −Δ/(2η)", "iDLG on −Δ/(2η)", "cosine on −Δ/η")
 #: The adaptive attack (:func:`gitutor.attacks.adaptive_admm_inversion`: the client's E local steps
 #: unrolled); in round 1 with E = 1 it is DLG on −Δ/(2η), so the main table runs it under that name.
 ADAPTIVE = "adaptive (E steps unrolled)"

@@ -1,5 +1,5 @@
-"""Chapter 07's ablation of more local steps, like with like: the two round-1 attacks on the increment
-(:data:`~gitutor.chapters.admm_comparison.judgement.ON_INCREMENT`: DLG on −Δ/(2η), cosine matching on
+"""Chapter 07's ablation of more local steps, like with like: the three round-1 attacks on the increment
+(:data:`~gitutor.chapters.admm_comparison.judgement.ON_INCREMENT`: DLG and iDLG on −Δ/(2η), cosine matching on
 −Δ/η) at E > 1 local steps, on the same images, model, dummy seed and budgets as at the chapter's E in
 the main table (:func:`gitutor.chapters.admm_comparison.compare.increment_attacks`), and beside them the
 adaptive attack (:data:`~gitutor.chapters.admm_comparison.judgement.ADAPTIVE`, the E local steps
@@ -207,7 +207,7 @@ def steps_rows(
 def unattacked_steps(
     base_steps: int, attacked: Sequence[int], measured: Sequence[int]
 ) -> list[int]:
-    """The E of the cosine grid (``measured``) at which the two attacks on the increment ran neither in
+    """The E of the cosine grid (``measured``) at which the attacks on the increment ran neither in
     the main table (E = ``base_steps``) nor in the ablation (``attacked``): there only their target's
     turn is measured, not whether they recover the images. Sorted."""
     return sorted(set(measured) - set(attacked) - {base_steps})

@@ -63,7 +63,7 @@ def results_rows(
 
     The headline is the report's conclusion, that ADMM may protect privacy (§5), judged from this chapter's
     evidence kind by kind (:mod:`gitutor.chapters.admm_comparison.judgement`): per kind, the images that the
-    attacker's pick of the two round-1 attacks on −Δ/η makes recognisable, read *refuted* / *consistent* / not
+    attacker's pick of the three round-1 attacks on the increment makes recognisable, read *refuted* / *consistent* / not
     resolved by their 95 % Wilson interval against ½; the claim reads *refuted* when some kind refutes it
     (:func:`~gitutor.chapters.admm_comparison.judgement.claim_outcome`). The row's number is how many kinds
     refute it. Then the paired log10 MSE gaps of :func:`~gitutor.chapters.admm_comparison.compare.log_gaps`
@@ -137,7 +137,8 @@ def results_rows(
     }
     attacks = {
         "gradient": "the better of DLG, iDLG on ∇f, by PSNR (an oracle, for reference)",
-        "increment": "DLG on −Δ/(2η) or cosine on −Δ/η, the attacker's pick by cosine to −Δ/η",
+        "increment": "DLG or iDLG on −Δ/(2η) or cosine on −Δ/η, the attacker's pick by cosine "
+        "to −Δ/η",
     }
     for kind, judged in judgements.items():
         for source in ("gradient", "increment"):
