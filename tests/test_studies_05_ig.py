@@ -141,3 +141,12 @@ def test_one_task_of_the_script_equals_the_notebooks_own_baselines(cfg):
     assert longer[USER]["mse"] != own[USER][0]["mse"]  # the budget is the run's own
     with pytest.raises(ValueError, match="budget"):
         ig_budget.baseline_scores(cases[0], tiny, augment, starts[0], 0)
+
+
+def test_the_books_record_is_the_quick_profiles_and_passes_its_checks(cfg):
+    """book/studies/05_ig_budget.json: made for the profile's users, seed and settings, with provenance, its
+    100-step runs equal to the notebook's, each budget chosen on the selection users."""
+    study = ig_budget.read_record(ROOT / "book" / "studies" / "05_ig_budget.json", cfg, 0)
+    assert study["table_budget"] in study["budgets"] and 6 * cfg.steps in study["budgets"]
+    assert set(study["chosen"]) == set(BASELINES) and study["notebook_check"]["max_difference"] == 0
+    assert not set(study["selection_users"]) & set(cfg.users)

@@ -324,7 +324,7 @@ def budget_table(study: Mapping) -> str:
 def budget_curves(study: Mapping):
     """LPIPS, MSE and SSIM on the table's users against the budget (steps, log axis), one panel each: per
     baseline the median over users and the band from the lowest to the highest user, a ring at its chosen
-    budget, a dotted line at the page's own budget. Returns the figure.
+    budget, a dotted line at the page's own budget; the legend above the panels. Returns the figure.
 
     Args:
         study: as :func:`read_record` returns.
@@ -357,7 +357,8 @@ def budget_curves(study: Mapping):
         ax.axvline(study["table_budget"], color="grey", linestyle=":", linewidth=1)
         ax.set(xscale="log", xlabel="steps", ylabel=label, xticks=budgets)
         ax.set_xticklabels([str(b) for b in budgets])
-    axes[0].legend(fontsize="small")
-    fig.suptitle("Inverting Gradients against its budget (median, range over users)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(BASELINES), frameon=False)
     legible(fig)
+    fig.tight_layout(rect=(0, 0, 1, 0.86))  # room for the legend above the panels
     return fig
