@@ -150,3 +150,16 @@ def test_the_books_record_is_the_quick_profiles_and_passes_its_checks(cfg):
     assert study["table_budget"] in study["budgets"] and 6 * cfg.steps in study["budgets"]
     assert set(study["chosen"]) == set(BASELINES) and study["notebook_check"]["max_difference"] == 0
     assert not set(study["selection_users"]) & set(cfg.users)
+
+
+def test_the_page_reads_the_record_only_where_it_speaks_for_the_run(cfg, tmp_path):
+    record = _record(cfg, {SAMPLE: [0.3, 0.2, 0.25], USER: [0.3, 0.2, 0.25]},
+                     {SAMPLE: [0.3, 0.2, 0.25], USER: [0.3, 0.2, 0.25]})
+    path = _write(tmp_path, record)
+    assert ig_budget.recorded_study(path, cfg, 0)["chosen"] == {SAMPLE: 300, USER: 300}
+    assert ig_budget.recorded_study(path, cfg, 0, "smoke") is None
+    assert ig_budget.recorded_study(tmp_path / "absent.json", cfg, 0) is None
+    full = get_profile("05_diffusion_user_level", "full")
+    assert ig_budget.recorded_study(path, full, 0) is None
+    with pytest.raises(ValueError, match="seed"):  # a record of this profile for another run: loud
+        ig_budget.recorded_study(path, cfg, 1)

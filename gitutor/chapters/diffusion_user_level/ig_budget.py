@@ -9,8 +9,8 @@ Inverting Gradients' step decay (Ã—0.1 at 3/8, 5/8, 7/8) is set by its budget â€
 chosen on LFW users the table does not score (:func:`selection_users`) and every budget then run on the
 table's users. :func:`baseline_scores` is one user's run at one budget, scored as
 :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users` scores it; :func:`read_record` reads
-the record (refusing one without provenance or of other users, seeds or settings), :func:`budget_table` and
-:func:`budget_curves` show it.
+the record (refusing one without provenance or of other users, seeds or settings), :func:`recorded_study` reads
+it where it applies to the notebook's run, :func:`budget_table` and :func:`budget_curves` show it.
 """
 
 from __future__ import annotations
@@ -265,6 +265,28 @@ def read_record(path: str | Path, cfg, seed: int) -> dict:
         "notebook_check": dict(check),
         "provenance": {field: record[field] for field in PROVENANCE},
     }
+
+
+def recorded_study(
+    path: str | Path, cfg, seed: int, budget: str | None = None
+) -> dict | None:
+    """:func:`read_record` of ``path`` for a run the record can speak for, else None (the page says it is not
+    recorded): None when the notebook names a ``budget`` (``"smoke"``: other users and steps), when ``path``
+    does not exist (e.g. a Colab runtime) or when the record was made for another profile than
+    ``cfg.profile`` (the full profile, also with ``DATA_ROOT = "bundled"``).
+
+    Raises:
+        ValueError: as :func:`read_record`, for a record of this profile made for other users, seeds or
+            settings, or without provenance: a stale record fails loudly rather than being skipped.
+    """
+    from gitutor.files import read_json
+
+    if budget is not None or not Path(path).is_file():
+        return None
+    record = read_json(path, "Inverting Gradients budget record")
+    if isinstance(record, dict) and record.get("profile") != cfg.profile:
+        return None
+    return read_record(path, cfg, seed)
 
 
 def spread(values: Sequence[float]) -> tuple[float, float, float]:
