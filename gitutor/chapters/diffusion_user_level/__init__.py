@@ -6,4 +6,5 @@
 - :mod:`.identity`: the identity test, its controls and the prior's effect
 - :mod:`.report`: tables and rows
 - :mod:`.figures`: every figure
+- :mod:`.ig_budget`: the two Inverting Gradients baselines at their own best budget (recorded study)
 """
