@@ -240,6 +240,11 @@ def test_rows_judge_dlgs_tolerance_against_the_papers(tmp_path):
     all_stalled = reading.summarise(every)["prune", 0.1]
     assert (all_stalled.stalled, all_stalled.stopped_rate, all_stalled.state) == (8, None, O)
     assert not reading.stalled_run({"final_distance": 5.0, "distance_truth": 0.0})  # undefended: no stall
+    assert reading.stalled_run({"final_distance": 5.0, "distance_truth": 1.0}, factor=2.0)
+    lenient = reading.summarise(stall, stall_factor=1000.0)["prune", 0.1]  # a factor no run reaches
+    assert (lenient.stalled, lenient.stopped, lenient.state) == (0, 4, O)
+    with pytest.raises(ValueError, match="factor"):
+        reading.stalled_run({"final_distance": 5.0, "distance_truth": 1.0}, factor=1.0)
     with pytest.raises(ValueError, match="final_distance"):
         reading.stalled_run({"final_distance": -1.0, "distance_truth": 0.1})
     # half the images stopped at 20 %: not resolved, and so is the row

@@ -189,7 +189,7 @@ def increment_attacks(
     cosine_iterations: int,
     tv_weight: float,
 ) -> list[list[dict[str, AttackResult]]]:
-    """The two round-1 attacks on the increment that :func:`compare_kind` runs at the chapter's E,
+    """The three round-1 attacks on the increment that :func:`compare_kind` runs at the chapter's E,
     :data:`ON_INCREMENT` (DLG and iDLG on −Δ/(2η), cosine matching on −Δ/η), at every ``(ρ, E)`` of ``settings``
     on the same images ``(n, C, H, W)`` (labels ``(n,)``), model, dummy seed and budgets: the like-for-like
     comparison of more local steps. All settings run in one stacked L-BFGS and one stacked Adam run.

@@ -339,31 +339,36 @@ def example_image(summary: Mapping[tuple[str, float], Level], preferred: int) ->
     return preferred if preferred in recovered else (recovered or list(none.images))[0]
 
 
-def stalled_run(value: Mapping) -> bool:
+def stalled_run(value: Mapping, factor: float = STALL_FACTOR) -> bool:
     """Whether a trial ``value`` (``final_distance``, ``distance_truth``: gradient distances of the run's
     result and of the true image to the gradient the server received) stalled: final distance ≥
-    :data:`STALL_FACTOR` × the truth's, with the truth's distance above 0 (an undefended gradient, which
-    the truth matches exactly, has no stall by this rule).
+    ``factor`` (default :data:`STALL_FACTOR`) × the truth's, with the truth's distance above 0 (an
+    undefended gradient, which the truth matches exactly, has no stall by this rule).
 
     Raises:
-        ValueError: naming ``value`` when a distance is negative or not a number.
+        ValueError: naming ``value`` when a distance is negative or not a number, or ``factor`` when it
+            is not a number > 1.
     """
+    factor = check_real(factor, "factor", low=1.0, low_open=True)
     final, truth = value["final_distance"], value["distance_truth"]
     for name, d in (("final_distance", final), ("distance_truth", truth)):
         if isinstance(d, bool) or not isinstance(d, (int, float)) or not d >= 0:
             raise ValueError(f"value[{name!r}] must be a distance ≥ 0, got {d!r}")
-    return truth > 0 and final >= STALL_FACTOR * truth
+    return truth > 0 and final >= factor * truth
 
 
 def summarise(
-    record: Mapping, recognisable: float = RECOGNISABLE_PSNR
+    record: Mapping,
+    recognisable: float = RECOGNISABLE_PSNR,
+    stall_factor: float = STALL_FACTOR,
 ) -> dict[tuple[str, float], Level]:
     """Every (defense, level) of a study ``record`` (:func:`read_study`) as a :class:`Level`, no defense
-    first, then :data:`~gitutor.chapters.dlg.defense_study.LEVELS` in order.
+    first, then :data:`~gitutor.chapters.dlg.defense_study.LEVELS` in order; a run stalled at
+    ``stall_factor`` (:func:`stalled_run`) is set aside.
 
     Raises:
         ValueError: if DLG recovers no image without a defense (no image to judge a defense on), or as
-            :func:`outcome` (a control at or above ``recognisable``).
+            :func:`outcome` (a control at or above ``recognisable``) and :func:`stalled_run`.
     """
     images = tuple(record["images"])
     values = {(t["kind"], t["level"], t["image"]): t["value"] for t in record["trials"]}
@@ -389,7 +394,7 @@ def summarise(
             outcome(v["psnr"], c, recognisable) for v, c in zip(found, controls)
         )
         defended = kind != "none"
-        stalled = [defended and stalled_run(v) for v in found]
+        stalled = [defended and stalled_run(v, stall_factor) for v in found]
         stopped_runs = [
             v for v, o, st in zip(found, outcomes, stalled) if o == "stopped" and not st
         ]

@@ -442,7 +442,12 @@ def sanity_table(cells: Mapping[tuple[str, str], SanityCell]) -> str:
     """The Markdown table of :func:`sanity_cells`: per kind and setting the start's median PSNR, the returned
     mean PSNR with its 95 % interval (dB), the runs recognisable, the runs that returned their start and the
     runs whose objective reached the truth's."""
-    header = ["kind", "setting", "start (dB, median)", "returned (dB) [95 % interval]"]
+    header = [
+        "kind",
+        "setting",
+        "start (dB, median)",
+        "returned, all runs (dB) [95 % interval]",
+    ]
     header += ["recognisable", "returned its start", "objective ≤ the truth's"]
     lines = [
         [
