@@ -436,3 +436,41 @@ def test_chapter_07_quick_profile_times_nothing(monkeypatch):
 
     monkeypatch.setattr(chapter, "estimate_seconds", never)
     chapter.check(_settings_07("quick"), "data", "cpu")
+
+
+@pytest.mark.parametrize(
+    ("notebook", "bars"),
+    [
+        ("02_idlg_soft_labels", 4),  # Table 2, Table 3's DLG runs, Table 5 (twice)
+        ("04_stepwise_gradinversion", 1),  # the sweep of trials
+        ("05_diffusion_user_level", 5),  # DiffULA, λ = 1, baselines, no prior, GapCNN
+        ("07_admm_comparison", 2),  # the kinds, the adaptive attack's settings
+    ],
+)
+def test_long_loops_of_the_full_profile_show_progress_bars(notebook, bars):
+    """Each long loop passes progress=True or runs in tqdm; the quick book hides them through
+    TQDM_DISABLE (scripts/execute_notebooks.py), full runs through make show them."""
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    code = code.replace("dict(progress=True)", "progress=True")
+    assert code.count("progress=True") + code.count("in tqdm(") == bars
+
+
+def test_a_chapter_loop_draws_its_bar_when_asked(capsys, monkeypatch):
+    from gitutor.chapters.idlg_soft_labels import experiments
+    from gitutor.chapters.idlg_soft_labels.trials import labelled_sample
+    from gitutor.models import LeNet, init_uniform_
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    model = LeNet(num_classes=10, in_channels=3, image_size=16, fc_bias=False)
+    model = init_uniform_(model, 0.5, gitutor.make_generator(0))
+    images = torch.rand(4, 3, 16, 16, generator=gitutor.make_generator(1))
+    rng = gitutor.make_generator(1)
+
+    def sample(kind, index):
+        return labelled_sample(kind, images, index, 10, rng)
+
+    experiments.label_recovery_table({"lenet": (model, sample)}, 2, 1e-3, progress=True)
+    assert "Table 2, lenet" in capsys.readouterr().err
+    experiments.label_recovery_table({"lenet": (model, sample)}, 2, 1e-3)
+    assert "Table 2" not in capsys.readouterr().err
