@@ -24,8 +24,8 @@ def test_full_profile_setup_lists_all_missing_inputs_and_names_real_parameters(t
     namespace: dict = {}
     exec("".join(parameters["source"]), namespace)
     names = {k for k in namespace if not k.startswith("__")}
-    assert {"PROFILE", "SEED", "DEVICE", "RESULTS_DIR", "DATA_ROOT"} <= names
-    setup = next(c for c in cells if "missing_inputs" in "".join(c["source"]))
+    assert {"PROFILE", "SEED", "DEVICE", "RESULTS_DIR", "DATA_ROOT", "ALLOW_SLOW"} <= names
+    setup = next(c for c in cells if "preflight.check" in "".join(c["source"]))
     namespace.update(PROFILE="full", DATA_ROOT=str(tmp_path))
     with pytest.raises(OfflineDataError) as caught:
         exec("".join(setup["source"]), namespace)

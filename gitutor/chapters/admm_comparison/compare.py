@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from gitutor.attacks import AttackResult, adaptive_admm_inversion, fc_weight_index
 from gitutor.attacks.batched_dlg import batched_dlg
@@ -269,6 +270,7 @@ def adaptive_attacks(
     record_every: int,
     accept_below: float | None = None,
     probe_iterations: int | None = None,
+    progress: bool = False,
 ) -> list[list[dict[str, AttackResult]]]:
     """The adaptive attack (:func:`gitutor.attacks.adaptive_admm_inversion`; this book's addition, the
     report's §6 asks for an attack built for ADMM) on the first FedADMM round of every image of
@@ -284,7 +286,8 @@ def adaptive_attacks(
     ``probe_iterations`` steps and only the one with the lowest matching loss after them runs the full
     budget (from its seed again: the same steps), so a start that stalls within a few steps (its loss
     stays far above that of a start on its way to the image) costs a few steps, not a full run (None: every seed runs the full
-    budget). Each run costs about E times a DLG run.
+    budget). Each run costs about E times a DLG run. ``progress``: a tqdm bar over the
+    images of each setting.
 
     Returns:
         Per setting, one ``{ADAPTIVE: AttackResult}`` per image (:data:`~gitutor.chapters.admm_comparison.
@@ -325,7 +328,8 @@ def adaptive_attacks(
     out = []
     for rho, steps in settings:
         found = []
-        for i in range(n):
+        bar = tqdm(range(n), desc=f"adaptive, ρ={rho} E={steps}", disable=not progress)
+        for i in bar:
             x, y = images[i : i + 1], labels[i : i + 1]
             view = first_round(model, x, y, rho=rho, lr=lr, local_steps=steps)
             start = functools.partial(

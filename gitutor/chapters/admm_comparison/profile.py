@@ -96,3 +96,17 @@ BUDGETS = {
 
 #: Papermill parameters of ``make smoke``: bundled stand-ins for MNIST, CIFAR-100 and LFW, smoke budget.
 SMOKE_PARAMETERS = {"DATA_ROOT": "bundled", "BUDGET": "smoke"}
+
+#: Images of each offline stand-in of a torchvision kind with DATA_ROOT = "bundled" (foolbox's
+#: MNIST and CIFAR-100 test samples; skimage's LFW subset holds more).
+STAND_IN_IMAGES = 20
+
+
+def chapter_settings(cfg, data_root: str):
+    """The notebook's settings: the profile ``cfg`` (``get_profile`` with the notebook's
+    ``BUDGET``) for the notebook's ``DATA_ROOT``: with ``"bundled"`` at most
+    :data:`STAND_IN_IMAGES` − 1 attacked images per kind (one more image is the client's earlier
+    batch), so that the full profile runs on the stand-ins; otherwise ``cfg`` unchanged."""
+    if str(data_root) == "bundled" and cfg.images_per_kind >= STAND_IN_IMAGES:
+        return cfg.replace(images_per_kind=STAND_IN_IMAGES - 1)
+    return cfg

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from gitutor.attacks import inverting_gradients
 from gitutor.attacks.result import AttackResult
@@ -203,12 +204,13 @@ def diffula_users(
     prior_weight: float = 1.0,
     t_star: int | None = None,
     users: int | None = None,
+    progress: bool = False,
 ) -> list[AttackResult]:
     """:func:`diffula` on the first ``users`` (default: all) of ``cases``, user k seeded by
     :func:`~gitutor.seeding.trial_seeds` ``(seed, len(cases), "DiffULA")[k]``: users are independent
     trials (their own x_T, ε draws, τ jitter, augmentations), and a call with another ``matching_weight``,
     ``prior_weight`` or ``t_star`` repeats each user's noise exactly (a paired design that differs only in
-    that setting).
+    that setting). ``progress``: a tqdm bar over the users.
 
     Raises:
         ValueError: naming ``users`` if it is not in [1, len(cases)].
@@ -221,6 +223,9 @@ def diffula_users(
     ):
         raise ValueError(f"users must be an int in [1, {len(cases)}], got {users!r}")
     seeds = trial_seeds(seed, len(cases), "DiffULA")
+    chosen = tqdm(
+        list(zip(cases[:count], seeds)), desc="DiffULA users", disable=not progress
+    )
     return [
         diffula(
             case,
@@ -232,7 +237,7 @@ def diffula_users(
             prior_weight=prior_weight,
             t_star=t_star,
         )
-        for case, s in zip(cases[:count], seeds)
+        for case, s in chosen
     ]
 
 
@@ -244,19 +249,29 @@ def no_prior_users(
     seed: int,
     *,
     users: int | None = None,
+    progress: bool = False,
 ) -> list[AttackResult]:
     """The no-prior control of DiffULA: :func:`diffula_users` with the prior term off (``prior_weight=0``)
     and no final denoising (``t_star=0``), same users and seeds. The prior's gradient is still computed and
     still sets the clip's scale ζ_i ||g_p|| (Algorithm 1, line 7), so the matching step is DiffULA's; only the
     prior's own pull (line 8) and its final denoising are gone. Paired with :data:`T_STAR_ZERO` it isolates
     the prior term of the optimisation. The page runs it on the first ``cfg.weight_users`` users (as the
-    λ = 1 runs; ``users``), which keeps the quick book within its time.
+    λ = 1 runs; ``users``), which keeps the quick book within its time. ``progress``: a tqdm bar
+    over the users.
 
     Raises:
         ValueError: as :func:`diffula_users`.
     """
     return diffula_users(
-        cases, prior, cfg, schedules, seed, prior_weight=0.0, t_star=0, users=users
+        cases,
+        prior,
+        cfg,
+        schedules,
+        seed,
+        prior_weight=0.0,
+        t_star=0,
+        users=users,
+        progress=progress,
     )
 
 
@@ -387,7 +402,12 @@ def baselines(
 
 
 def evaluate_users(
-    cases: Sequence[Case], attack, cfg, augment: Augmentation, seed: int
+    cases: Sequence[Case],
+    attack,
+    cfg,
+    augment: Augmentation,
+    seed: int,
+    progress: bool = False,
 ):
     """DiffULA (``attack(index, case)``, which seeds each user's run itself) and both :func:`baselines` on
     every user (user k's baselines seeded by :func:`~gitutor.seeding.trial_seeds` ``(seed, …)[k]``), scored
@@ -396,13 +416,14 @@ def evaluate_users(
     Returns ``(rows, examples, seconds)``: ``rows[method]`` one dict per user (``mse``, ``psnr``, ``ssim``,
     ``lpips``, ``face_rate``; :data:`METHODS`), ``examples`` one ``(truth, matched sample-level images,
     user-level IG result, DiffULA result)`` per user and ``seconds[method]`` the attacks' wall times.
+    ``progress``: a tqdm bar over the users.
     """
     rows, examples = {name: [] for name in METHODS}, []
     seconds = {name: [] for name in METHODS}
     starts = trial_seeds(
         seed, len(cases), "baseline starts"
     )  # each user's baselines start from their own noise
-    for index, case in enumerate(cases):
+    for index, case in enumerate(tqdm(cases, desc="baselines", disable=not progress)):
         truth = case.inputs.cpu()
         diff = attack(index, case)
         sample_level, user_ig = baselines(case, cfg, augment, starts[index])

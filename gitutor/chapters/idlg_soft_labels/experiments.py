@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
 from gitutor.attacks import invert_fcn
 from gitutor.federated import add_gaussian_noise, gradient_case
@@ -83,9 +84,11 @@ def label_recovery_table(
     n: int,
     tolerance: float,
     device="cpu",
+    progress: bool = False,
 ):
     """Table 2: per ``(network, kind)`` the accuracy (%) and mean L1 error L_r of ``recover_soft_label``
     over ``n`` samples, the mean seconds per recovery, how often each search method was used and every L_r.
+    ``progress``: a tqdm bar over the samples of each ``(network, kind)``.
 
     Returns:
         ``(table, seconds, methods, errors)``, four dicts keyed by ``(network name, kind)``; ``errors`` holds
@@ -99,7 +102,8 @@ def label_recovery_table(
     for name, (model, sample) in networks.items():
         for kind in KINDS:
             errors, took, used = [], [], []
-            for index in range(n):
+            bar = tqdm(range(n), desc=f"Table 2, {name} {kind}", disable=not progress)
+            for index in bar:
                 x, y, k = sample(kind, index)
                 grad = observed(model, x, y, device)[-1]
                 start = time.perf_counter()
@@ -230,6 +234,7 @@ def noise_table(
     device="cpu",
     *,
     rows: str = "row",
+    progress: bool = False,
 ):
     """Table 5 (Wang et al. 2024, §5.2): Gaussian noise N(0, σ²) for each σ in ``cfg.noise_sigmas`` on the
     last-layer weight gradient of ``cfg.noise_samples`` smoothed labels, λ searched by the authors' noise
@@ -253,7 +258,7 @@ def noise_table(
         (a list, one per sample and σ) and per σ the samples' ``{"hits": [bool, ...], "gaps":
         [|λ − λ*|, ...], "ratios": [σ / RMS(g_r), ...], "shrunk": [|λ| < |λ*|, ...]}`` (the ratio's row is
         the one the search read: r of the clean gradient for ``rows="row"``, of the noisy one for
-        ``"all"``; RMS of its clean entries).
+        ``"all"``; RMS of its clean entries). ``progress``: a tqdm bar over the σ.
 
     Raises:
         ValueError: naming ``rows`` when it is not one of :data:`NOISE_ROWS`, before anything runs.
@@ -263,7 +268,7 @@ def noise_table(
     table, signal, samples = {}, [], {}
     # one draw per sample, shared by every σ: the levels are paired
     drawn = [sample("smoothing", index) for index in range(cfg.noise_samples)]
-    for sigma in cfg.noise_sigmas:
+    for sigma in tqdm(cfg.noise_sigmas, desc=f"Table 5, {rows}", disable=not progress):
         gaps, errors, hits, ratios, shrunk = [], [], [], [], []
         for index, (x, y, k) in enumerate(drawn):
             clean = observed(model, x, y, device)[-1]

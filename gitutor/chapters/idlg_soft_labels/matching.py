@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
+from tqdm.auto import tqdm
 
 from gitutor.attacks import dlg, inverting_gradients
 from gitutor.federated import gradient_case
@@ -149,7 +150,9 @@ def _labels(
     return {"GT": y.float(), "iDLG": one_hot.float(), "Ours": ours.float().view(1, -1)}
 
 
-def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
+def matching_table(
+    model: nn.Module, sample: Sample, cfg, device="cpu", progress: bool = False
+) -> dict:
     """Reduced Table 3: per kind in ("mixup", "smoothing"), ``cfg.table3_samples[kind]`` samples
     (images 0, 2, 4, …) × ``cfg.table3_repeats`` random starts, every :data:`MATCHING_SETTINGS`
     entry on each.
@@ -159,6 +162,8 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
         means), ``images`` and ``titles`` (truth and every setting for each kind's first run),
         ``first`` ``{kind: (x, true label, grads, PSNR of its first cos / GT run)}`` and ``truths``
         ``{kind: (n, C, H, W)}``, every attacked image once (for the controls).
+
+    ``progress``: a tqdm bar over each kind's DLG runs (run by run; the others are batched).
     """
     scores, images, titles, first, truths_of = {}, [], [], {}, {}
     steps, tv = cfg.table3_ig_iterations, cfg.table3_tv_weight
@@ -199,7 +204,9 @@ def matching_table(model: nn.Module, sample: Sample, cfg, device="cpu") -> dict:
                     iterations=cfg.table3_iterations,
                     seed=start,
                 ).images
-                for x, g, _, start in runs
+                for x, g, _, start in tqdm(
+                    runs, desc=f"Table 3 DLG, {kind}", disable=not progress
+                )
             ]
         )
         for setting in MATCHING_SETTINGS:

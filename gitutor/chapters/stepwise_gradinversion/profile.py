@@ -152,13 +152,22 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
     photograph); a randomly initialised model keeps its default BatchNorm statistics unless
     ``calibrate_bn_images`` is positive (the setting study measures both).
 
+    With ``image_root == "bundled"`` a batch holds distinct bundled photographs (the six held out
+    of the substitutes' training for a substitute, else all of them): Fig. 7's ``batch_sizes``
+    keep the sizes that fit (the full profile's 32 does not).
+
     Raises:
-        ValueError: naming ``BUDGET`` for an unknown budget name, ``MODEL`` for an unknown model, or
-            ``unknown settings`` for an override that is not a setting of the profile.
+        ValueError: naming ``BUDGET`` for an unknown budget name, ``MODEL`` for an unknown model,
+            ``unknown settings`` for an override that is not a setting of the profile, or
+            ``IMAGE_ROOT`` when ``batch_size`` exceeds the bundled photographs.
     """
     import types
 
-    from gitutor.data import TRAINING_PHOTOGRAPHS
+    from gitutor.data import (
+        ATTACKED_PHOTOGRAPHS,
+        BUNDLED_PHOTOGRAPHS,
+        TRAINING_PHOTOGRAPHS,
+    )
     from gitutor.chapters import get_profile
 
     settings = get_profile(cfg.notebook, cfg.profile, budget=budget).as_dict()
@@ -180,6 +189,17 @@ def chapter_settings(cfg, budget: str | None = None, **overrides):
         "substitute"
     ]:  # trained on the bundled training photographs, one class each
         settings.update(num_classes=len(TRAINING_PHOTOGRAPHS), calibrate_bn_images=0)
+    if settings["image_root"] == "bundled":  # a batch holds distinct photographs
+        names = ATTACKED_PHOTOGRAPHS if settings["substitute"] else BUNDLED_PHOTOGRAPHS
+        if settings["batch_size"] > len(names):
+            raise ValueError(
+                f"IMAGE_ROOT = 'bundled' holds {len(names)} photographs for this network, "
+                f"fewer than batch_size {settings['batch_size']}: point IMAGE_ROOT to an "
+                "image folder"
+            )
+        settings["batch_sizes"] = [
+            b for b in settings["batch_sizes"] if b <= len(names)
+        ]
     return types.SimpleNamespace(**settings, budget=budget)
 
 

@@ -278,7 +278,7 @@ def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[st
             problems.append(
                 f"ImageNet ResNet34 weights: put {Path(url).name} ({url}) into "
                 f"{Path(torch.hub.get_dir()) / 'checkpoints'}, or set PRETRAINED = False "
-                "(random weights, BatchNorm calibrated on bundled photographs)"
+                "(random weights: a contrast, not the paper's setting)"
             )
     if image_root is None or (
         image_root != "bundled" and not Path(image_root).is_dir()
