@@ -11,9 +11,9 @@ STAGE := $(BUILD)/book
 RESULTS := $(abspath $(BUILD)/results)
 NOTEBOOKS ?= $(shell grep -o 'notebooks/[0-9A-Za-z_]*' _toc.yml)
 # Two notebooks run at a time (one per core); the six longest quick chapters start first, longest first,
-# so that both cores stay busy to the end (quick wall times, two at a time on 2 idle cores, 577233e,
-# 2026-12-07: 07 ≈ 208 s, 06 ≈ 167 s, 01 ≈ 165 s, 04 ≈ 160 s, 05 ≈ 117 s, 08 ≈ 116 s, 03 ≈ 104 s,
-# 02 ≈ 88 s; 07 then gained its adaptive probes: ≈ 175 s beside another job).
+# so that both cores stay busy to the end (quick wall times, two at a time on 2 idle cores, fresh clone of
+# a0babc0, 2026-12-07: 07 ≈ 176 s, 01 ≈ 173 s, 04 ≈ 157 s, 06 ≈ 155 s, 05 ≈ 107 s, 08 ≈ 105 s, 03 ≈ 102 s,
+# 02 ≈ 81 s; `time make book PROFILE=quick` 9 min 37 s with the two book pages and Sphinx).
 LONGEST_FIRST := notebooks/07_admm_comparison notebooks/06_learning_to_invert notebooks/01_dlg \
 	notebooks/04_stepwise_gradinversion notebooks/05_diffusion_user_level notebooks/08_flower_dp
 RUN_ORDER = $(filter $(NOTEBOOKS),$(LONGEST_FIRST)) $(filter-out $(LONGEST_FIRST),$(NOTEBOOKS))
