@@ -72,6 +72,9 @@ def test_imagenet_label_recovery_on_a_small_biased_network():
     assert max(max(v) for v in run["errors"].values()) < 1e-3
     assert max(max(v) for v in run["lam_errors"].values()) < 1e-2
     assert len(run["idlg"]) == len(run["top1"]) == 6
+    barred = study.imagenet_label_recovery(model, images, labels, ("smoothing", "mixup", "one-hot"),
+                                           torch.Generator().manual_seed(0), progress=True)
+    assert barred["errors"] == run["errors"] and barred["lam_stars"] == run["lam_stars"]  # same draws
     table, _, _ = study.summary(run, 1e-3)
     assert all(accuracy == 100.0 for accuracy, _ in table.values())
     rows = study.imagenet_rows(run, 1e-3)

@@ -30,6 +30,8 @@ def test_sample_prior_is_seeded_in_range_and_rejects_bad_counts(prior):
     assert a.shape == (2, 1, 32, 32) and a.min() >= 0 and a.max() <= 1
     assert torch.equal(a, sample_prior(prior, 2, seed=3, num_inference_steps=5))
     assert not torch.equal(a, sample_prior(prior, 2, seed=4, num_inference_steps=5))
+    # the pipeline's bar over the timesteps changes no sample
+    assert torch.equal(a, sample_prior(prior, 2, seed=3, num_inference_steps=5, progress=True))
     with pytest.raises(ValueError, match="n must"):
         sample_prior(prior, 0)
     with pytest.raises(ValueError, match="num_inference_steps"):

@@ -103,6 +103,13 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
                                   intervals={"IG sample-level (matched)": (0.1, 0.01)}, users=3, differences="test",
                                   lpips_step=(summary([-0.1, -0.2, -0.15]), "DiffULA < IG sample-level"))
     step = next(r for r in stepped if r["quantity"].startswith("LPIPS difference, DiffULA − IG sample-level"))
+    prior_rows = [r for r in stepped if r["quantity"].startswith("difference in")]
+    assert prior_rows and not any("steps" in r["setting"] for r in prior_rows)  # no budget given: none named
+    budgeted = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
+                                   intervals={"IG sample-level (matched)": (0.1, 0.01)}, users=3,
+                                   differences="test", baseline_steps=300)
+    named = [r for r in budgeted if r["quantity"].startswith("difference in")]
+    assert len(named) == len(prior_rows) and all(", IG at 300 steps:" in r["setting"] for r in named)
     assert step["paper"] == pytest.approx(-0.2126) and step["this_run"] == pytest.approx(-0.15)
     assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not judged"
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))

@@ -163,3 +163,22 @@ def test_the_page_reads_the_record_only_where_it_speaks_for_the_run(cfg, tmp_pat
     assert ig_budget.recorded_study(path, full, 0) is None
     with pytest.raises(ValueError, match="seed"):  # a record of this profile for another run: loud
         ig_budget.recorded_study(path, cfg, 1)
+
+
+def test_table_1_gets_a_row_only_for_a_baseline_whose_chosen_budget_is_not_the_pages(cfg, tmp_path):
+    # the selection users choose 100 (the page's) at sample level and 600 at user level
+    choice = {SAMPLE: [0.20, 0.30, 0.25], USER: [0.30, 0.28, 0.20]}
+    table = {SAMPLE: [0.40, 0.35, 0.30], USER: [0.10, 0.20, 0.30]}
+    study = ig_budget.read_record(_write(tmp_path, _record(cfg, choice, table)), cfg, 0)
+    assert ig_budget.chosen_name(SAMPLE, study) == SAMPLE
+    name = ig_budget.chosen_name(USER, study)
+    assert name == f"{USER}, 600 steps (chosen; recorded)"
+    rows = ig_budget.chosen_rows(study)
+    assert list(rows) == [name] and len(rows[name]) == len(cfg.users)
+    # user k's scores at 600 steps, in the table's user order (paired with the page's runs)
+    assert [r["lpips"] for r in rows[name]] == pytest.approx([0.30 + 0.01 * k for k in range(len(cfg.users))])
+    assert ig_budget.chosen_rows(None) == {} and ig_budget.chosen_name(USER, None) == USER
+    rows[name][0]["lpips"] = -1.0  # a copy: the study is not changed through the rows
+    assert study["rows"][USER][0]["lpips"] == pytest.approx(0.30)
+    with pytest.raises(KeyError):
+        ig_budget.chosen_name("DiffULA", study)

@@ -49,6 +49,8 @@ def test_alignment_is_one_and_twice_in_round_one_and_tilted_in_round_two():
     cosines, ratios = alignment_grid(model, x, y, earlier, rhos=[0.01], local_steps=[1], lr=0.1)
     assert set(cosines) == set(ratios) == {(1, 0.01, 1), (2, 0.01, 1)}
     assert cosines[1, 0.01, 1] == pytest.approx(cosine) and cosines[2, 0.01, 1] == pytest.approx(cosine2)
+    barred = alignment_grid(model, x, y, earlier, rhos=[0.01], local_steps=[1], lr=0.1, progress=True)
+    assert barred == (cosines, ratios)  # the bar over the grid changes no number
 
 
 def test_chapter_model_is_the_seeded_dlg_lenet_of_each_kind():
@@ -483,7 +485,7 @@ def test_round_two_is_attacked_by_the_closed_form_the_adaptive_attack_and_dlg_ad
     model = init_uniform_(LeNet(10, in_channels=1, image_size=8), generator=torch.Generator().manual_seed(1))
     images, labels = digits(size=8)
     found = round_two_attacks(model, images[:3], labels[:3], (images[5:6], labels[5:6]), 10,
-                              rho=0.01, lr=0.1, iterations=15, record_every=15)
+                              rho=0.01, lr=0.1, iterations=15, record_every=15, progress=True)
     assert list(found["psnr"]) == list(ROUND_TWO_ATTACKS)
     assert all(len(v) == 3 for v in found["psnr"].values()) and max(found["error"]) < 1e-4
     closed, reference = found["psnr"][ROUND_TWO_ATTACKS[1]], found["psnr"][ROUND_TWO_ATTACKS[3]]

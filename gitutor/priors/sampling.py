@@ -87,11 +87,13 @@ def sample_prior(
     seed: int = 0,
     num_inference_steps: int = 100,
     device: str | torch.device = "cpu",
+    progress: bool = False,
 ) -> torch.Tensor:
     """``n`` unconditional samples ``(n, C, side, side)`` in [0, 1] from the DDPM prior.
 
     Ancestral DDPM sampling (Ho et al. 2020, Algorithm 2) with diffusers' ``DDPMPipeline`` on
-    ``num_inference_steps`` evenly spaced timesteps of the T = 1000, to keep it fast on a CPU.
+    ``num_inference_steps`` evenly spaced timesteps of the T = 1000, to keep it fast on a CPU;
+    ``progress`` shows the pipeline's tqdm bar over the timesteps.
 
     Raises:
         ValueError: naming ``n`` (< 1) or ``num_inference_steps`` (outside [1, T]).
@@ -105,7 +107,7 @@ def sample_prior(
     pipeline = DDPMPipeline(unet=prior.unet, scheduler=fresh_scheduler(prior)).to(
         device
     )
-    pipeline.set_progress_bar_config(disable=True)
+    pipeline.set_progress_bar_config(disable=not progress)
     images = pipeline(
         batch_size=n,
         generator=make_generator(seed, device),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from gitutor.attacks import (
     AttackResult,
@@ -394,15 +395,18 @@ def alignment_grid(
     rhos: Sequence[float],
     local_steps: Sequence[int],
     lr: float,
+    progress: bool = False,
 ) -> tuple[dict[tuple[int, float, int], float], dict[tuple[int, float, int], float]]:
     """:func:`alignment` for rounds 1 and 2 and every ρ in ``rhos`` and E in ``local_steps``: two dicts
-    keyed ``(round, ρ, E)``, the cosines and the norm ratios.
+    keyed ``(round, ρ, E)``, the cosines and the norm ratios; ``progress`` shows a tqdm bar over the grid's
+    points.
 
     Raises:
         ValueError: as :func:`client_round`.
     """
     cosines, ratios = {}, {}
-    for key in itertools.product((1, 2), rhos, local_steps):
+    grid = list(itertools.product((1, 2), rhos, local_steps))
+    for key in tqdm(grid, desc="alignment grid", disable=not progress):
         cosines[key], ratios[key] = alignment(
             model,
             x,
@@ -437,6 +441,7 @@ def round_two_attacks(
     iterations: int,
     seed: int = 0,
     record_every: int = 10,
+    progress: bool = False,
 ) -> dict:
     """Every attack of :data:`ROUND_TWO_ATTACKS` on each image's second FedADMM round (one local step, one
     client, the server's step 1), all at the same budget ``iterations`` and from the same dummy start (seed
@@ -456,6 +461,8 @@ def round_two_attacks(
     Args:
         images, labels: ``(N, C, H, W)`` images in [0, 1] and ``(N,)`` labels, one client each.
         earlier: the client's round-1 batch ``(x, y)``.
+        progress: show a tqdm bar over the images' rounds and adaptive attacks (the DLG attacks then run
+            side by side).
 
     Returns:
         ``{"psnr": {attack: [dB per image]}, "error": [‖∇̂f − ∇f(w)‖ / ‖∇f(w)‖ per image]}`` (each
@@ -480,7 +487,7 @@ def round_two_attacks(
     n = len(images)
     found = {"psnr": {name: [] for name in ROUND_TWO_ATTACKS}, "error": []}
     sent, read, truths, adaptive = [], [], [], []
-    for i in range(n):
+    for i in tqdm(range(n), desc="round 2, adaptive", disable=not progress):
         x, y = images[i : i + 1], labels[i : i + 1]
         update = fedadmm_client_update(
             model,

@@ -10,7 +10,8 @@ chosen on LFW users the table does not score (:func:`selection_users`) and every
 table's users. :func:`baseline_scores` is one user's run at one budget, scored as
 :func:`~gitutor.chapters.diffusion_user_level.experiments.evaluate_users` scores it; :func:`read_record` reads
 the record (refusing one without provenance or of other users, seeds or settings), :func:`recorded_study` reads
-it where it applies to the notebook's run, :func:`budget_table` and :func:`budget_curves` show it.
+it where it applies to the notebook's run, :func:`budget_table` and :func:`budget_curves` show it and
+:func:`chosen_rows` puts each baseline at its chosen budget into Table 1.
 """
 
 from __future__ import annotations
@@ -287,6 +288,37 @@ def recorded_study(
     if isinstance(record, dict) and record.get("profile") != cfg.profile:
         return None
     return read_record(path, cfg, seed)
+
+
+def chosen_name(name: str, study: Mapping | None) -> str:
+    """The row name of baseline ``name`` at its chosen budget: ``name`` itself when ``study`` is None (no record
+    applies to the run) or chose the page's own budget, else ``"<name>, <budget> steps (chosen; recorded)"``,
+    the row :func:`chosen_rows` adds.
+
+    Raises:
+        KeyError: naming ``name`` when it is not one of :data:`BASELINES` in ``study``.
+    """
+    if study is None or study["chosen"][name] == study["table_budget"]:
+        return name
+    return f"{name}, {study['chosen'][name]} steps (chosen; recorded)"
+
+
+def chosen_rows(study: Mapping | None) -> dict[str, list[dict]]:
+    """Table 1's rows of the baselines whose chosen budget is not the page's: ``{chosen_name: per-user
+    scores}`` from ``study["rows"]`` (:func:`read_record`: the table's users in ``cfg.users`` order, the same
+    users and seeds as the page's runs, so a difference with the page's arms pairs user k with user k).
+    ``{}`` when ``study`` is None or every baseline chose the page's budget.
+
+    Args:
+        study: as :func:`read_record` returns, or None.
+    """
+    if study is None:
+        return {}
+    return {
+        chosen_name(name, study): [dict(row) for row in study["rows"][name]]
+        for name in BASELINES
+        if chosen_name(name, study) != name
+    }
 
 
 def spread(values: Sequence[float]) -> tuple[float, float, float]:

@@ -320,6 +320,7 @@ def chapter_rows(
     claim: Mapping | None = None,
     distinct_photographs: bool = True,
     lpips_step: tuple | None = None,
+    baseline_steps: int | None = None,
 ) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
 
@@ -343,6 +344,9 @@ def chapter_rows(
         distinct_photographs: whether each user's photos are different photographs of one person.
         lpips_step: ``(Interval, reading)`` of the paired LPIPS difference DiffULA − IG matched
             (:func:`ordering_study`'s ``lpips``, ``lpips_read``); None leaves the row out.
+        baseline_steps: the steps of the user-level Inverting Gradients runs ``effect`` was measured against
+            (its chosen budget, :func:`~gitutor.chapters.diffusion_user_level.ig_budget.chosen_name`), named
+            in the prior's rows; None names none.
     """
     from gitutor.chapters.diffusion_user_level.identity import (
         ONE_PHOTOGRAPH,
@@ -460,6 +464,7 @@ def chapter_rows(
     # The prior's paired effect per metric; PSNR's (a signed dB difference, on the page's table) is left out of
     # the record: it is −10·log10 of the same per-image MSEs, and a record reads a dB number as a PSNR (≥ 0).
     effects = []
+    against = "" if baseline_steps is None else f", IG at {baseline_steps} steps"
     for metric, unit, digits in (
         ("lpips", "LPIPS", 3),
         ("mse", "MSE", 4),
@@ -471,7 +476,7 @@ def chapter_rows(
         effects.append(
             row(
                 f"difference in {metric.upper()}, DiffULA − IG user level without prior (the prior's effect)",
-                f"paired over {users} users: the prior {effect['helps'][metric]}",
+                f"paired over {users} users{against}: the prior {effect['helps'][metric]}",
                 no_prior,
                 round(summary.mean, digits),
                 f"{unit} difference",

@@ -13,6 +13,7 @@ bias: the server knows b and the search uses the weight gradient alone, with b i
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from collections.abc import Sequence
 
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
 from gitutor.chapters.idlg_soft_labels.report import _row, bounded, share
 from gitutor.federated import mixup, smooth_labels
@@ -88,6 +90,7 @@ def imagenet_label_recovery(
     generator: torch.Generator,
     *,
     smoothing_max: float = 0.5,
+    progress: bool = False,
 ) -> dict:
     """λ recovery on every photograph for each label kind in ``kinds`` (``"smoothing"``, ``"mixup"``,
     ``"one-hot"``), one label per photograph and kind, and the iDLG sign rule on the one-hot labels.
@@ -99,6 +102,7 @@ def imagenet_label_recovery(
     Args:
         model: a trained classifier in eval mode, images ``(B, 3, H, W)`` in [0, 1] → logits ``(B, C)``.
         images: ``(n, 3, H, W)`` photographs in [0, 1]; labels: their ``(n,)`` true classes.
+        progress: show a tqdm bar over the ``len(kinds) · n`` searches.
 
     Returns:
         ``{"errors", "lam_errors", "lam_stars", "accepted", "methods", "seconds"}`` each ``{kind: [one value
@@ -125,33 +129,33 @@ def imagenet_label_recovery(
     labels, classes = labels.cpu(), fc.out_features
     keys = ("errors", "lam_errors", "lam_stars", "accepted", "methods", "seconds")
     out = {key: {kind: [] for kind in kinds} for key in keys}
-    for kind in kinds:
-        for index in range(len(images)):
-            h, label, exclude_top = _sample(
-                model, images, labels, features, index, kind, generator, smoothing_max
-            )
-            grad = last_layer_gradient(fc, h, label)
-            start = time.perf_counter()
-            with torch.no_grad():
-                logits = fc(h)[0]
-            result = recover_soft_label(
-                weight,
-                grad,
-                fc_bias=bias,
-                exclude_top=exclude_top,
-                seed=index,
-                prediction=logits,
-            )
-            out["seconds"][kind].append(time.perf_counter() - start)
-            p = torch.softmax(logits.double(), -1)
-            lam_star = 1.0 / float(p[result.row] - label[0, result.row].double())
-            out["errors"][kind].append(
-                float((result.label - label[0].double()).abs().sum())
-            )
-            out["lam_errors"][kind].append(abs(result.lam - lam_star))
-            out["lam_stars"][kind].append(lam_star)
-            out["accepted"][kind].append(result.accepted)
-            out["methods"][kind].append(result.method)
+    searches = list(itertools.product(kinds, range(len(images))))
+    for kind, index in tqdm(searches, desc="λ recovery", disable=not progress):
+        h, label, exclude_top = _sample(
+            model, images, labels, features, index, kind, generator, smoothing_max
+        )
+        grad = last_layer_gradient(fc, h, label)
+        start = time.perf_counter()
+        with torch.no_grad():
+            logits = fc(h)[0]
+        result = recover_soft_label(
+            weight,
+            grad,
+            fc_bias=bias,
+            exclude_top=exclude_top,
+            seed=index,
+            prediction=logits,
+        )
+        out["seconds"][kind].append(time.perf_counter() - start)
+        p = torch.softmax(logits.double(), -1)
+        lam_star = 1.0 / float(p[result.row] - label[0, result.row].double())
+        out["errors"][kind].append(
+            float((result.label - label[0].double()).abs().sum())
+        )
+        out["lam_errors"][kind].append(abs(result.lam - lam_star))
+        out["lam_stars"][kind].append(lam_star)
+        out["accepted"][kind].append(result.accepted)
+        out["methods"][kind].append(result.method)
     one_hot = F.one_hot(labels, classes).float()
     out["idlg"] = [
         idlg_label(last_layer_gradient(fc, features[i], one_hot[i])) == int(labels[i])
