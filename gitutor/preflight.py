@@ -70,12 +70,19 @@ def torchvision_missing(names: Iterable[str], root: str | Path) -> list[str]:
     return missing
 
 
-def weights_missing(weights: str, fallback: str) -> list[str]:
-    """One line when torchvision's weight file ``weights`` is not in torch's hub cache.
+def weights_missing(weights: str, fallback: str, *, fetch: bool = True) -> list[str]:
+    """One line when torchvision's weight file ``weights`` is not in torch's hub cache and cannot be
+    fetched there.
+
+    With ``fetch``, a file not in the cache is first fetched into it with torch's own loader
+    (``torch.hub.load_state_dict_from_url``, hash-checked; the way torchvision's ``weights=`` argument
+    fetches it): on an online machine (Colab) it downloads once, offline it fails at once and the line
+    says why.
 
     Args:
         weights: a torchvision weights enum member, e.g. ``"ResNet34_Weights.IMAGENET1K_V1"``.
         fallback: the notebook parameter that runs without them, e.g. ``"PRETRAINED = False"``.
+        fetch: try the download before reporting the file missing.
 
     Raises:
         ValueError: naming ``weights`` when torchvision has no such enum member.
@@ -91,8 +98,21 @@ def weights_missing(weights: str, fallback: str) -> list[str]:
     path = Path(torch.hub.get_dir()) / "checkpoints" / Path(entry.url).name
     if path.is_file():
         return []
+    reason = ""
+    if fetch:
+        try:
+            torch.hub.load_state_dict_from_url(
+                entry.url, progress=True, check_hash=True
+            )
+        except (
+            OSError,
+            RuntimeError,
+        ) as error:  # offline (URLError), refused, or a bad hash
+            reason = f" (fetching it failed: {error})"
+        else:
+            return []
     line = (
-        f"torchvision's {enum} weights {path.name} are not in {path.parent}: on a machine "
+        f"torchvision's {enum} weights {path.name} are not in {path.parent}{reason}: on a machine "
         f'with network run `python -c "import torch; torch.hub.load_state_dict_from_url('
         f"'{entry.url}')\"` and copy {path.name} there, or set {fallback}"
     )

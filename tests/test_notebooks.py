@@ -61,15 +61,25 @@ def _sync_script():
     return module
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "book" / "results.ipynb"], ids=lambda p: p.stem)
+def test_every_chapter_and_book_notebook_is_a_page_with_a_colab_cell():
+    pages = _sync_script().pages()
+    assert set(NOTEBOOKS) <= set(pages) and ROOT / "book" / "results.ipynb" in pages
+    assert ROOT / "book" / "trained_network.ipynb" in pages
+    assert {p for p in pages if p.parent.name == "recorded"} == set((ROOT / "book" / "recorded").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", _sync_script().pages(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_colab_setup_cell_comes_first_and_installs_the_launch_buttons_ref(path):
     sync = _sync_script()
     code = [c for c in _cells(path) if c["cell_type"] == "code"]
     assert code[0].get("id") == sync.CELL_ID, f"{path.name}: the first code cell is not the Colab setup"
-    assert "".join(code[0]["source"]) == sync.colab_cell(), \
+    assert "".join(code[0]["source"]) == sync.colab_cell(folder=sync.folder(path)), \
         f"{path.name}: Colab cell differs from _config.yml's repository; run python3 scripts/sync_colab_cell.py"
+    assert sync.CELL_ID in code[0]["metadata"]["tags"]
     url, ref = sync.repository()
-    assert sync.install_target() == f"gitutor[assets] @ git+{url}@{ref}"
+    lines = "".join(code[0]["source"]).splitlines()
+    assert f'    REPOSITORY, REF = "{url}", "{ref}"' in lines  # the clone is the launch buttons' ref
+    assert lines[-1] == f"    %cd {sync.CLONE}/{sync.folder(path)}"  # the page's own folder of the clone
 
 
 # ---- The book reads like a book (issue 22, items 1-2) -------------------------------------------

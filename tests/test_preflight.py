@@ -72,13 +72,39 @@ def test_torchvision_missing_names_each_missing_set_with_its_download_command(tm
 
 
 def test_weights_missing_looks_in_torch_hub_cache(tmp_path, monkeypatch):
+    import urllib.error
+
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     monkeypatch.setattr(torch.hub, "_hub_dir", None)  # get_dir() reads TORCH_HOME
+    fetched = []
+
+    def offline(url, **kwargs):  # torch's loader on a machine without network
+        fetched.append((url, kwargs))
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", offline)
     lines = pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False")
+    assert fetched and fetched[0][1]["check_hash"] is True  # tried once, hash-checked
     assert len(lines) == 1 and "PRETRAINED = False" in lines[0] and "load_state_dict_from_url(" in lines[0]
+    assert "fetching it failed" in lines[0] and "Name or service not known" in lines[0]
+    fetched.clear()
+    assert len(pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False", fetch=False)) == 1
+    assert not fetched  # fetch=False: only the cache is looked at
+
+    def online(url, **kwargs):  # an online machine: the loader writes the file into the cache
+        folder = tmp_path / "hub" / "checkpoints"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / url.rsplit("/", 1)[1]).write_bytes(b"")
+        return {}
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", online)
+    assert pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False") == []
+    (tmp_path / "hub" / "checkpoints" / "resnet34-b627a593.pth").unlink()
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", offline)
+    lines = pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False")
     assert "IMAGENET1K" not in lines[0], "no name that reads as a notebook parameter"
     checkpoints = tmp_path / "hub" / "checkpoints"
-    checkpoints.mkdir(parents=True)
+    checkpoints.mkdir(parents=True, exist_ok=True)
     (checkpoints / "resnet34-b627a593.pth").write_bytes(b"")
     assert pf.weights_missing("ResNet34_Weights.IMAGENET1K_V1", "PRETRAINED = False") == []
     with pytest.raises(ValueError, match="weights"):
@@ -443,10 +469,10 @@ def test_chapter_07_quick_profile_times_nothing(monkeypatch):
 @pytest.mark.parametrize(
     ("notebook", "bars"),
     [
-        ("02_idlg_soft_labels", 4),  # Table 2, Table 3's DLG runs, Table 5 (twice)
+        ("02_idlg_soft_labels", 5),  # Table 2, Table 3's DLG runs, Table 5 (twice), ImageNet λ
         ("04_stepwise_gradinversion", 1),  # the sweep of trials
-        ("05_diffusion_user_level", 5),  # DiffULA, λ = 1, baselines, no prior, GapCNN
-        ("07_admm_comparison", 2),  # the kinds, the adaptive attack's settings
+        ("05_diffusion_user_level", 6),  # prior samples, DiffULA, λ = 1, baselines, no prior, GapCNN
+        ("07_admm_comparison", 4),  # the kinds, the adaptive attack, the alignment grid, round two
     ],
 )
 def test_long_loops_of_the_full_profile_show_progress_bars(notebook, bars):

@@ -220,7 +220,13 @@ def test_chapter_settings_budgets_and_offline_checks(tmp_path, monkeypatch):
         chapter_settings(full, "huge")
     with pytest.raises(ValueError, match="unknown settings"):
         chapter_settings(full, iterationz=3)
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # an empty hub cache
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))  # an empty hub cache, and no network:
+    monkeypatch.setattr(torch.hub, "_hub_dir", None)
+
+    def offline(url, **kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", offline)
     problems = offline_problems(True, None)
     assert len(problems) == 2 and "PRETRAINED = False" in problems[0] and "IMAGE_ROOT is not set" in problems[1]
     assert "is not a folder" in offline_problems(False, tmp_path / "missing")[0]

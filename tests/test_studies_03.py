@@ -85,6 +85,10 @@ def test_batch_size_sweep_has_one_point_per_size(setting):
     assert sweep["ours"]["accuracy"] == [1.0, 1.0]  # Eq. 6 exact in this setting
     assert sweep["bias count"]["exact"] == [1.0, 1.0]  # p = 1/C exactly: the bias count is exact
     assert [len(flags) for flags in sweep["ours"]["flags"]] == [CFG.sweep_trials] * 2
+    assert "short" not in sweep["ours"]  # no statistics given: the search's misses are not told apart
+    stats = setting[2]
+    checked, _ = study.batch_size_sweep(None, 64, fc_gradient, recover, CFG, make_generator(0), stats=stats)
+    assert checked["ours"]["short"] == [0, 0] and checked["ours"]["flags"] == sweep["ours"]["flags"]
     with_plus, _ = study.batch_size_sweep(None, 64, fc_gradient, recover, CFG, make_generator(0),
                                           llg_plus=fit_llg_plus(fc, class_features[:20]))
     assert with_plus["LLG+"]["exact"] == [1.0, 1.0]  # equal feature sums: every image has the same impact
@@ -137,7 +141,8 @@ def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_int
     cfg = get_profile("03_cv_batch_labels", "quick")
     scores = {name: [{"accuracy": 1.0, "exact": 1.0}, {"accuracy": 0.5, "exact": 0.0}]
               for name in ("ours", "Eq. 6 exhaustive", "Yin et al.")}
-    sweep = {"ours": {"flags": [[1.0, 0.0]] * (len(cfg.batch_sizes) - 1) + [[0.0] * 8]}}
+    sweep = {"ours": {"flags": [[1.0, 0.0]] * (len(cfg.batch_sizes) - 1) + [[0.0] * 8],
+                      "short": [0] * len(cfg.batch_sizes)}}
     rows = paper_rows(cfg, "quick", scores=scores, sweep=sweep, figure_exact=False, figure_accuracy=0.984,
                       figure_classes=20, settled=12, cap=5000)
     assert not cfg.pretrained
@@ -147,6 +152,13 @@ def test_paper_rows_random_network_rows_are_not_comparable_and_carry_bounded_int
                                                       row["differences"] or not isinstance(row["paper"], float))
     b64 = next(r for r in rows if r["setting"].endswith("batch-size sweep"))
     assert b64["this_run"] == 0.0 and 0 <= b64["low"] <= b64["high"] <= 1  # 0 of 8: Wilson [0, 0.32]
+    assert "cap does not set this rate" in b64["differences"]
+    # 3 of the 8 wrong batches stopped short of a truth Eq. 6 prefers: the interval reaches 3 of 8 exact
+    sweep["ours"]["short"][-1] = 3
+    widened = next(r for r in paper_rows(cfg, "quick", scores=scores, sweep=sweep, figure_exact=False,
+                                         figure_accuracy=0.984, figure_classes=20, settled=12, cap=5000)
+                   if r["setting"].endswith("batch-size sweep"))
+    assert widened["low"] == b64["low"] and widened["high"] > b64["high"] and "3 of the 8" in widened["differences"]
     accuracy = rows[0]
     assert 0 <= accuracy["low"] <= accuracy["this_run"] <= accuracy["high"] <= 1  # cut to [0, 1]
     assert rows[-1]["this_run"] == 12 and rows[-1]["n"] == 1 and "fewer than 200" in rows[-1]["not_comparable"]
@@ -165,7 +177,11 @@ def test_paired_values_give_numbers_and_one_word_from_one_interval():
     assert values["d_only_first"] == 10 and values["d_only_second"] == 0 and values["d_low"] > 0
     assert report.paired_values([0.0] * 20, [1.0] * 20, "d")["d_side"] == "below"
     close = report.paired_values([1.0] * 10 + [0.0] * 10, [1.0] * 8 + [0.0] * 12, "d")
-    assert close["d_side"] == "across" and close["d_low"] <= 0 <= close["d_high"]
+    assert close["d_side"] == "touching" and close["d_low"] == 0 < close["d_high"]  # 2 discordant, one way
+    mixed = report.paired_values([1.0] * 3 + [0.0] * 17, [0.0] * 3 + [1.0] * 2 + [0.0] * 15, "d")
+    assert mixed["d_side"] == "across" and mixed["d_low"] < 0 < mixed["d_high"]
+    one = report.paired_values([1.0] + [0.0] * 19, [0.0] * 20, "d")  # one discordant batch
+    assert one["d_low"] == 0 and one["d_side"] == "touching"  # touches 0: not separated, not "across"
     assert -100 <= close["d_low"] and close["d_high"] <= 100
     with pytest.raises(ValueError):
         report.paired_values([1.0], [1.0, 0.0], "d")

@@ -7,6 +7,7 @@ from torch import nn
 
 from gitutor.chapters.cv_batch_labels import imagenet
 from gitutor.chapters.cv_batch_labels import imagenet_report as irep
+from gitutor.chapters.cv_batch_labels import report
 from gitutor.chapters.settings import get_profile
 from gitutor.federated import client_gradients
 from gitutor.results import headline_row, ledger_rows, verdict
@@ -151,11 +152,11 @@ def test_a_wrong_batch_is_the_searchs_error_only_when_the_truth_scores_a_lower_j
 
 def test_a_rate_the_cap_may_set_is_widened_to_what_a_longer_search_could_reach():
     rate = Interval(0.2, 0.1, 0.35, 20, (0.0, 1.0))
-    same, note = irep._capped(rate, 0, 200)
+    same, note = report.capped_rate(rate, 0, 200)
     assert same is rate and "does not set this rate" in note and "16 wrong batches" in note
-    widened, note = irep._capped(rate, 6, 200)
+    widened, note = report.capped_rate(rate, 6, 200)
     assert (widened.mean, widened.low, widened.n) == (0.2, 0.1, 20) and widened.high > 0.35
     assert widened.high == pytest.approx(irep.success_interval([1.0] * 10 + [0.0] * 10).high)
     assert "6 of the 16 wrong batches" in note
     with pytest.raises(ValueError, match="short"):
-        irep._capped(rate, 17, 200)
+        report.capped_rate(rate, 17, 200)

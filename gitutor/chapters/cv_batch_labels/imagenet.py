@@ -48,6 +48,7 @@ from gitutor.chapters.cv_batch_labels.experiments import (
     bias_count_labels,
     observed_fc_update,
     penultimate_features,
+    search_fell_short,
 )
 
 #: The methods of the ImageNet comparison: ours, Eq. 6's exhaustive minimum (B small enough), three count
@@ -248,7 +249,7 @@ def imagenet_trials(
         exact with p = 0 (:func:`premise_gradient`), only with ``exhaustive``], "seconds": [ours per batch],
         "n_aux": [auxiliary images per batch], "refused": batches where ours raised (scored wrong),
         "short": [0/1 per batch: ours is wrong although the true counts score a lower Eq. 6 J than the
-        counts it found (:func:`search_fell_short`)], "first": (picks, labels) of the first batch}``.
+        counts it found (:func:`~gitutor.chapters.cv_batch_labels.experiments.search_fell_short`)], "first": (picks, labels) of the first batch}``.
     """
     head = last_linear(model)
     names = [name for name in METHODS if exhaustive or name != "Eq. 6 exhaustive"]
@@ -320,44 +321,6 @@ def imagenet_trials(
     return out
 
 
-def search_fell_short(
-    fc_weight_grad: torch.Tensor,
-    classes: torch.Tensor,
-    stats: FeatureCV,
-    found: torch.Tensor,
-    labels: torch.Tensor,
-) -> bool:
-    """Whether the count search stopped short of the truth on one batch: ``found`` (``(N,)`` labels the
-    search returned) is not the batch's multiset ``labels`` ``(N,)``, the true classes are all among the
-    coarse ``classes`` ``(K,)`` (so the true count vector is in the search space), and the true counts score
-    a lower Eq. 6 J (:func:`gitutor.labels.label_count_objective`) than the found ones. Where the found
-    counts score no higher than the truth, no search finds the truth by Eq. 6 (its minimum is not the
-    truth): the error is the objective's, not the search's. A batch the method refused (``found`` empty:
-    no negative row, or more coarse classes than images) never ran a search and is not counted.
-
-    Raises:
-        ValueError: when a non-empty ``found`` and ``labels`` differ in length.
-    """
-    if found.numel() == 0:
-        return False
-    if found.shape != labels.shape:
-        raise ValueError(
-            f"found and labels must both hold the N labels, got {tuple(found.shape)} "
-            f"and {tuple(labels.shape)}"
-        )
-    if torch.equal(found.sort().values, labels.cpu().sort().values):
-        return False
-    classes = classes.cpu()
-    if not bool(torch.isin(labels.cpu(), classes).all()):
-        return False  # the coarse step missed a class: no count vector holds the truth
-    truth = (labels.cpu()[None, :] == classes[:, None]).sum(dim=1)
-    mine = (found[None, :] == classes[:, None]).sum(dim=1)
-    j = label_count_objective(
-        torch.stack([truth, mine]), fc_weight_grad, classes, stats
-    )
-    return bool(j[0] < j[1])
-
-
 def imagenet_summary(result: dict) -> dict:
     """What the page and the record show of :func:`imagenet_trials`: per method the exact-batch rate (Wilson
     95 %), the exact rate on the batches whose coarse label set was right (Wilson, its own n), the per-label
@@ -421,7 +384,7 @@ def imagenet_sweep(
     reuses ``headline`` (:func:`imagenet_trials`'s output). Returns the sweep in the shape of
     :func:`~gitutor.chapters.cv_batch_labels.experiments.batch_size_sweep` (no exhaustive minimum; ours
     also holds ``"short"``: per N the batches on which the search stopped short of the truth,
-    :func:`search_fell_short`), the mean seconds of ours per N and the number of batches per N."""
+    :func:`~gitutor.chapters.cv_batch_labels.experiments.search_fell_short`), the mean seconds of ours per N and the number of batches per N."""
     names = [name for name in METHODS if name != "Eq. 6 exhaustive"]
     sweep = {name: {"accuracy": [], "exact": [], "flags": []} for name in names}
     sweep["ours"]["short"] = []

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 
 from gitutor.chapters.cv_batch_labels.imagenet import BASELINES
+from gitutor.chapters.cv_batch_labels.report import capped_rate
 from gitutor.results import interval_fields
-from gitutor.stats import Interval, format_interval, success_interval
+from gitutor.stats import format_interval, success_interval
 from gitutor.tables import markdown_table
 from gitutor.viz import interval_errorbars, legible, show_grid
 
@@ -145,38 +146,6 @@ def _row(quantity: str, setting: str, rate, differences: str, **extra) -> dict:
     }
 
 
-def _capped(rate: Interval, short: int, generations: int) -> tuple[Interval, str]:
-    """Ours' exact-batch ``rate`` (:func:`~gitutor.stats.success_interval` over its batches) with what the
-    search's cap leaves open: ``short`` of the wrong batches
-    (:func:`~gitutor.chapters.cv_batch_labels.imagenet.search_fell_short`) have true counts that score a
-    lower Eq. 6 J than the counts found in ``generations`` generations, so a longer search could still get
-    them right. Returns ``(rate, note)``: with none short, ``rate`` and a note that the cap does not set it;
-    otherwise the interval from ``rate``'s lower bound to the Wilson upper bound with those batches counted
-    exact, and a note that says so.
-
-    Raises:
-        ValueError: when ``short`` is negative or more than the wrong batches.
-    """
-    exact = round(rate.mean * rate.n)
-    wrong = rate.n - exact
-    if not 0 <= short <= wrong:
-        raise ValueError(
-            f"short must be in [0, {wrong}] (the wrong batches), got {short}"
-        )
-    if short == 0:
-        return rate, (
-            f"on each of the {wrong} wrong batches the found counts score an Eq. 6 J no higher than "
-            f"the true counts', so no longer search reaches the truth: the {generations}-generation "
-            "cap does not set this rate"
-        )
-    best = success_interval([1.0] * (exact + short) + [0.0] * (wrong - short))
-    widened = Interval(rate.mean, rate.low, best.high, rate.n, rate.bounds)
-    return widened, (
-        f"{short} of the {wrong} wrong batches have true counts with a lower Eq. 6 J than the "
-        f"{generations}-generation search found: the interval's upper end counts them exact"
-    )
-
-
 def imagenet_rows(
     summary: Mapping,
     sweep: Mapping,
@@ -199,7 +168,9 @@ def imagenet_rows(
         f"ResNet34; foolbox's 20 ImageNet photographs with their true labels, a class repeated by augmented "
         f"views of its photograph; {low}–{high} auxiliary photographs not in the batch (paper: 40 web images)"
     )
-    ours, capped = _capped(summary["exact"]["ours"], summary["short"], cfg.iterations)
+    ours, capped = capped_rate(
+        summary["exact"]["ours"], summary["short"], cfg.iterations
+    )
     rows = [
         _row(
             "exact label counts, ours (Stage I), ImageNet-trained network, true labels (headline)",
@@ -246,7 +217,7 @@ def imagenet_rows(
         )
     for i, size in enumerate(cfg.imagenet_batch_sizes):
         if size != b:
-            rate, capped = _capped(
+            rate, capped = capped_rate(
                 success_interval(sweep["ours"]["flags"][i]),
                 sweep["ours"]["short"][i],
                 cfg.iterations,

@@ -33,6 +33,7 @@ from gitutor.data import (
     image_folder,
 )
 from gitutor.metrics import lpips_or_none, match_batch, psnr, ssim
+from gitutor.preflight import weights_missing
 from gitutor.seeding import make_generator
 
 #: The profile settings a trial reads from ``context["settings"]`` (see the module docstring).
@@ -266,20 +267,16 @@ def private_batches(
 def offline_problems(pretrained: bool, image_root: str | Path | None) -> list[str]:
     """What the settings need that this machine lacks, one line each, naming the notebook parameter to set.
 
-    ``pretrained``: the ImageNet ResNet34 weights must be in the torch hub cache. ``image_root``:
+    ``pretrained``: the ImageNet ResNet34 weights must be in the torch hub cache, or fetched there
+    (:func:`gitutor.preflight.weights_missing`: online, torch's loader downloads them). ``image_root``:
     ``"bundled"`` (bundled photographs), or an existing ImageFolder tree; None means not given.
     """
     problems = []
-    if pretrained:
-        import torchvision
-
-        url = torchvision.models.ResNet34_Weights.IMAGENET1K_V1.url
-        if not (Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name).is_file():
-            problems.append(
-                f"ImageNet ResNet34 weights: put {Path(url).name} ({url}) into "
-                f"{Path(torch.hub.get_dir()) / 'checkpoints'}, or set PRETRAINED = False "
-                "(random weights: a contrast, not the paper's setting)"
-            )
+    if pretrained:  # fetched into the hub cache when the machine is online
+        problems += weights_missing(
+            "ResNet34_Weights.IMAGENET1K_V1",
+            "PRETRAINED = False (random weights: a contrast, not the paper's setting)",
+        )
     if image_root is None or (
         image_root != "bundled" and not Path(image_root).is_dir()
     ):
