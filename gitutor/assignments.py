@@ -99,7 +99,9 @@ def parse_questions(nb: dict) -> tuple[list[str], list[Question]]:
     """The setup code cells (outside any question) and the questions of a chapter's exercise block.
 
     Raises:
-        ValueError: for unbalanced or misplaced BEGIN/END cells, or a question without a name.
+        ValueError: for unbalanced or misplaced BEGIN/END cells, a question without a name, or a test
+            cell that does not define exactly one ``test_`` function (otter keeps only the first: a
+            second check in the same cell would silently not run; :func:`check_names`).
     """
     setup, questions, stack = [], [], []
     for cell in exercise_cells(nb):
@@ -125,12 +127,28 @@ def parse_questions(nb: dict) -> tuple[list[str], list[Question]]:
             if "SOLUTION" in stack:
                 questions[-1].solution_cells.append(text)
             elif "TESTS" in stack:
+                found = check_names(text)
+                if len(found) != 1:
+                    raise ValueError(
+                        f"a test cell of question {questions[-1].name!r} defines {len(found)} test "
+                        f"functions {found}: otter runs only the first of a cell, so put each in its "
+                        "own cell"
+                    )
                 questions[-1].test_cells.append(text)
             elif not stack:
                 setup.append(text)
     if stack:
         raise ValueError(f"unclosed blocks: {stack}")
     return setup, questions
+
+
+def check_names(code: str) -> list[str]:
+    """The names of the module-level ``test_`` functions a test cell defines, in order."""
+    return [
+        node.name
+        for node in ast.parse(code).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    ]
 
 
 def solution_lines(code: str) -> list[str]:

@@ -22,6 +22,7 @@ from gitutor.assignments import (
     parse_questions,
     read_notebook,
     reference_leaks,
+    check_names,
     resolve_reference,
     run_tests,
     solution_lines,
@@ -232,6 +233,23 @@ def test_every_chapter_has_a_tagged_exercise_block_at_its_end():
             assert any("hidden: true" in t for t in q.test_cells), f"{q.name} needs a hidden check"
         total += len(questions)
     assert total >= 14
+
+
+def test_a_test_cell_with_two_checks_is_refused_since_otter_runs_only_the_first():
+    """otter assign keeps the first test function of a cell (student copy and autograder alike): a
+    second check in the same cell would never run, so the chapters put each check in its own cell."""
+    def cell(kind, text):
+        return {"cell_type": kind, "metadata": {"tags": ["exercise"]}, "source": text}
+
+    header = '""" # BEGIN TEST CONFIG\nhidden: false\n"""  # END TEST CONFIG\n'
+    two = header + "def test_a(f):\n    assert f, 'expected f'\n\n\ndef test_b(f):\n    assert f, 'expected f'\n"
+    nb = {"cells": [cell("raw", "# ASSIGNMENT CONFIG\nname: x"), cell("raw", "# BEGIN QUESTION\nname: q"),
+                    cell("raw", "# BEGIN TESTS"), cell("code", two), cell("raw", "# END TESTS"),
+                    cell("raw", "# END QUESTION")]}
+    with pytest.raises(ValueError, match=r"'q' defines 2 test functions \['test_a', 'test_b'\]"):
+        parse_questions(nb)
+    for _, question in _questions():  # the chapters: one check per cell
+        assert all(len(check_names(code)) == 1 for code in question.test_cells), question.name
 
 
 def test_question_names_are_unique_and_each_has_a_wrong_answer():
