@@ -11,7 +11,7 @@ reported (its ``error`` holds the exception) and the others go on.
   and each worker runs ``cpus_per_trial`` OpenMP threads (``OMP_NUM_THREADS``). A worker ends
   within a second of its parent (also when the parent is killed with SIGKILL).
 * ``engine="ray"``: trials run on Ray actors, one per ``cpus_per_trial`` CPUs of the cluster
-  (``pip install "gitutor[sweeps]"``). Without a running
+  (``pip install -e ".[sweeps]" in the checkout``). Without a running
   Ray, ``ray.init()`` starts a local one, which uses every core (and GPU) of the machine unless
   ``num_cpus`` caps it; with ``RAY_ADDRESS`` set (``ray.init`` reads it) the trials go to that
   cluster. ``context`` (e.g. the model and the batches) is put in Ray's object store once and
@@ -148,7 +148,7 @@ def run_trials(
             with a journal, for two trials with the same parameters, a journal path where no file
             can be written (a folder) or a journal line that is not an entry (naming the file and
             line) — all before any trial runs.
-        ImportError: for ``engine="ray"`` when Ray is not installed (``pip install "gitutor[sweeps]"``).
+        ImportError: for ``engine="ray"`` when Ray is not installed (``pip install -e ".[sweeps]" in the checkout``).
     """
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
@@ -400,7 +400,7 @@ def _run_on_ray(
         import ray
     except ImportError as error:
         raise ImportError(
-            'engine="ray" needs Ray: pip install "gitutor[sweeps]"'
+            'engine="ray" needs Ray: pip install -e ".[sweeps]" in the checkout'
         ) from error
     started_here = not ray.is_initialized()
     if started_here:

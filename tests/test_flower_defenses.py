@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
+pytest.importorskip("flwr", reason="the fl extra: pip install -e '.[fl]'")
 
 from gitutor.federated.dp import epsilon as dp_epsilon  # noqa: E402
 from gitutor.federated.flower import federated_round  # noqa: E402

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
-pytest.importorskip("opacus", reason="the fl extra: pip install 'gitutor[fl]'")
+pytest.importorskip("flwr", reason="the fl extra: pip install -e '.[fl]'")
+pytest.importorskip("opacus", reason="the fl extra: pip install -e '.[fl]'")
 
 from gitutor.attacks.objectives import total_variation  # noqa: E402
 from gitutor.federated import client_gradients  # noqa: E402

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-pytest.importorskip("flwr", reason="the fl extra: pip install 'gitutor[fl]'")
-pytest.importorskip("ray", reason="the sweeps extra: pip install 'gitutor[sweeps]'")
+pytest.importorskip("flwr", reason="the fl extra: pip install -e '.[fl]'")
+pytest.importorskip("ray", reason="the sweeps extra: pip install -e '.[sweeps]'")
 
 from gitutor.federated import flower_engine
 

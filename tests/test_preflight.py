@@ -470,6 +470,7 @@ def test_chapter_07_quick_profile_times_nothing(monkeypatch):
     ("notebook", "bars"),
     [
         ("02_idlg_soft_labels", 5),  # Table 2, Table 3's DLG runs, Table 5 (twice), ImageNet λ
+        ("03_cv_batch_labels", 8),  # features (twice), methods, Fig. 4(a) search, sweep, late, ImageNet (2)
         ("04_stepwise_gradinversion", 1),  # the sweep of trials
         ("05_diffusion_user_level", 6),  # prior samples, DiffULA, λ = 1, baselines, no prior, GapCNN
         ("07_admm_comparison", 4),  # the kinds, the adaptive attack, the alignment grid, round two
@@ -484,6 +485,8 @@ def test_long_loops_of_the_full_profile_show_progress_bars(notebook, bars):
     cells = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     asked = re.findall(r'progress=cfg\.profile\s*==\s*"full"', code)
+    if re.search(r'^bar = cfg\.profile == "full"', code, re.M):  # one name for the full profile's bars
+        asked += re.findall(r"progress=bar\b", code)
     assert "progress=True" not in code
     assert len(asked) + code.count("in tqdm(") == bars
 

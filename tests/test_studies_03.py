@@ -223,6 +223,7 @@ def test_substitute_networks_share_trained_features_but_not_heads(substitutes):
     trained, new_head, random = networks["trained"], networks["trained, new head"], networks["random"]
     features = study.penultimate_features(trained, pool)
     assert torch.equal(features, study.penultimate_features(new_head, pool))  # the same feature extractor
+    assert torch.equal(features, study.penultimate_features(trained, pool, chunk=3, progress=True))  # bar, chunks
     assert not torch.allclose(features, study.penultimate_features(random, pool))
     heads = {name: last_linear(model) for name, model in networks.items()}
     assert {h.out_features for h in heads.values()} == {16}

@@ -111,7 +111,14 @@ def test_table_and_rows_average_over_users_and_carry_bounded_intervals(tmp_path)
     named = [r for r in budgeted if r["quantity"].startswith("difference in")]
     assert len(named) == len(prior_rows) and all(", IG at 300 steps:" in r["setting"] for r in named)
     assert step["paper"] == pytest.approx(-0.2126) and step["this_run"] == pytest.approx(-0.15)
-    assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not judged"
+    assert "DiffULA < IG sample-level" in step["setting"] and verdict(step) == "not comparable"
+    assert "64-px CelebA" in step["not_comparable"]  # Table 1a's LPIPS scale is not this run's
+    judged = report.chapter_rows(rows, identity=identity, effect=effect, ordering="holds",
+                                 intervals={"IG sample-level (matched)": (0.1, 0.01)}, users=3, differences="test",
+                                 lpips_step=(summary([-0.1, -0.2, -0.15]), "DiffULA < IG sample-level"),
+                                 paper_setting=True)
+    step = next(r for r in judged if r["quantity"].startswith("LPIPS difference, DiffULA − IG sample-level"))
+    assert step["better"] == "lower" and verdict(step) in ("meets", "falls short", "not resolved")
     ordering = next(r for r in out if r["quantity"].startswith("ordering"))
     assert ordering["this_run"].startswith("holds: IG sample-level 0.1000 ± 0.0100")
     face = next(r for r in out if r["quantity"].startswith("face detection rate, DiffULA"))
@@ -270,8 +277,10 @@ def test_the_claim_is_judged_from_the_priors_paired_effect_and_only_with_the_pap
     mixed = effect(lpips="helps", mse="hurts", ssim="hurts")
     stand_in = report.claim_judgement(mixed, 10, False, "stand-in prior")
     assert stand_in["claim_outcome"] == "not comparable" and "Abstract" in stand_in["claim"]
-    assert stand_in["claim_reason"] == ("stand-in prior; paired over 10 users it helps LPIPS (-0.02), hurts MSE "
-                                        "(-0.02), hurts SSIM (-0.02)")
+    assert stand_in["claim_reason"] == ("stand-in prior; the prior's paired effect over 10 users: LPIPS helps "
+                                        "(-0.02), MSE hurts (-0.02), SSIM hurts (-0.02)")
+    unresolved = report.claim_judgement(effect(lpips="not resolved at this budget"), 10, False, "p")
+    assert unresolved["claim_reason"].endswith("LPIPS not resolved at this budget (-0.02)")
     assert report.claim_judgement(mixed, 10, True, "p")["claim_outcome"] == "not resolved"
     assert report.claim_judgement(effect(lpips="helps", mse="helps"), 10, True, "p")["claim_outcome"] == "consistent"
     assert report.claim_judgement(effect(lpips="hurts", mse="helps"), 10, True, "p")["claim_outcome"] == "refuted"

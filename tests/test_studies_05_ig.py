@@ -83,6 +83,7 @@ def test_reader_returns_the_budget_chosen_on_the_selection_users_and_the_table(c
     assert ig_budget.spread(lpips) == pytest.approx((0.395, 0.35, 0.44))
     table_md = ig_budget.budget_table(study)
     assert "| **300** |" in table_md and "100 (page)" in table_md
+    assert "LPIPS ↓, table users: median [lowest, highest]" in table_md  # not a 95 % interval
     assert "**0.395 [0.350, 0.440]**" in table_md and table_md.count("\n") == 1 + 1 + 2 * 3 - 1
     import matplotlib.pyplot as plt
 

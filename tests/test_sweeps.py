@@ -36,7 +36,7 @@ def test_bad_engine_and_trials_raise():
         run_trials(affine, [(1, 2)])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'gitutor[sweeps]')")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install -e '.[sweeps]')")
 def test_two_trial_sweep_on_a_local_ray():
     def remote_affine(context, a, b):  # defined here so that Ray pickles it by value (tests are no package)
         if a < 0:

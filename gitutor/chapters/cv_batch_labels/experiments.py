@@ -103,11 +103,20 @@ def chapter_images(
 
 
 def penultimate_features(
-    model: nn.Module, images: torch.Tensor, device="cpu", chunk: int = 128
+    model: nn.Module,
+    images: torch.Tensor,
+    device="cpu",
+    chunk: int = 128,
+    progress: bool = False,
 ) -> torch.Tensor:
-    """``(n, m)`` features h = Φ(x), the FC layer's input, on the CPU (in eval mode independent of the batch)."""
+    """``(n, m)`` features h = Φ(x), the FC layer's input, on the CPU (in eval mode independent of the
+    batch), ``chunk`` images per forward pass; ``progress`` shows a tqdm bar over the chunks."""
+    parts = images.split(chunk)
     return torch.cat(
-        [fc_input_features(model, part.to(device)) for part in images.split(chunk)]
+        [
+            fc_input_features(model, part.to(device))
+            for part in tqdm(parts, desc="features", disable=not progress)
+        ]
     ).cpu()
 
 

@@ -161,7 +161,7 @@ def imagenet_rows(
     set, the three count baselines (with ours − it, paired), Eq. 6 with p = 0 imposed (the diagnostic that
     explains the headline; the paper states no number for it) and ours per N of the sweep."""
     n, b = summary["trials"], cfg.batch_size
-    setting = f"B = {b}, {n} batches"
+    setting = f"B = {b}, {n} batches from one bank of augmented views"
     low, high = summary["n_aux"]
     how = (
         f"{profile} profile: {NETWORK} (eval mode, 1 000 classes, {cfg.imagenet_size} px) for the paper's "

@@ -370,7 +370,7 @@ def budget_table(study: Mapping) -> str:
         "baseline",
         "steps",
         "LPIPS ↓, selection users (mean)",
-        *(f"{label}, table users" for _, label, _ in SHOWN),
+        *(f"{label}, table users: median [lowest, highest]" for _, label, _ in SHOWN),
     ]
     return markdown_table(header, rows)
 

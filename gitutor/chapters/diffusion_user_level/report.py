@@ -291,11 +291,10 @@ def claim_judgement(
     metric = CLAIM_METRIC if CLAIM_METRIC in effect["helps"] else "mse"
     names = {"mse": "MSE", "ssim": "SSIM", "lpips": "LPIPS", "psnr": "PSNR"}
     measured = ", ".join(
-        f"{effect['helps'][m]} {names[m]} ({effect['intervals'][m].mean:+.3g})"
+        f"{names[m]} {effect['helps'][m]} ({effect['intervals'][m].mean:+.3g})"
         for m in ("lpips", "mse", "ssim")
         if m in effect["helps"]
     )
-    measured = measured.replace("not resolved at this budget", "unresolved on")
     if not comparable:
         outcome = "not comparable"
     elif effect["helps"][metric] == "hurts":
@@ -304,7 +303,7 @@ def claim_judgement(
         outcome = "consistent"
     else:
         outcome = "not resolved"
-    reason = f"{prior_note}; paired over {users} users it {measured}"
+    reason = f"{prior_note}; the prior's paired effect over {users} users: {measured}"
     return {"claim": CLAIM, "claim_outcome": outcome, "claim_reason": reason}
 
 
@@ -321,6 +320,7 @@ def chapter_rows(
     distinct_photographs: bool = True,
     lpips_step: tuple | None = None,
     baseline_steps: int | None = None,
+    paper_setting: bool = False,
 ) -> list[dict]:
     """The results rows of chapter 05 (see :mod:`gitutor.results`).
 
@@ -347,6 +347,9 @@ def chapter_rows(
         baseline_steps: the steps of the user-level Inverting Gradients runs ``effect`` was measured against
             (its chosen budget, :func:`~gitutor.chapters.diffusion_user_level.ig_budget.chosen_name`), named
             in the prior's rows; None names none.
+        paper_setting: whether the run is the paper's kind (:func:`paper_prior`: the full profile's
+            pretrained face DDPM on CelebA, no leak). Only then are Table 1a's absolute LPIPS numbers on
+            this run's scale and judged (lower is better); otherwise those rows are not comparable.
     """
     from gitutor.chapters.diffusion_user_level.identity import (
         ONE_PHOTOGRAPH,
@@ -566,6 +569,16 @@ def chapter_rows(
             mses[user_ig],
         ),
     ]
+    # Table 1a's LPIPS values: on this run's scale only in the paper's kind of setting
+    better = "lower" if paper_setting else None
+    scale = (
+        {}
+        if paper_setting
+        else {
+            "not_comparable": "an LPIPS value depends on the images' size, data and prior: Table 1a's "
+            "are 64-px CelebA colour images with an FFHQ-256 DDPM, this run's are not"
+        }
+    )
     if lpips_step is not None and lpips_step[0] is not None:
         out.append(
             row(
@@ -575,9 +588,10 @@ def chapter_rows(
                 round(0.5039 - 0.7165, 4),
                 round(lpips_step[0].mean, 3),
                 "LPIPS difference",
-                None,
+                better,
                 lpips_step[0],
                 3,
+                **scale,
             )
         )
     lpips = average(rows, diff, "lpips")
@@ -588,6 +602,8 @@ def chapter_rows(
             0.5039,
             LPIPS_NA if lpips is None else round(lpips, 3),
             "LPIPS",
+            better,
+            **scale,
         )
     )
     return out

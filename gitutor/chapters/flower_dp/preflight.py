@@ -17,9 +17,9 @@ from gitutor.preflight import estimate_seconds, packages_missing, preflight
 
 #: What the simulation engine imports, and the command that installs it.
 SIMULATION_PACKAGES = {
-    "flwr": 'pip install "gitutor[fl]"',
-    "opacus": 'pip install "gitutor[fl]"',
-    "ray": 'pip install "gitutor[fl,sweeps]"',
+    "flwr": 'pip install -e ".[fl]" (in the checkout)',
+    "opacus": 'pip install -e ".[fl]" (in the checkout)',
+    "ray": 'pip install -e ".[fl,sweeps]" (in the checkout)',
 }
 
 

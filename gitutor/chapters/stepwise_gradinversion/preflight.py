@@ -30,7 +30,7 @@ from gitutor.federated.case import gradient_case
 from gitutor.preflight import estimate_seconds, packages_missing, preflight
 
 #: What a sweep on Ray (``sweep_engine == "ray"``) imports, and the command that installs it.
-RAY_PACKAGES = {"ray": 'pip install "gitutor[sweeps]"'}
+RAY_PACKAGES = {"ray": 'pip install -e ".[sweeps]" (in the checkout)'}
 
 
 def planned_steps(cfg, block_start: dict[str, int]) -> int:
