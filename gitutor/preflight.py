@@ -47,8 +47,9 @@ def torchvision_missing(names: Iterable[str], root: str | Path) -> list[str]:
         root: the folder given to torchvision (the notebook's ``DATA_ROOT``).
 
     Returns:
-        Each line names the data set, the folder and the command that downloads it (both splits
-        are checked with torchvision's own integrity check, ``download=False``).
+        Each line names the data set, the folder, the command that downloads it (both splits
+        are checked with torchvision's own integrity check, ``download=False``) and the offline
+        substitute ``DATA_ROOT = "bundled"`` (every chapter that calls this takes it).
     """
     import torchvision
 
@@ -64,8 +65,9 @@ def torchvision_missing(names: Iterable[str], root: str | Path) -> list[str]:
             missing.append(
                 f"{cls} is not in {Path(root).resolve()}: on a machine with network run "
                 f'`python -c "import torchvision; torchvision.datasets.{cls}'
-                f'(root={str(root)!r}, download=True)"` and copy the folder here, or set '
-                "DATA_ROOT to the folder that holds it"
+                f'(root={str(root)!r}, download=True)"` and copy the folder here, set '
+                'DATA_ROOT to the folder that holds it, or DATA_ROOT = "bundled" for the '
+                "offline substitute (the bundled samples)"
             )
     return missing
 
@@ -224,6 +226,7 @@ def preflight(
     device: str | torch.device,
     allow_slow: bool = False,
     estimate: Callable[[], float] | None = None,
+    smaller: str = "",
 ) -> None:
     """Stop before the long work when anything is ``missing`` or the run is too slow here.
 
@@ -234,6 +237,8 @@ def preflight(
         allow_slow: the notebook's ``ALLOW_SLOW``: go on however long the run takes here.
         estimate: seconds the run takes on this machine (:func:`estimate_seconds`); called only
             for the full profile. None: no time check.
+        smaller: the chapter's own smaller run, offered beside ``PROFILE = 'quick'`` when the run
+            is too slow (e.g. ``"BUDGET = 'recorded' (the decisive sizes)"``); empty: none.
 
     Raises:
         PreflightError: listing every missing line and, when :func:`stops_for_time`, the
@@ -248,7 +253,9 @@ def preflight(
             lines.append(
                 f"time: this run would take an estimated {duration(seconds)} here (at least; "
                 f"device {torch.device(device)}). Set ALLOW_SLOW = True to go on (papermill "
-                "-p ALLOW_SLOW True), or use PROFILE = 'quick'"
+                "-p ALLOW_SLOW True), or use "
+                + (f"{smaller} or " if smaller else "")
+                + "PROFILE = 'quick'"
             )
         else:
             print(f"PROFILE = 'full': an estimated {duration(seconds)} here")

@@ -69,6 +69,7 @@ def test_torchvision_missing_names_each_missing_set_with_its_download_command(tm
     assert len(lines) == 2, lines
     assert "datasets.CIFAR100(root=" in lines[0] and "download=True" in lines[0]
     assert "datasets.MNIST(root=" in lines[1] and "DATA_ROOT" in lines[1]
+    assert 'DATA_ROOT = "bundled"' in lines[0]  # the offline substitute is named
 
 
 def test_weights_missing_looks_in_torch_hub_cache(tmp_path, monkeypatch):
@@ -181,6 +182,7 @@ def test_chapter_08_full_profile_stops_with_its_estimate_unless_allowed(
     with pytest.raises(pf.PreflightError, match="ALLOW_SLOW = True") as stop:
         chapter.check(cfg, model, data, torch.device("cpu"))
     assert "an estimated" in str(stop.value)
+    assert "BUDGET = 'recorded' (the decisive sizes" in str(stop.value)  # the chapter's smaller run
     assert torch.equal(torch.random.get_rng_state(), state), "the probe left the RNG as it was"
     chapter.check(cfg, model, data, torch.device("cpu"), allow_slow=True)
     assert "an estimated" in capsys.readouterr().out

@@ -78,4 +78,6 @@ def check(cfg, model, data: dict, device, *, allow_slow: bool = False) -> None:
         device=device,
         allow_slow=allow_slow,
         estimate=lambda: estimate_seconds(run, attack_steps(cfg)),
+        smaller="BUDGET = 'recorded' (the decisive sizes; Flower's simulation engine runs the "
+        "clients on the CPU, so a GPU shortens only the attacks)",
     )
