@@ -5,10 +5,12 @@ which builds a wheel: a data file that ``[tool.setuptools.package-data]`` in pyp
 is left out, and the chapter that reads it fails outside the checkout (chapter 03 without the shipped
 ResNet-20 substitute, ``gitutor/models/weights/``). The wheel is built from a copy of the package's
 sources (pyproject.toml, README.md, gitutor/) in a temporary folder, so the checkout gets no
-``build/lib`` or ``*.egg-info``.
+``build/lib`` or ``*.egg-info``. Then the wheel is installed in a fresh virtual environment and a
+chapter's quick profile runs from it outside the checkout.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -71,3 +73,30 @@ def test_wheel_data_files_are_the_checkouts_bytes(wheel):
     for name in package_files():
         if not name.endswith(".py") and name in archive.namelist():  # a missing one fails the test above
             assert archive.read(name) == (ROOT / name).read_bytes(), f"{name} differs in {wheel.name}"
+
+
+def test_a_chapter_runs_from_the_installed_wheel_outside_the_checkout(wheel, tmp_path):
+    """Chapter 03's quick profile (it reads the shipped ResNet-20 substitute) from the wheel installed
+    in a fresh virtual environment, in a folder outside the checkout: what a Colab or pip user runs.
+    The environment sees this machine's packages (``--system-site-packages``: nothing is downloaded)
+    but imports gitutor from the wheel, not from the checkout."""
+    pytest.importorskip("papermill")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1"}
+    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                             capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert install.returncode == 0, install.stderr
+    where = tmp_path / "reader"
+    where.mkdir()
+    found = subprocess.run([python, "-c", "import gitutor; print(gitutor.__file__)"], cwd=where, env=env,
+                           capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+    assert found.startswith(str(venv)), f"gitutor imported from {found}, not from the installed wheel"
+    shutil.copy2(ROOT / "notebooks" / "03_cv_batch_labels.ipynb", where)
+    run = subprocess.run([python, "-m", "papermill", "03_cv_batch_labels.ipynb", "out.ipynb", "-k", "python3",
+                          "-p", "RESULTS_DIR", "results", "--no-progress-bar"],
+                         cwd=where, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (where / "results" / "03_cv_batch_labels.json").is_file()
