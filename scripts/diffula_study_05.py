@@ -128,7 +128,7 @@ def main() -> int:
     check_seconds = time.process_time() - began
     mine = scores[cfg.steps]["final"]
     gap = max(
-        abs(own[study.DIFFULA][k][score] - mine[k][score])
+        abs(own[study.METHODS[3]][k][score] - mine[k][score])
         for k in range(len(cases))
         for score in ("mse", "psnr", "ssim", "lpips", "face_rate")
     )
