@@ -98,3 +98,14 @@ def test_the_page_reads_the_record_only_where_it_speaks_for_the_run(cfg, tmp_pat
     assert db.recorded_study(tmp_path / "absent.json", cfg, 0, None, _page(cfg)) is None
     full = get_profile("05_diffusion_user_level", "full")
     assert db.recorded_study(path, full, 0, None, _page(cfg)) is None
+
+
+def test_the_books_record_is_the_quick_profiles_and_passes_its_checks(cfg):
+    """book/studies/05_diffula_budget.json: made for the profile's users, seed and settings, with provenance,
+    its page-budget runs scored as evaluate_users scores them (max difference 0)."""
+    record = json.loads((ROOT / "book" / "studies" / "05_diffula_budget.json").read_text())
+    assert record["notebook_check"] == {"budget": cfg.steps, "max_difference": 0}
+    assert record["dirty"] is False and cfg.steps in record["budgets"] and max(record["budgets"]) >= 4 * cfg.steps
+    page = record["scores"][str(cfg.steps)]["final"]  # the page compares its own runs with these
+    study = db.read_record(ROOT / "book" / "studies" / "05_diffula_budget.json", cfg, 0, page)
+    assert study["budgets"] == record["budgets"]
