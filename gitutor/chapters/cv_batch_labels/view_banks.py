@@ -137,3 +137,28 @@ def summary(study: Mapping, name: str = "ours") -> dict:
         "over_banks": interval(rates, bounds=(0.0, 1.0)),
         "banks": len(rates),
     }
+
+
+def bank_row(found: Mapping, cfg, differences: str) -> dict:
+    """The results row of ours' exact rate over the banks (:func:`summary`'s output ``found``): the paper's
+    claim of every batch's exact counts (1.0) against the mean over banks, with the 95 % interval over the
+    banks (each bank one observation), so that the draw of the views is part of what the interval covers.
+
+    Raises:
+        KeyError: when ``found`` lacks a field of :func:`summary`'s.
+    """
+    from gitutor.results import interval_fields
+
+    over = found["over_banks"]
+    return {
+        "quantity": "exact label counts, ours (Stage I), ImageNet-trained network, over banks of views",
+        "setting": f"B = {cfg.batch_size}, {cfg.imagenet_trials} batches per bank, {found['banks']} banks "
+        "of augmented views (recorded)",
+        "paper": 1.0,
+        "this_run": round(over.mean, 3),
+        "unit": "fraction",
+        "better": "higher",
+        **interval_fields(over, 3),
+        "differences": f"{differences}; interval over the banks' rates (each bank one observation; "
+        f"lowest {found['lowest']:.2f}, highest {found['highest']:.2f})",
+    }
