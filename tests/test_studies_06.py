@@ -307,3 +307,85 @@ def test_the_recorded_ig_budget_study_is_read_only_for_the_profiles_own_targets(
     assert budget.recorded_study(path, "quick", 0, {"epochs": 2}) is None
     assert budget.recorded_study(path, "quick", 1, {}) is None
     assert budget.recorded_study(tmp_path / "absent.json", "quick", 0, {}) is None
+
+
+def test_dlg_worse_than_the_mean_image_is_broken_and_the_mean_image_is_paired():
+    """Review 46 M1/M2: DLG gets IG's broken-baseline rule; the know-nothing control is paired."""
+    from gitutor.chapters.learning_to_invert import checks as lti_checks
+    names = defense_names(0.99, 0.1)
+    # per-target MSE = offset²: IG 0.0009–0.0016, LTI 1e-4, DLG ≈ 0.09 (worse than the mean image's 0.01)
+    cell = _comparison([0.03, 0.04, 0.035, 0.03], [0.01, 0.01, 0.01, 0.01], [0.30, 0.31, 0.29, 0.30])
+    cells = {("lenet", 1, d): cell for d in names}
+    reference = [0.01, 0.011, 0.009, 0.01]
+    result = lti_checks.paired_comparison(cells, "lenet", names, reference=reference)
+    assert all(result["dlg_broken"].values()) and not any(result["broken"].values())
+    assert all(v == lti_checks.BROKEN for v in result["dlg_verdicts"].values())
+    assert result["verdicts"]["sign"] == "LTI < IG" and result["wins"] == 3
+    # without the control DLG is judged as before
+    plain = lti_checks.paired_comparison(cells, "lenet", names)
+    assert plain["dlg_verdicts"]["sign"] == "LTI < DLG" and plain["dlg_broken"] == {d: False for d in names}
+    assert plain["vs_mean"] == {} and "mean image" not in plain["table"]
+    # the mean-image control paired with IG and LTI on the same targets
+    assert result["vs_mean"]["sign"] == "IG < mean image"
+    gap = result["intervals"]["sign", "IG − mean image"]
+    assert gap.mean == pytest.approx(sum(o * o for o in (0.03, 0.04, 0.035, 0.03)) / 4 - 0.01)
+    assert result["intervals"]["sign", "LTI − mean image"].high < 0
+    assert "LTI − mean image (paired)" in result["table"] and "IG − mean image (paired)" in result["table"]
+    # IG at the mean image's level: plain "not resolved", not "… at this budget"
+    level = _comparison([0.1, 0.09, 0.11, 0.1], [0.01] * 4)
+    tied = lti_checks.paired_comparison({("lenet", 1, d): level for d in names}, "lenet", names,
+                                        reference=[0.012, 0.007, 0.011, 0.010])
+    assert tied["vs_mean"]["gauss"] == lti_checks.NOT_RESOLVED == "not resolved"
+    assert not tied["broken"]["gauss"]
+    with pytest.raises(ValueError, match="reference"):
+        lti_checks.paired_comparison(cells, "lenet", names, reference=[0.01, 0.01])
+    with pytest.raises(ValueError, match="verdict"):
+        lti_checks.plain(None)
+    assert lti_checks.plain(stats.NOT_RESOLVED) == "not resolved" and lti_checks.plain("LTI < IG") == "LTI < IG"
+
+
+def test_smallest_aux_row_counts_only_resolved_comparisons():
+    """Review 46 M4/N4/N2: an unresolved small-aux comparison makes the row not resolved, not short."""
+    from gitutor.chapters.learning_to_invert import checks as lti_checks
+    from gitutor.results import verdict
+    names = defense_names(0.99, 0.1)
+    errors = {d: [[0.0001] * 4] for d in lti_report.DEFENDED}
+    ig = {"sign": [0.0001, 0.02, 0.0002, 0.01], "prune": [0.3] * 4, "gauss": [0.2, 0.21, 0.19, 0.2]}
+    small = lti_checks.smallest_aux_paired(errors, ig)
+    assert small["verdicts"]["sign"] == "not resolved" and small["wins"] == 2 and small["unresolved"] == 1
+    scores = {"mse": 0.01234, "psnr": 19.1, "ssim": 0.5}
+    table1 = {("lenet", 1, d): {"IG": scores, "LTI": scores, "LTI (all held-out)": scores} for d in names}
+    ood = {d: stats.Interval(0.02, 0.01, 0.03, 20) for d in names}
+    common = dict(scale="tiny", n_ig={1: 5}, ood_model="lenet", wins=2, comparable=False)
+    rows = results_rows(table1, ood, names, smallest=(100, 1597, 2, 1), **common)
+    row = rows[-1]
+    assert (row["this_run"], row["low"], row["high"]) == (2, 2, 3) and "n" not in row
+    assert verdict(row) == "not resolved"
+    assert "6%" in row["differences"] and "500 / 50 000 = 1 %" in row["differences"]
+    # every comparison resolved: the count is judged as before
+    short = results_rows(table1, ood, names, smallest=(100, 1597, 2, 0), **common)[-1]
+    assert verdict(short) == "falls short" and short["n"] == 1
+    assert verdict(results_rows(table1, ood, names, smallest=(100, 1597, 2), **common)[-1]) == "falls short"
+    with pytest.raises(ValueError, match="smallest"):
+        results_rows(table1, ood, names, smallest=(100, 1597, 2, 2), **common)
+    # the no-defense row's paper value is derived from Table 1, and says so
+    reversal = stats.Interval(0.003, 0.002, 0.004, 16)
+    none = next(r for r in results_rows(table1, ood, names, smallest=(100, 1597, 2), reversal=reversal,
+                                        **common) if "without a defense" in r["quantity"])
+    assert "derived from Table 1" in none["differences"]
+
+
+def test_table1_labels_this_runs_ig_and_adds_ig_at_its_chosen_budget():
+    """Review 46 M3: one quantity, two values, each said what it is."""
+    names = defense_names(0.99, 0.1)
+    scores = {"mse": 0.0291, "psnr": 16.0, "ssim": 0.5}
+    table1 = {("lenet", 1, d): {"IG": scores, "LTI": scores} for d in names}
+    chosen = {d: (300, [0.01, 0.001]) for d in names}
+    text = table1_markdown(table1, "lenet", 1, names, 2, 16, ig_iterations=100, chosen=chosen)
+    assert "| IG, 100 iterations (not its chosen budget) | 0.0291" in text
+    # mean MSE 0.0055, mean PSNR (20 + 30) / 2 = 25.0 dB, SSIM/LPIPS not recorded
+    assert "| IG at its chosen budget | 0.0055 / 25.0 / – / – (300 its)" in text
+    assert text.index("IG, 100 iterations") < text.index("IG at its chosen budget") < text.index("| LTI |")
+    assert "| IG | 0.0291" in table1_markdown(table1, "lenet", 1, names, 2, 16)
+    with pytest.raises(ValueError, match="chosen"):
+        table1_markdown(table1, "lenet", 1, names, 2, 16, chosen={d: (300, []) for d in names})

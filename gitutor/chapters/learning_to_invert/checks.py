@@ -24,6 +24,7 @@ from gitutor.attacks.lti import reconstruct
 from gitutor.controls import RECOGNISABLE_PSNR, check_threshold, control_scores
 from gitutor.metrics import mse, psnr
 from gitutor.paired import compare_paired, paired_difference
+from gitutor.stats import NOT_RESOLVED as stats_not_resolved
 from gitutor.stats import format_interval, interval
 from gitutor.tables import markdown_table
 
@@ -33,6 +34,24 @@ DEFENDED = ("sign", "prune", "gauss")
 
 #: The verdict of a comparison whose baseline is a broken run (worse than the mean image).
 BROKEN = "baseline broken"
+
+#: The chapter's word for an interval of paired differences that holds 0 where no budget varies
+#: (the shared :data:`gitutor.stats.NOT_RESOLVED` speaks of "this budget").
+NOT_RESOLVED = "not resolved"
+
+
+def plain(verdict: str) -> str:
+    """``verdict`` with the shared :data:`gitutor.stats.NOT_RESOLVED` ("not resolved at this budget")
+    replaced by the plain :data:`NOT_RESOLVED`; any other verdict unchanged.
+
+    Raises:
+        ValueError: naming ``verdict`` when it is not a string.
+    """
+    if not isinstance(verdict, str):
+        raise ValueError(  # noqa: TRY004 (the book's rule: bad input raises ValueError)
+            f"verdict must be a string, got {verdict!r}"
+        )
+    return NOT_RESOLVED if verdict == stats_not_resolved else verdict
 
 
 def paired_comparison(
@@ -49,23 +68,32 @@ def paired_comparison(
     Args:
         ig_errors: ``{defense: per-batch MSE}`` of IG to use instead of this run's (IG at its own best budget,
             from the recorded study, on the same first batches); None: this run's IG.
-        reference: the per-batch MSE of the mean auxiliary image on the same batches: a baseline whose MSE lies
-            above it beyond batch-to-batch variation (paired) is a broken run — its comparison reads
-            :data:`BROKEN` and counts nowhere.
+        reference: the per-batch MSE of the mean auxiliary image on the same batches (the know-nothing
+            control): a baseline (IG or DLG) whose MSE lies above it beyond batch-to-batch variation
+            (paired) is a broken run — its comparison reads :data:`BROKEN` and counts nowhere. Given, the
+            table gains the paired columns "LTI − mean image" and "IG − mean image".
 
     Returns:
         ``intervals`` ``{(defense, method): Interval}`` of the per-batch MSE (method ``"IG"``, ``"DLG"``,
-        ``"LTI"``, ``"LTI − IG"``, ``"LTI − DLG"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not
-        resolved | BROKEN}`` (:func:`gitutor.paired.compare_paired`), ``dlg_verdicts`` (the same against DLG;
-        empty without DLG), ``broken`` ``{defense: bool}`` (IG), ``wins`` (how many of :data:`DEFENDED` read
-        "LTI < IG"), ``n`` (batches) and ``table`` (Markdown).
+        ``"LTI"``, ``"LTI − IG"``, ``"LTI − DLG"``; with ``reference`` also ``"LTI − mean image"`` and
+        ``"IG − mean image"``), ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | not resolved | BROKEN}``
+        (:func:`gitutor.paired.compare_paired`), ``dlg_verdicts`` (the same against DLG, :data:`BROKEN`
+        where DLG is broken; empty without DLG), ``broken`` ``{defense: bool}`` (IG), ``dlg_broken`` (DLG;
+        empty without DLG), ``vs_mean`` ``{defense: "IG < mean image" | "IG > mean image" |`` plain
+        :data:`NOT_RESOLVED` ``}`` (empty without ``reference``), ``wins`` (how many of :data:`DEFENDED`
+        read "LTI < IG"), ``n`` (batches) and ``table`` (Markdown).
+
+    Raises:
+        ValueError: naming ``reference`` when it holds fewer values than the batches compared.
 
     With one batch the intervals span the whole range and nothing is resolved.
     """
     first = cells[model, batch_size, next(iter(names))]
     methods = ("IG", "DLG", "LTI") if first.dlg_images is not None else ("IG", "LTI")
     baselines = methods[:-1]
-    intervals, verdicts, broken = {}, {b: {} for b in baselines}, {}
+    intervals, verdicts = {}, {b: {} for b in baselines}
+    broken = {b: {} for b in baselines}
+    vs_mean = {}
     for d in names:
         errors = {m: cells[model, batch_size, d].per_batch_mse(m) for m in methods}
         if ig_errors is not None:  # IG's recorded batches are this run's first ones
@@ -75,18 +103,29 @@ def paired_comparison(
             }
         for m in methods:
             intervals[d, m] = interval(errors[m], bounds=(0.0, 1.0))
-        # broken: IG worse than the mean image beyond batch-to-batch variation (paired)
+        # broken: a baseline worse than the mean image beyond batch-to-batch variation (paired)
         ref = None if reference is None else list(reference[: len(errors["IG"])])
-        broken[d] = ref is not None and compare_paired(
-            errors["IG"], ref, ("IG", "mean image")
-        ) == ("IG > mean image")
+        if ref is not None and len(ref) < len(errors["IG"]):
+            raise ValueError(
+                f"reference must hold one MSE per batch compared ({len(errors['IG'])}), "
+                f"got {len(ref)}"
+            )
         for b in baselines:
             intervals[d, f"LTI − {b}"] = paired_difference(errors["LTI"], errors[b])
             verdicts[b][d] = compare_paired(errors["LTI"], errors[b], ("LTI", b))
-        if broken[d]:
-            verdicts["IG"][d] = BROKEN
+            broken[b][d] = ref is not None and compare_paired(
+                errors[b], ref, (b, "mean image")
+            ) == (f"{b} > mean image")
+            if broken[b][d]:
+                verdicts[b][d] = BROKEN
+        if ref is not None:
+            for m in ("LTI", "IG"):
+                intervals[d, f"{m} − mean image"] = paired_difference(errors[m], ref)
+            vs_mean[d] = plain(compare_paired(errors["IG"], ref, ("IG", "mean image")))
     n = intervals[next(iter(names)), "IG"].n
     columns = [*methods, *(f"LTI − {b}" for b in baselines)]
+    if reference is not None:
+        columns += ["LTI − mean image", "IG − mean image"]
     table = markdown_table(
         [
             "defense",
@@ -107,7 +146,9 @@ def paired_comparison(
         "intervals": intervals,
         "verdicts": verdicts["IG"],
         "dlg_verdicts": verdicts.get("DLG", {}),
-        "broken": broken,
+        "broken": broken["IG"],
+        "dlg_broken": broken.get("DLG", {}),
+        "vs_mean": vs_mean,
         "n": n,
         "table": table,
         "wins": sum(verdicts["IG"][d] == "LTI < IG" for d in DEFENDED),
@@ -124,15 +165,18 @@ def smallest_aux_paired(
     first targets (IG at the budget the chapter scores).
 
     Returns:
-        ``verdicts`` ``{defense: str}`` and ``wins`` (how many read "LTI < IG").
+        ``verdicts`` ``{defense: "LTI < IG" | "LTI > IG" | "not resolved"}`` (the plain
+        :data:`NOT_RESOLVED`: the auxiliary set varies here, not IG's budget), ``wins`` (how many read
+        "LTI < IG") and ``unresolved`` (how many read :data:`NOT_RESOLVED`).
     """
     verdicts = {}
     for d in DEFENDED:
         ig = list(ig_errors[d])
-        verdicts[d] = compare_paired(errors[d][0][: len(ig)], ig, ("LTI", "IG"))
+        verdicts[d] = plain(compare_paired(errors[d][0][: len(ig)], ig, ("LTI", "IG")))
     return {
         "verdicts": verdicts,
         "wins": sum(v == "LTI < IG" for v in verdicts.values()),
+        "unresolved": sum(v == NOT_RESOLVED for v in verdicts.values()),
     }
 
 

@@ -10,6 +10,7 @@ comparisons, the input-scale check and Table 2's reference are in :mod:`gitutor.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -108,9 +109,22 @@ def table1_markdown(
     names: Mapping[str, str],
     n_ig: int,
     n_targets: int,
+    ig_iterations: int | None = None,
+    chosen: Mapping[str, tuple[int, Sequence[float]]] | None = None,
 ) -> str:
     """Table 1 for one model and B as Markdown: a row per method, ``MSE / PSNR / SSIM / LPIPS`` per defense
-    (LPIPS :data:`~gitutor.metrics.LPIPS_NA` when its backbone is not installed)."""
+    (LPIPS :data:`~gitutor.metrics.LPIPS_NA` when its backbone is not installed).
+
+    Args:
+        ig_iterations: this run's IG iterations; given, IG's row is labelled "IG, <n> iterations (not
+            its chosen budget)".
+        chosen: ``{defense: (iterations, per-target MSE)}`` of IG at its chosen budget on the same
+            targets (the recorded study); given, a row "IG at its chosen budget" follows IG's with the
+            mean MSE and the mean per-target PSNR (dB) and "–" for SSIM/LPIPS (not recorded).
+
+    Raises:
+        ValueError: naming ``chosen`` when a defense's per-target MSE is empty or not in (0, 1].
+    """
 
     def lpips(c):
         return LPIPS_NA if c.get("lpips") is None else f"{c['lpips']:.3f}"
@@ -124,6 +138,25 @@ def table1_markdown(
         ]
         for method in methods
     ]
+    if ig_iterations is not None and "IG" in methods:
+        rows[methods.index("IG")][0] = (
+            f"IG, {ig_iterations} iterations (not its chosen budget)"
+        )
+    if chosen is not None and "IG" in methods:
+        cells = []
+        for d in names:
+            steps, errors = chosen[d]
+            errors = [float(e) for e in errors]
+            if not errors or not all(0.0 < e <= 1.0 for e in errors):
+                raise ValueError(
+                    f"chosen[{d!r}] must hold per-target MSE in (0, 1], got {errors!r}"
+                )
+            mean_psnr = sum(-10 * math.log10(e) for e in errors) / len(errors)
+            cells.append(
+                f"{sum(errors) / len(errors):.4f} / {mean_psnr:.1f} / – / – "
+                f"({steps} its)"
+            )
+        rows.insert(methods.index("IG") + 1, ["IG at its chosen budget", *cells])
     attacked = (
         " and ".join([", ".join(methods[:-2]), "LTI"])
         if len(methods) > 3
@@ -156,7 +189,7 @@ def results_rows(
     n_ig: Mapping[int, int],
     ood_model: str,
     wins: int,
-    smallest: tuple[int, int, int],
+    smallest: tuple[int, ...],
     comparable: bool,
     intervals: Mapping | None = None,
     claim: Mapping | None = None,
@@ -173,8 +206,10 @@ def results_rows(
         wins: defenses (of :data:`DEFENDED`) under which LTI's MSE lies below IG's beyond noise,
             paired over the targets both attacked (:func:`gitutor.chapters.learning_to_invert.checks.paired_comparison`);
             the paper: all three. This row is the chapter's headline.
-        smallest: ``(size, auxiliary images in all, wins)`` of Fig. 3a's smallest auxiliary set; the
-            paper: 500 of 50 000 images beat IG under every defense.
+        smallest: ``(size, auxiliary images in all, wins[, unresolved])`` of Fig. 3a's smallest
+            auxiliary set (the paper: 500 of 50 000 images beat IG under every defense); only resolved
+            comparisons count: with ``unresolved`` > 0 the row carries the bounds wins … wins +
+            unresolved and reads *not resolved* where the paper's count lies inside.
         comparable: :func:`same_data`; when False the MSE rows carry no ``better`` (no verdict):
             MSE on other images is on another scale.
         intervals: ``{(model, B, defense, method): Interval}`` of the per-batch MSE of IG and LTI on the
@@ -186,6 +221,7 @@ def results_rows(
 
     Raises:
         KeyError: for a (model, B) or defense the paper does not report.
+        ValueError: naming ``smallest`` when its unresolved count is not an int in [0, 3 − wins].
     """
     from gitutor.results import interval_fields
 
@@ -226,7 +262,8 @@ def results_rows(
                 "unit": "MSE difference",
                 "better": "lower",
                 **interval_fields(reversal, 4),
-                "differences": f"{same}; {n_ig[1]} targets",
+                "differences": f"{same}; {n_ig[1]} targets; the paper's value derived from "
+                "Table 1 (LTI − IG means), the paper states no difference or interval",
             }
         )
     rows += [
@@ -259,7 +296,23 @@ def results_rows(
             **(claim or {}),
         },
     )
-    size, total, small_wins = smallest
+    size, total, small_wins, *rest = smallest
+    unresolved = rest[0] if rest else 0
+    if (
+        not isinstance(unresolved, int)
+        or not 0 <= unresolved <= len(DEFENDED) - small_wins
+    ):
+        raise ValueError(
+            f"smallest's unresolved count must be an int in [0, {len(DEFENDED) - small_wins}], "
+            f"got {unresolved!r}"
+        )
+    # only resolved comparisons count: with any unresolved, the count lies between the wins
+    # and the wins plus the unresolved ones (the record reads it not resolved where 3 is inside)
+    count = (
+        {"n": 1}
+        if unresolved == 0
+        else {"low": small_wins, "high": small_wins + unresolved}
+    )
     rows.append(
         {
             "quantity": "defenses under which LTI on the smallest auxiliary set beats IG (Fig. 3a)",
@@ -268,9 +321,10 @@ def results_rows(
             "this_run": small_wins,
             "unit": f"of {len(DEFENDED)} defenses",
             "better": "higher",
-            "n": 1,
+            **count,
             "differences": f"{same}; 95 % intervals of the paired differences over "
-            f"{n_ig[1]} targets",
+            f"{n_ig[1]} targets; {unresolved} not resolved (counted as neither); auxiliary "
+            f"fraction {size / total:.0%} (paper: 500 / 50 000 = 1 %)",
         }
     )
     return rows
@@ -300,10 +354,23 @@ def table1_section(
     n_ig: Mapping[int, int],
     n_targets: int,
     names: Mapping[str, str],
+    chosen: Mapping[str, tuple[int, Sequence[float]]] | None = None,
 ) -> str:
-    """Every (model, B) block of Table 1 (:func:`table1_markdown`) as one Markdown text."""
+    """Every (model, B) block of Table 1 (:func:`table1_markdown`) as one Markdown text. IG's rows are
+    labelled with this run's iterations (``cfg.ig_iterations``, not its chosen budget); ``chosen``
+    (``{defense: (iterations, per-target MSE)}``, the recorded study at IG's chosen budget on the same
+    targets) adds, for the first model at B = 1, the row of IG at its chosen budget."""
     return "\n\n".join(
-        table1_markdown(table1, model, b, names, n_ig[b], n_targets)
+        table1_markdown(
+            table1,
+            model,
+            b,
+            names,
+            n_ig[b],
+            n_targets,
+            ig_iterations=cfg.ig_iterations,
+            chosen=chosen if (model, b) == (cfg.models[0], 1) else None,
+        )
         for model in cfg.models
         for b in cfg.batch_sizes
     )
