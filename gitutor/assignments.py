@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -188,6 +189,51 @@ def run_tests(question: Question, env: dict) -> list[tuple[str, bool, str]]:
                 except Exception as error:  # a failing check is a result, not a crash
                     results.append((name, False, f"{type(error).__name__}: {error}"))
     return results
+
+
+#: Python of the autograder's image (``otter grade``, Gradescope): environment.yml's ``python=``.
+GRADING_PYTHON = "3.11"
+#: Extras of ``gitutor`` the exercise blocks and hidden checks import: offline weights and samples
+#: (``assets``) and Flower and Opacus (``fl``, chapter 8).
+GRADING_EXTRAS = "assets,fl"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def grading_requirements(root: Path = ROOT) -> list[str]:
+    """The packages the autograder's image installs beside otter: ``gitutor`` with
+    :data:`GRADING_EXTRAS` from the repository and ref the book's launch buttons open
+    (``repository()`` of ``scripts/sync_colab_cell.py``, read from ``_config.yml``)."""
+    spec = importlib.util.spec_from_file_location(
+        "_sync_colab_cell", root / "scripts" / "sync_colab_cell.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    url, ref = module.repository(root)
+    return [f"gitutor[{GRADING_EXTRAS}] @ git+{url}@{ref}"]
+
+
+def grading_config(nb: dict, root: Path = ROOT) -> dict:
+    """A copy of ``nb`` whose ``# ASSIGNMENT CONFIG`` cell also gives otter the autograder's
+    ``python_version`` (:data:`GRADING_PYTHON`) and ``requirements`` (:func:`grading_requirements`),
+    so the zip's image can import what the exercises import."""
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "raw" and _source(cell).lstrip().startswith(
+            "# ASSIGNMENT CONFIG"
+        ):
+            lines = [
+                line
+                for line in _source(cell).rstrip("\n").split("\n")
+                if not re.match(
+                    r"(python_version|requirements|overwrite_requirements):", line
+                )
+            ]
+            lines.append(f"python_version: {json.dumps(GRADING_PYTHON)}")
+            lines.append("requirements:")
+            lines += [f"  - {json.dumps(r)}" for r in grading_requirements(root)]
+            cell["source"] = "\n".join(lines)
+            return nb
+    raise ValueError("the chapter has no raw # ASSIGNMENT CONFIG cell")
 
 
 def grading_master(nb: dict) -> dict:
@@ -478,7 +524,10 @@ def build(out: Path, notebooks: list[Path]) -> None:
         master = out / "masters" / f"{chapter}.ipynb"
         master.parent.mkdir(parents=True, exist_ok=True)
         write_json(
-            master, grading_master(read_notebook(path)), indent=1, ensure_ascii=False
+            master,
+            grading_config(grading_master(read_notebook(path))),
+            indent=1,
+            ensure_ascii=False,
         )
         target = out / chapter
         subprocess.run(["rm", "-rf", str(target)], check=True)

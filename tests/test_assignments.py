@@ -15,10 +15,14 @@ from pathlib import Path
 import pytest
 
 from gitutor.assignments import (
+    GRADING_EXTRAS,
+    GRADING_PYTHON,
     Question,
     build,
     exercise_cells,
+    grading_config,
     grading_master,
+    grading_requirements,
     parse_questions,
     read_notebook,
     reference_leaks,
@@ -175,6 +179,21 @@ def sign_rule_label(fc_weight_grad):
     return int(fc_weight_grad.sum(dim=1).argmax())
 """,
     },
+    "lambda_label": {
+        "NumPy array for a tensor": """
+def label_at(lam, fc_weight, fc_weight_grad):
+    weight, grad = fc_weight.double(), fc_weight_grad.double()
+    row_r = grad[grad.sum(dim=1).abs().argmax()]
+    rho = grad @ row_r / row_r.dot(row_r)
+    return (torch.softmax(lam * (weight @ row_r), dim=0) - rho / lam).numpy()
+""",
+    },
+    "update_to_gradient": {
+        "wrong sign (Δ/(η·steps))": """
+def as_gradient(sent, start, lr, steps):
+    return [(w_k - w) / (lr * steps) for w_k, w in zip(sent, start)]
+""",
+    },
     "sorted_cv": {
         "wrong axis (sorts each feature over the samples)": """
 def sorted_feature_cv(features):
@@ -299,6 +318,9 @@ def test_public_checks_reject_common_mistakes_saying_what_was_expected(
         assert any("expected" in message for message in failed), (question.name, mistake, failed)
         hidden = [m for _, passed, m in run_tests(_checks(question, hidden=True), wrong) if not passed]
         assert all(m.split(":", 1)[1].strip() for m in hidden), (question.name, mistake, hidden)
+        # a hidden check fails on what it asserts (saying what it expected), not on a crash
+        # such as NumPy's AttributeError for .double()
+        assert all(m.startswith("AssertionError") for m in hidden), (question.name, mistake, hidden)
 
 
 def test_every_check_says_why_it_failed():
@@ -413,14 +435,89 @@ def test_every_reference_imports_and_answers_a_question_that_asks_for_code():
             assert callable(obj), ref
 
 
-def test_chapter_04_shows_its_references_and_the_student_copy_does_not(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every chapter built with ``build`` (``otter assign``) once for this module's tests."""
+    pytest.importorskip("otter")
+    out = tmp_path_factory.mktemp("assignments")
+    with contextlib.redirect_stdout(io.StringIO()):
+        build(out, CHAPTERS)
+    return out
+
+
+def test_chapter_04_shows_its_references_and_the_student_copy_does_not(built):
     """``build`` (``otter assign``) every chapter: no student copy prints, holds or imports (before
     the question) the code a question asks for; chapter 04's own page does show two of them."""
-    pytest.importorskip("otter")
     chapter_04 = read_notebook(ROOT / "notebooks" / "04_stepwise_gradinversion.ipynb")
     assert len(reference_leaks(chapter_04, grading_master(chapter_04))) == 2
-    with contextlib.redirect_stdout(io.StringIO()):
-        build(tmp_path, CHAPTERS)
     for path in CHAPTERS:
-        student = read_notebook(tmp_path / path.stem / "student" / path.name)
+        student = read_notebook(built / path.stem / "student" / path.name)
         assert reference_leaks(read_notebook(path), student) == [], path.stem
+
+
+def _zip_text(built: Path, chapter: str, name: str) -> str:
+    import zipfile
+
+    (zip_path,) = (built / chapter / "autograder").glob("*.zip")
+    with zipfile.ZipFile(zip_path) as archive:
+        return archive.read(name).decode()
+
+
+def test_autograder_zip_installs_gitutor_from_the_launch_ref(built):
+    """The zip's ``environment.yml`` (what ``otter grade``'s Docker image and Gradescope install)
+    holds the Python the book supports and ``gitutor`` with its grading extras from the repository
+    and ref the launch buttons open (``_config.yml``), not only otter-grader."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_colab_cell", ROOT / "scripts" / "sync_colab_cell.py")
+    sync = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync)
+    url, ref = sync.repository(ROOT)
+    want = f"gitutor[{GRADING_EXTRAS}] @ git+{url}@{ref}"
+    assert grading_requirements(ROOT) == [want]
+    for path in CHAPTERS:
+        environment = _zip_text(built, path.stem, "environment.yml")
+        assert f"- python={GRADING_PYTHON}\n" in environment, (path.stem, environment)
+        assert f"- {want}\n" in environment, (path.stem, environment)
+        assert "otter-grader" in environment, (path.stem, environment)
+
+
+def test_grading_python_is_the_one_the_book_supports():
+    """:data:`GRADING_PYTHON` is environment.yml's ``python=`` and meets ``requires-python``."""
+    import re
+
+    conda = re.search(r"^\s*- python=(\S+)$", (ROOT / "environment.yml").read_text(), re.M).group(1)
+    assert conda == GRADING_PYTHON
+    floor = re.search(r'^requires-python = ">=(\d+)\.(\d+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert tuple(map(int, GRADING_PYTHON.split("."))) >= tuple(map(int, floor.groups()))
+    assert "fl" in GRADING_EXTRAS.split(",") and "assets" in GRADING_EXTRAS.split(",")
+
+
+def test_grading_config_replaces_earlier_requirement_lines():
+    nb = {
+        "cells": [
+            {
+                "cell_type": "raw",
+                "metadata": {},
+                "source": "# ASSIGNMENT CONFIG\nname: x\nrequirements: old.txt\npython_version: 3.9\n",
+            }
+        ]
+    }
+    text = "".join(grading_config(nb)["cells"][0]["source"])
+    assert "old.txt" not in text and "3.9" not in text
+    assert text.count("python_version:") == 1 and text.count("requirements:") == 1
+    assert "name: x" in text
+
+
+def test_student_copy_keeps_its_checks_in_metadata_and_starts_with_otter(built):
+    """What teaching.md says of the hand-out: the student copy is one notebook whose public checks
+    are in its metadata (no ``tests/`` folder, which otter 7 refuses on Colab) and whose first code
+    cell imports otter, before the chapter's setup cell."""
+    for path in CHAPTERS:
+        student_dir = built / path.stem / "student"
+        student = read_notebook(student_dir / path.name)
+        assert student["metadata"]["otter"]["OK_FORMAT"] is False, path.stem
+        assert student["metadata"]["otter"]["tests"], path.stem
+        assert not (student_dir / "tests").exists(), path.stem
+        first = next(c for c in student["cells"] if c["cell_type"] == "code")
+        assert "import otter" in "".join(first["source"]), path.stem
