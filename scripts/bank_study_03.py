@@ -17,8 +17,6 @@ provenance, to ``book/studies/03_view_banks.json`` atomically. Commit first: the
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import shlex
 import sys
 import time
@@ -28,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from journaled import code_version  # noqa: E402
+from journaled import code_version, run_provenance  # noqa: E402
 
 OUT = ROOT / "book" / "studies" / "03_view_banks.json"
 SEED = 0  # the page's SEED: its bank is bank 0, its batches come from make_generator(SEED + 5)
@@ -42,7 +40,6 @@ def main() -> int:
     args = parser.parse_args()
     if args.banks < 2:
         parser.error("--banks must be at least 2 (bank 0 is the page's own)")
-    import torch
 
     import gitutor
     from gitutor.chapters.cv_batch_labels import imagenet
@@ -84,16 +81,7 @@ def main() -> int:
         "seed": SEED,
         "settings": {k: getattr(cfg, k) for k in SETTINGS},
         "banks": banks,
-        "command": command,
-        "commit": commit[:12],
-        "dirty": dirty,
-        "device": "cpu",
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": platform.processor() or platform.machine(),
-        "threads": torch.get_num_threads(),
-        "wall_seconds": round(wall, 1),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **run_provenance(commit, dirty, command, wall),
     }
     write_json(args.record, record, indent=1)
     print(f"{wall:.0f} s -> {args.record}")

@@ -24,8 +24,6 @@ names the commit.
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
 import shlex
 import sys
 import time
@@ -35,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from journaled import code_version, remove_journal  # noqa: E402
+from journaled import code_version, remove_journal, run_provenance  # noqa: E402
 
 OUT = ROOT / "book" / "studies" / "05_diffula_budget.json"
 SEED = 0
@@ -76,7 +74,6 @@ def main() -> int:
     parser.add_argument("--record", type=Path, default=OUT, help="the record to write")
     args = parser.parse_args()
     budgets = sorted(set(args.budgets))
-    import torch
 
     from gitutor.chapters.diffusion_user_level import experiments as study
     from gitutor.chapters.diffusion_user_level.diffula_budget import SETTINGS
@@ -147,19 +144,10 @@ def main() -> int:
         "table_budget": cfg.steps,
         "scores": {str(b): scores[b] for b in budgets},
         "notebook_check": {"budget": cfg.steps, "max_difference": gap},
-        "command": command,
-        "commit": commit[:12],
-        "dirty": dirty,
-        "device": "cpu",
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": platform.processor() or platform.machine(),
-        "threads": torch.get_num_threads(),
         "processes": 1,
         "resumed_tasks": resumed,
-        "wall_seconds": round(wall, 1),
         "task_cpu_seconds": round(sum(done[trial_key(t)][2] for t in tasks) + check_seconds, 1),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **run_provenance(commit, dirty, command, wall),
     }
     write_json(args.record, record, indent=1)
     remove_journal(journal_file)

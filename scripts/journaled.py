@@ -73,3 +73,26 @@ def record_problem(record: Path) -> str | None:
     if record.suffix != ".json":
         return f"{record} is not a .json file"
     return target_problem(record.absolute())
+
+
+def run_provenance(commit: str, dirty: bool, command: str, wall: float) -> dict:
+    """The provenance fields a one-process CPU study record carries (``gitutor.study_records.PROVENANCE``
+    and the machine's details): the command, the commit (12 digits) and whether gitutor/ was dirty, the
+    device, torch, Python and machine, torch's threads, the wall time (s) and the date (UTC)."""
+    import datetime
+    import platform
+
+    import torch
+
+    return {
+        "command": command,
+        "commit": commit[:12],
+        "dirty": dirty,
+        "device": "cpu",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+        "wall_seconds": round(wall, 1),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }

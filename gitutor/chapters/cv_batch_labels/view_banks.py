@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gitutor.study_records import provenance, speaks_for
+
 #: The profile's settings the headline depends on; a record of other values is refused.
 SETTINGS = (
     "batch_size",
@@ -27,8 +29,6 @@ SETTINGS = (
     "iterations",
     "crossover",
 )
-#: Provenance a record must carry.
-PROVENANCE = ("commit", "command", "wall_seconds", "device", "torch", "date")
 #: The methods whose exact flags a bank holds: ours (Stage I), Eq. 6's exhaustive minimum, Eq. 6 with p = 0.
 FLAGS = ("ours", "exhaustive", "premise")
 
@@ -48,27 +48,12 @@ def read_record(path: str | Path, cfg, seed: int, page_flags: Sequence[float]) -
             or setting other than this run's; fewer than two banks, a bank without its flags or with
             another number of batches; bank 0 not the page's own flags (a record made with other code).
     """
-    from gitutor.files import read_json
+    from gitutor.study_records import read_study_record
 
-    record = read_json(path, "view-bank record")
-    if not isinstance(record, dict):
-        raise ValueError(
-            f"record {path} must be a JSON object, got {type(record).__name__}"
-        )
-    for field in PROVENANCE:
-        if record.get(field) in (None, ""):
-            raise ValueError(
-                f"record {path} lacks its provenance field {field!r}: rerun scripts/bank_study_03.py "
-                "(records are never written by hand)"
-            )
     expected = {"seed": seed} | {f"settings.{k}": getattr(cfg, k) for k in SETTINGS}
-    found = {"seed": record.get("seed")}
-    found |= {f"settings.{k}": record.get("settings", {}).get(k) for k in SETTINGS}
-    for field, value in expected.items():
-        if found[field] != value:
-            raise ValueError(
-                f"record {path}: field {field!r} is {found[field]!r}, this run's is {value!r}"
-            )
+    record = read_study_record(
+        path, "view-bank record", "scripts/bank_study_03.py", expected
+    )
     banks = record.get("banks")
     trials = cfg.imagenet_trials
     if not isinstance(banks, list) or len(banks) < 2:
@@ -91,7 +76,7 @@ def read_record(path: str | Path, cfg, seed: int, page_flags: Sequence[float]) -
         )
     return {
         "banks": [dict(bank) for bank in banks],
-        "provenance": {field: record[field] for field in PROVENANCE},
+        "provenance": provenance(record),
     }
 
 
@@ -104,12 +89,7 @@ def recorded_study(
     Raises:
         ValueError: as :func:`read_record`, for a record of this profile that does not match the run.
     """
-    from gitutor.files import read_json
-
-    if budget is not None or not Path(path).is_file():
-        return None
-    record = read_json(path, "view-bank record")
-    if isinstance(record, dict) and record.get("profile") != cfg.profile:
+    if not speaks_for(path, cfg.profile, budget):
         return None
     return read_record(path, cfg, seed, page_flags)
 

@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gitutor.study_records import provenance, speaks_for
+
 #: The profile's settings DiffULA's runs depend on (besides the steps); a record of other values is refused.
 SETTINGS = (
     "data",
@@ -32,8 +34,6 @@ SETTINGS = (
     "matching_weight",
     "lr",
 )
-#: Provenance a record must carry.
-PROVENANCE = ("commit", "command", "wall_seconds", "device", "torch", "date")
 #: Table 1a's scores of one user (images in [0, 1]; PSNR in dB; face rate 0 to 1).
 SCORES = ("mse", "psnr", "ssim", "lpips", "face_rate")
 #: The two readings of each run: after the final denoising pass and before it (t* = 0).
@@ -58,29 +58,13 @@ def read_record(path: str | Path, cfg, seed: int, page_rows: Sequence[Mapping]) 
             budget, reading or user missing; ``page_rows`` of another length, or page-budget scores that
             differ from ``page_rows`` by more than 1e-9 (a record made with other code).
     """
-    from gitutor.files import read_json
+    from gitutor.study_records import read_study_record
 
-    record = read_json(path, "DiffULA budget record")
-    if not isinstance(record, dict):
-        raise ValueError(
-            f"record {path} must be a JSON object, got {type(record).__name__}"
-        )
-    for field in PROVENANCE:
-        if record.get(field) in (None, ""):
-            raise ValueError(
-                f"record {path} lacks its provenance field {field!r}: rerun scripts/diffula_study_05.py "
-                "(records are never written by hand)"
-            )
     expected = {"seed": seed, "users": list(cfg.users)}
     expected |= {f"settings.{k}": getattr(cfg, k) for k in SETTINGS}
-    found = {"seed": record.get("seed"), "users": record.get("users")}
-    found |= {f"settings.{k}": record.get("settings", {}).get(k) for k in SETTINGS}
-    for field, value in expected.items():
-        if found[field] != value:
-            raise ValueError(
-                f"record {path}: field {field!r} is {found[field]!r}, this run's is {value!r}; the "
-                "record was made for other users or settings"
-            )
+    record = read_study_record(
+        path, "DiffULA budget record", "scripts/diffula_study_05.py", expected
+    )
     budgets = record.get("budgets")
     if (
         not isinstance(budgets, list)
@@ -121,7 +105,7 @@ def read_record(path: str | Path, cfg, seed: int, page_rows: Sequence[Mapping]) 
         "budgets": budgets,
         "table_budget": cfg.steps,
         "scores": scores,
-        "provenance": {field: record[field] for field in PROVENANCE},
+        "provenance": provenance(record),
     }
 
 
@@ -136,12 +120,7 @@ def recorded_study(
         ValueError: as :func:`read_record`, for a record of this profile that does not match the run: a
             stale record fails loudly rather than being skipped.
     """
-    from gitutor.files import read_json
-
-    if budget is not None or not Path(path).is_file():
-        return None
-    record = read_json(path, "DiffULA budget record")
-    if isinstance(record, dict) and record.get("profile") != cfg.profile:
+    if not speaks_for(path, cfg.profile, budget):
         return None
     return read_record(path, cfg, seed, page_rows)
 

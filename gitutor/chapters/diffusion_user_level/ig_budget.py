@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gitutor.chapters.diffusion_user_level.experiments import METHODS
+from gitutor.study_records import provenance, speaks_for
 
 #: The two baselines of Table 1a, in the page's order: sample level (Hungarian-matched), user level
 #: without prior.
@@ -33,8 +34,6 @@ SCORES = ("mse", "psnr", "ssim", "lpips", "face_rate", "distance")
 #: The score a baseline's budget is chosen by (the page reads image quality by LPIPS, as Li et al. §3), and
 #: its better direction.
 CHOICE_SCORE, CHOICE_BETTER = "lpips", "lower"
-#: Provenance a record must carry (:func:`read_record` refuses one without any of them).
-PROVENANCE = ("commit", "command", "wall_seconds", "device", "torch", "date")
 #: The profile's settings the baselines' runs depend on; a record of other values is refused.
 SETTINGS = (
     "data",
@@ -180,34 +179,18 @@ def read_record(path: str | Path, cfg, seed: int) -> dict:
     Raises:
         FileNotFoundError: naming ``path`` when it does not exist.
         ValueError: naming ``path`` when it is not JSON, or naming the field: a provenance field of
-            :data:`PROVENANCE` missing; ``seed``, ``users`` or a setting other than this run's;
+            :data:`gitutor.study_records.PROVENANCE` missing; ``seed``, ``users`` or a setting other than this run's;
             ``selection_users`` that share a user with the table; ``budgets`` without ``cfg.ig_steps``;
             ``scores`` / ``choice`` without a budget or user; ``chosen_budget`` not the budget the
             selection users choose (a record edited by hand); ``notebook_check`` not 0.
     """
-    from gitutor.files import read_json
+    from gitutor.study_records import read_study_record
 
-    record = read_json(path, "Inverting Gradients budget record")
-    if not isinstance(record, dict):
-        raise ValueError(
-            f"record {path} must be a JSON object, got {type(record).__name__}"
-        )
-    for field in PROVENANCE:
-        if record.get(field) in (None, ""):
-            raise ValueError(
-                f"record {path} lacks its provenance field {field!r}: rerun scripts/ig_study_05.py "
-                "(records are never written by hand)"
-            )
     expected = {"seed": seed, "users": list(cfg.users)}
     expected |= {f"settings.{k}": getattr(cfg, k) for k in SETTINGS}
-    found = {"seed": record.get("seed"), "users": record.get("users")}
-    found |= {f"settings.{k}": record.get("settings", {}).get(k) for k in SETTINGS}
-    for field, value in expected.items():
-        if found[field] != value:
-            raise ValueError(
-                f"record {path}: field {field!r} is {found[field]!r}, this run's is {value!r}; the "
-                "record was made for other users or settings"
-            )
+    record = read_study_record(
+        path, "Inverting Gradients budget record", "scripts/ig_study_05.py", expected
+    )
     selection = record.get("selection_users")
     if not selection or set(selection) & set(cfg.users):
         raise ValueError(
@@ -264,7 +247,7 @@ def read_record(path: str | Path, cfg, seed: int) -> dict:
         "users": list(record["users"]),
         "selection_users": list(selection),
         "notebook_check": dict(check),
-        "provenance": {field: record[field] for field in PROVENANCE},
+        "provenance": provenance(record),
     }
 
 
@@ -280,12 +263,7 @@ def recorded_study(
         ValueError: as :func:`read_record`, for a record of this profile made for other users, seeds or
             settings, or without provenance: a stale record fails loudly rather than being skipped.
     """
-    from gitutor.files import read_json
-
-    if budget is not None or not Path(path).is_file():
-        return None
-    record = read_json(path, "Inverting Gradients budget record")
-    if isinstance(record, dict) and record.get("profile") != cfg.profile:
+    if not speaks_for(path, cfg.profile, budget):
         return None
     return read_record(path, cfg, seed)
 
